@@ -1,0 +1,310 @@
+// Package detect turns one pane's output bytes into a state. It owns the
+// pane's terminal, its OSC 7501 record store and its screen rules, and
+// applies the combining policy on a clock the caller supplies: live panes
+// pass the wall clock, replays pass the recording's timestamps, so timing
+// rules behave the same in both.
+//
+// Classification is event-driven: fed bytes mark the screen dirty, and the
+// screen is classified on the trailing edge of a quiet window (or after
+// MaxWait under a continuous stream). A program's own report is applied at
+// once. The caller calls Tick at Deadline.
+package detect
+
+import (
+	"io"
+	"time"
+
+	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/status"
+	"github.com/corral-dev/corral/internal/term"
+)
+
+// Default timing.
+const (
+	DefaultQuiet   = 20 * time.Millisecond
+	DefaultMaxWait = 100 * time.Millisecond
+)
+
+// Config configures an Engine.
+type Config struct {
+	Cols, Rows int
+	Rules      *rules.Set
+	// Agent forces a manifest by name; empty recognises the agent from the
+	// screen and title, using the generic manifest until then.
+	Agent string
+	// ScreenOnly ignores the program's own reports: what a screen-only
+	// detector would say.
+	ScreenOnly bool
+	Quiet      time.Duration
+	MaxWait    time.Duration
+	// Replies receives query answers for the program (DA1, cursor position).
+	Replies io.Writer
+}
+
+// Change is one state change.
+type Change struct {
+	At       time.Time
+	Previous signal.Decision
+	Decision signal.Decision
+}
+
+// Counters count what the engine saw and refused.
+type Counters struct {
+	Classifications  int
+	StatusReports    int
+	StatusDiscarded  int
+	Bells            int
+	Notifications    int
+	LastNotification string
+}
+
+// Engine is one pane's detector. It is not safe for concurrent use: its
+// owner serialises calls (the pane's read loop).
+type Engine struct {
+	cfg      Config
+	term     *term.Terminal
+	store    *status.Store
+	manifest *rules.Manifest
+	fixed    bool // manifest chosen by the caller or recognised: stop looking
+
+	pending []term.Event // tapped during the current Feed
+
+	dirty       bool
+	firstDirty  time.Time
+	lastFeed    time.Time
+	verdict     rules.Verdict
+	cur         signal.Decision
+	since       time.Time
+	idlePending bool // working → idle seen, waiting for confirmation
+	idleAt      time.Time
+
+	progress      int // OSC 9;4 value, -1 none
+	progressState int
+
+	counters Counters
+	changes  []Change
+}
+
+// New returns an engine with a fresh terminal. Close it when done.
+func New(cfg Config) *Engine {
+	if cfg.Quiet <= 0 {
+		cfg.Quiet = DefaultQuiet
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	e := &Engine{cfg: cfg, store: status.NewStore(0), progress: -1,
+		cur: signal.Decision{State: signal.Idle, Source: signal.SourceDefault}}
+	e.term = term.New(term.Options{Cols: cfg.Cols, Rows: cfg.Rows, Replies: cfg.Replies,
+		OnEvent: func(ev term.Event) { e.pending = append(e.pending, ev) }})
+	if cfg.Agent != "" {
+		if m, ok := cfg.Rules.ByName(cfg.Agent); ok {
+			e.manifest, e.fixed = m, true
+		}
+	}
+	if e.manifest == nil {
+		e.manifest = cfg.Rules.Generic()
+	}
+	return e
+}
+
+// Close releases the terminal.
+func (e *Engine) Close() { e.term.Close() }
+
+// Terminal returns the pane's terminal (for snapshots and resizes).
+func (e *Engine) Terminal() *term.Terminal { return e.term }
+
+// Manifest returns the manifest in use.
+func (e *Engine) Manifest() *rules.Manifest { return e.manifest }
+
+// SetManifest switches the manifest (the foreground program changed, or
+// the rules were reloaded) and reclassifies at now.
+func (e *Engine) SetManifest(m *rules.Manifest, now time.Time) []Change {
+	e.manifest, e.fixed = m, true
+	return e.classify(now)
+}
+
+// Decision returns the current state and since when.
+func (e *Engine) Decision() (signal.Decision, time.Time) { return e.cur, e.since }
+
+// Verdict returns the last screen verdict.
+func (e *Engine) Verdict() rules.Verdict { return e.verdict }
+
+// Store returns the program status records (for reading; the engine owns it).
+func (e *Engine) Records() []status.Record { return e.store.Records() }
+
+// Progress returns the OSC 9;4 progress (-1 when none).
+func (e *Engine) Progress() (state, value int) { return e.progressState, e.progress }
+
+// Counters returns a copy of the counters.
+func (e *Engine) Counters() Counters {
+	c := e.counters
+	c.StatusDiscarded = e.store.Discarded
+	return c
+}
+
+// Feed writes program output at now and returns the changes it caused.
+func (e *Engine) Feed(now time.Time, p []byte) []Change {
+	e.changes = e.changes[:0]
+	if len(p) == 0 {
+		return nil
+	}
+	_, _ = e.term.Write(p)
+	if !e.dirty {
+		e.dirty, e.firstDirty = true, now
+	}
+	e.lastFeed = now
+	if e.applyEvents(now) {
+		// The program spoke for itself: no reason to wait.
+		e.classifyLocked(now)
+	}
+	return e.takeChanges()
+}
+
+// Resize changes the terminal size and marks the screen dirty.
+func (e *Engine) Resize(now time.Time, cols, rows int) {
+	e.term.Resize(cols, rows)
+	if !e.dirty {
+		e.dirty, e.firstDirty = true, now
+	}
+	e.lastFeed = now
+}
+
+// Deadline is when Tick must next be called; ok is false when nothing is
+// waiting.
+func (e *Engine) Deadline() (at time.Time, ok bool) {
+	if e.dirty {
+		at, ok = e.lastFeed.Add(e.cfg.Quiet), true
+		if capAt := e.firstDirty.Add(e.cfg.MaxWait); capAt.Before(at) {
+			at = capAt
+		}
+	}
+	if e.idlePending {
+		confirm := e.idleAt.Add(e.manifest.IdleConfirm)
+		if !ok || confirm.Before(at) {
+			at, ok = confirm, true
+		}
+	}
+	return at, ok
+}
+
+// Tick classifies if a deadline has passed.
+func (e *Engine) Tick(now time.Time) []Change {
+	at, ok := e.Deadline()
+	if !ok || now.Before(at) {
+		return nil
+	}
+	return e.classify(now)
+}
+
+// Classify classifies now, whatever the deadlines: before typing into a
+// pane, its state must be current.
+func (e *Engine) Classify(now time.Time) []Change { return e.classify(now) }
+
+func (e *Engine) classify(now time.Time) []Change {
+	e.changes = e.changes[:0]
+	e.classifyLocked(now)
+	return e.takeChanges()
+}
+
+func (e *Engine) takeChanges() []Change {
+	if len(e.changes) == 0 {
+		return nil
+	}
+	out := make([]Change, len(e.changes))
+	copy(out, e.changes)
+	return out
+}
+
+// applyEvents handles tapped sequences; it reports whether the program's
+// own status records changed.
+func (e *Engine) applyEvents(now time.Time) bool {
+	changed := false
+	for _, ev := range e.pending {
+		switch ev.Kind {
+		case term.EventStatus:
+			e.counters.StatusReports++
+			if ev.Oversize {
+				e.store.CountDiscarded()
+				continue
+			}
+			if ok, _ := e.store.Apply(ev.Text, now); ok {
+				changed = true
+			}
+		case term.EventPromptMark:
+			if ev.Mark == 'A' && e.store.EndTransient() {
+				changed = true
+			}
+		case term.EventReset:
+			if e.store.Reset() {
+				changed = true
+			}
+		case term.EventProgress:
+			e.progressState, e.progress = ev.ProgressState, ev.Progress
+			if ev.ProgressState == term.ProgressRemove {
+				e.progress = -1
+			}
+		case term.EventBell:
+			e.counters.Bells++
+		case term.EventNotify:
+			e.counters.Notifications++
+			e.counters.LastNotification = ev.Text
+		}
+	}
+	e.pending = e.pending[:0]
+	return changed
+}
+
+// ProcessExited ends the program's transient records (working, blocked).
+func (e *Engine) ProcessExited(now time.Time) []Change {
+	if e.store.EndTransient() {
+		return e.classify(now)
+	}
+	return nil
+}
+
+func (e *Engine) classifyLocked(now time.Time) {
+	e.dirty = false
+	e.counters.Classifications++
+	snap := e.term.Snapshot()
+	scr := rules.Screen{Lines: snap.Lines, Title: snap.Title}
+	if !e.fixed {
+		if m := e.cfg.Rules.IdentifyScreen(scr); m != nil {
+			e.manifest, e.fixed = m, true
+		}
+	}
+	e.verdict = e.manifest.Classify(scr)
+	in := signal.Inputs{}
+	if e.verdict.Rule != "" {
+		in.Screen = signal.Screen{State: signal.State(e.verdict.State), Kind: e.verdict.Kind, Rule: e.verdict.Rule, Message: e.verdict.Message}
+	}
+	if !e.cfg.ScreenOnly {
+		if root, ok := e.store.Root(); ok {
+			in.Report = signal.Report{Present: true, Source: signal.SourceOSC7501, State: signal.State(root.State), Kind: string(root.Kind), Message: root.Msg}
+		}
+	}
+	next := signal.Decide(in)
+
+	// working → idle from the screen needs the screen to keep saying so
+	// for IdleConfirm; a program's own report needs no confirmation, and
+	// nothing delays a block.
+	if e.cur.State == signal.Working && next.State == signal.Idle &&
+		(next.Source == signal.SourceScreen || next.Source == signal.SourceDefault) && e.manifest.IdleConfirm > 0 {
+		if !e.idlePending {
+			e.idlePending, e.idleAt = true, now
+			return
+		}
+		if now.Sub(e.idleAt) < e.manifest.IdleConfirm {
+			return
+		}
+	}
+	e.idlePending = false
+	if signal.Changed(e.cur, next) {
+		e.changes = append(e.changes, Change{At: now, Previous: e.cur, Decision: next})
+		e.cur, e.since = next, now
+		return
+	}
+	// Same state: keep the freshest explanation.
+	e.cur = next
+}

@@ -1,0 +1,149 @@
+package rules
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Verdict is what a manifest concludes about a screen, and why.
+type Verdict struct {
+	State State
+	Kind  string
+	// Rule is the id of the rule that matched; empty when none did and the
+	// verdict is the default (idle).
+	Rule   string
+	Region Region
+	// Evidence is the matched text, clipped.
+	Evidence string
+	// Message is the rule's "msg" capture group, when it has one.
+	Message string
+}
+
+// MaxEvidence bounds Verdict.Evidence.
+const MaxEvidence = 200
+
+// Classify runs the rules in order; the first match wins. No match is idle.
+func (m *Manifest) Classify(s Screen) Verdict {
+	v := newView(s)
+	for i := range m.Rules {
+		r := &m.Rules[i]
+		if vd, ok := r.match(v.text(r.Region)); ok {
+			return vd
+		}
+	}
+	return Verdict{State: Idle}
+}
+
+func (r *Rule) match(text string) (Verdict, bool) {
+	if text == "" {
+		return Verdict{}, false
+	}
+	loc := r.Pattern.FindStringSubmatchIndex(text)
+	if loc == nil {
+		return Verdict{}, false
+	}
+	vd := Verdict{State: r.State, Kind: r.Kind, Rule: r.ID, Region: r.Region, Evidence: clip(text[loc[0]:loc[1]], MaxEvidence)}
+	if g := r.msgGroup; g > 0 && loc[2*g] >= 0 {
+		vd.Message = clip(strings.TrimSpace(text[loc[2*g]:loc[2*g+1]]), MaxEvidence)
+	}
+	return vd, true
+}
+
+// Trial is one rule's outcome in an explanation.
+type Trial struct {
+	Rule     string
+	State    State
+	Kind     string
+	Region   Region
+	Text     string // the region's text as the rule saw it
+	Matched  bool
+	Evidence string
+	Message  string
+	Note     string
+}
+
+// Explanation shows every rule tried, in order, and the verdict.
+type Explanation struct {
+	Manifest string
+	Source   string
+	Trials   []Trial
+	Verdict  Verdict
+}
+
+// Explain runs every rule (not stopping at the first match, so a user sees
+// which later rules would also have matched) and reports the verdict the
+// first match gives.
+func (m *Manifest) Explain(s Screen) Explanation {
+	v := newView(s)
+	ex := Explanation{Manifest: m.Name, Source: m.Source, Verdict: Verdict{State: Idle}}
+	decided := false
+	for i := range m.Rules {
+		r := &m.Rules[i]
+		text := v.text(r.Region)
+		vd, ok := r.match(text)
+		ex.Trials = append(ex.Trials, Trial{Rule: r.ID, State: r.State, Kind: r.Kind, Region: r.Region,
+			Text: text, Matched: ok, Evidence: vd.Evidence, Message: vd.Message, Note: r.Note})
+		if ok && !decided {
+			ex.Verdict, decided = vd, true
+		}
+	}
+	return ex
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// Keys returns the keystrokes for an answer: "yes", "always", "no",
+// "cancel", or an option number ("1", "2", …). ok is false when the
+// manifest does not define it.
+func (m *Manifest) Keys(choice string) (string, bool) {
+	if k, ok := m.Answers[choice]; ok {
+		return k, true
+	}
+	if n := choice; n != "" && strings.Trim(n, "0123456789") == "" && len(n) <= 3 {
+		if tmpl, ok := m.Answers[AnswerOption]; ok {
+			return strings.ReplaceAll(tmpl, "{n}", n), true
+		}
+	}
+	return "", false
+}
+
+// MatchesProcess reports whether a process (its name, as in
+// /proc/PID/comm, and its argv) is this manifest's agent.
+func (m *Manifest) MatchesProcess(name string, argv []string) bool {
+	for _, p := range m.Processes {
+		if p == name {
+			return true
+		}
+	}
+	if len(m.argv) == 0 || len(argv) == 0 {
+		return false
+	}
+	joined := strings.Join(argv, " ")
+	for _, re := range m.argv {
+		if re.MatchString(joined) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchesScreen reports whether a screen shows this manifest's agent,
+// from its title or visible rows.
+func (m *Manifest) MatchesScreen(s Screen) bool {
+	if title := strings.TrimSpace(s.Title); m.title != nil && title != "" && m.title.MatchString(title) {
+		return true
+	}
+	if m.screen != nil {
+		return m.screen.MatchString(strings.Join(s.Lines, "\n"))
+	}
+	return false
+}

@@ -1,0 +1,359 @@
+// Package rules loads agent manifests and classifies screens with them.
+//
+// A manifest says how to recognise one agent (process names, argv and
+// title/screen patterns), its ordered rules (first match wins; blocked
+// rules first), each with a state, a kind, the region of the screen it
+// reads and an RE2 pattern, and the keystrokes that answer its prompts.
+// Manifests hold only patterns and keystrokes: nothing in them can make
+// corral run a program. They are strict (unknown keys are errors with line
+// and column), bounded, and compiled once at load.
+package rules
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// State is what a rule concludes.
+type State string
+
+const (
+	Blocked State = "blocked"
+	Working State = "working"
+	Idle    State = "idle"
+)
+
+// Kinds a blocked rule may name.
+var kinds = map[string]bool{"permission": true, "question": true, "auth": true}
+
+// Answer names a manifest may define.
+const (
+	AnswerYes    = "yes"
+	AnswerAlways = "always"
+	AnswerNo     = "no"
+	AnswerCancel = "cancel"
+	// AnswerOption is a template: "{n}" is replaced by the option number.
+	AnswerOption = "option"
+)
+
+// Limits on a manifest.
+const (
+	MaxManifestBytes = 256 << 10
+	MaxRules         = 64
+	MaxPatternBytes  = 4096
+	MaxKeystrokes    = 64
+	MaxBottomRows    = 200
+	MaxDetect        = 16
+	DefaultConfirm   = 300 * time.Millisecond
+	MaxConfirm       = 10 * time.Second
+)
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// Manifest is a compiled manifest. It is immutable once loaded.
+type Manifest struct {
+	Name        string
+	Display     string
+	Description string
+	// Evidence says what the rules were written from (agent versions).
+	Evidence string
+	// Source is where the manifest came from: "embedded:NAME.toml" or a path.
+	Source string
+
+	Processes []string
+	argv      []*regexp.Regexp
+	title     *regexp.Regexp
+	screen    *regexp.Regexp
+
+	// IdleConfirm is how long a screen must keep saying "idle" before a
+	// working pane is called idle (a spinner frame can blank for a moment).
+	IdleConfirm time.Duration
+
+	Rules   []Rule
+	Answers map[string]string
+}
+
+// Rule is one compiled rule.
+type Rule struct {
+	ID      string
+	State   State
+	Kind    string
+	Region  Region
+	Pattern *regexp.Regexp
+	// msgGroup is the index of the named group "msg", or -1.
+	msgGroup int
+	// Note explains the rule: the screen it was written from.
+	Note string
+}
+
+// file mirrors the TOML schema.
+type file struct {
+	Name        string            `toml:"name"`
+	Display     string            `toml:"display"`
+	Description string            `toml:"description"`
+	Evidence    string            `toml:"evidence"`
+	Detect      detectSection     `toml:"detect"`
+	Timing      timingSection     `toml:"timing"`
+	Answers     map[string]string `toml:"answers"`
+	Rules       []ruleSection     `toml:"rule"`
+}
+
+type detectSection struct {
+	Process []string `toml:"process"`
+	Argv    []string `toml:"argv"`
+	Title   string   `toml:"title"`
+	Screen  string   `toml:"screen"`
+}
+
+type timingSection struct {
+	IdleConfirm string `toml:"idle_confirm"`
+}
+
+type ruleSection struct {
+	ID      string `toml:"id"`
+	State   string `toml:"state"`
+	Kind    string `toml:"kind"`
+	Region  string `toml:"region"`
+	Pattern string `toml:"pattern"`
+	Note    string `toml:"note"`
+}
+
+// Error is a problem in a manifest, located in its file.
+type Error struct {
+	File         string
+	Line, Column int // 0 when unknown
+	Msg          string
+	// Snippet is the source around the problem, when known.
+	Snippet string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
+	}
+	return loc + ": " + e.Msg
+}
+
+// Parse compiles a manifest. source names it in errors. All problems are
+// returned (joined), each with file:line:column where it can be found.
+func Parse(source string, data []byte) (*Manifest, error) {
+	if len(data) > MaxManifestBytes {
+		return nil, &Error{File: source, Msg: fmt.Sprintf("manifest is %d bytes; the limit is %d", len(data), MaxManifestBytes)}
+	}
+	var f file
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, decodeError(source, err)
+	}
+	loc := newLocator(data)
+	var errs []error
+	fail := func(rule int, key, format string, args ...any) {
+		line, col := loc.find(rule, key)
+		errs = append(errs, &Error{File: source, Line: line, Column: col, Msg: fmt.Sprintf(format, args...)})
+	}
+
+	m := &Manifest{
+		Name: f.Name, Display: f.Display, Description: f.Description, Evidence: f.Evidence,
+		Source: source, Processes: f.Detect.Process, IdleConfirm: DefaultConfirm,
+		Answers: map[string]string{},
+	}
+	if !idPattern.MatchString(f.Name) {
+		fail(-1, "name", "name %q must be 1-64 of [a-z0-9_-], starting with a letter or digit", f.Name)
+	}
+	if m.Display == "" {
+		m.Display = m.Name
+	}
+	if len(f.Detect.Process)+len(f.Detect.Argv) > MaxDetect {
+		fail(-1, "process", "at most %d process names and argv patterns", MaxDetect)
+	}
+	for _, p := range f.Detect.Argv {
+		re, err := compile(p)
+		if err != nil {
+			fail(-1, "argv", "detect.argv %q: %v", p, err)
+			continue
+		}
+		m.argv = append(m.argv, re)
+	}
+	var err error
+	if f.Detect.Title != "" {
+		if m.title, err = compile(f.Detect.Title); err != nil {
+			fail(-1, "title", "detect.title: %v", err)
+		}
+	}
+	if f.Detect.Screen != "" {
+		if m.screen, err = compile(f.Detect.Screen); err != nil {
+			fail(-1, "screen", "detect.screen: %v", err)
+		}
+	}
+	if f.Timing.IdleConfirm != "" {
+		d, err := time.ParseDuration(f.Timing.IdleConfirm)
+		if err != nil || d < 0 || d > MaxConfirm {
+			fail(-1, "idle_confirm", "timing.idle_confirm %q must be a duration from 0 to %v (like \"300ms\")", f.Timing.IdleConfirm, MaxConfirm)
+		} else {
+			m.IdleConfirm = d
+		}
+	}
+	for name, keys := range f.Answers {
+		switch name {
+		case AnswerYes, AnswerAlways, AnswerNo, AnswerCancel, AnswerOption:
+		default:
+			fail(-1, name, "answers.%s: unknown answer; use yes, always, no, cancel or option", name)
+			continue
+		}
+		if keys == "" || len(keys) > MaxKeystrokes {
+			fail(-1, name, "answers.%s: keystrokes must be 1-%d bytes", name, MaxKeystrokes)
+			continue
+		}
+		if name == AnswerOption && !strings.Contains(keys, "{n}") {
+			fail(-1, name, "answers.option must contain {n}, the option number")
+			continue
+		}
+		m.Answers[name] = keys
+	}
+	if len(f.Rules) > MaxRules {
+		fail(-1, "rule", "%d rules; the limit is %d", len(f.Rules), MaxRules)
+		f.Rules = f.Rules[:MaxRules]
+	}
+	seen := map[string]bool{}
+	for i, rs := range f.Rules {
+		r, ok := compileRule(i, rs, func(key, format string, args ...any) { fail(i, key, format, args...) })
+		if !ok {
+			continue
+		}
+		if seen[r.ID] {
+			fail(i, "id", "rule %q: duplicate id", r.ID)
+			continue
+		}
+		seen[r.ID] = true
+		m.Rules = append(m.Rules, r)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return m, nil
+}
+
+func compileRule(i int, rs ruleSection, fail func(key, format string, args ...any)) (Rule, bool) {
+	name := rs.ID
+	if name == "" {
+		name = fmt.Sprintf("#%d", i+1)
+	}
+	ok := true
+	r := Rule{ID: rs.ID, Kind: rs.Kind, Note: rs.Note, msgGroup: -1}
+	if !idPattern.MatchString(rs.ID) {
+		fail("id", "rule %s: id %q must be 1-64 of [a-z0-9_-]", name, rs.ID)
+		ok = false
+	}
+	switch State(rs.State) {
+	case Blocked, Working, Idle:
+		r.State = State(rs.State)
+	default:
+		fail("state", "rule %s: state %q must be blocked, working or idle", name, rs.State)
+		ok = false
+	}
+	if rs.Kind != "" {
+		if r.State != Blocked {
+			fail("kind", "rule %s: kind is only for blocked rules", name)
+			ok = false
+		} else if !kinds[rs.Kind] {
+			fail("kind", "rule %s: kind %q must be permission, question or auth", name, rs.Kind)
+			ok = false
+		}
+	}
+	reg, err := ParseRegion(rs.Region)
+	if err != nil {
+		fail("region", "rule %s: %v", name, err)
+		ok = false
+	}
+	r.Region = reg
+	if rs.Pattern == "" {
+		fail("pattern", "rule %s: pattern is required", name)
+		return r, false
+	}
+	re, err := compile(rs.Pattern)
+	if err != nil {
+		fail("pattern", "rule %s: %v", name, err)
+		return r, false
+	}
+	r.Pattern = re
+	r.msgGroup = re.SubexpIndex("msg")
+	return r, ok
+}
+
+func compile(p string) (*regexp.Regexp, error) {
+	if len(p) > MaxPatternBytes {
+		return nil, fmt.Errorf("pattern is %d bytes; the limit is %d", len(p), MaxPatternBytes)
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("bad pattern: %v", err)
+	}
+	return re, nil
+}
+
+// decodeError turns a TOML error into located Errors.
+func decodeError(source string, err error) error {
+	var de *toml.DecodeError
+	var se *toml.StrictMissingError
+	switch {
+	case errors.As(err, &se):
+		var errs []error
+		for i := range se.Errors {
+			e := &se.Errors[i]
+			line, col := e.Position()
+			errs = append(errs, &Error{File: source, Line: line, Column: col,
+				Msg: fmt.Sprintf("unknown key %q (check its spelling against the manifest reference)", strings.Join(e.Key(), ".")), Snippet: e.String()})
+		}
+		return errors.Join(errs...)
+	case errors.As(err, &de):
+		line, col := de.Position()
+		return &Error{File: source, Line: line, Column: col, Msg: strings.TrimPrefix(de.Error(), "toml: "), Snippet: de.String()}
+	}
+	return &Error{File: source, Msg: err.Error()}
+}
+
+// locator finds the line and column of a key in the source, either at the
+// top level (rule -1, searched before the first [[rule]]) or inside the
+// i-th [[rule]] table.
+type locator struct {
+	lines []string
+	rules []int // line index of each [[rule]] header
+}
+
+func newLocator(data []byte) *locator {
+	l := &locator{lines: strings.Split(string(data), "\n")}
+	for i, line := range l.lines {
+		if strings.TrimSpace(line) == "[[rule]]" {
+			l.rules = append(l.rules, i)
+		}
+	}
+	return l
+}
+
+func (l *locator) find(rule int, key string) (line, col int) {
+	from, to := 0, len(l.lines)
+	if rule >= 0 && rule < len(l.rules) {
+		from = l.rules[rule]
+		if rule+1 < len(l.rules) {
+			to = l.rules[rule+1]
+		}
+	}
+	for i := from; i < to; i++ {
+		trimmed := strings.TrimLeft(l.lines[i], " \t")
+		if rest, ok := strings.CutPrefix(trimmed, key); ok && strings.HasPrefix(strings.TrimLeft(rest, " \t"), "=") {
+			return i + 1, len(l.lines[i]) - len(trimmed) + 1
+		}
+	}
+	if rule >= 0 && rule < len(l.rules) {
+		return l.rules[rule] + 1, 1
+	}
+	return 0, 0
+}

@@ -1,0 +1,175 @@
+package term
+
+import (
+	"strconv"
+	"strings"
+)
+
+// EventKind says which protocol sequence an Event came from.
+type EventKind uint8
+
+const (
+	// EventStatus is an OSC 7501 report; Text holds its body (after "7501;").
+	EventStatus EventKind = iota + 1
+	// EventTitle is a window title change (OSC 0 or 2); Text holds the title.
+	EventTitle
+	// EventProgress is OSC 9;4; ProgressState and Progress hold its fields.
+	EventProgress
+	// EventPromptMark is an OSC 133 shell mark; Mark is 'A', 'B', 'C' or 'D'.
+	EventPromptMark
+	// EventBell is a BEL outside any sequence.
+	EventBell
+	// EventNotify is a desktop notification request (OSC 9, 99, 777).
+	EventNotify
+	// EventReset is a full reset (RIS, ESC c).
+	EventReset
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventStatus:
+		return "status"
+	case EventTitle:
+		return "title"
+	case EventProgress:
+		return "progress"
+	case EventPromptMark:
+		return "prompt-mark"
+	case EventBell:
+		return "bell"
+	case EventNotify:
+		return "notify"
+	case EventReset:
+		return "reset"
+	}
+	return "unknown"
+}
+
+// Progress states of OSC 9;4.
+const (
+	ProgressRemove        = 0
+	ProgressSet           = 1
+	ProgressError         = 2
+	ProgressIndeterminate = 3
+	ProgressPaused        = 4
+)
+
+// Event is one tapped sequence. Which fields are set depends on Kind.
+type Event struct {
+	Kind EventKind
+	// Text is the status body, the title, or a notification's body.
+	Text string
+	// NotifyTitle is a notification's title (OSC 777) when it has one.
+	NotifyTitle string
+	// NotifySource is "9", "99" or "777".
+	NotifySource string
+	// Mark is the OSC 133 mark letter; ExitCode its exit status (-1 if none).
+	Mark     byte
+	ExitCode int
+	// ProgressState is an OSC 9;4 state; Progress its value (-1 if none).
+	ProgressState int
+	Progress      int
+	// Oversize is set on a status report longer than MaxStatusSequence:
+	// the protocol says to discard it, and the reader counts it.
+	Oversize bool
+}
+
+// MaxStatusSequence is the longest OSC 7501 sequence, from ESC ] to its
+// terminator, that is not discarded.
+const MaxStatusSequence = 4096
+
+func (t *Terminal) emit(ev Event) { t.events = append(t.events, ev) }
+
+func (t *Terminal) installTaps() {
+	e := t.emu
+	e.RegisterOscHandler(7501, func(data []byte) bool {
+		body := oscBody(data)
+		// ESC ] + data + at least a one-byte terminator.
+		if 2+len(data)+1 > MaxStatusSequence {
+			t.emit(Event{Kind: EventStatus, Oversize: true})
+			return true
+		}
+		if body == StatusQuery {
+			t.flushStatusQueryLocked()
+			t.statusQueryPending = true
+			return true
+		}
+		t.emit(Event{Kind: EventStatus, Text: body})
+		return true
+	})
+	for _, cmd := range []int{0, 2} {
+		e.RegisterOscHandler(cmd, func(data []byte) bool {
+			// The emulator's own handler drops titles that contain ';'.
+			t.title = oscBody(data)
+			t.emit(Event{Kind: EventTitle, Text: t.title})
+			return true
+		})
+	}
+	e.RegisterOscHandler(1, func([]byte) bool { return true }) // icon name: not kept
+	e.RegisterOscHandler(9, func(data []byte) bool {
+		body := oscBody(data)
+		if rest, ok := strings.CutPrefix(body, "4;"); ok {
+			t.emit(parseProgress(rest))
+			return true
+		}
+		t.emit(Event{Kind: EventNotify, NotifySource: "9", Text: body})
+		return true
+	})
+	e.RegisterOscHandler(777, func(data []byte) bool {
+		parts := strings.SplitN(oscBody(data), ";", 3)
+		if len(parts) >= 2 && parts[0] == "notify" {
+			ev := Event{Kind: EventNotify, NotifySource: "777", NotifyTitle: parts[1]}
+			if len(parts) == 3 {
+				ev.Text = parts[2]
+			}
+			t.emit(ev)
+		}
+		return true
+	})
+	e.RegisterOscHandler(99, func(data []byte) bool {
+		meta, payload, _ := strings.Cut(oscBody(data), ";")
+		_ = meta
+		t.emit(Event{Kind: EventNotify, NotifySource: "99", Text: payload})
+		return true
+	})
+	e.RegisterOscHandler(133, func(data []byte) bool {
+		body := oscBody(data)
+		if body == "" {
+			return true
+		}
+		ev := Event{Kind: EventPromptMark, Mark: body[0], ExitCode: -1}
+		if ev.Mark == 'D' {
+			if rest, ok := strings.CutPrefix(body, "D;"); ok {
+				code, _, _ := strings.Cut(rest, ";")
+				if n, err := strconv.Atoi(code); err == nil {
+					ev.ExitCode = n
+				}
+			}
+		}
+		t.emit(ev)
+		return true
+	})
+	// RIS: tap it, then let the emulator reset (returning false falls
+	// through to its own handler).
+	e.RegisterEscHandler('c', func() bool {
+		t.title = ""
+		t.statusQueryPending = false
+		t.emit(Event{Kind: EventReset})
+		return false
+	})
+}
+
+// parseProgress reads "STATE;VALUE" of OSC 9;4.
+func parseProgress(s string) Event {
+	ev := Event{Kind: EventProgress, Progress: -1}
+	st, val, _ := strings.Cut(s, ";")
+	n, err := strconv.Atoi(st)
+	if err != nil || n < 0 || n > 4 {
+		n = ProgressRemove
+	}
+	ev.ProgressState = n
+	if v, err := strconv.Atoi(val); err == nil && v >= 0 && v <= 100 {
+		ev.Progress = v
+	}
+	return ev
+}

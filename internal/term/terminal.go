@@ -1,0 +1,257 @@
+// Package term wraps the charmbracelet/x/vt emulator behind its own lock.
+//
+// A Terminal is written to with the bytes a program prints. It keeps the
+// visible screen apart from scrollback, answers the queries programs wait on
+// (the replies go to Options.Replies, which the caller copies back into the
+// program's input), and taps the protocol sequences corral cares about (OSC
+// 7501 status reports, titles, progress, shell marks, bells, notification
+// requests) without drawing them. Readers get copies (Snapshot), never
+// pointers into the live screen.
+//
+// The package knows nothing of processes or sockets: it is tested with bytes.
+package term
+
+import (
+	"io"
+	"strings"
+	"sync"
+
+	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/charmbracelet/x/vt"
+)
+
+// Options configure a Terminal.
+type Options struct {
+	Cols, Rows int
+	// ScrollbackLines bounds the history kept above the visible screen.
+	// Zero means DefaultScrollback.
+	ScrollbackLines int
+	// Replies receives the answers to queries (DA1, cursor position, …).
+	// It is called after the terminal's lock is released, in order.
+	Replies io.Writer
+	// OnEvent receives tapped protocol events, after the lock is released,
+	// in the order they appeared in the byte stream.
+	OnEvent func(Event)
+}
+
+// DefaultScrollback is the number of history lines kept when Options leave it zero.
+const DefaultScrollback = 2000
+
+// Terminal is a thread-safe terminal emulator.
+type Terminal struct {
+	opts Options
+
+	// mu guards the fields that follow. Lock order: mu before drainMu.
+	mu    sync.Mutex
+	emu   *vt.Emulator
+	title string
+	// replies and events collect what one Write produced; they are handed
+	// to the caller after mu is released.
+	replies []byte
+	events  []Event
+	// statusQueryPending is set when an OSC 7501 feature query was parsed
+	// but its terminator (BEL or ST) is not known yet.
+	statusQueryPending bool
+	closed             bool
+
+	// drainMu guards drained: bytes the emulator wrote to its own reply
+	// pipe for sequences this package does not intercept (in-band resize).
+	drainMu sync.Mutex
+	drained []byte
+	drainWG sync.WaitGroup
+}
+
+// New returns a Terminal of the given size. Close it to stop its reply
+// drain goroutine.
+func New(opts Options) *Terminal {
+	if opts.Cols <= 0 {
+		opts.Cols = 80
+	}
+	if opts.Rows <= 0 {
+		opts.Rows = 24
+	}
+	if opts.ScrollbackLines <= 0 {
+		opts.ScrollbackLines = DefaultScrollback
+	}
+	t := &Terminal{opts: opts}
+	t.emu = vt.NewEmulator(opts.Cols, opts.Rows)
+	t.emu.SetScrollbackSize(opts.ScrollbackLines)
+	t.emu.SetCallbacks(vt.Callbacks{
+		Bell: func() { t.events = append(t.events, Event{Kind: EventBell}) },
+	})
+	t.installHandlers()
+	t.drainWG.Add(1)
+	go t.drain()
+	return t
+}
+
+// drain reads what the emulator writes to its internal reply pipe. Without
+// a reader, the emulator's Write would block on such a reply.
+func (t *Terminal) drain() {
+	defer t.drainWG.Done()
+	buf := make([]byte, 256)
+	for {
+		n, err := t.emu.Read(buf)
+		if n > 0 {
+			t.drainMu.Lock()
+			t.drained = append(t.drained, buf[:n]...)
+			t.drainMu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Write feeds program output. Bytes may be split anywhere, mid-rune or
+// mid-escape. It never fails once the terminal is open.
+func (t *Terminal) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return 0, io.ErrClosedPipe
+	}
+	_, _ = t.emu.Write(p)
+	// A query terminated by BEL has been dispatched; one terminated by ESC
+	// waits for the backslash, which may come in the next write.
+	if t.statusQueryPending && (len(p) == 0 || p[len(p)-1] != 0x1b) {
+		t.answerStatusQueryLocked("\a")
+	}
+	replies, events := t.replies, t.events
+	t.replies, t.events = nil, nil
+	t.mu.Unlock()
+
+	t.drainMu.Lock()
+	if len(t.drained) > 0 {
+		replies = append(replies, t.drained...)
+		t.drained = t.drained[:0]
+	}
+	t.drainMu.Unlock()
+
+	if len(replies) > 0 && t.opts.Replies != nil {
+		_, _ = t.opts.Replies.Write(replies)
+	}
+	if t.opts.OnEvent != nil {
+		for _, ev := range events {
+			t.opts.OnEvent(ev)
+		}
+	}
+	return len(p), nil
+}
+
+// Close releases the emulator. Later writes fail with io.ErrClosedPipe.
+func (t *Terminal) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	err := t.emu.Close()
+	t.mu.Unlock()
+	t.drainWG.Wait()
+	return err
+}
+
+// Resize changes the visible size. Rows that no longer fit are kept in
+// scrollback by the emulator.
+func (t *Terminal) Resize(cols, rows int) {
+	if cols <= 0 || rows <= 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.opts.Cols, t.opts.Rows = cols, rows
+	t.emu.Resize(cols, rows)
+}
+
+// Size returns the visible size.
+func (t *Terminal) Size() (cols, rows int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.opts.Cols, t.opts.Rows
+}
+
+// Snapshot is a copy of the visible screen.
+type Snapshot struct {
+	Cols, Rows int
+	// Lines holds one entry per visible row, trailing blanks removed. A wide
+	// character occupies one string position and two columns.
+	Lines []string
+	Title string
+	// CursorX and CursorY are zero-based.
+	CursorX, CursorY int
+	CursorHidden     bool
+	AltScreen        bool
+}
+
+// Text returns the visible rows joined with newlines.
+func (s Snapshot) Text() string { return strings.Join(s.Lines, "\n") }
+
+// Snapshot copies the visible screen while holding the lock.
+func (t *Terminal) Snapshot() Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cols, rows := t.emu.Width(), t.emu.Height()
+	s := Snapshot{
+		Cols:         cols,
+		Rows:         rows,
+		Lines:        make([]string, rows),
+		Title:        t.title,
+		CursorHidden: t.emu.CursorHidden(),
+		AltScreen:    t.emu.IsAltScreen(),
+	}
+	pos := t.emu.CursorPosition()
+	s.CursorX, s.CursorY = pos.X, pos.Y
+	var b strings.Builder
+	for y := 0; y < rows; y++ {
+		b.Reset()
+		for x := 0; x < cols; x++ {
+			writeCell(&b, t.emu.CellAt(x, y))
+		}
+		s.Lines[y] = strings.TrimRight(b.String(), " ")
+	}
+	return s
+}
+
+// Scrollback returns up to n of the most recent history lines, oldest first.
+func (t *Terminal) Scrollback(n int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sb := t.emu.Scrollback()
+	if sb == nil {
+		return nil
+	}
+	total := sb.Len()
+	if n <= 0 || n > total {
+		n = total
+	}
+	out := make([]string, 0, n)
+	var b strings.Builder
+	for i := total - n; i < total; i++ {
+		b.Reset()
+		for _, c := range sb.Line(i) {
+			writeCell(&b, &c)
+		}
+		out = append(out, strings.TrimRight(b.String(), " "))
+	}
+	return out
+}
+
+// writeCell appends a cell's text. The continuation cell of a wide
+// character has width 0 and no content, and adds nothing.
+func writeCell(b *strings.Builder, c *uv.Cell) {
+	switch {
+	case c == nil:
+		b.WriteByte(' ')
+	case c.Width == 0 && c.Content == "":
+		// continuation of a wide character
+	case c.Content == "":
+		b.WriteByte(' ')
+	default:
+		b.WriteString(c.Content)
+	}
+}

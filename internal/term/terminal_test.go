@@ -1,0 +1,247 @@
+package term
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// feed writes each chunk and returns the replies and events it produced.
+func feed(t *testing.T, term *Terminal, replies *bytes.Buffer, chunks ...string) {
+	t.Helper()
+	for _, c := range chunks {
+		if _, err := term.Write([]byte(c)); err != nil {
+			t.Fatalf("write %q: %v", c, err)
+		}
+	}
+}
+
+func newTest(t *testing.T, cols, rows int) (*Terminal, *bytes.Buffer, *[]Event) {
+	t.Helper()
+	var replies bytes.Buffer
+	var events []Event
+	term := New(Options{Cols: cols, Rows: rows, Replies: &replies, OnEvent: func(e Event) { events = append(events, e) }})
+	t.Cleanup(func() { term.Close() })
+	return term, &replies, &events
+}
+
+func TestScreen(t *testing.T) {
+	tests := []struct {
+		name   string
+		input  string
+		lines  []string // expected visible rows (only the first len(lines) are checked)
+		cursor [2]int   // x, y
+	}{
+		{"plain text", "hello", []string{"hello"}, [2]int{5, 0}},
+		{"newline needs CR", "ab\r\ncd", []string{"ab", "cd"}, [2]int{2, 1}},
+		// Claude Code places words with CSI n G (cursor horizontal absolute).
+		{"words by CHA", "Do\x1b[4Gyou\x1b[8Gwant", []string{"Do you want"}, [2]int{11, 0}},
+		// Rows begun with CR + CSI 1 B (cursor down), no newlines.
+		{"rows by CR and CUD", "one\r\x1b[1Btwo\r\x1b[1Bthree", []string{"one", "two", "three"}, [2]int{5, 2}},
+		{"erase below", "a\r\nb\r\nc\x1b[2A\r\x1b[J", []string{"", "", ""}, [2]int{0, 0}},
+		{"erase line", "abcdef\x1b[3G\x1b[K", []string{"ab"}, [2]int{2, 0}},
+		{"SGR is not text", "\x1b[1;38;5;174mred\x1b[0m!", []string{"red!"}, [2]int{4, 0}},
+		{"wide characters", "한글x", []string{"한글x"}, [2]int{5, 0}},
+		{"emoji", "👍ok", []string{"👍ok"}, [2]int{4, 0}},
+		{"cursor position", "\x1b[2;3Hx", []string{"", "  x"}, [2]int{3, 1}},
+		{"OSC not drawn", "a\x1b]0;title\x07b\x1b]7501;state=working\x1b\\c", []string{"abc"}, [2]int{3, 0}},
+		{"UTF-8 title not drawn", "\x1b]0;✳ Claude Code\x07x", []string{"x"}, [2]int{1, 0}},
+		{"scroll region", "\x1b[1;2r\x1b[1;1H1\r\n2\r\n3\x1b[r", []string{"2", "3"}, [2]int{0, 0}}, // DECSTBM homes the cursor
+		{"insert line", "a\r\nb\x1b[1;1H\x1b[L", []string{"", "a", "b"}, [2]int{0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			term, _, _ := newTest(t, 20, 4)
+			feed(t, term, nil, tt.input)
+			s := term.Snapshot()
+			for i, want := range tt.lines {
+				if s.Lines[i] != want {
+					t.Errorf("row %d = %q, want %q (screen %q)", i, s.Lines[i], want, s.Lines)
+				}
+			}
+			if got := [2]int{s.CursorX, s.CursorY}; got != tt.cursor {
+				t.Errorf("cursor = %v, want %v", got, tt.cursor)
+			}
+		})
+	}
+}
+
+// Every split of the input, including mid-rune and mid-escape, must give
+// the same screen as the whole input at once.
+func TestSplitAnywhere(t *testing.T) {
+	input := "\x1b]0;✳ Claude Code\x07\x1b[?25l\x1b[2J\x1b[H\x1b[38;5;174m ▐▛███▜▌\x1b[12G\x1b[39mClaude 한글\r\x1b[1B Do\x1b[5Gyou\x1b[9Gwant\x1b]7501;state=idle\x1b\\\r\n❯ 1. Yes"
+	whole, _, _ := newTest(t, 30, 5)
+	feed(t, whole, nil, input)
+	want := whole.Snapshot()
+	for i := 1; i < len(input); i++ {
+		term, _, events := newTest(t, 30, 5)
+		feed(t, term, nil, input[:i], input[i:])
+		got := term.Snapshot()
+		if strings.Join(got.Lines, "\n") != strings.Join(want.Lines, "\n") || got.Title != want.Title {
+			t.Fatalf("split at %d: screen %q title %q, want %q %q", i, got.Lines, got.Title, want.Lines, want.Title)
+		}
+		if len(*events) != 2 {
+			t.Fatalf("split at %d: events %+v", i, *events)
+		}
+	}
+	// One byte per write.
+	term, _, _ := newTest(t, 30, 5)
+	for i := 0; i < len(input); i++ {
+		feed(t, term, nil, input[i:i+1])
+	}
+	if got := term.Snapshot(); got.Text() != want.Text() {
+		t.Fatalf("byte by byte: %q, want %q", got.Lines, want.Lines)
+	}
+}
+
+func TestQueries(t *testing.T) {
+	tests := []struct {
+		name, input, reply string
+	}{
+		{"DA1", "\x1b[c", "\x1b[?62;1;6;22c"},
+		{"DA1 with zero", "\x1b[0c", "\x1b[?62;1;6;22c"},
+		{"DA2", "\x1b[>c", "\x1b[>1;10;0c"},
+		{"cursor position", "ab\r\ncd\x1b[6n", "\x1b[2;3R"},
+		{"operating status", "\x1b[5n", "\x1b[0n"},
+		{"DECRQM synchronized output", "\x1b[?2026$p", "\x1b[?2026;2$y"},
+		{"DECRQM unknown", "\x1b[?9999$p", "\x1b[?9999;0$y"},
+		{"XTVERSION", "\x1b[>0q", "\x1bP>|corral\x1b\\"},
+		{"kitty keyboard", "\x1b[?u", "\x1b[?0u"},
+		{"foreground colour", "\x1b]10;?\x1b\\", "\x1b]10;rgb:ffff/ffff/ffff\x1b\\"},
+		{"background colour", "\x1b]11;?\a", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
+		// The OSC 7501 query is answered with its own terminator, before DA1.
+		{"status query ST then DA1", "\x1b]7501;?\x1b\\\x1b[c", "\x1b]7501;?\x1b\\\x1b[?62;1;6;22c"},
+		{"status query BEL then DA1", "\x1b]7501;?\a\x1b[c", "\x1b]7501;?\a\x1b[?62;1;6;22c"},
+		{"status query alone", "\x1b]7501;?\a", "\x1b]7501;?\a"},
+		{"a report gets no reply", "\x1b]7501;state=idle\a", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			term, replies, _ := newTest(t, 20, 4)
+			feed(t, term, nil, tt.input)
+			if got := replies.String(); got != tt.reply {
+				t.Errorf("reply = %q, want %q", got, tt.reply)
+			}
+		})
+	}
+}
+
+// The query's ST may arrive in the next read.
+func TestStatusQuerySplitTerminator(t *testing.T) {
+	term, replies, _ := newTest(t, 20, 4)
+	feed(t, term, nil, "\x1b]7501;?\x1b", "\\\x1b[c")
+	if want := "\x1b]7501;?\x1b\\\x1b[?62;1;6;22c"; replies.String() != want {
+		t.Fatalf("reply = %q, want %q", replies.String(), want)
+	}
+}
+
+func TestTaps(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  []Event
+	}{
+		{"status ST", "\x1b]7501;state=working:progress=40\x1b\\", []Event{{Kind: EventStatus, Text: "state=working:progress=40"}}},
+		{"status BEL", "\x1b]7501;state=idle\a", []Event{{Kind: EventStatus, Text: "state=idle"}}},
+		{"oversize status", "\x1b]7501;state=idle:msg=" + strings.Repeat("A", 5000) + "\a", []Event{{Kind: EventStatus, Oversize: true}}},
+		{"title OSC 0", "\x1b]0;✳ Claude Code\a", []Event{{Kind: EventTitle, Text: "✳ Claude Code"}}},
+		{"title OSC 2 with ;", "\x1b]2;a;b\x1b\\", []Event{{Kind: EventTitle, Text: "a;b"}}},
+		{"progress set", "\x1b]9;4;1;42\a", []Event{{Kind: EventProgress, ProgressState: ProgressSet, Progress: 42}}},
+		{"progress indeterminate", "\x1b]9;4;3\a", []Event{{Kind: EventProgress, ProgressState: ProgressIndeterminate, Progress: -1}}},
+		{"progress remove", "\x1b]9;4;0;0\a", []Event{{Kind: EventProgress, ProgressState: ProgressRemove, Progress: 0}}},
+		{"iTerm2 notification", "\x1b]9;build done\a", []Event{{Kind: EventNotify, NotifySource: "9", Text: "build done"}}},
+		{"urxvt notification", "\x1b]777;notify;Title;Body text\a", []Event{{Kind: EventNotify, NotifySource: "777", NotifyTitle: "Title", Text: "Body text"}}},
+		{"kitty notification", "\x1b]99;i=1:d=0;Hello\x1b\\", []Event{{Kind: EventNotify, NotifySource: "99", Text: "Hello"}}},
+		{"prompt start", "\x1b]133;A\a", []Event{{Kind: EventPromptMark, Mark: 'A', ExitCode: -1}}},
+		{"command done", "\x1b]133;D;2\a", []Event{{Kind: EventPromptMark, Mark: 'D', ExitCode: 2}}},
+		{"bell", "ding\a", []Event{{Kind: EventBell}}},
+		{"reset", "x\x1bc", []Event{{Kind: EventReset}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			term, _, events := newTest(t, 20, 4)
+			feed(t, term, nil, tt.input)
+			if len(*events) != len(tt.want) {
+				t.Fatalf("events = %+v, want %+v", *events, tt.want)
+			}
+			for i := range tt.want {
+				if (*events)[i] != tt.want[i] {
+					t.Errorf("event %d = %+v, want %+v", i, (*events)[i], tt.want[i])
+				}
+			}
+			if s := term.Snapshot(); strings.Contains(s.Text(), "7501") || strings.Contains(s.Text(), "notify") {
+				t.Errorf("sequence drawn on screen: %q", s.Lines)
+			}
+		})
+	}
+}
+
+func TestTitleSnapshot(t *testing.T) {
+	term, _, _ := newTest(t, 20, 4)
+	feed(t, term, nil, "\x1b]0;✳ Claude Code\a")
+	if got := term.Snapshot().Title; got != "✳ Claude Code" {
+		t.Fatalf("title = %q", got)
+	}
+	feed(t, term, nil, "\x1bc")
+	if got := term.Snapshot().Title; got != "" {
+		t.Fatalf("title after RIS = %q", got)
+	}
+}
+
+func TestAltScreenAndScrollback(t *testing.T) {
+	term, _, _ := newTest(t, 10, 3)
+	feed(t, term, nil, "l1\r\nl2\r\nl3\r\nl4\r\nl5")
+	s := term.Snapshot()
+	if s.Text() != "l3\nl4\nl5" {
+		t.Fatalf("visible = %q", s.Lines)
+	}
+	if sb := term.Scrollback(0); strings.Join(sb, ",") != "l1,l2" {
+		t.Fatalf("scrollback = %q", sb)
+	}
+	feed(t, term, nil, "\x1b[?1049h\x1b[2J\x1b[Hfull")
+	s = term.Snapshot()
+	if !s.AltScreen || s.Lines[0] != "full" {
+		t.Fatalf("alt screen: %+v", s)
+	}
+	feed(t, term, nil, "\x1b[?1049l")
+	s = term.Snapshot()
+	if s.AltScreen || s.Text() != "l3\nl4\nl5" {
+		t.Fatalf("after alt screen: %+v", s)
+	}
+}
+
+func TestResize(t *testing.T) {
+	term, replies, _ := newTest(t, 10, 3)
+	feed(t, term, nil, "abc")
+	term.Resize(40, 10)
+	s := term.Snapshot()
+	if s.Cols != 40 || s.Rows != 10 || len(s.Lines) != 10 || s.Lines[0] != "abc" {
+		t.Fatalf("after resize: %+v", s)
+	}
+	feed(t, term, nil, "\x1b[99;99H\x1b[6n")
+	if replies.String() != "\x1b[10;40R" {
+		t.Fatalf("cursor report after resize = %q", replies.String())
+	}
+	term.Resize(0, 5) // ignored
+	if c, r := term.Size(); c != 40 || r != 10 {
+		t.Fatalf("size = %dx%d", c, r)
+	}
+}
+
+// A program turning on in-band resize notifications makes the emulator
+// write to its internal pipe; that must not block the writer.
+func TestInBandResizeDoesNotBlock(t *testing.T) {
+	term, _, _ := newTest(t, 10, 3)
+	feed(t, term, nil, "\x1b[?2048h")
+	term.Resize(20, 5)
+	feed(t, term, nil, "x")
+}
+
+func TestClosed(t *testing.T) {
+	term := New(Options{Cols: 10, Rows: 3})
+	term.Close()
+	if _, err := term.Write([]byte("x")); err == nil {
+		t.Fatal("write after close succeeded")
+	}
+	term.Close()
+}
