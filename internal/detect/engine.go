@@ -300,6 +300,12 @@ func (e *Engine) classifyLocked(now time.Time) {
 		}
 	}
 	e.idlePending = false
+	if e.cur.State == signal.Blocked && next.State == signal.Blocked && next.Source == signal.SourceScreen &&
+		e.cur.Kind == next.Kind && (e.cur.Rule == next.Rule || e.cur.Rule == "") {
+		// The same prompt is still on screen: keep the words it was first
+		// reported with, whichever signal gave them.
+		next.Message = e.cur.Message
+	}
 	if signal.Changed(e.cur, next) {
 		e.changes = append(e.changes, Change{At: now, Previous: e.cur, Decision: next})
 		e.cur, e.since = next, now

@@ -1,0 +1,175 @@
+// Package cli is corral's command line: flags in, calls into the internal
+// packages, output out. Every command is one row of the commands table and
+// one file.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// IO is where a command reads and writes.
+type IO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// StdIO is the process's standard streams.
+func StdIO() IO { return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr} }
+
+type command struct {
+	name    string
+	args    string
+	summary string
+	run     func(ctx context.Context, io IO, args []string) error
+}
+
+// commands is the CLI, one row per command.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"replay", "[--agent A] [--json] [--screen-only] [--size COLSxROWS] FILE", "run the state engine over a recording and print its state timeline", runReplay},
+		{"explain", "[--agent A] [--json] [--size COLSxROWS] FILE|-", "show a screen, every rule tried on it, and which matched and why", runExplain},
+		{"rules", "check [DIR] | list", "validate manifests, or list those in force and where they come from", runRules},
+		{"status", "STATE [--kind K] [--progress N] [--app A] [--id ID] [--title T] [--msg M] [--tty]", "print an OSC 7501 status report for the terminal corral runs you in", runStatus},
+		{"version", "", "print corral's version", runVersion},
+		{"help", "[COMMAND]", "show help", runHelp},
+	}
+}
+
+// Version is set at build time with -ldflags "-X …/cli.Version=…".
+var Version = "dev"
+
+// exitError carries an exit status other than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// Run runs one command line and returns the exit status.
+func Run(ctx context.Context, args []string, io IO) int {
+	if len(args) == 0 {
+		printUsage(io.Stderr)
+		return 2
+	}
+	name, rest := args[0], args[1:]
+	if name == "-h" || name == "--help" {
+		name = "help"
+	}
+	cmd, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(io.Stderr, "corral: unknown command %q; see corral help\n", name)
+		return 2
+	}
+	err := cmd.run(ctx, io, rest)
+	if err == nil {
+		return 0
+	}
+	var ue *usageError
+	var ee *exitError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(io.Stderr, "corral %s: %s\nusage: corral %s %s\n", cmd.name, ue.msg, cmd.name, cmd.args)
+		return 2
+	case errors.As(err, &ee):
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintf(io.Stderr, "corral %s: %v\n", cmd.name, ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(io.Stderr, "corral %s: %v\n", cmd.name, err)
+	return 1
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: corral COMMAND [ARGS]")
+	fmt.Fprintln(w)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun corral help COMMAND for a command's flags.")
+}
+
+func runHelp(_ context.Context, io IO, args []string) error {
+	if len(args) == 0 {
+		printUsage(io.Stdout)
+		return nil
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		return usagef("unknown command %q", args[0])
+	}
+	fmt.Fprintf(io.Stdout, "usage: corral %s %s\n\n%s\n", c.name, c.args, c.summary)
+	return nil
+}
+
+func runVersion(_ context.Context, io IO, _ []string) error {
+	fmt.Fprintf(io.Stdout, "corral %s\n", Version)
+	return nil
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(name string, io IO) *flag.FlagSet {
+	fs := flag.NewFlagSet("corral "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Stderr)
+	return fs
+}
+
+// parse parses flags that may come before, between or after positional
+// arguments, and returns the positional ones. "--" ends flags.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			// The flag package has already said what was wrong.
+			return nil, &exitError{code: 2, err: errors.New("")}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// parseSize reads "COLSxROWS".
+func parseSize(s string) (cols, rows int, err error) {
+	var c, r int
+	if _, err := fmt.Sscanf(s, "%dx%d", &c, &r); err != nil || c < 2 || r < 2 || c > 1000 || r > 1000 {
+		return 0, 0, usagef("size %q must be COLSxROWS, like 120x32", s)
+	}
+	return c, r, nil
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/corral-dev/corral/internal/replay"
+	"github.com/corral-dev/corral/internal/rules"
+)
+
+// explainJSON is the shape of `corral explain --json`.
+type explainJSON struct {
+	Agent        string      `json:"agent"`
+	Source       string      `json:"source"`
+	RecognisedBy string      `json:"recognised_by"`
+	Title        string      `json:"title"`
+	Screen       []string    `json:"screen"`
+	Rules        []trialJSON `json:"rules"`
+	Verdict      verdictJSON `json:"verdict"`
+}
+
+type trialJSON struct {
+	Rule     string `json:"rule"`
+	State    string `json:"state"`
+	Kind     string `json:"kind"`
+	Region   string `json:"region"`
+	Text     string `json:"text"`
+	Matched  bool   `json:"matched"`
+	Evidence string `json:"evidence"`
+	Message  string `json:"message"`
+}
+
+type verdictJSON struct {
+	State    string `json:"state"`
+	Kind     string `json:"kind"`
+	Rule     string `json:"rule"`
+	Evidence string `json:"evidence"`
+	Message  string `json:"message"`
+}
+
+func runExplain(_ context.Context, std IO, args []string) error {
+	fs := newFlags("explain", std)
+	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
+	asJSON := fs.Bool("json", false, "print the explanation as JSON")
+	size := fs.String("size", "120x32", "screen size for raw byte files (casts carry their own)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need one file: a .cast, raw bytes, or plain screen text (- reads stdin)")
+	}
+	cols, rows, err := parseSize(*size)
+	if err != nil {
+		return err
+	}
+	set := loadRules(std)
+	if err := manifestFor(set, *agent); err != nil {
+		return err
+	}
+	rec, err := readRecording(std, pos[0], cols, rows)
+	if err != nil {
+		return err
+	}
+	scr := screenOf(rec, set)
+
+	m, how := set.Generic(), "default (nothing recognised it)"
+	if *agent != "" {
+		m, _ = set.ByName(*agent)
+		how = "--agent"
+	} else if found := set.IdentifyScreen(scr); found != nil {
+		m, how = found, "screen or title"
+	}
+	ex := m.Explain(scr)
+	if *asJSON {
+		out := explainJSON{Agent: m.Name, Source: m.Source, RecognisedBy: how, Title: scr.Title, Screen: scr.Lines,
+			Verdict: verdictJSON{State: string(ex.Verdict.State), Kind: ex.Verdict.Kind, Rule: ex.Verdict.Rule, Evidence: ex.Verdict.Evidence, Message: ex.Verdict.Message}}
+		for _, t := range ex.Trials {
+			out.Rules = append(out.Rules, trialJSON{Rule: t.Rule, State: string(t.State), Kind: t.Kind, Region: t.Region.String(),
+				Text: t.Text, Matched: t.Matched, Evidence: t.Evidence, Message: t.Message})
+		}
+		enc := json.NewEncoder(std.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	printExplanation(std, m, how, scr, ex)
+	return nil
+}
+
+// screenOf is the final screen of a recording. A file with no escape
+// sequences at all is taken as plain screen text, one row per line.
+func screenOf(rec *replay.Recording, set *rules.Set) rules.Screen {
+	if len(rec.Events) == 1 && rec.Events[0].Code == "o" && !strings.Contains(rec.Events[0].Data, "\x1b") {
+		text := strings.ReplaceAll(rec.Events[0].Data, "\r\n", "\n")
+		return rules.Screen{Lines: strings.Split(strings.TrimRight(text, "\n"), "\n")}
+	}
+	res := replay.Run(rec, replay.Options{Rules: set})
+	defer res.Close()
+	snap := res.Engine.Terminal().Snapshot()
+	return rules.Screen{Lines: snap.Lines, Title: snap.Title}
+}
+
+func printExplanation(std IO, m *rules.Manifest, how string, scr rules.Screen, ex rules.Explanation) {
+	w := std.Stdout
+	fmt.Fprintf(w, "agent: %s, recognised by %s; rules from %s\n", m.Name, how, m.Source)
+	fmt.Fprintf(w, "title: %q\n", scr.Title)
+	fmt.Fprintln(w, "screen:")
+	for i, l := range scr.Lines {
+		fmt.Fprintf(w, "  %3d │%s\n", i+1, l)
+	}
+	fmt.Fprintln(w)
+	if len(ex.Trials) == 0 {
+		fmt.Fprintln(w, "no rules: this manifest has none")
+	}
+	for i, t := range ex.Trials {
+		head := string(t.State)
+		if t.Kind != "" {
+			head += "/" + t.Kind
+		}
+		mark := "no match"
+		if t.Matched {
+			mark = fmt.Sprintf("MATCH %q", t.Evidence)
+			if t.Message != "" {
+				mark += fmt.Sprintf(" (message %q)", t.Message)
+			}
+		}
+		fmt.Fprintf(w, "%d. %s → %s, reads %s: %s\n", i+1, t.Rule, head, t.Region, mark)
+		if t.Note != "" {
+			fmt.Fprintf(w, "   note: %s\n", t.Note)
+		}
+		fmt.Fprintf(w, "   region text:%s\n", indentClip(t.Text, 6))
+	}
+	v := ex.Verdict
+	fmt.Fprintln(w)
+	switch {
+	case v.Rule == "":
+		fmt.Fprintln(w, "verdict: idle (no rule matched; corral never guesses blocked)")
+	case v.Kind != "":
+		fmt.Fprintf(w, "verdict: %s/%s by rule %s\n", v.State, v.Kind, v.Rule)
+	default:
+		fmt.Fprintf(w, "verdict: %s by rule %s\n", v.State, v.Rule)
+	}
+}
+
+// indentClip shows at most n lines of text, indented, or "(empty)".
+func indentClip(text string, n int) string {
+	if strings.TrimSpace(text) == "" {
+		return " (empty)"
+	}
+	lines := strings.Split(text, "\n")
+	var b bytes.Buffer
+	if len(lines) > n {
+		fmt.Fprintf(&b, " (last %d of %d lines)", n, len(lines))
+		lines = lines[len(lines)-n:]
+	}
+	for _, l := range lines {
+		b.WriteString("\n     ┆ " + l)
+	}
+	return b.String()
+}

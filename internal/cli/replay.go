@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/corral-dev/corral/internal/replay"
+)
+
+// replayChange is one line of `corral replay --json`. Its shape is stable.
+type replayChange struct {
+	T       float64 `json:"t"`
+	State   string  `json:"state"`
+	Kind    string  `json:"kind"`
+	Source  string  `json:"source"`
+	Rule    string  `json:"rule"`
+	Message string  `json:"message"`
+}
+
+func runReplay(_ context.Context, io IO, args []string) error {
+	fs := newFlags("replay", io)
+	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
+	asJSON := fs.Bool("json", false, "print one JSON object per change")
+	screenOnly := fs.Bool("screen-only", false, "ignore the program's own OSC 7501 reports")
+	size := fs.String("size", "120x32", "screen size for raw byte files (casts carry their own)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need one recording file (a .cast or raw bytes; - reads stdin)")
+	}
+	cols, rows, err := parseSize(*size)
+	if err != nil {
+		return err
+	}
+	rec, err := readRecording(io, pos[0], cols, rows)
+	if err != nil {
+		return err
+	}
+	set := loadRules(io)
+	if err := manifestFor(set, *agent); err != nil {
+		return err
+	}
+	res := replay.Run(rec, replay.Options{Rules: set, Agent: *agent, ScreenOnly: *screenOnly})
+	defer res.Close()
+
+	if *asJSON {
+		enc := json.NewEncoder(io.Stdout)
+		for _, c := range res.Changes {
+			d := c.Decision
+			if err := enc.Encode(replayChange{T: replay.Offset(c.At).Seconds(), State: string(d.State), Kind: d.Kind,
+				Source: string(d.Source), Rule: d.Rule, Message: d.Message}); err != nil {
+				return err
+			}
+		}
+	} else {
+		fmt.Fprintf(io.Stdout, "agent: %s (%s)\n", res.Engine.Manifest().Name, res.Engine.Manifest().Source)
+		tw := tabwriter.NewWriter(io.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME\tSTATE\tKIND\tSOURCE\tRULE\tMESSAGE")
+		for _, c := range res.Changes {
+			d := c.Decision
+			fmt.Fprintf(tw, "%.3fs\t%s\t%s\t%s\t%s\t%s\n", replay.Offset(c.At).Seconds(), d.State, dash(d.Kind), d.Source, dash(d.Rule), d.Message)
+		}
+		tw.Flush()
+	}
+	counters := res.Engine.Counters()
+	if rec.Skipped > 0 || counters.StatusDiscarded > 0 {
+		fmt.Fprintf(io.Stderr, "corral replay: skipped %d malformed recording lines, discarded %d status reports\n", rec.Skipped, counters.StatusDiscarded)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// readRecording reads a cast or raw byte file; "-" is stdin.
+func readRecording(std IO, path string, cols, rows int) (*replay.Recording, error) {
+	r := std.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open recording: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	rec, err := replay.ReadAll(r, cols, rows)
+	if err != nil {
+		return nil, fmt.Errorf("read recording %s: %w", path, err)
+	}
+	return rec, nil
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/corral-dev/corral/internal/rules"
+	rulesdata "github.com/corral-dev/corral/rules"
+)
+
+func runRules(ctx context.Context, std IO, args []string) error {
+	if len(args) == 0 {
+		return usagef("say check or list")
+	}
+	switch args[0] {
+	case "check":
+		return runRulesCheck(std, args[1:])
+	case "list":
+		return runRulesList(std, args[1:])
+	}
+	return usagef("unknown rules command %q; use check or list", args[0])
+}
+
+// runRulesCheck validates every manifest in DIR (default: the user's rules
+// folder, then the built-in ones) and exits 1 if any is broken.
+func runRulesCheck(std IO, args []string) error {
+	fs := newFlags("rules check", std)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("at most one folder")
+	}
+	type source struct {
+		label string
+		list  func() ([]*rules.Manifest, error)
+	}
+	var sources []source
+	if len(pos) == 1 {
+		dir := pos[0]
+		info, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("check rules %s: %w", dir, err)
+		}
+		if !info.IsDir() {
+			// A single file.
+			sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
+				m, err := rules.ParseFile(dir)
+				if err != nil {
+					return nil, err
+				}
+				return []*rules.Manifest{m}, nil
+			}})
+		} else {
+			sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
+				return rules.LoadDir(os.DirFS(dir), ".", dir+string(filepath.Separator))
+			}})
+		}
+	} else {
+		sources = append(sources, source{"built-in", func() ([]*rules.Manifest, error) { return rules.LoadDir(rulesdata.FS, ".", "embedded:") }})
+		if dir := rules.DefaultUserDir(); dir != "" {
+			if _, err := os.Stat(dir); err == nil {
+				sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
+					return rules.LoadDir(os.DirFS(dir), ".", dir+string(filepath.Separator))
+				}})
+			}
+		}
+	}
+	broken := 0
+	for _, s := range sources {
+		ms, err := s.list()
+		for _, m := range ms {
+			fmt.Fprintf(std.Stdout, "ok      %-12s %2d rules  %s\n", m.Name, len(m.Rules), m.Source)
+		}
+		if err != nil {
+			for _, e := range flatten(err) {
+				broken++
+				fmt.Fprintf(std.Stdout, "BROKEN  %v\n", e)
+				var re *rules.Error
+				if errors.As(e, &re) && re.Snippet != "" {
+					fmt.Fprintln(std.Stdout, indent(re.Snippet, "        "))
+				}
+			}
+		}
+	}
+	if broken > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d problem(s); fix them and run corral rules check again", broken)}
+	}
+	return nil
+}
+
+func runRulesList(std IO, args []string) error {
+	fs := newFlags("rules list", std)
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	set := loadRules(std)
+	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tRULES\tPROCESSES\tSOURCE")
+	for _, m := range set.All() {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Name, len(m.Rules), dash(strings.Join(m.Processes, ",")), m.Source)
+	}
+	tw.Flush()
+	fmt.Fprintf(std.Stdout, "\nuser rules folder: %s (a NAME.toml there overrides the built-in NAME)\n", rules.DefaultUserDir())
+	return nil
+}
+
+// flatten splits a joined error into its parts.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
