@@ -17,9 +17,11 @@ type Options struct {
 	ScreenOnly bool
 	// Until stops the replay at this offset (0: the whole recording).
 	Until time.Duration
-	// OnEvent, if set, is called before each recording event is applied,
-	// with the engine as it stands: tests sample states at markers with it.
-	OnEvent func(ev Event, e *detect.Engine)
+	// Samples are offsets, in increasing order, at which OnSample is called
+	// with the engine as it stands then (every deadline up to the offset
+	// has fired; no later event has been applied).
+	Samples  []time.Duration
+	OnSample func(at time.Duration, e *detect.Engine)
 }
 
 // Result is a finished replay. Close it to release the engine.
@@ -46,15 +48,21 @@ func Run(rec *Recording, opts Options) *Result {
 			res.Changes = append(res.Changes, e.Tick(at)...)
 		}
 	}
+	samples := opts.Samples
+	sampleUntil := func(to time.Duration) {
+		for len(samples) > 0 && samples[0] < to {
+			advance(Epoch.Add(samples[0]))
+			opts.OnSample(samples[0], e)
+			samples = samples[1:]
+		}
+	}
 	for _, ev := range rec.Events {
 		if opts.Until > 0 && ev.At > opts.Until {
 			break
 		}
+		sampleUntil(ev.At)
 		now := Epoch.Add(ev.At)
 		advance(now)
-		if opts.OnEvent != nil {
-			opts.OnEvent(ev, e)
-		}
 		switch ev.Code {
 		case "o":
 			res.Changes = append(res.Changes, e.Feed(now, []byte(ev.Data))...)
@@ -64,6 +72,7 @@ func Run(rec *Recording, opts Options) *Result {
 			}
 		}
 	}
+	sampleUntil(1 << 62)
 	// Let the last quiet window and confirmations run out.
 	for {
 		at, ok := e.Deadline()

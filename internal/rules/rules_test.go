@@ -319,7 +319,6 @@ func write(t *testing.T, path, data string) {
 	}
 }
 
-
 func FuzzParse(f *testing.F) {
 	f.Add(goodManifest)
 	f.Add("name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"blocked\"\nkind = \"auth\"\npattern = '(?i)password:'\n")

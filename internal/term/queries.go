@@ -117,6 +117,19 @@ func (t *Terminal) installHandlers() {
 			return true
 		})
 	}
+	// DECSTBM: the emulator does not clamp the bottom margin to the screen
+	// and indexes past its buffer later (CSI ;7 r on a 5-row screen, then
+	// CSI L). xterm clamps; the emulator keeps no public way to set margins,
+	// so an out-of-range bottom is clamped by rewriting the parameter the
+	// emulator's own handler reads next (it runs after this one).
+	e.RegisterCsiHandler('r', func(params ansi.Params) bool {
+		if len(params) >= 2 {
+			if b, _, ok := params.Param(1, 0); ok && b > e.Height() {
+				params[1] = ansi.Param(e.Height())
+			}
+		}
+		return false
+	})
 	// ST as an escape sequence (ESC \) follows an OSC ended by ESC.
 	e.RegisterEscHandler('\\', func() bool {
 		if t.statusQueryPending {

@@ -12,6 +12,7 @@
 package term
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -53,6 +54,8 @@ type Terminal struct {
 	// but its terminator (BEL or ST) is not known yet.
 	statusQueryPending bool
 	closed             bool
+	panics             int
+	lastPanic          string
 
 	// drainMu guards drained: bytes the emulator wrote to its own reply
 	// pipe for sequences this package does not intercept (in-band resize).
@@ -74,24 +77,31 @@ func New(opts Options) *Terminal {
 		opts.ScrollbackLines = DefaultScrollback
 	}
 	t := &Terminal{opts: opts}
-	t.emu = vt.NewEmulator(opts.Cols, opts.Rows)
-	t.emu.SetScrollbackSize(opts.ScrollbackLines)
-	t.emu.SetCallbacks(vt.Callbacks{
+	t.startEmulatorLocked()
+	return t
+}
+
+// startEmulatorLocked creates the emulator with corral's handlers and the
+// goroutine that drains its reply pipe.
+func (t *Terminal) startEmulatorLocked() {
+	emu := vt.NewEmulator(t.opts.Cols, t.opts.Rows)
+	emu.SetScrollbackSize(t.opts.ScrollbackLines)
+	emu.SetCallbacks(vt.Callbacks{
 		Bell: func() { t.events = append(t.events, Event{Kind: EventBell}) },
 	})
+	t.emu = emu
 	t.installHandlers()
 	t.drainWG.Add(1)
-	go t.drain()
-	return t
+	go t.drain(emu)
 }
 
 // drain reads what the emulator writes to its internal reply pipe. Without
 // a reader, the emulator's Write would block on such a reply.
-func (t *Terminal) drain() {
+func (t *Terminal) drain(emu *vt.Emulator) {
 	defer t.drainWG.Done()
 	buf := make([]byte, 256)
 	for {
-		n, err := t.emu.Read(buf)
+		n, err := emu.Read(buf)
 		if n > 0 {
 			t.drainMu.Lock()
 			t.drained = append(t.drained, buf[:n]...)
@@ -111,7 +121,7 @@ func (t *Terminal) Write(p []byte) (int, error) {
 		t.mu.Unlock()
 		return 0, io.ErrClosedPipe
 	}
-	_, _ = t.emu.Write(p)
+	t.feedLocked(p)
 	// A query terminated by BEL has been dispatched; one terminated by ESC
 	// waits for the backslash, which may come in the next write.
 	if t.statusQueryPending && (len(p) == 0 || p[len(p)-1] != 0x1b) {
@@ -139,6 +149,34 @@ func (t *Terminal) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// feedLocked writes to the emulator. The emulator is third-party code fed
+// untrusted bytes: if it panics, the pane must live on. The emulator's
+// state is unknown after a panic, so it is replaced by a fresh one of the
+// same size (the screen is lost until the program redraws) and the panic
+// is counted.
+func (t *Terminal) feedLocked(p []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.panics++
+			t.lastPanic = fmt.Sprint(r)
+			old := t.emu
+			t.startEmulatorLocked()
+			t.title = ""
+			t.statusQueryPending = false
+			stopEmulator(old)
+		}
+	}()
+	_, _ = t.emu.Write(p)
+}
+
+// Panics returns how many times the emulator panicked on input and was
+// replaced, and the last panic's message.
+func (t *Terminal) Panics() (int, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.panics, t.lastPanic
+}
+
 // Close releases the emulator. Later writes fail with io.ErrClosedPipe.
 func (t *Terminal) Close() error {
 	t.mu.Lock()
@@ -147,10 +185,19 @@ func (t *Terminal) Close() error {
 		return nil
 	}
 	t.closed = true
-	err := t.emu.Close()
+	stopEmulator(t.emu)
 	t.mu.Unlock()
 	t.drainWG.Wait()
-	return err
+	return nil
+}
+
+// stopEmulator ends the emulator's drain goroutine by closing the pipe it
+// reads. NOTE: Emulator.Close would do that too, but it writes a field that
+// Emulator.Read reads without a lock: a data race with the drain goroutine.
+func stopEmulator(e *vt.Emulator) {
+	if pw, ok := e.InputPipe().(*io.PipeWriter); ok {
+		_ = pw.Close()
+	}
 }
 
 // Resize changes the visible size. Rows that no longer fit are kept in

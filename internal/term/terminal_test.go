@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // feed writes each chunk and returns the replies and events it produced.
@@ -244,4 +246,36 @@ func TestClosed(t *testing.T) {
 		t.Fatal("write after close succeeded")
 	}
 	term.Close()
+}
+
+// Found by FuzzFeed: a bottom margin past the screen made the emulator
+// index past its buffer on the next insert-line.
+func TestScrollRegionPastScreenIsClamped(t *testing.T) {
+	term, _, _ := newTest(t, 20, 5)
+	feed(t, term, nil, "\x1b[?1047h\x1b[;7r\x1b[9L\x1b[9M\x1b[99@x")
+	if n, msg := term.Panics(); n != 0 {
+		t.Fatalf("emulator panicked: %s", msg)
+	}
+	feed(t, term, nil, "\x1b[1;3r\x1b[3;1Ha\nb\nc")
+	// Line feeds at the region's bottom scroll rows 1-3 only.
+	if s := term.Snapshot(); strings.Join(s.Lines, "|") != "a| b|  c||" {
+		t.Fatalf("region 1-3 after clamping: %q", s.Lines)
+	}
+}
+
+// A panic inside the emulator costs the screen, not the pane.
+func TestEmulatorPanicIsSurvived(t *testing.T) {
+	term, replies, _ := newTest(t, 20, 5)
+	term.emu.RegisterCsiHandler('z', func(ansi.Params) bool { panic("boom") })
+	feed(t, term, nil, "before\x1b[zlost")
+	if n, msg := term.Panics(); n != 1 || msg != "boom" {
+		t.Fatalf("panics = %d %q", n, msg)
+	}
+	feed(t, term, nil, "after\x1b[6n")
+	if s := term.Snapshot(); s.Lines[0] != "after" {
+		t.Fatalf("screen after recovery: %q", s.Lines)
+	}
+	if replies.String() != "\x1b[1;6R" {
+		t.Fatalf("queries after recovery: %q", replies.String())
+	}
 }
