@@ -34,7 +34,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"replay", "[--agent A] [--json] [--screen-only] [--size COLSxROWS] FILE", "run the state engine over a recording and print its state timeline", runReplay},
-		{"explain", "[--agent A] [--json] [--size COLSxROWS] FILE|-", "show a screen, every rule tried on it, and which matched and why", runExplain},
+		{"explain", "[--agent A] [--json] [--at SECONDS] [--size COLSxROWS] FILE|-", "show a screen, every rule tried on it, and which matched and why", runExplain},
 		{"rules", "check [DIR] | list", "validate manifests, or list those in force and where they come from", runRules},
 		{"status", "STATE [--kind K] [--progress N] [--app A] [--id ID] [--title T] [--msg M] [--tty]", "print an OSC 7501 status report for the terminal corral runs you in", runStatus},
 		{"version", "", "print corral's version", runVersion},

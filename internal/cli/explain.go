@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
@@ -46,6 +47,7 @@ func runExplain(_ context.Context, std IO, args []string) error {
 	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
 	size := fs.String("size", "120x32", "screen size for raw byte files (casts carry their own)")
+	atSec := fs.Float64("at", 0, "explain the screen this many seconds into a cast (default: its end)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -65,7 +67,10 @@ func runExplain(_ context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	scr := screenOf(rec, set)
+	if *atSec < 0 {
+		return usagef("--at must not be negative")
+	}
+	scr := screenOf(rec, set, time.Duration(*atSec*float64(time.Second)))
 
 	m, how := set.Generic(), "default (nothing recognised it)"
 	if *agent != "" {
@@ -92,12 +97,12 @@ func runExplain(_ context.Context, std IO, args []string) error {
 
 // screenOf is the final screen of a recording. A file with no escape
 // sequences at all is taken as plain screen text, one row per line.
-func screenOf(rec *replay.Recording, set *rules.Set) rules.Screen {
+func screenOf(rec *replay.Recording, set *rules.Set, at time.Duration) rules.Screen {
 	if len(rec.Events) == 1 && rec.Events[0].Code == "o" && !strings.Contains(rec.Events[0].Data, "\x1b") {
 		text := strings.ReplaceAll(rec.Events[0].Data, "\r\n", "\n")
 		return rules.Screen{Lines: strings.Split(strings.TrimRight(text, "\n"), "\n")}
 	}
-	res := replay.Run(rec, replay.Options{Rules: set})
+	res := replay.Run(rec, replay.Options{Rules: set, Until: at})
 	defer res.Close()
 	snap := res.Engine.Terminal().Snapshot()
 	return rules.Screen{Lines: snap.Lines, Title: snap.Title}

@@ -286,10 +286,11 @@ func (e *Engine) classifyLocked(now time.Time) {
 	}
 	next := signal.Decide(in)
 
-	// working → idle from the screen needs the screen to keep saying so
-	// for IdleConfirm; a program's own report needs no confirmation, and
-	// nothing delays a block.
-	if e.cur.State == signal.Working && next.State == signal.Idle &&
+	// working or blocked → idle from the screen needs the screen to keep
+	// saying so for IdleConfirm: a spinner frame can blank for a moment,
+	// and an answered prompt is erased before the work it allowed is drawn.
+	// A program's own report needs no confirmation; nothing delays a block.
+	if (e.cur.State == signal.Working || e.cur.State == signal.Blocked) && next.State == signal.Idle &&
 		(next.Source == signal.SourceScreen || next.Source == signal.SourceDefault) && e.manifest.IdleConfirm > 0 {
 		if !e.idlePending {
 			e.idlePending, e.idleAt = true, now

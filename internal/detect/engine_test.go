@@ -111,9 +111,14 @@ func TestBlockedIsImmediateIdleIsConfirmed(t *testing.T) {
 	if states(cs) != "blocked@1.02s" || cs[0].Decision.Message != "Allow rm -rf build?" || cs[0].Decision.Rule != "prompt" {
 		t.Fatalf("changes %+v", cs)
 	}
-	// Answered and erased: blocked → idle needs no confirmation.
+	// Answered and erased, then the work it allowed is drawn: no idle in
+	// between.
 	e.Feed(at(2000), []byte("\r\x1b[K"))
-	if got := states(tickUntil(e, at(2100))); got != "idle@2.02s" {
+	if cs := tickUntil(e, at(2150)); len(cs) != 0 {
+		t.Fatalf("idle between an answer and the work it allowed: %s", states(cs))
+	}
+	e.Feed(at(2200), []byte("⠋ esc to interrupt"))
+	if got := states(tickUntil(e, at(2300))); got != "working@2.22s" {
 		t.Fatalf("changes %s", got)
 	}
 	// working → idle is confirmed after IdleConfirm of steady idle.
