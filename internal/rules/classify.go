@@ -35,7 +35,7 @@ func (m *Manifest) Classify(s Screen) Verdict {
 }
 
 func (r *Rule) match(text string) (Verdict, bool) {
-	if text == "" {
+	if text == "" || (r.literal != "" && !strings.Contains(text, r.literal)) {
 		return Verdict{}, false
 	}
 	loc := r.Pattern.FindStringSubmatchIndex(text)

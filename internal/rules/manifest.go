@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"time"
 
@@ -88,6 +89,9 @@ type Rule struct {
 	Pattern *regexp.Regexp
 	// msgGroup is the index of the named group "msg", or -1.
 	msgGroup int
+	// literal is text every match must contain (derived from the pattern):
+	// a region without it is skipped without running the pattern.
+	literal string
 	// Note explains the rule: the screen it was written from.
 	Note string
 }
@@ -285,6 +289,7 @@ func compileRule(i int, rs ruleSection, fail func(key, format string, args ...an
 	}
 	r.Pattern = re
 	r.msgGroup = re.SubexpIndex("msg")
+	r.literal = requiredLiteral(rs.Pattern)
 	return r, ok
 }
 
@@ -356,4 +361,35 @@ func (l *locator) find(rule int, key string) (line, col int) {
 		return l.rules[rule] + 1, 1
 	}
 	return 0, 0
+}
+
+// requiredLiteral returns the longest case-sensitive literal that any match
+// of the pattern must contain, or "". Only literals that are direct parts
+// of the pattern's top-level sequence (through capture groups) count, so
+// the answer is exact: text without the literal cannot match.
+func requiredLiteral(pattern string) string {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	best := ""
+	var walk func(*syntax.Regexp)
+	walk = func(n *syntax.Regexp) {
+		switch n.Op {
+		case syntax.OpCapture:
+			walk(n.Sub[0])
+		case syntax.OpConcat:
+			for _, sub := range n.Sub {
+				walk(sub)
+			}
+		case syntax.OpLiteral:
+			if n.Flags&syntax.FoldCase == 0 {
+				if lit := string(n.Rune); len(lit) > len(best) {
+					best = lit
+				}
+			}
+		}
+	}
+	walk(re)
+	return best
 }

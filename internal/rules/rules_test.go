@@ -337,3 +337,20 @@ func FuzzParse(f *testing.F) {
 		m.Classify(Screen{Lines: []string{src}, Title: src})
 	})
 }
+
+func TestRequiredLiteral(t *testing.T) {
+	tests := map[string]string{
+		`(?s)(?P<msg>Do you want to [^\n]*?\?).*\n\s*❯?\s*1\. Yes.*Esc to cancel`:         "Do you want to ",
+		`(?s)(?P<msg>(Allow execution of[^\n│]*?|Apply this change)\?).*● 1\. Allow once`: "● 1. Allow once",
+		`esc to interrupt`:      "esc to interrupt",
+		`(?i)password:`:         "",
+		`a|bcd`:                 "",
+		`(?m)^\S Working \(.*x`: " Working (",
+		`x+`:                    "",
+	}
+	for pattern, want := range tests {
+		if got := requiredLiteral(pattern); got != want {
+			t.Errorf("requiredLiteral(%q) = %q, want %q", pattern, got, want)
+		}
+	}
+}

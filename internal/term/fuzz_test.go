@@ -2,6 +2,7 @@ package term
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -41,6 +42,43 @@ func FuzzFeed(f *testing.F) {
 		}
 		if replies.Len() > 64*len(data)+64 {
 			t.Fatalf("%d reply bytes for %d input bytes", replies.Len(), len(data))
+		}
+	})
+}
+
+// slowRows rebuilds every visible row from the cells: the reference the
+// row cache is checked against.
+func slowRows(term *Terminal) []string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	cols, rows := term.emu.Width(), term.emu.Height()
+	out := make([]string, rows)
+	for y := range rows {
+		out[y] = term.rowTextLocked(y, cols)
+	}
+	return out
+}
+
+// FuzzSnapshotCache is a differential test of the row cache: after every
+// chunk, the cached snapshot must equal a full rebuild.
+func FuzzSnapshotCache(f *testing.F) {
+	f.Add([]byte("ab\r\ncd\x1b[2;1H\x1b[Lx\x1b[?1049hALT\x1b[?1049ly\x1bcz"), uint8(3))
+	f.Add([]byte("\x1b[1;3r\x1b[3;1Ha\nb\nc\nd\x1b[r\x1b[2J\x1b[H한글👍\x1b[5@\x1b[2P\x1b[3X"), uint8(5))
+	f.Add([]byte("l1\r\nl2\r\nl3\r\nl4\r\nl5\r\nl6\r\nl7\x1b[S\x1b[T\x1bM\x1bD\x1b[?6h\x1b[2;3r\x1b[H\x1b[M"), uint8(2))
+	f.Fuzz(func(t *testing.T, data []byte, step uint8) {
+		term := New(Options{Cols: 12, Rows: 5, ScrollbackLines: 20})
+		defer term.Close()
+		n := int(step%16) + 1
+		for i := 0; i < len(data); i += n {
+			term.Write(data[i:min(i+n, len(data))])
+			if i%(3*n) == 0 {
+				term.Resize(12+i%3, 5+i%2)
+			}
+			got := term.Snapshot().Lines
+			want := slowRows(term)
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("after %d bytes: cached %q, cells say %q", i+n, got, want)
+			}
 		}
 	})
 }

@@ -139,6 +139,7 @@ func (t *Terminal) installHandlers() {
 	})
 
 	t.installTaps()
+	t.installLimits()
 }
 
 func (t *Terminal) reply(s string) { t.replies = append(t.replies, s...) }

@@ -153,6 +153,7 @@ func (t *Terminal) installTaps() {
 	// through to its own handler).
 	e.RegisterEscHandler('c', func() bool {
 		t.title = ""
+		t.rowsValid = false
 		t.statusQueryPending = false
 		t.emit(Event{Kind: EventReset})
 		return false

@@ -56,6 +56,12 @@ type Terminal struct {
 	closed             bool
 	panics             int
 	lastPanic          string
+	// rows caches the text of each visible row between snapshots; only rows
+	// the emulator marked touched are rebuilt. rowsValid is cleared when the
+	// emulator's touch marks cannot be trusted (screen switch, reset,
+	// resize, a new emulator).
+	rows      []string
+	rowsValid bool
 
 	// drainMu guards drained: bytes the emulator wrote to its own reply
 	// pipe for sequences this package does not intercept (in-band resize).
@@ -87,9 +93,11 @@ func (t *Terminal) startEmulatorLocked() {
 	emu := vt.NewEmulator(t.opts.Cols, t.opts.Rows)
 	emu.SetScrollbackSize(t.opts.ScrollbackLines)
 	emu.SetCallbacks(vt.Callbacks{
-		Bell: func() { t.events = append(t.events, Event{Kind: EventBell}) },
+		Bell:      func() { t.events = append(t.events, Event{Kind: EventBell}) },
+		AltScreen: func(bool) { t.rowsValid = false },
 	})
 	t.emu = emu
+	t.rowsValid = false
 	t.installHandlers()
 	t.drainWG.Add(1)
 	go t.drain(emu)
@@ -213,6 +221,7 @@ func (t *Terminal) Resize(cols, rows int) {
 	}
 	t.opts.Cols, t.opts.Rows = cols, rows
 	t.emu.Resize(cols, rows)
+	t.rowsValid = false
 }
 
 // Size returns the visible size.
@@ -253,15 +262,44 @@ func (t *Terminal) Snapshot() Snapshot {
 	}
 	pos := t.emu.CursorPosition()
 	s.CursorX, s.CursorY = pos.X, pos.Y
-	var b strings.Builder
-	for y := 0; y < rows; y++ {
-		b.Reset()
-		for x := 0; x < cols; x++ {
-			writeCell(&b, t.emu.CellAt(x, y))
-		}
-		s.Lines[y] = strings.TrimRight(b.String(), " ")
-	}
+	t.refreshRowsLocked()
+	copy(s.Lines, t.rows)
 	return s
+}
+
+// refreshRowsLocked brings the row cache up to date, rebuilding only the
+// rows touched since the last call.
+func (t *Terminal) refreshRowsLocked() {
+	cols, rows := t.emu.Width(), t.emu.Height()
+	// NOTE: Touched returns the emulator's own slice of touch marks.
+	// Clearing its entries here is how we say "seen"; nothing else in the
+	// emulator reads them unless it draws itself, which we never ask for.
+	touched := t.emu.Touched()
+	if !t.rowsValid || len(t.rows) != rows {
+		t.rows = make([]string, rows)
+		for y := range rows {
+			t.rows[y] = t.rowTextLocked(y, cols)
+		}
+		t.rowsValid = true
+	} else {
+		for y, ld := range touched {
+			if ld != nil && y < rows {
+				t.rows[y] = t.rowTextLocked(y, cols)
+			}
+		}
+	}
+	for i := range touched {
+		touched[i] = nil
+	}
+}
+
+func (t *Terminal) rowTextLocked(y, cols int) string {
+	var b strings.Builder
+	b.Grow(cols)
+	for x := 0; x < cols; x++ {
+		writeCell(&b, t.emu.CellAt(x, y))
+	}
+	return strings.TrimRight(b.String(), " ")
 }
 
 // Scrollback returns up to n of the most recent history lines, oldest first.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -277,5 +278,39 @@ func TestEmulatorPanicIsSurvived(t *testing.T) {
 	}
 	if replies.String() != "\x1b[1;6R" {
 		t.Fatalf("queries after recovery: %q", replies.String())
+	}
+}
+
+// Found by FuzzSnapshotCache: a huge count made the emulator loop for
+// seconds (ECH) or forever (REP). Each must finish; a watchdog fails the
+// test instead of hanging CI.
+func TestHugeCountsDoNotStall(t *testing.T) {
+	seqs := []string{
+		"\x1b[999999999@", "\x1b[999999999L", "\x1b[999999999M", "\x1b[999999999P", "\x1b[999999999X",
+		"\x1b[999999999S", "\x1b[999999999T", "a\x1b[999999999b", "\x1b[999999999I", "\x1b[999999999Z",
+		"\x1b[999999999A\x1b[999999999C", "\x1b[999999999E", "\x1b[999999999;999999999H\x1b[999999999J",
+	}
+	for _, seq := range seqs {
+		term, _, _ := newTest(t, 12, 5)
+		done := make(chan struct{})
+		go func() {
+			term.Write([]byte(seq))
+			term.Snapshot()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q still running after 10s", seq)
+		}
+	}
+	// The clamp keeps the visible effect: 1+999999999 characters on a
+	// 4-wide screen end with a full last row; 1+999999998 with three.
+	for seq, want := range map[string]string{"a\x1b[999999999b": "aaaa\naaaa", "a\x1b[999999998b": "aaaa\naaa"} {
+		term, _, _ := newTest(t, 4, 2)
+		feed(t, term, nil, seq)
+		if got := term.Snapshot().Text(); got != want {
+			t.Fatalf("%q: %q, want %q", seq, got, want)
+		}
 	}
 }
