@@ -2,6 +2,7 @@ package term
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -313,4 +314,35 @@ func TestHugeCountsDoNotStall(t *testing.T) {
 			t.Fatalf("%q: %q, want %q", seq, got, want)
 		}
 	}
+}
+
+// Garbage from a pane costs bounded memory: 32 MB of random bytes through
+// a terminal leaves the heap within a few MB of where it started.
+func TestRandomBytesBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("feeds 32 MB")
+	}
+	term, _, _ := newTest(t, 120, 32)
+	chunk := make([]byte, 32<<10)
+	seed := uint64(1)
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < 1024; i++ {
+		for j := range chunk {
+			seed = seed*6364136223846793005 + 1442695040888963407
+			chunk[j] = byte(seed >> 56)
+		}
+		term.Write(chunk)
+	}
+	term.Snapshot()
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	// Scrollback (2000 lines of 120 cells) is the only thing that may grow.
+	if grown > 64<<20 {
+		t.Fatalf("heap grew by %d MB", grown>>20)
+	}
+	t.Logf("heap grew by %.1f MB", float64(grown)/(1<<20))
 }
