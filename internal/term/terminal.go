@@ -35,8 +35,10 @@ type Options struct {
 	OnEvent func(Event)
 }
 
-// DefaultScrollback is the number of history lines kept when Options leave it zero.
-const DefaultScrollback = 2000
+// DefaultScrollback is the number of history lines kept when Options leave
+// it zero. A full line of history costs about 80 bytes per column (cells
+// carry content and style): 500 lines of 120 columns are about 5 MB.
+const DefaultScrollback = 500
 
 // Terminal is a thread-safe terminal emulator.
 type Terminal struct {

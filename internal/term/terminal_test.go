@@ -317,7 +317,7 @@ func TestHugeCountsDoNotStall(t *testing.T) {
 }
 
 // Garbage from a pane costs bounded memory: 2 MB of random bytes (about
-// 8000 line feeds, four times the scrollback) through a terminal leave the
+// 8000 line feeds, far past the scrollback) through a terminal leave the
 // heap within bounds.
 func TestRandomBytesBoundedMemory(t *testing.T) {
 	if testing.Short() {
