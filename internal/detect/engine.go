@@ -40,6 +40,10 @@ type Config struct {
 	MaxWait    time.Duration
 	// Replies receives query answers for the program (DA1, cursor position).
 	Replies io.Writer
+	// MarkDone turns a turn's end seen on the screen (working → idle) into
+	// done until MarkSeen: a live pane's "finished, nobody has looked".
+	// Replays leave it off: a recording has nobody to look.
+	MarkDone bool
 }
 
 // Change is one state change.
@@ -78,6 +82,9 @@ type Engine struct {
 	since       time.Time
 	idlePending bool // working → idle seen, waiting for confirmation
 	idleAt      time.Time
+
+	process signal.Process // what the process table says
+	seen    bool           // nobody has looked since the last done
 
 	progress      int // OSC 9;4 value, -1 none
 	progressState int
@@ -256,12 +263,25 @@ func (e *Engine) applyEvents(now time.Time) bool {
 	return changed
 }
 
-// ProcessExited ends the program's transient records (working, blocked).
-func (e *Engine) ProcessExited(now time.Time) []Change {
-	if e.store.EndTransient() {
-		return e.classify(now)
+// SetProcess records what the process table says (the pane exited, the
+// agent exited back to its shell) and reclassifies. When a process ends,
+// the program's working and blocked records end with it.
+func (e *Engine) SetProcess(now time.Time, p signal.Process) []Change {
+	if p == e.process {
+		return nil
 	}
-	return nil
+	if (p.PaneExited && !e.process.PaneExited) || (p.AgentExited && !e.process.AgentExited) {
+		e.store.EndTransient()
+	}
+	e.process = p
+	return e.classify(now)
+}
+
+// MarkSeen says a person looked at the pane (attached, read its screen,
+// answered it): done becomes idle.
+func (e *Engine) MarkSeen(now time.Time) []Change {
+	e.seen = true
+	return e.classify(now)
 }
 
 func (e *Engine) classifyLocked(now time.Time) {
@@ -284,6 +304,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 			in.Report = signal.Report{Present: true, Source: signal.SourceOSC7501, State: signal.State(root.State), Kind: string(root.Kind), Message: root.Msg}
 		}
 	}
+	in.Process = e.process
 	next := signal.Decide(in)
 
 	// working or blocked → idle from the screen needs the screen to keep
@@ -301,6 +322,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 		}
 	}
 	e.idlePending = false
+	next = e.applyDone(next)
 	if e.cur.State == signal.Blocked && next.State == signal.Blocked && next.Source == signal.SourceScreen &&
 		e.cur.Kind == next.Kind && (e.cur.Rule == next.Rule || e.cur.Rule == "") {
 		// The same prompt is still on screen: keep the words it was first
@@ -314,4 +336,26 @@ func (e *Engine) classifyLocked(now time.Time) {
 	}
 	// Same state: keep the freshest explanation.
 	e.cur = next
+}
+
+// applyDone turns a finished turn into done until someone looks: a program
+// that reports done says so itself; with MarkDone, the screen going from
+// working to idle says so too. Once seen, done reads as idle until the
+// next turn ends.
+func (e *Engine) applyDone(next signal.Decision) signal.Decision {
+	if next.Source == signal.SourceProcess {
+		return next
+	}
+	if e.cfg.MarkDone && next.State == signal.Idle &&
+		(e.cur.State == signal.Working || (e.cur.State == signal.Done && !e.seen)) {
+		next.State = signal.Done
+	}
+	if next.State == signal.Done {
+		if e.cur.State != signal.Done {
+			e.seen = false // a new turn ended
+		} else if e.seen {
+			next.State = signal.Idle
+		}
+	}
+	return next
 }

@@ -196,3 +196,36 @@ func TestProgressAndNotifications(t *testing.T) {
 		t.Fatalf("progress after remove %d", v)
 	}
 }
+
+func TestDoneUntilSeen(t *testing.T) {
+	set, _ := rules.Loader{Embedded: fstest.MapFS{"toy.toml": {Data: []byte(toyManifest)}}}.Load(nil)
+	e := New(Config{Cols: 40, Rows: 6, Rules: set, Agent: "toy", MarkDone: true})
+	defer e.Close()
+	e.Feed(at(0), []byte("⠋ esc to interrupt"))
+	tickUntil(e, at(100))
+	e.Feed(at(1000), []byte("\r\x1b[K"))
+	if got := states(tickUntil(e, at(2000))); got != "done@1.32s" {
+		t.Fatalf("turn end: %s", got)
+	}
+	// Output that is not a new turn keeps it done; looking makes it idle.
+	e.Feed(at(2100), []byte("x"))
+	tickUntil(e, at(2200))
+	if d, _ := e.Decision(); d.State != signal.Done {
+		t.Fatalf("state %s", d.State)
+	}
+	if got := states(e.MarkSeen(at(3000))); got != "idle@3s" {
+		t.Fatalf("seen: %s", got)
+	}
+	// The program's own done works the same way.
+	e.Feed(at(4000), []byte("\x1b]7501;state=working\a"))
+	if got := states(e.Feed(at(5000), []byte("\x1b]7501;state=done\a"))); got != "done@5s" {
+		t.Fatalf("reported done: %s", got)
+	}
+	if got := states(e.MarkSeen(at(6000))); got != "idle@6s" {
+		t.Fatalf("reported done, seen: %s", got)
+	}
+	// A process exit beats all.
+	if cs := e.SetProcess(at(7000), signal.Process{PaneExited: true, ExitCode: 2}); states(cs) != "exited@7s" || cs[0].Decision.ExitCode != 2 {
+		t.Fatalf("exit: %+v", cs)
+	}
+}
