@@ -9,19 +9,22 @@ import (
 const module = "github.com/corral-dev/corral/internal/"
 
 // The pure packages know nothing of processes or sockets, and corral's
-// packages depend one way: cmd → replay → detect → term/rules/status/signal.
+// packages depend one way: cmd → server → pane → detect →
+// term/rules/status/signal.
 // This test fails when an import breaks that.
 func TestDependencyBoundaries(t *testing.T) {
 	pure := []string{"term", "rules", "status", "signal", "detect"}
 	forbidden := []string{"net", "net/http", "os/exec", "syscall", "github.com/creack/pty"}
 	// allowed lists the corral packages each package may import directly.
 	allowed := map[string][]string{
-		"term":   nil,
-		"status": nil,
-		"rules":  nil,
-		"signal": nil,
-		"detect": {"term", "rules", "status", "signal"},
-		"replay": {"detect", "rules"},
+		"term":          nil,
+		"status":        nil,
+		"rules":         nil,
+		"signal":        nil,
+		"detect":        {"term", "rules", "status", "signal"},
+		"replay":        {"detect", "rules"},
+		"pane":          {"detect", "rules", "signal", "status", "term"},
+		"lab/fakeagent": nil,
 	}
 	for pkg, ok := range allowed {
 		imports := goList(t, "{{join .Imports \"\\n\"}}", "./"+pkg)

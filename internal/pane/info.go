@@ -1,0 +1,91 @@
+package pane
+
+import (
+	"time"
+
+	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/status"
+	"github.com/corral-dev/corral/internal/term"
+)
+
+// Info is a copy of a pane's state.
+type Info struct {
+	ID, Name   string
+	Agent      string
+	Argv       []string
+	Dir        string
+	Cols, Rows int
+	PID        int
+	Started    time.Time
+	Decision   signal.Decision
+	Since      time.Time
+	Exited     bool
+	ExitCode   int
+	ExitedAt   time.Time
+	Foreground string // the foreground process's name
+	Progress   int    // -1 when none; OSC 7501 root progress or OSC 9;4
+	Records    []status.Record
+}
+
+// Info returns a copy of the pane's state.
+func (p *Pane) Info() Info {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, since := p.engine.Decision()
+	if since.IsZero() {
+		since = p.started
+	}
+	in := Info{ID: p.cfg.ID, Name: p.name, Agent: p.engine.Manifest().Name, Argv: append([]string(nil), p.cfg.Argv...),
+		Dir: p.cfg.Dir, Cols: p.cfg.Cols, Rows: p.cfg.Rows, PID: p.pid, Started: p.started, Decision: d, Since: since,
+		Exited: p.exited, ExitCode: p.exitCode, ExitedAt: p.exitedAt, Foreground: p.fgName, Progress: -1,
+		Records: p.engine.Records()}
+	for _, r := range in.Records {
+		if r.ID == "" && r.Progress >= 0 {
+			in.Progress = r.Progress
+		}
+	}
+	if st, v := p.engine.Progress(); in.Progress < 0 && st == term.ProgressSet {
+		in.Progress = v
+	}
+	return in
+}
+
+// Snapshot returns a copy of the visible screen.
+func (p *Pane) Snapshot() term.Snapshot {
+	p.mu.Lock()
+	t := p.engine.Terminal()
+	p.mu.Unlock()
+	return t.Snapshot()
+}
+
+// checkForegroundLocked reads the foreground process group; when it
+// changes, the agent is recognised from it (so `bash` then `claude` inside
+// it is Claude Code), and a shell back in the foreground means the agent
+// it ran has exited.
+func (p *Pane) checkForegroundLocked() {
+	pgrp, err := foregroundPgrp(p.ptmx)
+	if err != nil || pgrp <= 0 || pgrp == p.fgPgrp {
+		return
+	}
+	prev := p.fgPgrp
+	p.fgPgrp = pgrp
+	name, argv := processInfo(pgrp)
+	p.fgName = name
+	now := time.Now()
+	if p.cfg.Agent != "" {
+		return
+	}
+	if m := p.cfg.Rules.IdentifyProcess(name, argv); m != nil {
+		if m.Name != p.engine.Manifest().Name {
+			p.queueLocked(p.engine.SetManifest(m, now))
+		}
+		p.queueLocked(p.engine.SetProcess(now, signal.Process{}))
+		return
+	}
+	// The pane's own process is back in the foreground after another group
+	// held it: whatever ran has exited.
+	if pgrp == p.pid && prev != 0 && prev != p.pid {
+		p.queueLocked(p.engine.SetManifest(p.cfg.Rules.Generic(), now))
+		p.queueLocked(p.engine.SetProcess(now, signal.Process{AgentExited: true}))
+	}
+}

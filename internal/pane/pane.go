@@ -1,0 +1,393 @@
+// Package pane hosts one program in a PTY: it spawns it in its own session
+// and process group, feeds its output to a detection engine on the wall
+// clock, writes the engine's query answers back, tracks the foreground
+// process group (and the agent it is), and reaps the process group at the
+// end. Never an orphan: Kill signals the whole group.
+package pane
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/signal"
+)
+
+// Config describes a pane to start.
+type Config struct {
+	ID, Name   string
+	Argv       []string
+	Dir        string
+	Env        []string // added to the daemon's environment
+	Cols, Rows int
+	Rules      *rules.Set
+	// Agent forces a manifest; empty recognises the agent from the
+	// foreground process, then from the screen.
+	Agent string
+	// OnChange receives every state change, in order, from the pane's own
+	// goroutines, with no lock held.
+	OnChange func(p *Pane, c detect.Change)
+	// OnExit is called once, after the process group is reaped.
+	OnExit func(p *Pane)
+	// Sweep is the safety-net classification interval (default 1s).
+	Sweep time.Duration
+}
+
+// Errors of guarded input.
+var (
+	ErrBlocked    = errors.New("the pane is blocked on a prompt")
+	ErrNotBlocked = errors.New("the pane is not blocked")
+	ErrExited     = errors.New("the pane has exited")
+	ErrNoAnswer   = errors.New("no such answer")
+)
+
+// Pane is one hosted program.
+type Pane struct {
+	cfg     Config
+	cmd     *exec.Cmd
+	ptmx    *os.File
+	started time.Time
+	pid     int
+	done    chan struct{} // closed when the process group is reaped
+
+	// mu guards the fields that follow, and every call into engine.
+	mu       sync.Mutex
+	engine   *detect.Engine
+	name     string
+	agent    string // name of the manifest in use
+	fgPgrp   int
+	fgName   string
+	exited   bool
+	exitCode int
+	exitedAt time.Time
+	timer    *time.Timer // fires at the engine's next deadline
+	deadline time.Time
+
+	// notify serialises OnChange calls: changes are queued under mu and
+	// delivered in order by whoever holds notifyMu.
+	notifyMu sync.Mutex
+	queue    []detect.Change
+}
+
+// Start spawns the program.
+func Start(cfg Config) (*Pane, error) {
+	if len(cfg.Argv) == 0 {
+		return nil, errors.New("no command to run")
+	}
+	if cfg.Cols <= 0 || cfg.Rows <= 0 {
+		cfg.Cols, cfg.Rows = 120, 32
+	}
+	if cfg.Sweep <= 0 {
+		cfg.Sweep = time.Second
+	}
+	path, err := exec.LookPath(cfg.Argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
+	}
+	cmd := exec.Command(path, cfg.Argv[1:]...)
+	cmd.Args[0] = cfg.Argv[0]
+	cmd.Dir = cfg.Dir
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLORTERM=truecolor")
+	cmd.Env = append(cmd.Env, cfg.Env...)
+	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cfg.Cols), Rows: uint16(cfg.Rows)},
+		&syscall.SysProcAttr{Setsid: true, Setctty: true})
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
+	}
+	ptmx, err = nonBlocking(ptmx)
+	if err != nil {
+		killGroup(cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return nil, err
+	}
+	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), name: cfg.Name}
+	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
+		MarkDone: true, Replies: replyWriter{p}})
+	p.agent = p.engine.Manifest().Name
+	p.timer = time.AfterFunc(time.Hour, p.onTimer)
+	p.timer.Stop()
+	go p.readLoop()
+	go p.sweepLoop()
+	return p, nil
+}
+
+// replyWriter writes the terminal's query answers to the program.
+type replyWriter struct{ p *Pane }
+
+func (w replyWriter) Write(b []byte) (int, error) { return w.p.ptmx.Write(b) }
+
+// ID returns the pane's id.
+func (p *Pane) ID() string { return p.cfg.ID }
+
+// Done is closed when the pane's process group has been reaped.
+func (p *Pane) Done() <-chan struct{} { return p.done }
+
+func (p *Pane) readLoop() {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := p.ptmx.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			p.queueLocked(p.engine.Feed(time.Now(), buf[:n]))
+			p.scheduleLocked()
+			p.mu.Unlock()
+			p.deliver()
+		}
+		if err != nil {
+			// EIO after the child's side closes (Linux), 0 bytes on BSD.
+			break
+		}
+	}
+	p.reap()
+}
+
+// reap waits for the process, ends the rest of its group, and records the
+// exit.
+func (p *Pane) reap() {
+	err := p.cmd.Wait()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+		} else {
+			code = -1
+		}
+	}
+	// Children left in the group (a background job of a shell) go too.
+	killGroup(p.pid, syscall.SIGHUP)
+	killGroup(p.pid, syscall.SIGKILL)
+	p.mu.Lock()
+	p.exited, p.exitCode, p.exitedAt = true, code, time.Now()
+	p.timer.Stop()
+	p.queueLocked(p.engine.SetProcess(p.exitedAt, signal.Process{PaneExited: true, ExitCode: code}))
+	p.mu.Unlock()
+	p.deliver()
+	_ = p.ptmx.Close()
+	close(p.done)
+	if p.cfg.OnExit != nil {
+		p.cfg.OnExit(p)
+	}
+}
+
+func (p *Pane) onTimer() {
+	p.mu.Lock()
+	p.deadline = time.Time{}
+	if p.exited {
+		p.mu.Unlock()
+		return
+	}
+	p.queueLocked(p.engine.Tick(time.Now()))
+	p.scheduleLocked()
+	p.mu.Unlock()
+	p.deliver()
+}
+
+// scheduleLocked arms the timer for the engine's next deadline.
+func (p *Pane) scheduleLocked() {
+	at, ok := p.engine.Deadline()
+	if !ok || p.exited {
+		return
+	}
+	if !p.deadline.IsZero() && !at.Before(p.deadline) {
+		return // already armed for an earlier or equal time
+	}
+	p.deadline = at
+	p.timer.Reset(max(time.Until(at), 0))
+}
+
+// sweepLoop is the safety net: it reclassifies and checks the foreground
+// process every Sweep, whatever the screen did.
+func (p *Pane) sweepLoop() {
+	t := time.NewTicker(p.cfg.Sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			if !p.exited {
+				p.checkForegroundLocked()
+				p.queueLocked(p.engine.Classify(time.Now()))
+				p.scheduleLocked()
+			}
+			p.mu.Unlock()
+			p.deliver()
+		}
+	}
+}
+
+func (p *Pane) queueLocked(cs []detect.Change) { p.queue = append(p.queue, cs...) }
+
+// deliver hands queued changes to OnChange in order, outside mu.
+func (p *Pane) deliver() {
+	p.notifyMu.Lock()
+	defer p.notifyMu.Unlock()
+	for {
+		p.mu.Lock()
+		cs := p.queue
+		p.queue = nil
+		p.mu.Unlock()
+		if len(cs) == 0 {
+			return
+		}
+		if p.cfg.OnChange != nil {
+			for _, c := range cs {
+				p.cfg.OnChange(p, c)
+			}
+		}
+	}
+}
+
+// Input writes bytes to the program. With guard, it classifies first and
+// refuses while the pane is blocked, so a script never types into a prompt
+// by accident.
+func (p *Pane) Input(data []byte, guard bool) error {
+	p.mu.Lock()
+	if p.exited {
+		p.mu.Unlock()
+		return ErrExited
+	}
+	p.queueLocked(p.engine.Classify(time.Now()))
+	d, _ := p.engine.Decision()
+	if guard && d.State == signal.Blocked {
+		p.mu.Unlock()
+		p.deliver()
+		return fmt.Errorf("%w (%s)", ErrBlocked, describe(d))
+	}
+	_, err := p.ptmx.Write(data)
+	p.mu.Unlock()
+	p.deliver()
+	return err
+}
+
+// Answer types the manifest's keystrokes for choice ("yes", "always",
+// "no", "cancel" or an option number). It refuses unless the pane is
+// blocked, classifying first.
+func (p *Pane) Answer(choice string) (string, error) {
+	p.mu.Lock()
+	if p.exited {
+		p.mu.Unlock()
+		return "", ErrExited
+	}
+	now := time.Now()
+	p.queueLocked(p.engine.Classify(now))
+	d, _ := p.engine.Decision()
+	if d.State != signal.Blocked {
+		p.mu.Unlock()
+		p.deliver()
+		return "", fmt.Errorf("%w (it is %s)", ErrNotBlocked, d.State)
+	}
+	m := p.engine.Manifest()
+	keys, ok := m.Keys(choice)
+	if !ok {
+		p.mu.Unlock()
+		p.deliver()
+		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m))
+	}
+	_, err := p.ptmx.Write([]byte(keys))
+	p.queueLocked(p.engine.MarkSeen(now))
+	p.mu.Unlock()
+	p.deliver()
+	return keys, err
+}
+
+// MarkSeen says a person looked at the pane.
+func (p *Pane) MarkSeen() {
+	p.mu.Lock()
+	if !p.exited {
+		p.queueLocked(p.engine.MarkSeen(time.Now()))
+	}
+	p.mu.Unlock()
+	p.deliver()
+}
+
+// Resize changes the PTY and terminal size.
+func (p *Pane) Resize(cols, rows int) error {
+	if cols < 2 || rows < 2 || cols > 1000 || rows > 1000 {
+		return fmt.Errorf("size %dx%d is out of range", cols, rows)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited {
+		return ErrExited
+	}
+	p.cfg.Cols, p.cfg.Rows = cols, rows
+	p.engine.Resize(time.Now(), cols, rows)
+	p.scheduleLocked()
+	return setSize(p.ptmx, cols, rows)
+}
+
+// Kill signals the pane's whole process group.
+func (p *Pane) Kill(sig syscall.Signal) error {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	if exited {
+		return nil
+	}
+	return killGroup(p.pid, sig)
+}
+
+// Close ends the pane: SIGHUP to its group, SIGKILL after grace, and waits
+// for the reap.
+func (p *Pane) Close(grace time.Duration) {
+	_ = p.Kill(syscall.SIGHUP)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(grace):
+	}
+	_ = p.Kill(syscall.SIGKILL)
+	<-p.done
+}
+
+func killGroup(pgid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pgid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+func describe(d signal.Decision) string {
+	s := string(d.State)
+	if d.Kind != "" {
+		s += "/" + d.Kind
+	}
+	if d.Message != "" {
+		s += ": " + d.Message
+	}
+	return s
+}
+
+func answerNames(m *rules.Manifest) string {
+	var names []string
+	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
+		if _, ok := m.Answers[n]; ok {
+			names = append(names, n)
+		}
+	}
+	if _, ok := m.Answers[rules.AnswerOption]; ok {
+		names = append(names, "an option number")
+	}
+	if len(names) == 0 {
+		return "no answers"
+	}
+	return fmt.Sprint(names)
+}
+
+var _ io.Writer = replyWriter{}

@@ -1,0 +1,68 @@
+package pane
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// nonBlocking replaces the PTY master with a non-blocking duplicate.
+// NOTE: pty.Start returns the master in blocking mode, so read deadlines
+// are ignored and Close does not unblock a pending Read. Later ioctls go
+// through SyscallConn().Control, never Fd() (which would make it blocking
+// again).
+func nonBlocking(m *os.File) (*os.File, error) {
+	fd, err := unix.Dup(int(m.Fd()))
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("dup pty: %w", err)
+	}
+	m.Close()
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("pty non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+}
+
+func setSize(m *os.File, cols, rows int) error {
+	return control(m, func(fd int) error {
+		return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
+	})
+}
+
+// foregroundPgrp returns the terminal's foreground process group.
+func foregroundPgrp(m *os.File) (int, error) {
+	var pgrp int
+	err := control(m, func(fd int) error {
+		var err error
+		pgrp, err = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+		return err
+	})
+	return pgrp, err
+}
+
+func control(m *os.File, f func(fd int) error) error {
+	rc, err := m.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// processInfo reads a process's name and argv from /proc.
+func processInfo(pid int) (name string, argv []string) {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
+		name = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
+		argv = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	}
+	return name, argv
+}
