@@ -37,7 +37,18 @@ func init() {
 		{"explain", "[--agent A] [--json] [--at SECONDS] [--size COLSxROWS] FILE|-", "show a screen, every rule tried on it, and which matched and why", runExplain},
 		{"rules", "check [DIR] | list", "validate manifests, or list those in force and where they come from", runRules},
 		{"status", "STATE [--kind K] [--progress N] [--app A] [--id ID] [--title T] [--msg M] [--tty]", "print an OSC 7501 status report for the terminal corral runs you in", runStatus},
+		{"serve", "", "run the daemon in the foreground (other commands start it when needed)", runServe},
+		{"run", "[--name N] [--cwd DIR] [--size COLSxROWS] [--agent A] [--env K=V]… [--json] -- CMD ARGS…", "start a program in a new pane and print its id", runRun},
+		{"ls", "[--json]", "list panes and their states", runLs},
+		{"screen", "ID [--ansi] [--json]", "print a pane's screen (marks a finished turn seen)", runScreen},
+		{"send", "ID TEXT [--enter] [--force] [--json]", "type into a pane; refused (exit 3) while it is blocked", runSend},
+		{"answer", "ID CHOICE [--json]", "answer a pane's prompt: yes, always, no, cancel or an option number; refused (exit 3) unless blocked", runAnswer},
+		{"wait", "ID… --state S[,S…] [--timeout D] [--json]", "wait until the panes reach a state (exit 124 on timeout)", runWait},
+		{"events", "[--since T] [--follow]", "print state changes as NDJSON", runEvents},
+		{"kill", "ID [--signal S] [--json]", "signal a pane's whole process group", runKill},
+		{"shutdown", "", "stop the daemon and every pane", runShutdown},
 		{"version", "", "print corral's version", runVersion},
+		{"fake-agent", "[--osc7501] [--command CMD]", "", runFakeAgent}, // hidden: demos and tests
 		{"help", "[COMMAND]", "show help", runHelp},
 	}
 }
@@ -111,7 +122,9 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: corral COMMAND [ARGS]")
 	fmt.Fprintln(w)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		if c.summary != "" {
+			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		}
 	}
 	fmt.Fprintln(w, "\nRun corral help COMMAND for a command's flags.")
 }

@@ -58,6 +58,14 @@ func (p *Pane) Snapshot() term.Snapshot {
 	return t.Snapshot()
 }
 
+// ANSI returns the visible screen with colours, as escape sequences.
+func (p *Pane) ANSI() string {
+	p.mu.Lock()
+	t := p.engine.Terminal()
+	p.mu.Unlock()
+	return t.ANSI()
+}
+
 // checkForegroundLocked reads the foreground process group; when it
 // changes, the agent is recognised from it (so `bash` then `claude` inside
 // it is Claude Code), and a shell back in the foreground means the agent

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,6 +73,9 @@ type Pane struct {
 	timer    *time.Timer // fires at the engine's next deadline
 	deadline time.Time
 
+	input          chan []byte // to writeLoop
+	droppedReplies atomic.Int64
+
 	// notify serialises OnChange calls: changes are queued under mu and
 	// delivered in order by whoever holds notifyMu.
 	notifyMu sync.Mutex
@@ -109,21 +113,70 @@ func Start(cfg Config) (*Pane, error) {
 		_ = cmd.Wait()
 		return nil, err
 	}
-	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), name: cfg.Name}
+	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), name: cfg.Name,
+		input: make(chan []byte, InputQueue)}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}})
 	p.agent = p.engine.Manifest().Name
 	p.timer = time.AfterFunc(time.Hour, p.onTimer)
 	p.timer.Stop()
 	go p.readLoop()
+	go p.writeLoop()
 	go p.sweepLoop()
 	return p, nil
 }
 
-// replyWriter writes the terminal's query answers to the program.
+// replyWriter queues the terminal's query answers for the program. It
+// never blocks: it runs inside the read loop, and a program that does not
+// read its input must not stop corral from reading its output.
 type replyWriter struct{ p *Pane }
 
-func (w replyWriter) Write(b []byte) (int, error) { return w.p.ptmx.Write(b) }
+func (w replyWriter) Write(b []byte) (int, error) {
+	select {
+	case w.p.input <- append([]byte(nil), b...):
+	default:
+		w.p.droppedReplies.Add(1)
+	}
+	return len(b), nil
+}
+
+// writeLoop writes queued input (keys, pastes, query answers) to the
+// program, in order. Only it writes to the PTY; if the program stops
+// reading, only it waits.
+func (p *Pane) writeLoop() {
+	for {
+		select {
+		case b := <-p.input:
+			if _, err := p.ptmx.Write(b); err != nil {
+				return
+			}
+		case <-p.done:
+			return
+		}
+	}
+}
+
+// InputQueue bounds the writes waiting for the program to read them.
+const InputQueue = 256
+
+// enqueue queues bytes for the program, waiting at most wait for room.
+func (p *Pane) enqueue(b []byte, wait time.Duration) error {
+	select {
+	case p.input <- b:
+		return nil
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case p.input <- b:
+		return nil
+	case <-p.done:
+		return ErrExited
+	case <-t.C:
+		return errors.New("the program is not reading its input")
+	}
+}
 
 // ID returns the pane's id.
 func (p *Pane) ID() string { return p.cfg.ID }
@@ -268,10 +321,9 @@ func (p *Pane) Input(data []byte, guard bool) error {
 		p.deliver()
 		return fmt.Errorf("%w (%s)", ErrBlocked, describe(d))
 	}
-	_, err := p.ptmx.Write(data)
 	p.mu.Unlock()
 	p.deliver()
-	return err
+	return p.enqueue(append([]byte(nil), data...), 2*time.Second)
 }
 
 // Answer types the manifest's keystrokes for choice ("yes", "always",
@@ -298,11 +350,10 @@ func (p *Pane) Answer(choice string) (string, error) {
 		p.deliver()
 		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m))
 	}
-	_, err := p.ptmx.Write([]byte(keys))
 	p.queueLocked(p.engine.MarkSeen(now))
 	p.mu.Unlock()
 	p.deliver()
-	return keys, err
+	return keys, p.enqueue([]byte(keys), 2*time.Second)
 }
 
 // MarkSeen says a person looked at the pane.

@@ -304,6 +304,14 @@ func (t *Terminal) rowTextLocked(y, cols int) string {
 	return strings.TrimRight(b.String(), " ")
 }
 
+// ANSI renders the visible screen with its colours and attributes as
+// escape sequences, rows separated by CRLF.
+func (t *Terminal) ANSI() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.ReplaceAll(t.emu.Render(), "\n", "\r\n")
+}
+
 // Scrollback returns up to n of the most recent history lines, oldest first.
 func (t *Terminal) Scrollback(n int) []string {
 	t.mu.Lock()

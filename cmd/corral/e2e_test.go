@@ -1,0 +1,318 @@
+package main
+
+// End-to-end tests: the real corral binary, a real daemon on a private
+// socket, real PTYs running the built-in fake agent.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var corralBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "corral-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	corralBin = filepath.Join(dir, "corral")
+	if out, err := exec.Command("go", "build", "-o", corralBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build corral: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one private corral installation: socket, state and config.
+type env struct {
+	t    *testing.T
+	dir  string
+	vars []string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, dir: dir, vars: []string{
+		"CORRAL_SOCKET=" + filepath.Join(dir, "s.sock"), "CORRAL_STATE_DIR=" + filepath.Join(dir, "state"),
+		"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "HOME=" + dir, "PATH=" + os.Getenv("PATH"),
+	}}
+	t.Cleanup(func() {
+		e.run("shutdown")
+		os.RemoveAll(dir)
+	})
+	return e
+}
+
+func (e *env) run(args ...string) (stdout, stderr string, code int) {
+	cmd := exec.Command(corralBin, args...)
+	cmd.Env = e.vars
+	cmd.Dir = e.dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("corral %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// must runs a command that must succeed and returns its stdout.
+func (e *env) must(args ...string) string {
+	e.t.Helper()
+	out, errs, code := e.run(args...)
+	if code != 0 {
+		e.t.Fatalf("corral %v: exit %d: %s", args, code, errs)
+	}
+	return out
+}
+
+type paneJSON struct {
+	ID, Name, Agent, State, Kind, Message, Source, Since string
+	PID                                                  int
+	ExitCode                                             *int `json:"exit_code"`
+}
+
+func (e *env) pane(ref string) paneJSON {
+	e.t.Helper()
+	var ps []paneJSON
+	if err := json.Unmarshal([]byte(e.must("ls", "--json")), &ps); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.ID == ref || p.Name == ref {
+			return p
+		}
+	}
+	e.t.Fatalf("no pane %s in %+v", ref, ps)
+	return paneJSON{}
+}
+
+func TestAgentLifecycle(t *testing.T) {
+	e := newEnv(t)
+	id := strings.TrimSpace(e.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "ls -la /tmp"))
+	if len(id) != 5 {
+		t.Fatalf("id %q", id)
+	}
+	e.must("wait", "fp", "--state", "idle", "--timeout", "10s")
+	e.must("send", "fp", "ask", "--enter")
+	e.must("wait", id, "--state", "blocked", "--timeout", "10s")
+	p := e.pane("fp")
+	if p.Kind != "permission" || p.Source != "screen" || p.Message != "Do you want to proceed?" {
+		t.Fatalf("blocked pane: %+v", p)
+	}
+	// A script never types into a prompt by accident.
+	_, errs, code := e.run("send", "fp", "rm -rf /", "--enter")
+	if code != 3 || !strings.Contains(errs, "blocked") {
+		t.Fatalf("send while blocked: exit %d %q", code, errs)
+	}
+	e.must("answer", "fp", "yes")
+	e.must("wait", "fp", "--state", "done", "--timeout", "10s")
+	if _, errs, code := e.run("answer", "fp", "yes"); code != 3 || !strings.Contains(errs, "not blocked") {
+		t.Fatalf("answer while not blocked: exit %d %q", code, errs)
+	}
+	// Reading the screen marks the turn seen.
+	if screen := e.must("screen", "fp"); !strings.Contains(screen, "Done. I did what you asked.") {
+		t.Fatalf("screen:\n%s", screen)
+	}
+	if p := e.pane("fp"); p.State != "idle" {
+		t.Fatalf("after screen: %s", p.State)
+	}
+	events := e.must("events", "--since", "1h")
+	var states []string
+	for _, line := range strings.Split(strings.TrimSpace(events), "\n") {
+		var ev struct{ Pane, State, Previous, Source, Time string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		if ev.Pane != id || ev.Time == "" || ev.Previous == "" {
+			t.Fatalf("event %q", line)
+		}
+		states = append(states, ev.State)
+	}
+	if got := strings.Join(states, ","); got != "working,blocked,working,done,idle" {
+		t.Fatalf("events %s", got)
+	}
+	if _, errs, code := e.run("wait", "fp", "--state", "blocked", "--timeout", "300ms"); code != 124 {
+		t.Fatalf("wait timeout: exit %d %q", code, errs)
+	}
+	if _, errs, code := e.run("screen", "nope"); code != 1 || !strings.Contains(errs, "no pane named nope; see corral ls") {
+		t.Fatalf("unknown pane: exit %d %q", code, errs)
+	}
+}
+
+// The event log outlives the daemon: a new daemon serves the old events.
+func TestDaemonRestartKeepsEvents(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "a", "--agent", "claude-code", "--", corralBin, "fake-agent")
+	e.must("send", "a", "work 0.3", "--enter")
+	e.must("wait", "a", "--state", "done", "--timeout", "10s")
+	before := e.must("events", "--since", "1h")
+	e.must("shutdown")
+	if _, err := os.Stat(filepath.Join(e.dir, "s.sock")); !os.IsNotExist(err) {
+		t.Fatalf("socket left after shutdown: %v", err)
+	}
+	after := e.must("events", "--since", "1h") // starts a new daemon
+	// The shutdown ended the pane: one more event, exited by SIGHUP.
+	if !strings.HasPrefix(after, before) || !strings.Contains(before, `"state":"done"`) ||
+		!strings.Contains(strings.TrimPrefix(after, before), `"state":"exited"`) {
+		t.Fatalf("events before restart:\n%s\nafter:\n%s", before, after)
+	}
+	if ls := e.must("ls", "--json"); strings.TrimSpace(ls) != "[]" {
+		t.Fatalf("panes after restart: %s", ls)
+	}
+}
+
+// kill and shutdown end every process of every pane: none left in /proc.
+func TestKillAndShutdownLeaveNoOrphans(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "k", "--", "sh", "-c", "sleep 300 & sleep 301 & echo ready; sleep 302")
+	e.must("run", "--name", "s", "--", "sh", "-c", "sleep 303 & echo ready; sleep 304")
+	var pgids []int
+	for _, name := range []string{"k", "s"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(e.must("screen", name), "ready") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never ready", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		pgids = append(pgids, e.pane(name).PID)
+	}
+	e.must("kill", "k")
+	if p := e.pane("k"); p.State != "exited" || p.ExitCode == nil || *p.ExitCode != 128+int(syscall.SIGTERM) {
+		t.Fatalf("killed pane: %+v", p)
+	}
+	if n := groupMembers(pgids[0]); n != 0 {
+		t.Fatalf("%d processes left in killed pane's group", n)
+	}
+	daemon := daemonPID(t, e)
+	e.must("shutdown")
+	if n := groupMembers(pgids[1]); n != 0 {
+		t.Fatalf("%d processes left after shutdown", n)
+	}
+	if alive(daemon) {
+		t.Fatal("daemon still running after shutdown")
+	}
+}
+
+// SIGTERM to the daemon ends every pane too.
+func TestDaemonSIGTERM(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "x", "--", "sh", "-c", "sleep 305 & sleep 306")
+	pgid := e.pane("x").PID
+	daemon := daemonPID(t, e)
+	syscall.Kill(daemon, syscall.SIGTERM)
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(daemon) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(daemon) || groupMembers(pgid) != 0 {
+		t.Fatalf("daemon alive %v, %d pane processes left", alive(daemon), groupMembers(pgid))
+	}
+}
+
+// A crashed daemon leaves its socket; the next command replaces it.
+func TestStaleSocketReplaced(t *testing.T) {
+	e := newEnv(t)
+	e.must("ls")
+	daemon := daemonPID(t, e)
+	syscall.Kill(daemon, syscall.SIGKILL)
+	for alive(daemon) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "s.sock")); err != nil {
+		t.Fatalf("expected a stale socket: %v", err)
+	}
+	e.must("ls")
+	if next := daemonPID(t, e); next == daemon {
+		t.Fatal("no new daemon")
+	}
+}
+
+// A pane printing 100 MB of random bytes leaves the daemon and other
+// panes responsive.
+func TestFloodLeavesOthersResponsive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 MB")
+	}
+	e := newEnv(t)
+	e.must("run", "--name", "flood", "--", "sh", "-c", "head -c 100000000 /dev/urandom; echo; echo flood-done; sleep 60")
+	e.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent")
+	e.must("wait", "fp", "--state", "idle", "--timeout", "20s")
+	start := time.Now()
+	e.must("send", "fp", "ask", "--enter")
+	e.must("wait", "fp", "--state", "blocked", "--timeout", "20s")
+	e.must("answer", "fp", "yes")
+	e.must("wait", "fp", "--state", "done", "--timeout", "20s")
+	t.Logf("a prompt round trip during the flood took %v", time.Since(start))
+	deadline := time.Now().Add(5 * time.Minute)
+	for !strings.Contains(e.must("screen", "flood"), "flood-done") {
+		if time.Now().After(deadline) {
+			t.Fatal("flood never finished")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func daemonPID(t *testing.T, e *env) int {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", "for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^"+corralBin+" serve'; then if grep -q 'CORRAL_SOCKET="+filepath.Join(e.dir, "s.sock")+"' $p/environ 2>/dev/null; then basename $p; fi; fi; done").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) != 1 {
+		t.Fatalf("daemons found: %q", fields)
+	}
+	pid, _ := strconv.Atoi(fields[0])
+	return pid
+}
+
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	return !strings.HasPrefix(s[strings.LastIndexByte(s, ')')+2:], "Z")
+}
+
+// groupMembers counts live processes in a process group, from /proc.
+func groupMembers(pgid int) int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,102 @@
+// Package api holds the shapes of corral's HTTP/JSON API and the CLI's
+// --json output. They are a public interface: change them only by adding
+// fields, and say so in the README.
+package api
+
+import "github.com/corral-dev/corral/internal/eventlog"
+
+// Version is the API version in every path: /v1/….
+const Version = "v1"
+
+// Pane is one pane in `corral ls --json` and GET /v1/panes.
+type Pane struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	Agent      string   `json:"agent"`
+	State      string   `json:"state"`
+	Kind       string   `json:"kind"`
+	Message    string   `json:"message"`
+	Progress   *int     `json:"progress"` // null when none
+	Since      string   `json:"since"`    // RFC 3339 with milliseconds
+	Source     string   `json:"source"`
+	Rule       string   `json:"rule"`
+	PID        int      `json:"pid"`
+	ExitCode   *int     `json:"exit_code"` // null while running
+	Cwd        string   `json:"cwd"`
+	Cols       int      `json:"cols"`
+	Rows       int      `json:"rows"`
+	Command    []string `json:"command"`
+	Foreground string   `json:"foreground"`
+	Records    []Record `json:"records"`
+}
+
+// Record is an OSC 7501 record a pane's program reported.
+type Record struct {
+	ID       string `json:"id"`
+	State    string `json:"state"`
+	Kind     string `json:"kind"`
+	Progress *int   `json:"progress"`
+	App      string `json:"app"`
+	Title    string `json:"title"`
+	Message  string `json:"message"`
+	Updated  string `json:"updated"`
+}
+
+// RunRequest starts a pane: POST /v1/panes.
+type RunRequest struct {
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+	Cwd     string   `json:"cwd"`
+	Cols    int      `json:"cols"`
+	Rows    int      `json:"rows"`
+	Agent   string   `json:"agent"`
+	Env     []string `json:"env"`
+}
+
+// Screen is GET /v1/panes/{id}/screen.
+type Screen struct {
+	Pane    string   `json:"pane"`
+	Cols    int      `json:"cols"`
+	Rows    int      `json:"rows"`
+	Title   string   `json:"title"`
+	Lines   []string `json:"lines"`
+	CursorX int      `json:"cursor_x"`
+	CursorY int      `json:"cursor_y"`
+	// ANSI is the screen with colours (?ansi=1 only).
+	ANSI string `json:"ansi,omitempty"`
+}
+
+// SendRequest types text: POST /v1/panes/{id}/send.
+type SendRequest struct {
+	Text  string `json:"text"`
+	Enter bool   `json:"enter"`
+	// Force skips the blocked guard.
+	Force bool `json:"force"`
+}
+
+// AnswerRequest answers a prompt: POST /v1/panes/{id}/answer.
+type AnswerRequest struct {
+	Choice string `json:"choice"`
+}
+
+// AnswerResult says what was typed.
+type AnswerResult struct {
+	Pane string `json:"pane"`
+	Keys string `json:"keys"`
+}
+
+// KillRequest signals a pane: POST /v1/panes/{id}/kill.
+type KillRequest struct {
+	Signal string `json:"signal"`
+}
+
+// Error is every error response's body.
+type Error struct {
+	Error string `json:"error"`
+	// Code is machine-readable: not_found, blocked, not_blocked, exited,
+	// bad_request, no_answer, internal.
+	Code string `json:"code"`
+}
+
+// Event is a state change (the event stream's and `corral events`' lines).
+type Event = eventlog.Event

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/server"
+)
+
+// Exit statuses scripts rely on.
+const (
+	exitRefused = 3   // send while blocked, answer while not blocked
+	exitTimeout = 124 // wait timed out
+)
+
+// connect returns a client, starting the daemon if none answers.
+func connect(ctx context.Context) (*client.Client, error) {
+	c := client.New(server.SocketPath())
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find corral's own binary to start the daemon: %w", err)
+	}
+	if err := c.EnsureDaemon(ctx, exe, filepath.Join(server.StateDir(), "daemon.log")); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// apiError turns a daemon error into the CLI's exit status and message.
+func apiError(err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		switch ce.Code() {
+		case "blocked":
+			return &exitError{code: exitRefused, err: fmt.Errorf("%v; answer it with corral answer, or see it with corral screen", ce)}
+		case "not_blocked":
+			return &exitError{code: exitRefused, err: fmt.Errorf("%v; nothing to answer", ce)}
+		case "exited":
+			return &exitError{code: exitRefused, err: ce}
+		}
+		return ce
+	}
+	return err
+}

@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/client"
+
+	"github.com/corral-dev/corral/internal/server"
+)
+
+func clientNoStart() *client.Client { return client.New(server.SocketPath()) }
+
+func afterMillis(n int) <-chan time.Time { return time.After(time.Duration(n) * time.Millisecond) }
+
+func printJSON(std IO, v any) error {
+	enc := json.NewEncoder(std.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// envList collects repeated --env K=V flags.
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, ",") }
+func (e *envList) Set(v string) error {
+	if !strings.Contains(v, "=") || strings.HasPrefix(v, "=") {
+		return fmt.Errorf("%q is not K=V", v)
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+func runRun(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("run", std)
+	name := fs.String("name", "", "a name to use instead of the id")
+	cwd := fs.String("cwd", "", "working folder (default: the current one)")
+	size := fs.String("size", "120x32", "terminal size COLSxROWS")
+	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
+	asJSON := fs.Bool("json", false, "print the pane as JSON")
+	var env envList
+	fs.Var(&env, "env", "K=V to add to the program's environment (repeatable)")
+	// Everything after "--" is the command, flags included.
+	var command []string
+	for i, a := range args {
+		if a == "--" {
+			command = args[i+1:]
+			args = args[:i]
+			break
+		}
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if command == nil {
+		command = pos
+	} else if len(pos) > 0 {
+		return usagef("put the command after --: corral run [flags] -- %s", strings.Join(pos, " "))
+	}
+	if len(command) == 0 {
+		return usagef("say what to run: corral run -- COMMAND ARGS…")
+	}
+	cols, rows, err := parseSize(*size)
+	if err != nil {
+		return err
+	}
+	dir := *cwd
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return err
+		}
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var p api.Pane
+	if err := c.Do(ctx, "POST", "/v1/panes", api.RunRequest{Name: *name, Command: command, Cwd: dir, Cols: cols, Rows: rows, Agent: *agent, Env: env}, &p); err != nil {
+		return apiError(err)
+	}
+	if *asJSON {
+		return printJSON(std, p)
+	}
+	fmt.Fprintln(std.Stdout, p.ID)
+	return nil
+}
+
+func runLs(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("ls", std)
+	asJSON := fs.Bool("json", false, "print the panes as a JSON array")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var panes []api.Pane
+	if err := c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
+		return apiError(err)
+	}
+	if *asJSON {
+		return printJSON(std, panes)
+	}
+	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
+	for _, p := range panes {
+		state := p.State
+		if p.Kind != "" {
+			state += "/" + p.Kind
+		}
+		if p.ExitCode != nil {
+			state += fmt.Sprintf(" (%d)", *p.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, state, age(p.Since), p.Source, p.Message)
+	}
+	return tw.Flush()
+}
+
+func age(since string) string {
+	t, err := time.Parse(time.RFC3339Nano, since)
+	if err != nil {
+		return "?"
+	}
+	return time.Since(t).Round(time.Second).String()
+}
+
+func runScreen(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("screen", std)
+	asJSON := fs.Bool("json", false, "print the screen as JSON")
+	ansi := fs.Bool("ansi", false, "keep colours and attributes")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need one pane id or name")
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	path := "/v1/panes/" + url.PathEscape(pos[0]) + "/screen"
+	if *ansi {
+		path += "?ansi=1"
+	}
+	var s api.Screen
+	if err := c.Do(ctx, "GET", path, nil, &s); err != nil {
+		return apiError(err)
+	}
+	switch {
+	case *asJSON:
+		return printJSON(std, s)
+	case *ansi:
+		fmt.Fprint(std.Stdout, s.ANSI+"\x1b[0m\r\n")
+	default:
+		fmt.Fprintln(std.Stdout, strings.Join(s.Lines, "\n"))
+	}
+	return nil
+}
+
+func runSend(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("send", std)
+	enter := fs.Bool("enter", false, "press Enter after the text")
+	force := fs.Bool("force", false, "type even while the pane is blocked on a prompt")
+	asJSON := fs.Bool("json", false, "print the pane as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("need a pane and the text: corral send ID TEXT [--enter]")
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var p api.Pane
+	if err := c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(pos[0])+"/send", api.SendRequest{Text: pos[1], Enter: *enter, Force: *force}, &p); err != nil {
+		return apiError(err)
+	}
+	if *asJSON {
+		return printJSON(std, p)
+	}
+	return nil
+}
+
+func runAnswer(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("answer", std)
+	asJSON := fs.Bool("json", false, "print what was typed as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("need a pane and a choice: yes, always, no, cancel or an option number")
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var res api.AnswerResult
+	if err := c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(pos[0])+"/answer", api.AnswerRequest{Choice: pos[1]}, &res); err != nil {
+		return apiError(err)
+	}
+	if *asJSON {
+		return printJSON(std, res)
+	}
+	return nil
+}
+
+func runKill(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("kill", std)
+	sig := fs.String("signal", "TERM", "the signal for the pane's process group")
+	asJSON := fs.Bool("json", false, "print the pane as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need one pane id or name")
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var p api.Pane
+	if err := c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(pos[0])+"/kill", api.KillRequest{Signal: *sig}, &p); err != nil {
+		return apiError(err)
+	}
+	if *asJSON {
+		return printJSON(std, p)
+	}
+	return nil
+}
+
+// parseSince reads a duration ago ("1h") or a time (RFC 3339).
+func parseSince(s string) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return time.Now().Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usagef("--since %q must be a duration like 1h or a time like 2026-12-01T10:00:00Z", s)
+}
+
+func runEvents(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("events", std)
+	since := fs.String("since", "", "logged events from this long ago (1h) or this time (RFC 3339)")
+	follow := fs.Bool("follow", false, "keep printing new events")
+	_ = fs.Bool("json", true, "events are always NDJSON")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	q := url.Values{}
+	if *since != "" {
+		t, err := parseSince(*since)
+		if err != nil {
+			return err
+		}
+		q.Set("since", t.UTC().Format(time.RFC3339Nano))
+	}
+	if *follow {
+		q.Set("follow", "1")
+	}
+	if !*follow && *since == "" {
+		q.Set("since", time.Now().Add(-24*time.Hour).UTC().Format(time.RFC3339Nano))
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	body, err := c.Stream(ctx, "/v1/events?"+q.Encode())
+	if err != nil {
+		return apiError(err)
+	}
+	defer body.Close()
+	_, err = copyLines(std, body)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/corral-dev/corral/internal/server"
+)
+
+func runServe(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("serve", std)
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	logger := log.New(std.Stderr, "corral: ", log.LstdFlags)
+	srv, err := server.New(server.Options{Socket: server.SocketPath(), StateDir: server.StateDir(), Loader: loader(), Logf: logger.Printf})
+	if err != nil {
+		return err
+	}
+	logger.Printf("serving on %s (event log in %s)", server.SocketPath(), server.StateDir())
+	err = srv.Serve(ctx)
+	<-srv.Done()
+	logger.Printf("stopped; every pane's process group has ended")
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+func runShutdown(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("shutdown", std)
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	c := clientNoStart()
+	if err := c.Ping(ctx); err != nil {
+		fmt.Fprintln(std.Stderr, "corral shutdown: no daemon is running")
+		return nil
+	}
+	if err := c.Do(ctx, "POST", "/v1/shutdown", struct{}{}, nil); err != nil {
+		return apiError(err)
+	}
+	// Wait until the socket stops answering: every pane has been ended.
+	for c.Ping(ctx) == nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-afterMillis(20):
+		}
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/lab/fakeagent"
+)
+
+// copyLines copies NDJSON lines from r to stdout as they arrive.
+func copyLines(std IO, r io.Reader) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	n := 0
+	for sc.Scan() {
+		fmt.Fprintln(std.Stdout, sc.Text())
+		n++
+	}
+	return n, sc.Err()
+}
+
+var knownStates = map[string]bool{"working": true, "blocked": true, "idle": true, "done": true, "error": true, "exited": true}
+
+// runWait waits until every named pane is in one of the states.
+func runWait(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("wait", std)
+	states := fs.String("state", "", "states to wait for, comma-separated: working, blocked, idle, done, error, exited")
+	timeout := fs.Duration("timeout", 0, "give up after this long (exit 124); 0 waits forever")
+	asJSON := fs.Bool("json", false, "print the panes as JSON when reached")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("need at least one pane id or name")
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(*states, ",") {
+		s = strings.TrimSpace(s)
+		if !knownStates[s] {
+			return usagef("--state %q: use working, blocked, idle, done, error or exited", s)
+		}
+		want[s] = true
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	// Follow the stream first, then read the current states: a change
+	// between the two is in the stream.
+	body, err := c.Stream(ctx, "/v1/events?follow=1")
+	if err != nil {
+		return waitError(ctx, apiError(err))
+	}
+	defer body.Close()
+	pending := map[string]string{} // pane id → the name it was asked by
+	panes := map[string]api.Pane{}
+	for _, ref := range pos {
+		var p api.Pane
+		if err := c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(ref), nil, &p); err != nil {
+			return waitError(ctx, apiError(err))
+		}
+		panes[p.ID] = p
+		if !want[p.State] {
+			pending[p.ID] = ref
+		}
+	}
+	dec := json.NewDecoder(body)
+	for len(pending) > 0 {
+		var ev api.Event
+		if err := dec.Decode(&ev); err != nil {
+			return waitError(ctx, fmt.Errorf("the event stream ended: %v", err))
+		}
+		if _, ok := pending[ev.Pane]; ok && want[ev.State] {
+			delete(pending, ev.Pane)
+			var p api.Pane
+			if err := c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(ev.Pane), nil, &p); err == nil {
+				panes[p.ID] = p
+			}
+		}
+	}
+	if *asJSON {
+		out := []api.Pane{}
+		for _, ref := range pos {
+			for _, p := range panes {
+				if p.ID == ref || p.Name == ref {
+					out = append(out, p)
+				}
+			}
+		}
+		return printJSON(std, out)
+	}
+	return nil
+}
+
+func waitError(ctx context.Context, err error) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return &exitError{code: exitTimeout, err: fmt.Errorf("timed out")}
+	}
+	return err
+}
+
+// runFakeAgent runs the built-in fake agent (for demos and tests).
+func runFakeAgent(_ context.Context, _ IO, args []string) error {
+	if code := fakeagent.Main(args); code != 0 {
+		return &exitError{code: code, err: fmt.Errorf("")}
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+// Package client talks to the corral daemon over its unix socket, and
+// starts the daemon when it is not running (as tmux does).
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+)
+
+// Client is a connection to one daemon.
+type Client struct {
+	Socket string
+	http   *http.Client
+}
+
+// New returns a client for the daemon at socket.
+func New(socket string) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}
+	return &Client{Socket: socket, http: &http.Client{Transport: tr}}
+}
+
+// Error is an error the daemon answered with.
+type Error struct {
+	Status int
+	Body   api.Error
+}
+
+func (e *Error) Error() string { return e.Body.Error }
+
+// Code is the daemon's machine-readable error code ("blocked", …).
+func (e *Error) Code() string { return e.Body.Code }
+
+// ErrNoDaemon means nothing answers on the socket.
+var ErrNoDaemon = errors.New("no corral daemon is running")
+
+// Do sends a request with in as its JSON body (nil for none) and decodes
+// the JSON answer into out (nil to discard).
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("reading the daemon's answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// Stream sends a GET and returns the body for the caller to read.
+func (c *Client) Stream(ctx context.Context, path string) (io.ReadCloser, error) {
+	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://corral"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w at %s (%v)", ErrNoDaemon, c.Socket, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		e := &Error{Status: resp.StatusCode}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e.Body); err != nil || e.Body.Error == "" {
+			e.Body = api.Error{Error: fmt.Sprintf("the daemon answered %s", resp.Status), Code: "internal"}
+		}
+		return nil, e
+	}
+	return resp, nil
+}
+
+// Ping reports whether a daemon answers.
+func (c *Client) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return c.Do(ctx, http.MethodGet, "/v1/panes", nil, nil)
+}
+
+// EnsureDaemon starts `exe serve` in the background when no daemon
+// answers, and waits until it does. The daemon's output goes to logFile.
+func (c *Client) EnsureDaemon(ctx context.Context, exe, logFile string) error {
+	if c.Ping(ctx) == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(logFile), 0o700); err != nil {
+		return fmt.Errorf("start the daemon: %w", err)
+	}
+	out, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start the daemon: %w", err)
+	}
+	defer out.Close()
+	cmd := exec.Command(exe, "serve")
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), "CORRAL_SOCKET="+c.Socket)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the daemon: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c.Ping(ctx) == nil {
+			return nil
+		}
+		select {
+		case err := <-exited:
+			// Another client may have started one at the same moment.
+			if c.Ping(ctx) == nil {
+				return nil
+			}
+			return fmt.Errorf("the daemon exited at start (%v); see %s", err, logFile)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the daemon did not answer within 10s; see %s", logFile)
+}

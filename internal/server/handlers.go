@@ -1,0 +1,366 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/pane"
+)
+
+// routes is the API, one route per line.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, r := range []struct {
+		pattern string
+		handler http.HandlerFunc
+	}{
+		{"GET /v1/panes", s.handleList},
+		{"POST /v1/panes", s.handleRun},
+		{"GET /v1/panes/{id}", s.handleGet},
+		{"GET /v1/panes/{id}/screen", s.handleScreen},
+		{"POST /v1/panes/{id}/send", s.handleSend},
+		{"POST /v1/panes/{id}/answer", s.handleAnswer},
+		{"POST /v1/panes/{id}/kill", s.handleKill},
+		{"GET /v1/events", s.handleEvents},      // NDJSON; ?since=RFC3339&follow=1&after=SEQ
+		{"GET /v1/events/ws", s.handleEventsWS}, // WebSocket, one event per text message
+		{"POST /v1/shutdown", s.handleShutdown},
+	} {
+		mux.HandleFunc(r.pattern, r.handler)
+	}
+	return mux
+}
+
+// MaxBody bounds a request body.
+const MaxBody = 1 << 20
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("request body: %v", err))
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, status int, code string, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(api.Error{Error: err.Error(), Code: code})
+}
+
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *entry {
+	e, err := s.find(r.PathValue("id"))
+	if err != nil {
+		fail(w, http.StatusNotFound, "not_found", err)
+		return nil
+	}
+	return e
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	out := []api.Pane{}
+	for _, e := range s.list() {
+		out = append(out, paneJSON(e))
+	}
+	reply(w, out)
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	if e := s.lookup(w, r); e != nil {
+		reply(w, paneJSON(e))
+	}
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	var req api.RunRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if len(req.Command) == 0 {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
+		return
+	}
+	if req.Agent != "" {
+		if _, ok := s.currentRules().ByName(req.Agent); !ok {
+			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("unknown agent %q; corral rules list shows the agents it knows", req.Agent))
+			return
+		}
+	}
+	p, err := s.start(pane.Config{Name: req.Name, Argv: req.Command, Dir: req.Cwd, Env: req.Env,
+		Cols: req.Cols, Rows: req.Rows, Agent: req.Agent})
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	e, _ := s.find(p.ID())
+	reply(w, paneJSON(e))
+}
+
+func (s *Server) handleScreen(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	snap := e.p.Snapshot()
+	e.p.MarkSeen()
+	out := api.Screen{Pane: e.p.ID(), Cols: snap.Cols, Rows: snap.Rows, Title: snap.Title, Lines: snap.Lines,
+		CursorX: snap.CursorX, CursorY: snap.CursorY}
+	if r.URL.Query().Get("ansi") == "1" {
+		out.ANSI = e.p.ANSI()
+	}
+	reply(w, out)
+}
+
+func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	var req api.SendRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	text := req.Text
+	if req.Enter {
+		text += "\r"
+	}
+	if err := e.p.Input([]byte(text), !req.Force); err != nil {
+		inputError(w, err)
+		return
+	}
+	reply(w, paneJSON(e))
+}
+
+func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	var req api.AnswerRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	keys, err := e.p.Answer(req.Choice)
+	if err != nil {
+		inputError(w, err)
+		return
+	}
+	reply(w, api.AnswerResult{Pane: e.p.ID(), Keys: keys})
+}
+
+func inputError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, pane.ErrBlocked):
+		fail(w, http.StatusConflict, "blocked", err)
+	case errors.Is(err, pane.ErrNotBlocked):
+		fail(w, http.StatusConflict, "not_blocked", err)
+	case errors.Is(err, pane.ErrExited):
+		fail(w, http.StatusConflict, "exited", err)
+	case errors.Is(err, pane.ErrNoAnswer):
+		fail(w, http.StatusBadRequest, "no_answer", err)
+	default:
+		fail(w, http.StatusInternalServerError, "internal", err)
+	}
+}
+
+var signals = map[string]syscall.Signal{
+	"": syscall.SIGTERM, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL, "HUP": syscall.SIGHUP,
+	"INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
+}
+
+func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	var req api.KillRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	name := strings.TrimPrefix(strings.ToUpper(req.Signal), "SIG")
+	sig, ok := signals[name]
+	if !ok {
+		if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 65 {
+			sig, ok = syscall.Signal(n), true
+		}
+	}
+	if !ok {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("unknown signal %q; use TERM, KILL, HUP, INT, QUIT, USR1, USR2 or a number", req.Signal))
+		return
+	}
+	if err := e.p.Kill(sig); err != nil {
+		fail(w, http.StatusInternalServerError, "internal", err)
+		return
+	}
+	// Wait briefly for the reap so the reply shows the exit.
+	select {
+	case <-e.p.Done():
+	case <-time.After(2 * time.Second):
+	}
+	reply(w, paneJSON(e))
+}
+
+func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {
+	reply(w, map[string]string{"status": "shutting down"})
+	go s.Shutdown()
+}
+
+// handleEvents streams events as NDJSON: the logged ones since ?since
+// (RFC 3339), or the kept ones after ?after (a sequence number), then, with
+// ?follow=1, new ones as they happen.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	follow := q.Get("follow") == "1"
+	var sub *eventlog.Subscription
+	var backlog []eventlog.Event
+	var after uint64
+	if follow {
+		// Subscribe before reading the log so nothing falls in between.
+		sub, backlog = s.hub.Subscribe(^uint64(0))
+		defer sub.Close()
+	}
+	if v := q.Get("since"); v != "" {
+		since, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
+			return
+		}
+		evs, _, err := s.log.Since(since)
+		if err != nil {
+			fail(w, http.StatusInternalServerError, "internal", err)
+			return
+		}
+		backlog = evs
+	} else if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("after %q is not a sequence number", v))
+			return
+		}
+		if follow {
+			sub.Close()
+			sub, backlog = s.hub.Subscribe(n)
+			defer sub.Close()
+		}
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	for _, e := range backlog {
+		if e.Seq > after {
+			_ = enc.Encode(e)
+			after = e.Seq
+		}
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	if !follow {
+		return
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case e, ok := <-sub.C:
+			if !ok {
+				if reason := sub.Reason(); reason != "" {
+					_ = enc.Encode(map[string]string{"end": reason})
+				}
+				return
+			}
+			if e.Seq <= after {
+				continue
+			}
+			after = e.Seq
+			if err := enc.Encode(e); err != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
+}
+
+// handleEventsWS streams new events over a WebSocket, one JSON event per
+// text message. The socket is the user's own (mode 0600), so any origin
+// that reached it is the user's.
+func (s *Server) handleEventsWS(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+	sub, backlog := s.hub.Subscribe(after)
+	defer sub.Close()
+	ctx := c.CloseRead(r.Context())
+	send := func(e eventlog.Event) bool {
+		b, _ := json.Marshal(e)
+		wctx, cancel := context5s(ctx)
+		defer cancel()
+		return c.Write(wctx, websocket.MessageText, b) == nil
+	}
+	for _, e := range backlog {
+		if !send(e) {
+			return
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-sub.C:
+			if !ok {
+				c.Close(websocket.StatusGoingAway, sub.Reason())
+				return
+			}
+			if !send(e) {
+				return
+			}
+		}
+	}
+}
+
+func paneJSON(e *entry) api.Pane {
+	in := e.p.Info()
+	d := in.Decision
+	out := api.Pane{ID: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
+		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
+		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{}}
+	if in.Progress >= 0 {
+		v := in.Progress
+		out.Progress = &v
+	}
+	if in.Exited {
+		code := in.ExitCode
+		out.ExitCode = &code
+	}
+	for _, r := range in.Records {
+		rec := api.Record{ID: r.ID, State: string(r.State), Kind: string(r.Kind), App: r.App, Title: r.Title, Message: r.Msg,
+			Updated: r.Updated.UTC().Format(eventlog.TimeFormat)}
+		if r.Progress >= 0 {
+			v := r.Progress
+			rec.Progress = &v
+		}
+		out.Records = append(out.Records, rec)
+	}
+	return out
+}

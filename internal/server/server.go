@@ -1,0 +1,277 @@
+// Package server is the daemon: it hosts panes, keeps the event log, and
+// serves the HTTP/JSON API and the event stream on a unix socket that only
+// its user can open.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/signal"
+)
+
+// Options configure a Server.
+type Options struct {
+	Socket   string
+	StateDir string
+	Loader   rules.Loader
+	Logf     func(format string, args ...any)
+	// KillGrace is how long panes get between SIGHUP and SIGKILL at shutdown.
+	KillGrace time.Duration
+}
+
+// Server is the daemon.
+type Server struct {
+	opts   Options
+	log    *eventlog.Log
+	hub    *eventlog.Hub
+	http   *http.Server
+	ln     net.Listener
+	lock   *os.File
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// mu guards the fields that follow.
+	mu       sync.Mutex
+	rules    *rules.Set
+	panes    map[string]*entry
+	order    []string // pane ids in start order
+	closing  bool
+	shutdown sync.Once
+}
+
+type entry struct {
+	p    *pane.Pane
+	name string
+}
+
+// ErrRunning is returned when another daemon already serves the socket.
+var ErrRunning = errors.New("a corral daemon is already running")
+
+// New prepares a server: it takes the per-user lock, replaces a stale
+// socket left by a crashed daemon, and opens the event log.
+func New(opts Options) (*Server, error) {
+	if opts.Logf == nil {
+		opts.Logf = log.Printf
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = 2 * time.Second
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.Socket), 0o700); err != nil {
+		return nil, fmt.Errorf("socket folder: %w", err)
+	}
+	lock, err := os.OpenFile(opts.Socket+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("daemon lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("%w (socket %s)", ErrRunning, opts.Socket)
+	}
+	// We hold the lock, so a socket file here is a crashed daemon's.
+	_ = os.Remove(opts.Socket)
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", opts.Socket)
+	syscall.Umask(old)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("listen %s: %w", opts.Socket, err)
+	}
+	_ = os.Chmod(opts.Socket, 0o600)
+	elog, err := eventlog.Open(opts.StateDir, 0)
+	if err != nil {
+		ln.Close()
+		lock.Close()
+		return nil, err
+	}
+	set, errs := opts.Loader.Load(nil)
+	for _, e := range errs {
+		opts.Logf("rules: %v (the built-in rules stay in force)", e)
+	}
+	s := &Server{opts: opts, log: elog, hub: eventlog.NewHub(), ln: ln, lock: lock, rules: set,
+		panes: map[string]*entry{}, done: make(chan struct{})}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// Serve runs until ctx ends or Shutdown is called; then every pane's
+// process group is ended.
+func (s *Server) Serve(ctx context.Context) error {
+	ctx, s.cancel = context.WithCancel(ctx)
+	go func() {
+		if s.opts.Loader.UserDir == "" {
+			return
+		}
+		err := s.opts.Loader.Watch(ctx, s.currentRules(), 0, func(set *rules.Set, errs []error) {
+			for _, e := range errs {
+				s.opts.Logf("rules: %v (the rules in force stay)", e)
+			}
+			s.mu.Lock()
+			s.rules = set
+			s.mu.Unlock()
+		})
+		if err != nil {
+			s.opts.Logf("rules: %v", err)
+		}
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.Serve(s.ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			s.stop()
+			return err
+		}
+	}
+	s.stop()
+	return nil
+}
+
+// Shutdown asks Serve to end.
+func (s *Server) Shutdown() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// Done is closed when the server has stopped and every pane is reaped.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+func (s *Server) stop() {
+	s.shutdown.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		var all []*pane.Pane
+		for _, e := range s.panes {
+			all = append(all, e.p)
+		}
+		s.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, p := range all {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.Close(s.opts.KillGrace)
+			}()
+		}
+		wg.Wait()
+		s.hub.CloseAll("the daemon is shutting down")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.http.Shutdown(ctx)
+		cancel()
+		_ = s.log.Close()
+		_ = os.Remove(s.opts.Socket)
+		_ = s.lock.Close()
+		close(s.done)
+	})
+}
+
+func (s *Server) currentRules() *rules.Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rules
+}
+
+// newID returns a short random pane id, like "k3f9q".
+func (s *Server) newIDLocked() string {
+	for {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		id := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:5]
+		if _, taken := s.panes[id]; !taken && s.byNameLocked(id) == nil {
+			return id
+		}
+	}
+}
+
+func (s *Server) byNameLocked(name string) *entry {
+	for _, e := range s.panes {
+		if e.name == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// find resolves an id or a name.
+func (s *Server) find(ref string) (*entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.panes[ref]; ok {
+		return e, nil
+	}
+	if e := s.byNameLocked(ref); e != nil {
+		return e, nil
+	}
+	return nil, fmt.Errorf("no pane named %s; see corral ls", ref)
+}
+
+// start runs a new pane.
+func (s *Server) start(cfg pane.Config) (*pane.Pane, error) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil, errors.New("the daemon is shutting down")
+	}
+	if cfg.Name != "" && s.byNameLocked(cfg.Name) != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("a pane named %s exists; pick another --name", cfg.Name)
+	}
+	cfg.ID = s.newIDLocked()
+	cfg.Rules = s.rules
+	name := cfg.Name
+	cfg.OnChange = func(p *pane.Pane, c detect.Change) { s.record(p.ID(), name, p, c) }
+	p, err := pane.Start(cfg)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.panes[cfg.ID] = &entry{p: p, name: name}
+	s.order = append(s.order, cfg.ID)
+	s.mu.Unlock()
+	return p, nil
+}
+
+// record logs and publishes one state change.
+func (s *Server) record(id, name string, p *pane.Pane, c detect.Change) {
+	d := c.Decision
+	ev := eventlog.Event{Time: c.At, Pane: id, Name: name, Agent: p.Info().Agent, State: string(d.State), Kind: d.Kind,
+		Message: d.Message, Source: string(d.Source), Rule: d.Rule, Previous: string(c.Previous.State), PreviousKind: c.Previous.Kind}
+	if d.State == signal.Exited {
+		code := d.ExitCode
+		ev.ExitCode = &code
+	}
+	ev, err := s.log.Append(ev)
+	if err != nil {
+		s.opts.Logf("event log: %v", err)
+	}
+	s.hub.Publish(ev)
+}
+
+// list returns the panes in start order.
+func (s *Server) list() []*entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*entry, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, s.panes[id])
+	}
+	return out
+}
