@@ -316,3 +316,26 @@ func groupMembers(pgid int) int {
 	}
 	return n
 }
+
+// A hook report from inside a pane drives its state; one with a wrong
+// token is refused and counted, and never breaks the caller.
+func TestHooks(t *testing.T) {
+	e := newEnv(t)
+	payload := `{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls -la /tmp"}}`
+	script := fmt.Sprintf(`echo '%s' | %s hook --agent claude-code && echo hooked; `+
+		`echo '{"hook_event_name":"Stop"}' | CORRAL_TOKEN=forged %s hook && echo forged-ok; sleep 60`, payload, corralBin, corralBin)
+	e.must("run", "--name", "h", "--", "sh", "-c", script)
+	e.must("wait", "h", "--state", "blocked", "--timeout", "10s")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.must("screen", "h"), "forged-ok") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var ps []struct {
+		State, Kind, Message, Source string
+		HooksRefused                 int64 `json:"hooks_refused"`
+	}
+	json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+	if len(ps) != 1 || ps[0].State != "blocked" || ps[0].Source != "hook" || ps[0].Message != "approve Bash: ls -la /tmp" || ps[0].HooksRefused != 1 {
+		t.Fatalf("after hooks: %+v\n%s", ps, e.must("screen", "h"))
+	}
+}

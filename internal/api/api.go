@@ -3,7 +3,11 @@
 // fields, and say so in the README.
 package api
 
-import "github.com/corral-dev/corral/internal/eventlog"
+import (
+	"encoding/json"
+
+	"github.com/corral-dev/corral/internal/eventlog"
+)
 
 // Version is the API version in every path: /v1/….
 const Version = "v1"
@@ -28,6 +32,26 @@ type Pane struct {
 	Command    []string `json:"command"`
 	Foreground string   `json:"foreground"`
 	Records    []Record `json:"records"`
+	// Integration is the agent whose hooks corral added ("" for none).
+	Integration string `json:"integration"`
+	// HooksRefused counts hook reports naming this pane with a wrong token.
+	HooksRefused int64 `json:"hooks_refused"`
+}
+
+// HookRequest is what `corral hook` posts: POST /v1/hook.
+type HookRequest struct {
+	Pane    string          `json:"pane"`
+	Token   string          `json:"token"`
+	Agent   string          `json:"agent"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Status is GET /v1/status: the daemon itself.
+type Status struct {
+	Socket       string `json:"socket"`
+	PID          int    `json:"pid"`
+	Panes        int    `json:"panes"`
+	HooksRefused int64  `json:"hooks_refused"`
 }
 
 // Record is an OSC 7501 record a pane's program reported.

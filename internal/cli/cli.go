@@ -48,6 +48,7 @@ func init() {
 		{"kill", "ID [--signal S] [--json]", "signal a pane's whole process group", runKill},
 		{"shutdown", "", "stop the daemon and every pane", runShutdown},
 		{"version", "", "print corral's version", runVersion},
+		{"hook", "[--agent A] [PAYLOAD]", "forward an agent hook's report to the daemon (agents run this; it always exits 0)", runHook},
 		{"fake-agent", "[--osc7501] [--command CMD]", "", runFakeAgent}, // hidden: demos and tests
 		{"help", "[COMMAND]", "show help", runHelp},
 	}

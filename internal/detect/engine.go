@@ -84,6 +84,7 @@ type Engine struct {
 	idleAt      time.Time
 
 	process signal.Process // what the process table says
+	hook    *hookReport    // the newest hook report, if any
 	seen    bool           // nobody has looked since the last done
 
 	progress      int // OSC 9;4 value, -1 none
@@ -277,6 +278,31 @@ func (e *Engine) SetProcess(now time.Time, p signal.Process) []Change {
 	return e.classify(now)
 }
 
+// HookGrace is how long a hook's "blocked" stands against a screen that
+// shows the agent working or idle. Hooks say nothing after a rejected
+// prompt (Claude Code fires nothing then), so a screen rule that sees the
+// agent working or idle after this grace ends the hook's block. A screen
+// whose rules match nothing leaves it standing: that is when hooks matter.
+const HookGrace = time.Second
+
+type hookReport struct {
+	state   signal.State
+	kind    string
+	message string
+	at      time.Time
+}
+
+// ApplyHook records a report from an agent's hook (or an ACP request) and
+// reclassifies. State "" clears the hook's report (the session ended).
+func (e *Engine) ApplyHook(now time.Time, state signal.State, kind, message string) []Change {
+	if state == "" {
+		e.hook = nil
+	} else {
+		e.hook = &hookReport{state: state, kind: kind, message: message, at: now}
+	}
+	return e.classify(now)
+}
+
 // MarkSeen says a person looked at the pane (attached, read its screen,
 // answered it): done becomes idle.
 func (e *Engine) MarkSeen(now time.Time) []Change {
@@ -300,8 +326,17 @@ func (e *Engine) classifyLocked(now time.Time) {
 		in.Screen = signal.Screen{State: signal.State(e.verdict.State), Kind: e.verdict.Kind, Rule: e.verdict.Rule, Message: e.verdict.Message}
 	}
 	if !e.cfg.ScreenOnly {
+		var reportAt time.Time
 		if root, ok := e.store.Root(); ok {
 			in.Report = signal.Report{Present: true, Source: signal.SourceOSC7501, State: signal.State(root.State), Kind: string(root.Kind), Message: root.Msg}
+			reportAt = root.Updated
+		}
+		if h := e.hook; h != nil {
+			if h.state == signal.Blocked && in.Screen.State != "" && in.Screen.State != signal.Blocked && now.Sub(h.at) >= HookGrace {
+				e.hook = nil // the prompt was answered or refused without a word from the hook
+			} else if !h.at.Before(reportAt) {
+				in.Report = signal.Report{Present: true, Source: signal.SourceHook, State: h.state, Kind: h.kind, Message: h.message}
+			}
 		}
 	}
 	in.Process = e.process

@@ -229,3 +229,30 @@ func TestDoneUntilSeen(t *testing.T) {
 		t.Fatalf("exit: %+v", cs)
 	}
 }
+
+func TestHookReports(t *testing.T) {
+	e, _ := newToy(t)
+	cs := e.ApplyHook(at(0), signal.Blocked, "permission", "approve Bash: ls")
+	if states(cs) != "blocked@0s" || cs[0].Decision.Source != signal.SourceHook || cs[0].Decision.Message != "approve Bash: ls" {
+		t.Fatalf("hook blocked: %+v", cs)
+	}
+	// A screen matching no rule leaves the hook's block standing.
+	e.Feed(at(100), []byte("some redraw"))
+	if cs := tickUntil(e, at(5000)); len(cs) != 0 {
+		t.Fatalf("block dropped on an unknown screen: %s", states(cs))
+	}
+	// The prompt was refused: nothing from the hook, but the screen shows
+	// work again after the grace. The block ends.
+	e.Feed(at(6000), []byte("\r\x1b[K⠋ esc to interrupt"))
+	if got := states(tickUntil(e, at(6100))); got != "working@6.02s" {
+		t.Fatalf("stuck hook block: %s", got)
+	}
+	// The newest of a hook and an OSC 7501 report speaks.
+	e.Feed(at(7000), []byte("\x1b]7501;state=working\a"))
+	if got := states(e.ApplyHook(at(7100), signal.Done, "", "")); got != "done@7.1s" {
+		t.Fatalf("hook after report: %s", got)
+	}
+	if got := states(e.Feed(at(7200), []byte("\x1b]7501;state=working\a"))); got != "working@7.2s" {
+		t.Fatalf("report after hook: %s", got)
+	}
+}

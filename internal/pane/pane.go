@@ -356,6 +356,17 @@ func (p *Pane) Answer(choice string) (string, error) {
 	return keys, p.enqueue([]byte(keys), 2*time.Second)
 }
 
+// ApplyHook records what the agent's hook said ("" state clears it).
+func (p *Pane) ApplyHook(state signal.State, kind, message string) {
+	p.mu.Lock()
+	if !p.exited {
+		p.queueLocked(p.engine.ApplyHook(time.Now(), state, kind, message))
+		p.scheduleLocked()
+	}
+	p.mu.Unlock()
+	p.deliver()
+}
+
 // MarkSeen says a person looked at the pane.
 func (p *Pane) MarkSeen() {
 	p.mu.Lock()

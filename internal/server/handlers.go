@@ -1,10 +1,12 @@
 package server
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
@@ -33,6 +36,8 @@ func (s *Server) routes() http.Handler {
 		{"POST /v1/panes/{id}/kill", s.handleKill},
 		{"GET /v1/events", s.handleEvents},      // NDJSON; ?since=RFC3339&follow=1&after=SEQ
 		{"GET /v1/events/ws", s.handleEventsWS}, // WebSocket, one event per text message
+		{"POST /v1/hook", s.handleHook},
+		{"GET /v1/status", s.handleStatus},
 		{"POST /v1/shutdown", s.handleShutdown},
 	} {
 		mux.HandleFunc(r.pattern, r.handler)
@@ -216,6 +221,41 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	reply(w, paneJSON(e))
 }
 
+// handleHook takes a report from an agent's hook. It must carry the pane's
+// token, which only that pane's environment holds; anything else is
+// refused and counted.
+func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
+	var req api.HookRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	e, err := s.find(req.Pane)
+	if err != nil || req.Token == "" || subtle.ConstantTimeCompare([]byte(req.Token), []byte(e.token)) != 1 {
+		s.hooksRefused.Add(1)
+		if e != nil {
+			e.refused.Add(1)
+		}
+		fail(w, http.StatusForbidden, "bad_token", errors.New("hook report refused: wrong or missing pane token"))
+		return
+	}
+	rep, err := agents.ParseHook(req.Agent, req.Payload)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	switch {
+	case rep.Clear:
+		e.p.ApplyHook("", "", "")
+	case !rep.Ignore:
+		e.p.ApplyHook(rep.State, rep.Kind, rep.Message)
+	}
+	reply(w, map[string]string{"pane": e.p.ID(), "event": rep.Event})
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	reply(w, api.Status{Socket: s.opts.Socket, PID: os.Getpid(), Panes: len(s.list()), HooksRefused: s.hooksRefused.Load()})
+}
+
 func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]string{"status": "shutting down"})
 	go s.Shutdown()
@@ -344,7 +384,8 @@ func paneJSON(e *entry) api.Pane {
 	d := in.Decision
 	out := api.Pane{ID: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
 		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
-		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{}}
+		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
+		Integration: e.agent, HooksRefused: e.refused.Load()}
 	if in.Progress >= 0 {
 		v := in.Progress
 		out.Progress = &v

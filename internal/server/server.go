@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log"
@@ -16,9 +17,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
@@ -47,6 +50,9 @@ type Server struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// hooksRefused counts hook reports refused for a wrong or missing token.
+	hooksRefused atomic.Int64
+
 	// mu guards the fields that follow.
 	mu       sync.Mutex
 	rules    *rules.Set
@@ -57,8 +63,13 @@ type Server struct {
 }
 
 type entry struct {
-	p    *pane.Pane
-	name string
+	p     *pane.Pane
+	name  string
+	token string // the pane's hook token, in its environment only
+	// agent is the agent corral added its integration for ("" for none).
+	agent string
+	// refused counts hook reports with a wrong token naming this pane.
+	refused atomic.Int64
 }
 
 // ErrRunning is returned when another daemon already serves the socket.
@@ -189,7 +200,14 @@ func (s *Server) currentRules() *rules.Set {
 	return s.rules
 }
 
-// newID returns a short random pane id, like "k3f9q".
+// newToken returns a pane's secret for its hooks.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newIDLocked returns a short random pane id, like "k3f9q".
 func (s *Server) newIDLocked() string {
 	for {
 		var b [4]byte
@@ -237,13 +255,19 @@ func (s *Server) start(cfg pane.Config) (*pane.Pane, error) {
 	cfg.ID = s.newIDLocked()
 	cfg.Rules = s.rules
 	name := cfg.Name
+	token := newToken()
+	cfg.Env = append(cfg.Env, "CORRAL_PANE="+cfg.ID, "CORRAL_TOKEN="+token, "CORRAL_SOCKET="+s.opts.Socket)
+	var integrated string
+	if exe, err := os.Executable(); err == nil {
+		cfg.Argv, integrated = agents.Integrate(cfg.Argv, []string{exe, "hook"})
+	}
 	cfg.OnChange = func(p *pane.Pane, c detect.Change) { s.record(p.ID(), name, p, c) }
 	p, err := pane.Start(cfg)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	s.panes[cfg.ID] = &entry{p: p, name: name}
+	s.panes[cfg.ID] = &entry{p: p, name: name, token: token, agent: integrated}
 	s.order = append(s.order, cfg.ID)
 	s.mu.Unlock()
 	return p, nil

@@ -1,0 +1,82 @@
+package agents
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/internal/signal"
+)
+
+func TestParseHook(t *testing.T) {
+	tests := []struct {
+		agent, payload string
+		want           Report
+	}{
+		{"claude-code", `{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls -la /tmp"}}`,
+			Report{Event: "PermissionRequest", State: signal.Blocked, Kind: "permission", Message: "approve Bash: ls -la /tmp"}},
+		{"claude-code", `{"hook_event_name":"PermissionRequest","tool_name":"Write","tool_input":{"file_path":"/a/b.txt","content":"x"}}`,
+			Report{Event: "PermissionRequest", State: signal.Blocked, Kind: "permission", Message: "approve Write: /a/b.txt"}},
+		{"claude-code", `{"hook_event_name":"Notification","notification_type":"permission_prompt","message":"Claude needs your permission to use Bash"}`,
+			Report{Event: "Notification", State: signal.Blocked, Kind: "permission", Message: "Claude needs your permission to use Bash"}},
+		{"claude-code", `{"hook_event_name":"Notification","notification_type":"idle_prompt","message":"waiting"}`, Report{Event: "Notification", Ignore: true}},
+		{"claude-code", `{"hook_event_name":"UserPromptSubmit","prompt":"hi"}`, Report{Event: "UserPromptSubmit", State: signal.Working}},
+		{"claude-code", `{"hook_event_name":"Stop","last_assistant_message":"ok"}`, Report{Event: "Stop", State: signal.Done}},
+		{"claude-code", `{"hook_event_name":"SubagentStop"}`, Report{Event: "SubagentStop", Ignore: true}},
+		{"claude-code", `{"hook_event_name":"StopFailure","error":"rate_limit"}`, Report{Event: "StopFailure", State: signal.Error, Message: "rate_limit"}},
+		{"claude-code", `{"hook_event_name":"SessionEnd","reason":"exit"}`, Report{Event: "SessionEnd", Clear: true}},
+		{"codex", `{"type":"agent-turn-complete","thread-id":"t","last-assistant-message":"done"}`, Report{Event: "agent-turn-complete", State: signal.Done}},
+		{"gemini", `{"hook_event_name":"Notification","notification_type":"ToolPermission","message":"Allow shell?"}`,
+			Report{Event: "Notification", State: signal.Blocked, Kind: "permission", Message: "Allow shell?"}},
+	}
+	for _, tt := range tests {
+		got, err := ParseHook(tt.agent, []byte(tt.payload))
+		if err != nil || got != tt.want {
+			t.Errorf("ParseHook(%s, %s) = %+v, %v; want %+v", tt.agent, tt.payload, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "not json", `{"hook_event_name":`, strings.Repeat("x", MaxPayload+1)} {
+		if _, err := ParseHook("claude-code", []byte(bad)); err == nil {
+			t.Errorf("ParseHook accepted %.20q", bad)
+		}
+	}
+}
+
+func TestIntegrate(t *testing.T) {
+	argv, agent := Integrate([]string{"claude", "--permission-mode", "default"}, []string{"/opt/my corral/corral", "hook"})
+	if agent != "claude-code" || argv[0] != "claude" || argv[1] != "--settings" || argv[3] != "--permission-mode" {
+		t.Fatalf("claude: %q %s", argv, agent)
+	}
+	var settings struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Type, Command string }
+		}
+	}
+	if err := json.Unmarshal([]byte(argv[2]), &settings); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []string{"PermissionRequest", "Notification", "UserPromptSubmit", "Stop", "StopFailure", "SessionEnd"} {
+		h := settings.Hooks[ev]
+		if len(h) != 1 || h[0].Hooks[0].Command != `'/opt/my corral/corral' 'hook' '--agent' 'claude-code'` {
+			t.Fatalf("%s hook: %+v", ev, h)
+		}
+	}
+	argv, agent = Integrate([]string{"/usr/bin/codex", "exec", "hi"}, []string{"/bin/corral", "hook"})
+	if agent != "codex" || strings.Join(argv, " ") != `/usr/bin/codex -c notify=["/bin/corral","hook","--agent","codex"] exec hi` {
+		t.Fatalf("codex: %q", argv)
+	}
+	if argv, agent := Integrate([]string{"bash"}, nil); agent != "" || len(argv) != 1 {
+		t.Fatalf("bash: %q %s", argv, agent)
+	}
+}
+
+func FuzzParseHook(f *testing.F) {
+	f.Add([]byte(`{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls"}}`))
+	f.Add([]byte(`{"type":"agent-turn-complete"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseHook("claude-code", b)
+		if err == nil && len(r.Message) > 1000 {
+			t.Fatalf("message of %d bytes", len(r.Message))
+		}
+	})
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/server"
+)
+
+// runHook forwards an agent hook's payload to the daemon. Agents run it
+// from the hooks corral adds to their command line; it finds its pane and
+// token in the environment corral gave the pane. A failing hook must never
+// break the agent: it always exits 0, prints nothing on stdout (Claude Code
+// reads a hook's stdout), and gives up after a few seconds.
+func runHook(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("hook", std)
+	agent := fs.String("agent", "claude-code", "the agent whose payload this is: claude-code, codex or gemini")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil
+	}
+	var payload []byte
+	if len(pos) > 0 {
+		payload = []byte(pos[len(pos)-1]) // Codex passes the JSON as the last argument
+	} else {
+		payload, _ = io.ReadAll(io.LimitReader(std.Stdin, 1<<20))
+	}
+	if !json.Valid(payload) {
+		fmt.Fprintln(std.Stderr, "corral hook: the payload is not JSON; ignored")
+		return nil
+	}
+	paneID, token := os.Getenv("CORRAL_PANE"), os.Getenv("CORRAL_TOKEN")
+	if paneID == "" {
+		return nil // not running under corral
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	c := client.New(server.SocketPath())
+	if err := c.Do(ctx, "POST", "/v1/hook", api.HookRequest{Pane: paneID, Token: token, Agent: *agent, Payload: payload}, nil); err != nil {
+		fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
+	}
+	return nil
+}
