@@ -124,3 +124,9 @@ type Error struct {
 
 // Event is a state change (the event stream's and `corral events`' lines).
 type Event = eventlog.Event
+
+// AttachControl is a text message from an attached terminal.
+type AttachControl struct {
+	Cols int `json:"cols"`
+	Rows int `json:"rows"`
+}

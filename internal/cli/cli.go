@@ -41,6 +41,7 @@ func init() {
 		{"run", "[--name N] [--cwd DIR] [--size COLSxROWS] [--agent A] [--env K=V]… [--json] -- CMD ARGS…", "start a program in a new pane and print its id", runRun},
 		{"ls", "[--json]", "list panes and their states", runLs},
 		{"screen", "ID [--ansi] [--json]", "print a pane's screen (marks a finished turn seen)", runScreen},
+		{"attach", "ID [--detach-key ^\\]", "join a pane's terminal: keys, paste, resize and output pass through; Ctrl-\\ detaches", runAttach},
 		{"send", "ID TEXT [--enter] [--force] [--json]", "type into a pane; refused (exit 3) while it is blocked", runSend},
 		{"answer", "ID CHOICE [--json]", "answer a pane's prompt: yes, always, no, cancel or an option number; refused (exit 3) unless blocked", runAnswer},
 		{"wait", "ID… --state S[,S…] [--timeout D] [--json]", "wait until the panes reach a state (exit 124 on timeout)", runWait},

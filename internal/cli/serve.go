@@ -14,7 +14,11 @@ func runServe(ctx context.Context, std IO, args []string) error {
 		return err
 	}
 	logger := log.New(std.Stderr, "corral: ", log.LstdFlags)
-	srv, err := server.New(server.Options{Socket: server.SocketPath(), StateDir: server.StateDir(), Loader: loader(), Logf: logger.Printf})
+	cfg, err := server.LoadConfig(server.ConfigPath())
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Options{Socket: server.SocketPath(), StateDir: server.StateDir(), Loader: loader(), Logf: logger.Printf, Config: cfg})
 	if err != nil {
 		return err
 	}

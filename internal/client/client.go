@@ -110,6 +110,10 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	return resp, nil
 }
 
+// HTTPClient is the client's HTTP client, dialling the daemon's socket
+// (for WebSocket dials).
+func (c *Client) HTTPClient() *http.Client { return c.http }
+
 // Ping reports whether a daemon answers.
 func (c *Client) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

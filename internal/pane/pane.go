@@ -76,6 +76,10 @@ type Pane struct {
 	input          chan []byte // to writeLoop
 	droppedReplies atomic.Int64
 
+	// watchers get the program's raw output (attached terminals); guarded
+	// by mu.
+	watchers map[*Watcher]struct{}
+
 	// notify serialises OnChange calls: changes are queued under mu and
 	// delivered in order by whoever holds notifyMu.
 	notifyMu sync.Mutex
@@ -192,6 +196,7 @@ func (p *Pane) readLoop() {
 			p.mu.Lock()
 			p.queueLocked(p.engine.Feed(time.Now(), buf[:n]))
 			p.scheduleLocked()
+			p.forwardLocked(buf[:n])
 			p.mu.Unlock()
 			p.deliver()
 		}
@@ -229,6 +234,11 @@ func (p *Pane) reap() {
 	p.mu.Unlock()
 	p.deliver()
 	_ = p.ptmx.Close()
+	p.mu.Lock()
+	for w := range p.watchers {
+		w.closeLocked("the program exited")
+	}
+	p.mu.Unlock()
 	close(p.done)
 	if p.cfg.OnExit != nil {
 		p.cfg.OnExit(p)

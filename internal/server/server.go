@@ -24,6 +24,7 @@ import (
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/signal"
@@ -37,6 +38,8 @@ type Options struct {
 	Logf     func(format string, args ...any)
 	// KillGrace is how long panes get between SIGHUP and SIGKILL at shutdown.
 	KillGrace time.Duration
+	// Config is the user's config (notifications).
+	Config Config
 }
 
 // Server is the daemon.
@@ -44,6 +47,7 @@ type Server struct {
 	opts   Options
 	log    *eventlog.Log
 	hub    *eventlog.Hub
+	notify *notify.Notifier
 	http   *http.Server
 	ln     net.Listener
 	lock   *os.File
@@ -115,8 +119,21 @@ func New(opts Options) (*Server, error) {
 	for _, e := range errs {
 		opts.Logf("rules: %v (the built-in rules stay in force)", e)
 	}
-	s := &Server{opts: opts, log: elog, hub: eventlog.NewHub(), ln: ln, lock: lock, rules: set,
+	notifier, err := notify.New(opts.Config.Notify)
+	if err != nil {
+		ln.Close()
+		lock.Close()
+		elog.Close()
+		return nil, err
+	}
+	s := &Server{opts: opts, log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set,
 		panes: map[string]*entry{}, done: make(chan struct{})}
+	notifier.Logf = opts.Logf
+	notifier.ToAttached = func(id string, b []byte) {
+		if e, err := s.find(id); err == nil {
+			e.p.Notify(b)
+		}
+	}
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -183,6 +200,7 @@ func (s *Server) stop() {
 			}()
 		}
 		wg.Wait()
+		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = s.http.Shutdown(ctx)
@@ -287,6 +305,7 @@ func (s *Server) record(id, name string, p *pane.Pane, c detect.Change) {
 		s.opts.Logf("event log: %v", err)
 	}
 	s.hub.Publish(ev)
+	s.notify.Event(ev)
 }
 
 // list returns the panes in start order.

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/internal/tty"
 )
 
 // Main runs the fake agent on the process's terminal and returns its exit
@@ -32,7 +34,8 @@ func Main(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	restore := rawMode(int(os.Stdin.Fd()))
+	// Raw input, but output processing stays on (the agent writes \r\n).
+	restore := tty.Raw(int(os.Stdin.Fd()))
 	defer restore()
 	a := &agent{out: os.Stdout, osc: *osc, command: *cmd, cols: 80, rows: 24}
 	a.size()
@@ -271,23 +274,4 @@ func clip(s string, n int) string {
 		return string(r[:n])
 	}
 	return s
-}
-
-// rawMode puts the terminal in raw mode and returns a function that
-// restores it. Without a terminal it does nothing.
-func rawMode(fd int) func() {
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		return func() {}
-	}
-	raw := *old
-	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-	raw.Cflag &^= unix.CSIZE | unix.PARENB
-	raw.Cflag |= unix.CS8
-	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
-		return func() {}
-	}
-	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }
 }

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/coder/websocket"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/tty"
+)
+
+// parseDetachKey reads "^\", "^]", "ctrl-q" and the like.
+func parseDetachKey(s string) (byte, error) {
+	k := strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(s, "ctrl-"), "^"))
+	if len(k) == 1 && (k[0] >= '@' && k[0] <= '_' || k[0] >= 'a' && k[0] <= 'z') {
+		return strings.ToUpper(k)[0] & 0x1f, nil
+	}
+	return 0, usagef("--detach-key %q: use a control key like ^\\ or ctrl-q", s)
+}
+
+func runAttach(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("attach", std)
+	keyName := fs.String("detach-key", `^\`, "the key that detaches")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need one pane id or name")
+	}
+	detach, err := parseDetachKey(*keyName)
+	if err != nil {
+		return err
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var p api.Pane
+	if err := c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(pos[0]), nil, &p); err != nil {
+		return apiError(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://corral/v1/panes/"+url.PathEscape(p.ID)+"/attach", &websocket.DialOptions{HTTPClient: c.HTTPClient()})
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", pos[0], err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(4 << 20)
+
+	in := int(os.Stdin.Fd())
+	if tty.IsTerminal(in) {
+		restore := tty.Raw(in)
+		defer restore()
+		sendSize := func() {
+			if cols, rows, ok := tty.Size(in); ok {
+				b, _ := json.Marshal(api.AttachControl{Cols: cols, Rows: rows})
+				_ = ws.Write(ctx, websocket.MessageText, b)
+			}
+		}
+		sendSize()
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-winch:
+					sendSize()
+				}
+			}
+		}()
+	}
+
+	ended := make(chan string, 2)
+	go func() { // keys → pane, until the detach key
+		buf := make([]byte, 4096)
+		for {
+			n, err := std.Stdin.Read(buf)
+			chunk := buf[:n]
+			if i := indexByte(chunk, detach); i >= 0 {
+				if i > 0 {
+					_ = ws.Write(ctx, websocket.MessageBinary, chunk[:i])
+				}
+				ended <- "detached"
+				return
+			}
+			if n > 0 && ws.Write(ctx, websocket.MessageBinary, append([]byte(nil), chunk...)) != nil {
+				ended <- "the connection closed"
+				return
+			}
+			if err != nil {
+				ended <- "input ended"
+				return
+			}
+		}
+	}()
+	go func() { // output → terminal
+		for {
+			_, data, err := ws.Read(ctx)
+			if err != nil {
+				reason := "the connection closed"
+				if cs := websocket.CloseStatus(err); cs == websocket.StatusNormalClosure {
+					reason = "the pane ended the session"
+				}
+				ended <- reason
+				return
+			}
+			_, _ = std.Stdout.Write(data)
+		}
+	}()
+	reason := <-ended
+	ws.Close(websocket.StatusNormalClosure, "detached")
+	fmt.Fprintf(std.Stderr, "\r\n[%s from %s]\r\n", reason, pos[0])
+	return nil
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,106 @@
+package pane
+
+import (
+	"time"
+)
+
+// WatchQueue bounds the output chunks waiting for one watcher.
+const WatchQueue = 1024
+
+// Watcher receives a pane's raw output, for an attached terminal. A watcher
+// that falls behind is dropped with a reason; the pane's output is always
+// read.
+type Watcher struct {
+	C      chan []byte
+	p      *Pane
+	reason string // set when closed; guarded by p.mu
+	closed bool
+}
+
+// Watch returns the screen as it is now (escape sequences that redraw it,
+// with the cursor placed) and a watcher for the output that follows, with
+// nothing lost in between.
+func (p *Pane) Watch() (initial []byte, w *Watcher) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.engine.Terminal()
+	snap := t.Snapshot()
+	initial = []byte("\x1b[H\x1b[2J" + t.ANSI() + "\x1b[0m")
+	initial = append(initial, []byte(cursorTo(snap.CursorY+1, snap.CursorX+1))...)
+	w = &Watcher{C: make(chan []byte, WatchQueue), p: p}
+	if p.exited {
+		w.closeLocked("the program exited")
+		return initial, w
+	}
+	if p.watchers == nil {
+		p.watchers = map[*Watcher]struct{}{}
+	}
+	p.watchers[w] = struct{}{}
+	p.queueLocked(p.engine.MarkSeen(time.Now()))
+	return initial, w
+}
+
+func cursorTo(row, col int) string {
+	return "\x1b[" + itoa(row) + ";" + itoa(col) + "H"
+}
+
+func itoa(n int) string {
+	if n <= 0 {
+		return "1"
+	}
+	var b [12]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
+
+// Close stops the watcher.
+func (w *Watcher) Close() {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	w.closeLocked("")
+}
+
+// Reason says why the pane closed the watcher ("" when its owner did).
+func (w *Watcher) Reason() string {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	return w.reason
+}
+
+func (w *Watcher) closeLocked(reason string) {
+	if w.closed {
+		return
+	}
+	w.closed, w.reason = true, reason
+	delete(w.p.watchers, w)
+	close(w.C)
+}
+
+// forwardLocked copies output to every watcher without waiting.
+func (p *Pane) forwardLocked(b []byte) {
+	if len(p.watchers) == 0 {
+		return
+	}
+	chunk := append([]byte(nil), b...)
+	for w := range p.watchers {
+		select {
+		case w.C <- chunk:
+		default:
+			w.closeLocked("the terminal fell too far behind the program's output")
+		}
+	}
+}
+
+// Notify writes bytes to every attached terminal (a bell, a notification
+// sequence), as if the program had printed them, without feeding the
+// pane's own screen.
+func (p *Pane) Notify(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.forwardLocked(b)
+}
