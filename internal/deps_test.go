@@ -24,7 +24,15 @@ func TestDependencyBoundaries(t *testing.T) {
 		"detect":        {"term", "rules", "status", "signal"},
 		"replay":        {"detect", "rules"},
 		"pane":          {"detect", "rules", "signal", "status", "term"},
-		"lab/fakeagent": nil,
+		"lab/fakeagent": {"tty"},
+		"tty":           nil,
+		"eventlog":      nil,
+		"notify":        {"eventlog"},
+		"agents":        {"signal"},
+		"api":           {"eventlog"},
+		"client":        {"api"},
+		"server":        {"agents", "api", "detect", "eventlog", "notify", "pane", "rules", "signal"},
+		"cli":           {"api", "client", "lab/fakeagent", "replay", "rules", "server", "status", "tty"},
 	}
 	for pkg, ok := range allowed {
 		imports := goList(t, "{{join .Imports \"\\n\"}}", "./"+pkg)
