@@ -41,6 +41,9 @@ type Config struct {
 	OnExit func(p *Pane)
 	// Sweep is the safety-net classification interval (default 1s).
 	Sweep time.Duration
+	// Quiet and MaxWait tune the engine's classification window (0: its
+	// defaults).
+	Quiet, MaxWait time.Duration
 }
 
 // Errors of guarded input.
@@ -120,7 +123,7 @@ func Start(cfg Config) (*Pane, error) {
 	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), name: cfg.Name,
 		input: make(chan []byte, InputQueue)}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
-		MarkDone: true, Replies: replyWriter{p}})
+		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
 	p.agent = p.engine.Manifest().Name
 	p.timer = time.AfterFunc(time.Hour, p.onTimer)
 	p.timer.Stop()

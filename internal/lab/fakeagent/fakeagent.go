@@ -31,13 +31,14 @@ func Main(args []string) int {
 	fs := flag.NewFlagSet("fake-agent", flag.ContinueOnError)
 	osc := fs.Bool("osc7501", false, "report state with OSC 7501")
 	cmd := fs.String("command", "ls -la /tmp", "the command its permission dialog asks about")
+	stamp := fs.String("stamp", "", "append the time (Unix ns) each dialog's last byte was written to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	// Raw input, but output processing stays on (the agent writes \r\n).
 	restore := tty.Raw(int(os.Stdin.Fd()))
 	defer restore()
-	a := &agent{out: os.Stdout, osc: *osc, command: *cmd, cols: 80, rows: 24}
+	a := &agent{out: os.Stdout, osc: *osc, command: *cmd, stamp: *stamp, cols: 80, rows: 24}
 	a.size()
 	return a.run(os.Stdin)
 }
@@ -45,6 +46,7 @@ func Main(args []string) int {
 type agent struct {
 	osc     bool
 	command string
+	stamp   string
 
 	mu         sync.Mutex // guards out and the fields below
 	out        io.Writer
@@ -207,6 +209,12 @@ func (a *agent) ask(keys <-chan byte) bool {
 		col += len(w) + 1
 	}
 	a.write("\r\x1b[1B \x1b[38;5;153m❯\x1b[39m 1. Yes\r\x1b[1B   2. No\r\x1b[1B \x1b[2mEsc to cancel · Tab to amend\x1b[22m")
+	if a.stamp != "" {
+		if f, err := os.OpenFile(a.stamp, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+			fmt.Fprintf(f, "%d\n", time.Now().UnixNano())
+			f.Close()
+		}
+	}
 	a.mu.Unlock()
 	for {
 		b, ok := <-keys

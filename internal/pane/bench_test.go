@@ -1,0 +1,264 @@
+package pane
+
+// Benchmarks of live panes. They run only with -bench; each reports its
+// numbers with b.ReportMetric and, where it applies, tmux measured the same
+// way in the same run. Results and commands: docs/benchmarks.md.
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/signal"
+)
+
+// BenchmarkPromptToEvent measures the live delay from a prompt's last byte
+// (stamped by the fake agent right after writing it) to the blocked event,
+// for corral's event-driven classification and for a 700 ms sweep (the
+// design this grew from), in the same run.
+func BenchmarkPromptToEvent(b *testing.B) {
+	for _, mode := range []struct {
+		name           string
+		quiet, maxWait time.Duration
+		sweep          time.Duration
+	}{
+		{"event-driven", 0, 0, time.Second},
+		{"sweep700ms", time.Hour, time.Hour, 700 * time.Millisecond},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			stamp := filepath.Join(b.TempDir(), "stamps")
+			blocked := make(chan time.Time, 16)
+			done := make(chan struct{}, 16)
+			p, err := Start(Config{ID: "b", Argv: []string{os.Args[0], "--stamp", stamp}, Env: []string{"CORRAL_FAKE_AGENT=1"},
+				Cols: 80, Rows: 24, Rules: ruleSet(&testing.T{}), Agent: "claude-code", Sweep: mode.sweep, Quiet: mode.quiet, MaxWait: mode.maxWait,
+				OnChange: func(_ *Pane, c detect.Change) {
+					switch c.Decision.State {
+					case signal.Blocked:
+						blocked <- time.Now()
+					case signal.Done, signal.Idle:
+						done <- struct{}{}
+					}
+				}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close(time.Second)
+			waitScreen(b, p, "? for shortcuts")
+			var delays []time.Duration
+			rng := rand.New(rand.NewSource(1))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				// Prompts fall at any phase of a sweep, as they do live.
+				time.Sleep(time.Duration(rng.Intn(700)) * time.Millisecond)
+				drain(done)
+				if err := p.Input([]byte("ask\r"), true); err != nil {
+					b.Fatal(err)
+				}
+				at := <-blocked
+				delays = append(delays, at.Sub(lastStamp(b, stamp, i+1)))
+				if _, err := p.Answer("yes"); err != nil {
+					b.Fatal(err)
+				}
+				<-done
+				p.MarkSeen()
+			}
+			b.StopTimer()
+			sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+			b.ReportMetric(float64(delays[len(delays)/2].Microseconds())/1000, "median-ms")
+			b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "max-ms")
+		})
+	}
+}
+
+func drain(c chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}
+
+func lastStamp(b *testing.B, path string, n int) time.Time {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		data, _ := os.ReadFile(path)
+		lines := strings.Fields(string(data))
+		if len(lines) >= n {
+			ns, _ := strconv.ParseInt(lines[n-1], 10, 64)
+			return time.Unix(0, ns)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("no stamp %d", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func waitScreen(b *testing.B, p *Pane, text string) {
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(p.Snapshot().Text(), text) {
+		if time.Now().After(deadline) {
+			b.Fatalf("no %q on screen", text)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// cpuOf returns a process's user+system CPU time, from /proc.
+func cpuOf(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+func rssKB(pid int) int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
+
+const spinPanes = 50
+
+// BenchmarkSpinners50 runs 50 fake agents each redrawing a spinner at
+// 10 Hz, and measures the CPU the host uses to keep their screens: corral's
+// panes (this process) and a tmux server with the same 50 agents, over the
+// same window. Resident memory per pane is reported for both.
+func BenchmarkSpinners50(b *testing.B) {
+	const window = 5 * time.Second
+	fake := []string{os.Args[0]}
+	self := os.Getpid()
+
+	// corral
+	runtimeGC()
+	rssBefore := rssKB(self)
+	var panes []*Pane
+	for i := 0; i < spinPanes; i++ {
+		p, err := Start(Config{ID: fmt.Sprint(i), Argv: fake, Env: []string{"CORRAL_FAKE_AGENT=1"}, Cols: 120, Rows: 32,
+			Rules: ruleSet(&testing.T{}), Agent: "claude-code"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		panes = append(panes, p)
+	}
+	for _, p := range panes {
+		waitScreen(b, p, "? for shortcuts")
+		p.Input([]byte("work 60\r"), true)
+	}
+	time.Sleep(time.Second) // every spinner running
+	start, cpu0 := time.Now(), cpuOf(self)
+	time.Sleep(window)
+	corralCPU := float64(cpuOf(self)-cpu0) / float64(time.Since(start)) * 100
+	rssPerPane := float64(rssKB(self)-rssBefore) / spinPanes
+	for _, p := range panes {
+		p.Close(time.Second)
+	}
+
+	// tmux, the same agents
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		b.ReportMetric(corralCPU, "corral-cpu-%")
+		b.ReportMetric(rssPerPane, "corral-rss-KB/pane")
+		b.Skip("tmux not installed: no baseline")
+	}
+	sock := filepath.Join(b.TempDir(), "tmux.sock")
+	t := func(args ...string) string {
+		out, err := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+		return string(out)
+	}
+	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
+	agent := "CORRAL_FAKE_AGENT=1 " + os.Args[0]
+	t("new-session", "-d", "-x", "120", "-y", "32", agent)
+	pid, _ := strconv.Atoi(strings.TrimSpace(t("display-message", "-p", "#{pid}")))
+	tmuxRSS0 := rssKB(pid)
+	for i := 1; i < spinPanes; i++ {
+		t("new-window", "-d", agent)
+	}
+	for i := 0; i < spinPanes; i++ {
+		target := fmt.Sprintf(":%d", i)
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(t("capture-pane", "-p", "-t", target), "? for shortcuts") {
+			if time.Now().After(deadline) {
+				b.Fatalf("tmux window %d never ready", i)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t("send-keys", "-t", target, "work 60", "Enter")
+	}
+	time.Sleep(time.Second)
+	start, cpu0 = time.Now(), cpuOf(pid)
+	time.Sleep(window)
+	tmuxCPU := float64(cpuOf(pid)-cpu0) / float64(time.Since(start)) * 100
+	tmuxRSSPerPane := float64(rssKB(pid)-tmuxRSS0) / (spinPanes - 1)
+
+	b.ReportMetric(corralCPU, "corral-cpu-%")
+	b.ReportMetric(tmuxCPU, "tmux-cpu-%")
+	b.ReportMetric(rssPerPane, "corral-rss-KB/pane")
+	b.ReportMetric(tmuxRSSPerPane, "tmux-rss-KB/pane")
+}
+
+func runtimeGC() { _ = bytes.MinRead }
+
+// BenchmarkCat50MB times `cat` of 50 MB of agent-like output through a
+// pane, and through a tmux pane, in the same run.
+func BenchmarkCat50MB(b *testing.B) {
+	var buf bytes.Buffer
+	line := "\x1b[38;5;174m●\x1b[39m Read \x1b[1minternal/parser/lexer.go\x1b[22m and updated the tokenizer; \x1b[2m(ctrl+o to expand)\x1b[22m\r\n"
+	for buf.Len() < 50<<20 {
+		buf.WriteString(line)
+	}
+	file := filepath.Join(b.TempDir(), "out")
+	os.WriteFile(file, buf.Bytes(), 0o600)
+	size := float64(buf.Len()) / 1e6
+
+	start := time.Now()
+	p, err := Start(Config{ID: "cat", Argv: []string{"cat", file}, Cols: 120, Rows: 32, Rules: ruleSet(&testing.T{})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	<-p.Done()
+	corral := size / time.Since(start).Seconds()
+
+	b.ReportMetric(corral, "corral-MB/s")
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		b.Skip("tmux not installed: no baseline")
+	}
+	sock := filepath.Join(b.TempDir(), "tmux.sock")
+	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
+	start = time.Now()
+	if out, err := exec.Command(tmux, "-S", sock, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "32",
+		"cat "+file+"; tmux -S "+sock+" wait-for -S fed").CombinedOutput(); err != nil {
+		b.Fatalf("tmux: %v %s", err, out)
+	}
+	exec.Command(tmux, "-S", sock, "wait-for", "fed").Run()
+	tmuxRate := size / time.Since(start).Seconds()
+	b.ReportMetric(tmuxRate, "tmux-MB/s")
+	b.ReportMetric(corral/tmuxRate, "ratio")
+	_ = syscall.Getpid
+}
