@@ -35,8 +35,8 @@ func (s *Server) routes() http.Handler {
 		{"POST /v1/panes/{id}/answer", s.handleAnswer},
 		{"POST /v1/panes/{id}/kill", s.handleKill},
 		{"GET /v1/panes/{id}/attach", s.handleAttach}, // WebSocket: output out, input in
-		{"GET /v1/events", s.handleEvents},      // NDJSON; ?since=RFC3339&follow=1&after=SEQ
-		{"GET /v1/events/ws", s.handleEventsWS}, // WebSocket, one event per text message
+		{"GET /v1/events", s.handleEvents},            // NDJSON; ?since=RFC3339&follow=1&after=SEQ
+		{"GET /v1/events/ws", s.handleEventsWS},       // WebSocket, one event per text message
 		{"POST /v1/hook", s.handleHook},
 		{"GET /v1/status", s.handleStatus},
 		{"POST /v1/shutdown", s.handleShutdown},
