@@ -33,6 +33,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"client":        {"api"},
 		"server":        {"agents", "api", "detect", "eventlog", "notify", "pane", "rules", "signal"},
 		"cli":           {"api", "client", "lab/fakeagent", "replay", "rules", "server", "status", "tty"},
+		"lab/mockmodel": nil,
 	}
 	for pkg, ok := range allowed {
 		imports := goList(t, "{{join .Imports \"\\n\"}}", "./"+pkg)

@@ -46,6 +46,9 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
+// EnterDelay separates typed text from the Enter that submits it.
+const EnterDelay = 50 * time.Millisecond
+
 // MaxBody bounds a request body.
 const MaxBody = 1 << 20
 
@@ -142,13 +145,18 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	text := req.Text
-	if req.Enter {
-		text += "\r"
-	}
-	if err := e.p.Input([]byte(text), !req.Force); err != nil {
+	if err := e.p.Input([]byte(req.Text), !req.Force); err != nil {
 		inputError(w, err)
 		return
+	}
+	if req.Enter {
+		// Enter goes on its own, a moment later: TUIs (Ink, ratatui) read a
+		// burst of input as a paste, and a paste's Enter does not submit.
+		time.Sleep(EnterDelay)
+		if err := e.p.Input([]byte("\r"), false); err != nil {
+			inputError(w, err)
+			return
+		}
 	}
 	reply(w, paneJSON(e))
 }

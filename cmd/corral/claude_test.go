@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/lab/mockmodel"
+)
+
+// TestRealClaudeCode runs the real Claude Code CLI in a pane against a
+// scripted model server on loopback (protocols.md §7): corral recognises
+// it, adds its hooks for the run, sees its permission dialog, answers it,
+// and sees the turn end. Opt-in: it runs when a `claude` binary is found
+// ($CORRAL_CLAUDE, or on PATH) and is skipped otherwise.
+func TestRealClaudeCode(t *testing.T) {
+	claude := os.Getenv("CORRAL_CLAUDE")
+	if claude == "" {
+		var err error
+		if claude, err = exec.LookPath("claude"); err != nil {
+			t.Skip("no claude CLI (npm install @anthropic-ai/claude-code, or set CORRAL_CLAUDE)")
+		}
+	}
+	if filepath.Base(claude) != "claude" {
+		t.Fatalf("CORRAL_CLAUDE must name a binary called claude, not %s", claude)
+	}
+	model, err := mockmodel.Start("ls -la /tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+
+	e := newEnv(t)
+	home := filepath.Join(e.dir, "home")
+	work := filepath.Join(e.dir, "work")
+	os.MkdirAll(home, 0o700)
+	os.MkdirAll(work, 0o700)
+	key := "sk-ant-test-0123456789abcdefghijklmnopqrstuvwxyz"
+	cfg, _ := json.Marshal(map[string]any{
+		"hasCompletedOnboarding": true, "theme": "dark",
+		"customApiKeyResponses": map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
+		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true}},
+	})
+	os.WriteFile(filepath.Join(home, ".claude.json"), cfg, 0o600)
+
+	e.must("run", "--name", "cc", "--cwd", work, "--size", "120x32",
+		"--env", "HOME="+home, "--env", "ANTHROPIC_BASE_URL="+model.URL, "--env", "ANTHROPIC_API_KEY="+key,
+		"--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "--env", "DISABLE_AUTOUPDATER=1", "--env", "DISABLE_TELEMETRY=1",
+		"--", claude, "--permission-mode", "default")
+	// Idle by default from the first moment: wait for Claude Code's own
+	// input box before typing.
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(e.must("screen", "cc"), "? for shortcuts") {
+		if time.Now().After(deadline) {
+			t.Fatalf("Claude Code never showed its input box:\n%s", e.must("screen", "cc"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.must("send", "cc", "please list the files in /tmp", "--enter")
+	if _, errs, code := e.run("wait", "cc", "--state", "blocked", "--timeout", "60s"); code != 0 {
+		t.Fatalf("never blocked (%s):\n%s", errs, e.must("screen", "cc"))
+	}
+	var ps []struct{ Agent, Integration, State, Kind, Message, Source string }
+	json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+	if ps[0].Agent != "claude-code" || ps[0].Integration != "claude-code" || ps[0].Kind != "permission" ||
+		!strings.Contains(ps[0].Message, "ls -la /tmp") {
+		t.Fatalf("blocked pane: %+v\n%s", ps[0], e.must("screen", "cc"))
+	}
+	e.must("answer", "cc", "yes")
+	if _, errs, code := e.run("wait", "cc", "--state", "done", "--timeout", "60s"); code != 0 {
+		t.Fatalf("turn never ended (%s):\n%s", errs, e.must("screen", "cc"))
+	}
+	events := e.must("events", "--since", "1h")
+	if !strings.Contains(events, `"source":"hook"`) {
+		t.Fatalf("no report came through the hooks:\n%s", events)
+	}
+	t.Logf("events:\n%s", events)
+}
