@@ -32,7 +32,8 @@ func TestDependencyBoundaries(t *testing.T) {
 		"api":           {"eventlog"},
 		"client":        {"api"},
 		"server":        {"agents", "api", "detect", "eventlog", "notify", "pane", "rules", "signal"},
-		"cli":           {"api", "client", "lab/fakeagent", "replay", "rules", "server", "status", "tty"},
+		"cli":           {"api", "client", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
+		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
 	}
 	for pkg, ok := range allowed {

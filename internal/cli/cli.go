@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/corral-dev/corral/internal/tty"
 )
 
 // IO is where a command reads and writes.
@@ -37,6 +39,8 @@ func init() {
 		{"explain", "[--agent A] [--json] [--at SECONDS] [--size COLSxROWS] FILE|-", "show a screen, every rule tried on it, and which matched and why", runExplain},
 		{"rules", "check [DIR] | list", "validate manifests, or list those in force and where they come from", runRules},
 		{"status", "STATE [--kind K] [--progress N] [--app A] [--id ID] [--title T] [--msg M] [--tty]", "print an OSC 7501 status report for the terminal corral runs you in", runStatus},
+		{"demo", "[--keep]", "three built-in fake agents on the terminal board: nothing to install", runDemo},
+		{"board", "[--tui]", "the terminal board (also: corral with no arguments)", runBoard},
 		{"serve", "", "run the daemon in the foreground (other commands start it when needed)", runServe},
 		{"run", "[--name N] [--cwd DIR] [--size COLSxROWS] [--agent A] [--env K=V]… [--json] -- CMD ARGS…", "start a program in a new pane and print its id", runRun},
 		{"ls", "[--json]", "list panes and their states", runLs},
@@ -77,8 +81,11 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // Run runs one command line and returns the exit status.
 func Run(ctx context.Context, args []string, io IO) int {
 	if len(args) == 0 {
-		printUsage(io.Stderr)
-		return 2
+		if f, ok := io.Stdin.(*os.File); !ok || !tty.IsTerminal(int(f.Fd())) {
+			printUsage(io.Stderr)
+			return 2
+		}
+		args = []string{"board"}
 	}
 	name, rest := args[0], args[1:]
 	if name == "-h" || name == "--help" {

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand"
 	"os"
 	"strconv"
 	"strings"
@@ -32,6 +33,8 @@ func Main(args []string) int {
 	osc := fs.Bool("osc7501", false, "report state with OSC 7501")
 	cmd := fs.String("command", "ls -la /tmp", "the command its permission dialog asks about")
 	stamp := fs.String("stamp", "", "append the time (Unix ns) each dialog's last byte was written to this file")
+	auto := fs.Bool("auto", false, "work on its own: cycle through work, permission prompts, questions and idle")
+	seed := fs.Int64("seed", 1, "with --auto: the seed of its task script")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -40,6 +43,9 @@ func Main(args []string) int {
 	defer restore()
 	a := &agent{out: os.Stdout, osc: *osc, command: *cmd, stamp: *stamp, cols: 80, rows: 24}
 	a.size()
+	if *auto {
+		a.rng = rand.New(rand.NewSource(*seed))
+	}
 	return a.run(os.Stdin)
 }
 
@@ -47,6 +53,7 @@ type agent struct {
 	osc     bool
 	command string
 	stamp   string
+	rng     *rand.Rand // set with --auto
 
 	mu         sync.Mutex // guards out and the fields below
 	out        io.Writer
@@ -87,6 +94,9 @@ func (a *agent) run(in io.Reader) int {
 			}
 		}
 	}()
+	if a.rng != nil {
+		return a.autoLoop(keys)
+	}
 	for {
 		b, ok := <-keys
 		if !ok {
@@ -192,7 +202,10 @@ func (a *agent) say(line string) {
 }
 
 // ask draws the permission dialog and waits for an answer.
-func (a *agent) ask(keys <-chan byte) bool {
+func (a *agent) ask(keys <-chan byte) bool { return a.askFor(keys, 0) }
+
+// askFor is ask that gives up after wait (0: never), as if allowed.
+func (a *agent) askFor(keys <-chan byte, wait time.Duration) bool {
 	a.mu.Lock()
 	a.state = "blocked"
 	a.report("state=blocked:kind=permission:msg=" + base64.StdEncoding.EncodeToString([]byte("approve Bash: "+a.command)))
@@ -216,8 +229,18 @@ func (a *agent) ask(keys <-chan byte) bool {
 		}
 	}
 	a.mu.Unlock()
+	var timeout <-chan time.Time
+	if wait > 0 {
+		timeout = time.After(wait)
+	}
 	for {
-		b, ok := <-keys
+		var b byte
+		var ok bool
+		select {
+		case b, ok = <-keys:
+		case <-timeout:
+			b, ok = '1', true
+		}
 		if !ok {
 			return false
 		}

@@ -1,0 +1,252 @@
+// Package tui is the terminal board: every pane grouped by state (blocked
+// first) with its agent, name, folder, time in state and message, a
+// preview of the selected pane's screen, and keys to answer, jump to the
+// next blocked pane, attach, kill and filter.
+package tui
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/client"
+)
+
+// Refresh is how often the board reads the panes.
+const Refresh = 250 * time.Millisecond
+
+// stateOrder groups panes: the ones that need a person first.
+var stateOrder = map[string]int{"blocked": 0, "error": 1, "done": 2, "working": 3, "idle": 4, "exited": 5}
+
+// Board is the bubbletea model.
+type Board struct {
+	c       *client.Client
+	exe     string // corral's binary, for attach
+	panes   []api.Pane
+	preview []string
+	sel     string // selected pane id
+	filter  string
+	typing  bool // editing the filter
+	status  string
+	width   int
+	height  int
+	err     error
+}
+
+// New returns a board reading from c; exe is corral's own binary.
+func New(c *client.Client, exe string) *Board { return &Board{c: c, exe: exe, width: 100, height: 30} }
+
+// Run shows the board until the user quits.
+func Run(ctx context.Context, c *client.Client, exe string) error {
+	_, err := tea.NewProgram(New(c, exe), tea.WithContext(ctx)).Run()
+	return err
+}
+
+type panesMsg struct {
+	panes   []api.Pane
+	preview []string
+	err     error
+}
+
+type tickMsg struct{}
+
+type statusMsg string
+
+func (b *Board) Init() tea.Cmd { return b.fetch() }
+
+func (b *Board) fetch() tea.Cmd {
+	sel := b.sel
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var panes []api.Pane
+		if err := b.c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
+			return panesMsg{err: err}
+		}
+		var preview []string
+		if sel != "" {
+			var s api.Screen
+			if b.c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(sel)+"/screen", nil, &s) == nil {
+				preview = s.Lines
+			}
+		}
+		return panesMsg{panes: panes, preview: preview}
+	}
+}
+
+func (b *Board) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		b.width, b.height = msg.Width, msg.Height
+	case panesMsg:
+		b.err = msg.err
+		if msg.err == nil {
+			b.panes = sortPanes(msg.panes)
+			b.preview = msg.preview
+			if b.sel == "" || b.index(b.sel) < 0 {
+				if v := b.visible(); len(v) > 0 {
+					b.sel = v[0].ID
+				}
+			}
+		}
+		return b, tea.Tick(Refresh, func(time.Time) tea.Msg { return tickMsg{} })
+	case tickMsg:
+		return b, b.fetch()
+	case statusMsg:
+		b.status = string(msg)
+	case tea.KeyPressMsg:
+		return b.key(msg.String())
+	}
+	return b, nil
+}
+
+func (b *Board) key(k string) (tea.Model, tea.Cmd) {
+	if b.typing {
+		switch k {
+		case "enter":
+			b.typing = false
+		case "esc":
+			b.typing, b.filter = false, ""
+		case "backspace":
+			if b.filter != "" {
+				b.filter = b.filter[:len(b.filter)-1]
+			}
+		default:
+			if len(k) == 1 {
+				b.filter += k
+			} else if k == "space" {
+				b.filter += " "
+			}
+		}
+		return b, nil
+	}
+	switch k {
+	case "q", "ctrl+c":
+		return b, tea.Quit
+	case "j", "down":
+		b.move(1)
+	case "k", "up":
+		b.move(-1)
+	case "g", "tab":
+		b.nextBlocked()
+	case "/":
+		b.typing = true
+	case "esc":
+		b.filter = ""
+	case "y":
+		return b, b.answer("yes")
+	case "a":
+		return b, b.answer("always")
+	case "n":
+		return b, b.answer("no")
+	case "1", "2", "3", "4", "5", "6", "7", "8", "9":
+		return b, b.answer(k)
+	case "x":
+		return b, b.kill()
+	case "enter":
+		if b.sel != "" {
+			cmd := exec.Command(b.exe, "attach", b.sel)
+			cmd.Env = os.Environ()
+			return b, tea.ExecProcess(cmd, func(err error) tea.Msg {
+				if err != nil {
+					return statusMsg("attach: " + err.Error())
+				}
+				return statusMsg("detached")
+			})
+		}
+	}
+	return b, b.fetch()
+}
+
+func (b *Board) answer(choice string) tea.Cmd {
+	id := b.sel
+	if id == "" {
+		return nil
+	}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		var res api.AnswerResult
+		if err := b.c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(id)+"/answer", api.AnswerRequest{Choice: choice}, &res); err != nil {
+			return statusMsg(fmt.Sprintf("%s: %v", id, err))
+		}
+		return statusMsg(fmt.Sprintf("%s: answered %s", id, choice))
+	}
+}
+
+func (b *Board) kill() tea.Cmd {
+	id := b.sel
+	if id == "" {
+		return nil
+	}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := b.c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(id)+"/kill", api.KillRequest{Signal: "TERM"}, nil); err != nil {
+			return statusMsg(fmt.Sprintf("%s: %v", id, err))
+		}
+		return statusMsg(id + ": killed")
+	}
+}
+
+func sortPanes(ps []api.Pane) []api.Pane {
+	sort.SliceStable(ps, func(i, j int) bool { return stateOrder[ps[i].State] < stateOrder[ps[j].State] })
+	return ps
+}
+
+// visible is the panes the filter lets through, in board order.
+func (b *Board) visible() []api.Pane {
+	if b.filter == "" {
+		return b.panes
+	}
+	var out []api.Pane
+	f := strings.ToLower(b.filter)
+	for _, p := range b.panes {
+		hay := strings.ToLower(strings.Join([]string{p.ID, p.Name, p.Agent, p.State, p.Cwd, p.Message}, " "))
+		if strings.Contains(hay, f) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (b *Board) index(id string) int {
+	for i, p := range b.visible() {
+		if p.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (b *Board) move(d int) {
+	v := b.visible()
+	if len(v) == 0 {
+		return
+	}
+	i := b.index(b.sel) + d
+	i = max(0, min(len(v)-1, i))
+	b.sel = v[i].ID
+}
+
+// nextBlocked selects the next blocked pane after the selection, wrapping.
+func (b *Board) nextBlocked() {
+	v := b.visible()
+	start := b.index(b.sel)
+	for k := 1; k <= len(v); k++ {
+		p := v[(start+k+len(v))%len(v)]
+		if p.State == "blocked" {
+			b.sel = p.ID
+			return
+		}
+	}
+	b.status = "no pane is blocked"
+}

@@ -1,0 +1,142 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/corral-dev/corral/internal/api"
+)
+
+var stateColour = map[string]string{"blocked": "1;31", "error": "31", "done": "32", "working": "33", "idle": "2", "exited": "2"}
+
+func (b *Board) View() tea.View {
+	var out strings.Builder
+	blocked := 0
+	for _, p := range b.panes {
+		if p.State == "blocked" {
+			blocked++
+		}
+	}
+	fmt.Fprintf(&out, "\x1b[1mcorral\x1b[0m  %d panes · \x1b[1;31m%d blocked\x1b[0m", len(b.panes), blocked)
+	if b.filter != "" || b.typing {
+		fmt.Fprintf(&out, "  filter: %s", b.filter)
+		if b.typing {
+			out.WriteString("▏")
+		}
+	}
+	out.WriteString("\n")
+	if b.err != nil {
+		fmt.Fprintf(&out, "\x1b[31mno daemon: %v\x1b[0m\n", b.err)
+	}
+	vis := b.visible()
+	listRows := max(3, b.height/2-2)
+	group := ""
+	rows := 0
+	// Keep the selection in view.
+	start := 0
+	if i := b.index(b.sel); i >= listRows-2 {
+		start = i - (listRows - 3)
+	}
+	for i, p := range vis {
+		if i < start || rows >= listRows {
+			continue
+		}
+		if p.State != group {
+			group = p.State
+			fmt.Fprintf(&out, "\x1b[%sm%s\x1b[0m\n", stateColour[p.State], strings.ToUpper(group))
+			rows++
+		}
+		marker := "  "
+		if p.ID == b.sel {
+			marker = "▸ "
+		}
+		state := p.State
+		if p.Kind != "" {
+			state += "/" + p.Kind
+		}
+		line := fmt.Sprintf("%s%-5s %-10s %-12s %-20s %6s  %s", marker, p.ID, clip(name(p), 10), clip(p.Agent, 12), clip(state, 20),
+			since(p.Since), clip(p.Message, max(10, b.width-64)))
+		if p.ID == b.sel {
+			line = "\x1b[7m" + line + "\x1b[0m"
+		}
+		out.WriteString(line + "\n")
+		rows++
+	}
+	if len(vis) == 0 {
+		out.WriteString("  no panes: start one with corral run -- COMMAND\n")
+	}
+	if sel := b.selected(); sel != nil {
+		fmt.Fprintf(&out, "\x1b[2m── %s · %s · %s ──\x1b[0m\n", name(*sel), sel.Agent, sel.Cwd)
+		room := max(3, b.height-rows-5)
+		lines := trimBlank(b.preview)
+		if len(lines) > room {
+			lines = lines[len(lines)-room:]
+		}
+		for _, l := range lines {
+			out.WriteString(clip(l, b.width) + "\n")
+		}
+	}
+	help := "j/k move · g next blocked · y/a/n/1-9 answer · enter attach · x kill · / filter · q quit"
+	if b.status != "" {
+		help = b.status + "  ·  " + help
+	}
+	out.WriteString("\x1b[2m" + clip(help, b.width) + "\x1b[0m")
+	v := tea.NewView(out.String())
+	v.AltScreen = true
+	v.WindowTitle = fmt.Sprintf("corral (%d blocked)", blocked)
+	return v
+}
+
+func (b *Board) selected() *api.Pane {
+	for i := range b.panes {
+		if b.panes[i].ID == b.sel {
+			return &b.panes[i]
+		}
+	}
+	return nil
+}
+
+func name(p api.Pane) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.ID
+}
+
+func since(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return "?"
+	}
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%dh", int(d.Hours()))
+}
+
+func clip(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func trimBlank(lines []string) []string {
+	end := len(lines)
+	for end > 0 && strings.TrimSpace(lines[end-1]) == "" {
+		end--
+	}
+	return lines[:end]
+}
