@@ -45,7 +45,9 @@ func TestTerminalBoardInTmux(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	await("both panes", func(s string) bool { return strings.Contains(s, "2 panes") && strings.Contains(s, "alpha") && strings.Contains(s, "beta") })
+	await("both panes", func(s string) bool {
+		return strings.Contains(s, "2 panes") && strings.Contains(s, "alpha") && strings.Contains(s, "beta")
+	})
 
 	e.must("send", "beta", "ask", "--enter")
 	s := await("beta blocked first", func(s string) bool { return strings.Contains(s, "1 blocked") })
@@ -54,7 +56,9 @@ func TestTerminalBoardInTmux(t *testing.T) {
 		t.Fatalf("blocked pane not first:\n%s", s)
 	}
 	tm("send-keys", "g")
-	await("beta selected with its preview", func(s string) bool { return strings.Contains(s, "▸ ") && strings.Contains(s, "── beta") && strings.Contains(s, "make deploy") })
+	await("beta selected with its preview", func(s string) bool {
+		return strings.Contains(s, "▸ ") && strings.Contains(s, "── beta") && strings.Contains(s, "make deploy")
+	})
 	tm("send-keys", "y")
 	e.must("wait", "beta", "--state", "done,idle", "--timeout", "10s")
 	await("no pane blocked", func(s string) bool { return strings.Contains(s, "0 blocked") })
