@@ -130,3 +130,15 @@ type AttachControl struct {
 	Cols int `json:"cols"`
 	Rows int `json:"rows"`
 }
+
+// BoardRequest starts the web board: POST /v1/board.
+type BoardRequest struct {
+	Addr      string `json:"addr"`
+	ListenAny bool   `json:"listen_any"`
+}
+
+// BoardResult is the web board's address, token included.
+type BoardResult struct {
+	URL     string `json:"url"`
+	Started bool   `json:"started"`
+}

@@ -40,7 +40,7 @@ func init() {
 		{"rules", "check [DIR] | list", "validate manifests, or list those in force and where they come from", runRules},
 		{"status", "STATE [--kind K] [--progress N] [--app A] [--id ID] [--title T] [--msg M] [--tty]", "print an OSC 7501 status report for the terminal corral runs you in", runStatus},
 		{"demo", "[--keep]", "three built-in fake agents on the terminal board: nothing to install", runDemo},
-		{"board", "[--tui]", "the terminal board (also: corral with no arguments)", runBoard},
+		{"board", "[--addr 127.0.0.1:PORT] [--no-browser] [--listen-any] | --tui", "serve the web board and print its address (--tui: the terminal board, also corral with no arguments)", runBoard},
 		{"serve", "", "run the daemon in the foreground (other commands start it when needed)", runServe},
 		{"run", "[--name N] [--cwd DIR] [--size COLSxROWS] [--agent A] [--env K=V]… [--json] -- CMD ARGS…", "start a program in a new pane and print its id", runRun},
 		{"ls", "[--json]", "list panes and their states", runLs},
@@ -85,7 +85,7 @@ func Run(ctx context.Context, args []string, io IO) int {
 			printUsage(io.Stderr)
 			return 2
 		}
-		args = []string{"board"}
+		args = []string{"board", "--tui"}
 	}
 	name, rest := args[0], args[1:]
 	if name == "-h" || name == "--help" {

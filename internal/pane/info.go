@@ -3,6 +3,7 @@ package pane
 import (
 	"time"
 
+	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/status"
 	"github.com/corral-dev/corral/internal/term"
@@ -56,6 +57,28 @@ func (p *Pane) Snapshot() term.Snapshot {
 	t := p.engine.Terminal()
 	p.mu.Unlock()
 	return t.Snapshot()
+}
+
+// StyledRows returns the visible screen as styled runs.
+func (p *Pane) StyledRows() [][]term.Run {
+	p.mu.Lock()
+	t := p.engine.Terminal()
+	p.mu.Unlock()
+	return t.StyledRows()
+}
+
+// AnswerNames lists the named answers the pane's manifest defines.
+func (p *Pane) AnswerNames() []string {
+	p.mu.Lock()
+	m := p.engine.Manifest()
+	p.mu.Unlock()
+	var out []string
+	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
+		if _, ok := m.Answers[n]; ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // ANSI returns the visible screen with colours, as escape sequences.

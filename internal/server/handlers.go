@@ -38,6 +38,7 @@ func (s *Server) routes() http.Handler {
 		{"GET /v1/events", s.handleEvents},            // NDJSON; ?since=RFC3339&follow=1&after=SEQ
 		{"GET /v1/events/ws", s.handleEventsWS},       // WebSocket, one event per text message
 		{"POST /v1/hook", s.handleHook},
+		{"POST /v1/board", s.handleBoard},
 		{"GET /v1/status", s.handleStatus},
 		{"POST /v1/shutdown", s.handleShutdown},
 	} {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/board"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/notify"
@@ -60,6 +61,7 @@ type Server struct {
 	// mu guards the fields that follow.
 	mu       sync.Mutex
 	rules    *rules.Set
+	board    *board.Server // the web board, once started
 	panes    map[string]*entry
 	order    []string // pane ids in start order
 	closing  bool
@@ -202,6 +204,11 @@ func (s *Server) stop() {
 		wg.Wait()
 		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")
+		s.mu.Lock()
+		if s.board != nil {
+			_ = s.board.Close()
+		}
+		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = s.http.Shutdown(ctx)
 		cancel()

@@ -347,3 +347,18 @@ func TestRandomBytesBoundedMemory(t *testing.T) {
 	}
 	t.Logf("heap grew by %.1f MB", float64(grown)/(1<<20))
 }
+
+func TestStyledRows(t *testing.T) {
+	term, _, _ := newTest(t, 20, 2)
+	feed(t, term, nil, "a\x1b[1;31mred\x1b[0m \x1b[38;2;1;2;3m<b>\x1b[0m   ")
+	rows := term.StyledRows()
+	want := []Run{{Text: "a"}, {Text: "red", FG: "#800000", Bold: true}, {Text: " "}, {Text: "<b>", FG: "#010203"}}
+	if len(rows) != 2 || len(rows[0]) != len(want) || len(rows[1]) != 0 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for i := range want {
+		if rows[0][i] != want[i] {
+			t.Errorf("run %d = %+v, want %+v", i, rows[0][i], want[i])
+		}
+	}
+}

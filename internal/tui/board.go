@@ -44,9 +44,11 @@ type Board struct {
 // New returns a board reading from c; exe is corral's own binary.
 func New(c *client.Client, exe string) *Board { return &Board{c: c, exe: exe, width: 100, height: 30} }
 
-// Run shows the board until the user quits.
-func Run(ctx context.Context, c *client.Client, exe string) error {
-	_, err := tea.NewProgram(New(c, exe), tea.WithContext(ctx)).Run()
+// Run shows the board until the user quits; status is its first status line.
+func Run(ctx context.Context, c *client.Client, exe, status string) error {
+	b := New(c, exe)
+	b.status = status
+	_, err := tea.NewProgram(b, tea.WithContext(ctx)).Run()
 	return err
 }
 

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/board"
+	"github.com/corral-dev/corral/internal/term"
+)
+
+// boardBackend gives the web board the daemon's panes.
+type boardBackend struct{ s *Server }
+
+func (b boardBackend) Panes() []api.Pane {
+	var out []api.Pane
+	for _, e := range b.s.list() {
+		out = append(out, paneJSON(e))
+	}
+	return out
+}
+
+func (b boardBackend) StyledScreen(id string) ([][]term.Run, error) {
+	e, err := b.s.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return e.p.StyledRows(), nil
+}
+
+func (b boardBackend) Answer(id, choice string) (string, error) {
+	e, err := b.s.find(id)
+	if err != nil {
+		return "", err
+	}
+	return e.p.Answer(choice)
+}
+
+func (b boardBackend) Send(id, text string, enter bool) error {
+	e, err := b.s.find(id)
+	if err != nil {
+		return err
+	}
+	if err := e.p.Input([]byte(text), true); err != nil {
+		return err
+	}
+	if enter {
+		time.Sleep(EnterDelay)
+		return e.p.Input([]byte("\r"), false)
+	}
+	return nil
+}
+
+func (b boardBackend) Kill(id string) error {
+	e, err := b.s.find(id)
+	if err != nil {
+		return err
+	}
+	return e.p.Kill(15)
+}
+
+func (b boardBackend) AnswerNames(id string) []string {
+	e, err := b.s.find(id)
+	if err != nil {
+		return nil
+	}
+	return e.p.AnswerNames()
+}
+
+func (b boardBackend) Changed() (<-chan struct{}, func()) {
+	sub, _ := b.s.hub.Subscribe(^uint64(0))
+	ch := make(chan struct{}, 1)
+	go func() {
+		for range sub.C {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ch, sub.Close
+}
+
+// handleBoard starts the web board (once) and returns its address.
+func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
+	var req api.BoardRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Addr == "" {
+		req.Addr = "127.0.0.1:0"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.board != nil {
+		reply(w, api.BoardResult{URL: s.board.URL, Started: false})
+		return
+	}
+	b, err := board.Start(req.Addr, req.ListenAny, boardBackend{s})
+	if err != nil {
+		code := http.StatusBadRequest
+		if !errors.Is(err, board.ErrRemote) {
+			code = http.StatusInternalServerError
+		}
+		fail(w, code, "bad_request", err)
+		return
+	}
+	s.board = b
+	reply(w, api.BoardResult{URL: b.URL, Started: true})
+}
