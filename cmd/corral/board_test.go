@@ -13,7 +13,7 @@ import (
 func TestTerminalBoardInTmux(t *testing.T) {
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
-		t.Skip("tmux not installed")
+		need(t, "tmux (apt-get install tmux)")
 	}
 	e := newEnv(t)
 	e.must("run", "--name", "alpha", "--agent", "claude-code", "--", corralBin, "fake-agent")

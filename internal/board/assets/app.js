@@ -33,9 +33,17 @@ async function post(id, what, body) {
   }
 }
 
+// previewRows is how many rows of a screen a card shows: the bottom ones,
+// where agents draw their prompts, blank rows below the last text dropped.
+const previewRows = 18;
+
 function screen(rows) {
   const pre = el("pre", "screen");
-  for (const row of rows || []) {
+  rows = rows || [];
+  let end = rows.length;
+  while (end > 0 && !(rows[end - 1] || []).some(r => r.t.trim() !== "" || r.b)) end--;
+  rows = rows.slice(Math.max(0, end - previewRows), end);
+  for (const row of rows) {
     for (const run of row || []) {
       const s = el("span", [run.B ? "b" : "", run.F ? "f" : "", run.I ? "i" : "", run.U ? "u" : ""].join(" ").trim(), run.t);
       let fg = run.f, bg = run.b;
