@@ -49,6 +49,9 @@ func TestWebBoardInChromium(t *testing.T) {
 	xss := `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>`
 	e.must("run", "--name", "alpha", "--agent", "claude-code", "--", corralBin, "fake-agent")
 	e.must("run", "--name", "beta", "--agent", "claude-code", "--", corralBin, "fake-agent", "--osc7501", "--command", xss)
+	// A script reporting through OSC 7501: progress and a child record.
+	e.must("run", "--name", "deploy", "--", "sh", "-c", corralBin+" status working --progress 40 --app deploy; "+
+		corralBin+" status working --id us-east --msg syncing; sleep 60")
 	url := strings.TrimSpace(strings.SplitN(e.must("board", "--no-browser"), "\n", 2)[0])
 	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(url, "/?token=") {
 		t.Fatalf("board address %q", url)
@@ -81,6 +84,15 @@ func TestWebBoardInChromium(t *testing.T) {
 	location, _ := chromedp.Run(ctx, chromedp.Location())
 	if strings.Contains(location, "token=") {
 		t.Errorf("the token stayed in the address bar: %s", location)
+	}
+
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('section.card[data-id] .records li')`)); err != nil {
+		t.Fatalf("no child records on the board: %v", err)
+	}
+	width, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("section.card")].find(c => c.querySelector(".name").textContent === "deploy").querySelector(".progress > div").style.width`))
+	record, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".records li").textContent`))
+	if width != "40%" || !strings.HasPrefix(record, "us-east · working · syncing") {
+		t.Errorf("progress bar %q, child record %q", width, record)
 	}
 
 	e.must("send", "beta", "ask", "--enter")
