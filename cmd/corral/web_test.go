@@ -122,6 +122,17 @@ func TestWebBoardInChromium(t *testing.T) {
 		}
 	}
 
+	// A phone-sized screen: one column, nothing wider than the screen.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	if wide, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); wide > 390 {
+		t.Errorf("the board is %dpx wide on a 390px screen", wide)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`section.card.state-blocked button.answer`))); err != nil {
 		t.Fatalf("click Yes: %v", err)
 	}

@@ -42,7 +42,7 @@ func init() {
 		{"demo", "[--keep]", "three built-in fake agents on the terminal board: nothing to install", runDemo},
 		{"board", "[--addr 127.0.0.1:PORT] [--no-browser] [--listen-any] | --tui", "serve the web board and print its address (--tui: the terminal board, also corral with no arguments)", runBoard},
 		{"serve", "", "run the daemon in the foreground (other commands start it when needed)", runServe},
-		{"run", "[--name N] [--cwd DIR] [--size COLSxROWS] [--agent A] [--env K=V]… [--json] -- CMD ARGS…", "start a program in a new pane and print its id", runRun},
+		{"run", "[--name N] [--cwd DIR] [--size COLSxROWS] [--agent A] [--env K=V]… [--attach] [--json] -- CMD ARGS…", "start a program in a new pane and print its id", runRun},
 		{"ls", "[--json]", "list panes and their states", runLs},
 		{"screen", "ID [--ansi] [--json]", "print a pane's screen (marks a finished turn seen)", runScreen},
 		{"attach", "ID [--detach-key ^\\]", "join a pane's terminal: keys, paste, resize and output pass through; Ctrl-\\ detaches", runAttach},

@@ -45,6 +45,7 @@ func runRun(ctx context.Context, std IO, args []string) error {
 	size := fs.String("size", "120x32", "terminal size COLSxROWS")
 	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
 	asJSON := fs.Bool("json", false, "print the pane as JSON")
+	attach := fs.Bool("attach", false, "attach to the new pane at once")
 	var env envList
 	fs.Var(&env, "env", "K=V to add to the program's environment (repeatable)")
 	// Everything after "--" is the command, flags included.
@@ -87,9 +88,15 @@ func runRun(ctx context.Context, std IO, args []string) error {
 		return apiError(err)
 	}
 	if *asJSON {
-		return printJSON(std, p)
+		if err := printJSON(std, p); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(std.Stdout, p.ID)
 	}
-	fmt.Fprintln(std.Stdout, p.ID)
+	if *attach {
+		return runAttach(ctx, std, []string{p.ID})
+	}
 	return nil
 }
 
