@@ -6,6 +6,7 @@ package agents
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -15,9 +16,61 @@ import (
 // Claude Code hook events corral listens to.
 var claudeEvents = []string{"PermissionRequest", "Notification", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd"}
 
+// Launch is a command line with corral's reporting added for one run.
+type Launch struct {
+	Argv  []string
+	Env   []string // added to the program's environment
+	Agent string   // the agent integrated with ("" for none)
+	// Files were written for this run; remove them when it ends.
+	Files []string
+}
+
+// Gemini CLI hook events corral listens to.
+var geminiEvents = []string{"Notification", "BeforeAgent", "AfterAgent", "AfterTool", "SessionEnd"}
+
+// IntegrateRun is Integrate plus the agents whose integration is a file:
+// Gemini CLI reads extra settings from GEMINI_CLI_SYSTEM_DEFAULTS_PATH (the
+// lowest-precedence layer; hook lists are concatenated with the user's
+// own), so corral writes one into dir for this run. env is the program's
+// environment: a user who set that variable, or a machine with its own
+// /etc/gemini-cli/system-defaults.json, is left alone.
+func IntegrateRun(argv []string, hook []string, env []string, dir, id string) (Launch, error) {
+	out, agent := Integrate(argv, hook)
+	l := Launch{Argv: out, Agent: agent}
+	if agent != "" || len(argv) == 0 || filepath.Base(argv[0]) != "gemini" {
+		return l, nil
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GEMINI_CLI_SYSTEM_DEFAULTS_PATH=") {
+			return l, nil
+		}
+	}
+	if _, err := os.Stat("/etc/gemini-cli/system-defaults.json"); err == nil {
+		return l, nil
+	}
+	cmd := shellQuote(append(append([]string(nil), hook...), "--agent", "gemini"))
+	entry := []map[string]any{{"matcher": "*", "hooks": []map[string]any{{"name": "corral", "type": "command", "command": cmd, "timeout": 10000}}}}
+	hooks := map[string]any{}
+	for _, ev := range geminiEvents {
+		hooks[ev] = entry
+	}
+	data, _ := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return l, fmt.Errorf("gemini integration: %w", err)
+	}
+	path := filepath.Join(dir, "gemini-"+id+".json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return l, fmt.Errorf("gemini integration: %w", err)
+	}
+	l.Env = []string{"GEMINI_CLI_SYSTEM_DEFAULTS_PATH=" + path}
+	l.Agent, l.Files = "gemini", []string{path}
+	return l, nil
+}
+
 // Integrate returns the command line with corral's reporting added, and the
 // agent it is for ("" when the command is no agent corral integrates
-// with). hook is the command a hook runs, e.g. ["/usr/bin/corral", "hook"].
+// with through its command line). hook is the command a hook runs, e.g.
+// ["/usr/bin/corral", "hook"].
 func Integrate(argv []string, hook []string) ([]string, string) {
 	if len(argv) == 0 {
 		return argv, ""
@@ -108,7 +161,7 @@ func ParseHook(agent string, payload []byte) (Report, error) {
 		default:
 			r.Ignore = true // idle_prompt and others say nothing new
 		}
-	case "UserPromptSubmit", "PreToolUse", "PostToolUse", "BeforeAgent":
+	case "UserPromptSubmit", "PreToolUse", "PostToolUse", "BeforeAgent", "BeforeTool", "AfterTool":
 		r.State = signal.Working
 	case "Stop", "AfterAgent", "agent-turn-complete":
 		r.State = signal.Done

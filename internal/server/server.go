@@ -283,13 +283,25 @@ func (s *Server) start(cfg pane.Config) (*pane.Pane, error) {
 	token := newToken()
 	cfg.Env = append(cfg.Env, "CORRAL_PANE="+cfg.ID, "CORRAL_TOKEN="+token, "CORRAL_SOCKET="+s.opts.Socket)
 	var integrated string
+	var files []string
 	if exe, err := os.Executable(); err == nil {
-		cfg.Argv, integrated = agents.Integrate(cfg.Argv, []string{exe, "hook"})
+		l, err := agents.IntegrateRun(cfg.Argv, []string{exe, "hook"}, cfg.Env, filepath.Join(s.opts.StateDir, "integrations"), cfg.ID)
+		if err != nil {
+			s.opts.Logf("%v (the pane runs without it)", err)
+		}
+		cfg.Argv, integrated, files = l.Argv, l.Agent, l.Files
+		cfg.Env = append(cfg.Env, l.Env...)
+	}
+	cfg.OnExit = func(*pane.Pane) {
+		for _, f := range files {
+			_ = os.Remove(f)
+		}
 	}
 	cfg.OnChange = func(p *pane.Pane, c detect.Change) { s.record(p.ID(), name, p, c) }
 	p, err := pane.Start(cfg)
 	if err != nil {
 		s.mu.Unlock()
+		cfg.OnExit(nil)
 		return nil, err
 	}
 	s.panes[cfg.ID] = &entry{p: p, name: name, token: token, agent: integrated}
