@@ -64,6 +64,8 @@ type Terminal struct {
 	// resize, a new emulator).
 	rows      []string
 	rowsValid bool
+	// utf8Tail holds an incomplete UTF-8 character from the last write.
+	utf8Tail []byte
 
 	// drainMu guards drained: bytes the emulator wrote to its own reply
 	// pipe for sequences this package does not intercept (in-band resize).
@@ -131,7 +133,7 @@ func (t *Terminal) Write(p []byte) (int, error) {
 		t.mu.Unlock()
 		return 0, io.ErrClosedPipe
 	}
-	t.feedLocked(p)
+	t.feedLocked(t.sanitizeLocked(p))
 	// A query terminated by BEL has been dispatched; one terminated by ESC
 	// waits for the backslash, which may come in the next write.
 	if t.statusQueryPending && (len(p) == 0 || p[len(p)-1] != 0x1b) {

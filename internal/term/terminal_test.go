@@ -362,3 +362,30 @@ func TestStyledRows(t *testing.T) {
 		}
 	}
 }
+
+// Found by the flood test: a stray UTF-8 lead byte swallowed the ESC of a
+// reset. Invalid bytes become U+FFFD; characters split across writes stay
+// whole.
+func TestInvalidUTF8(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+		want   string
+	}{
+		{"lead byte then reset", []string{"garbage\xd3", "\x1bcok"}, "ok"},
+		{"lead byte then reset in one write", []string{"garbage\xd3\x1bcok"}, "ok"},
+		{"raw C1 is not a control", []string{"a\x9b31mb"}, "a\uFFFD31mb"},
+		{"split character", []string{"\xe2\x9c", "\xb3 x"}, "✳ x"},
+		{"split four bytes", []string{"\xf0", "\x9f\x91", "\x8d"}, "👍"},
+		{"truncated then ASCII: one U+FFFD per stray byte", []string{"\xe2\x9cx"}, "\uFFFD\uFFFDx"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			term, _, _ := newTest(t, 20, 3)
+			feed(t, term, nil, tt.chunks...)
+			if got := term.Snapshot().Lines[0]; got != tt.want {
+				t.Fatalf("row %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
