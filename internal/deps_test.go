@@ -33,7 +33,8 @@ func TestDependencyBoundaries(t *testing.T) {
 		"client":        {"api"},
 		"server":        {"agents", "api", "board", "detect", "eventlog", "notify", "pane", "rules", "signal", "term"},
 		"board":         {"api", "term"},
-		"cli":           {"api", "client", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
+		"cli":           {"api", "client", "headless", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
+		"headless":      nil,
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
 	}

@@ -1,0 +1,217 @@
+package headless
+
+import (
+	"context"
+	"fmt"
+
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	initLine   = `{"type":"system","subtype":"init","session_id":"sess-42","model":"m","tools":["Bash"]}`
+	textLine   = `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Hello."}]}}`
+	toolLine   = `{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}`
+	resultLine = `{"type":"result","subtype":"success","is_error":false,"duration_ms":1200,"num_turns":2,"total_cost_usd":0.0123,"session_id":"sess-42","result":"Hello."}`
+)
+
+// The test binary doubles as a fake headless agent.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("FAKE_STREAM"); mode != "" {
+		os.Exit(fake(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func fake(mode string) int {
+	w := os.Stdout
+	switch mode {
+	case "good":
+		// Lines split across writes, and a garbage line in between.
+		fmt.Fprint(w, initLine[:20])
+		time.Sleep(20 * time.Millisecond)
+		fmt.Fprintln(w, initLine[20:])
+		fmt.Fprintln(w, "Warning: not JSON at all")
+		fmt.Fprintln(w, textLine)
+		fmt.Fprintln(w, toolLine)
+		fmt.Fprintln(os.Stderr, "some stderr noise")
+		fmt.Fprintln(w, resultLine)
+	case "longline":
+		fmt.Fprintln(w, initLine)
+		fmt.Fprintf(w, `{"type":"assistant","message":{"content":[{"type":"text","text":"%s"}]}}`+"\n", strings.Repeat("x", 3<<20))
+		fmt.Fprintln(w, resultLine)
+	case "noresult":
+		fmt.Fprintln(w, initLine)
+		fmt.Fprint(w, `{"type":"assistant","message":{"content":[{"type":"te`) // dies mid-line
+		return 7
+	case "iserror":
+		fmt.Fprintln(w, initLine)
+		fmt.Fprintln(w, `{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":9}`)
+	case "hang":
+		fmt.Fprintln(w, initLine)
+		// A child in the same group, to check the group is killed.
+		pid, _ := syscall.ForkExec("/bin/sleep", []string{"sleep", "300"}, &syscall.ProcAttr{})
+		fmt.Fprintf(os.Stderr, "child %d\n", pid)
+		time.Sleep(time.Hour)
+	case "quiet-then-done":
+		fmt.Fprintln(w, initLine)
+		time.Sleep(400 * time.Millisecond)
+		fmt.Fprintln(w, resultLine)
+	case "codex":
+		for _, l := range []string{`{"type":"thread.started","thread_id":"th-1"}`, `{"type":"turn.started"}`,
+			`{"type":"item.started","item":{"id":"i1","type":"command_execution","command":"ls -la"}}`,
+			`{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"ls -la","aggregated_output":"a\nb"}}`,
+			`{"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"Listed."}}`,
+			`{"type":"turn.completed","usage":{"input_tokens":1}}`} {
+			fmt.Fprintln(w, l)
+		}
+	}
+	return 0
+}
+
+func run(t *testing.T, mode string, o Options) (Outcome, []Event) {
+	t.Helper()
+	var evs []Event
+	o.Argv = []string{os.Args[0]}
+	o.Env = append(o.Env, "FAKE_STREAM="+mode)
+	if o.Agent == "" {
+		o.Agent = "claude"
+	}
+	o.OnEvent = func(e Event) { evs = append(evs, e) }
+	out, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, evs
+}
+
+func types(evs []Event) string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, string(e.Type))
+	}
+	return strings.Join(s, ",")
+}
+
+func TestGoodRun(t *testing.T) {
+	out, evs := run(t, "good", Options{})
+	if got := types(evs); got != "init,diagnostic,assistant,tool_use,result" {
+		t.Fatalf("events %s", got)
+	}
+	if out.State != "done" || out.ExitCode != 0 || out.SessionID != "sess-42" || out.Diagnostics != 1 ||
+		!strings.Contains(out.Stderr, "some stderr noise") || out.Result.Turns != 2 || out.Result.CostUSD != 0.0123 {
+		t.Fatalf("outcome %+v", out)
+	}
+	if evs[3].Tool != "Bash" || evs[3].Input != `{"command":"ls"}` {
+		t.Fatalf("tool use %+v", evs[3])
+	}
+}
+
+func TestMegabyteLine(t *testing.T) {
+	out, evs := run(t, "longline", Options{})
+	if out.State != "done" || len(evs) != 3 || len(evs[1].Text) != 3<<20 {
+		t.Fatalf("outcome %+v, %d events", out, len(evs))
+	}
+}
+
+func TestMissingResult(t *testing.T) {
+	out, evs := run(t, "noresult", Options{})
+	if out.State != "error" || out.ExitCode != 7 || out.Reason != "exited without a result event (exit status 7)" {
+		t.Fatalf("outcome %+v", out)
+	}
+	// The torn last line is kept as a diagnostic.
+	if got := types(evs); got != "init,diagnostic" {
+		t.Fatalf("events %s", got)
+	}
+}
+
+func TestErrorResult(t *testing.T) {
+	out, _ := run(t, "iserror", Options{})
+	if out.State != "error" || out.Reason != "the result is an error: error_max_turns" || out.ExitCode != 1 {
+		t.Fatalf("outcome %+v", out)
+	}
+}
+
+func TestTimeoutKillsTheGroup(t *testing.T) {
+	start := time.Now()
+	out, _ := run(t, "hang", Options{Timeout: 300 * time.Millisecond})
+	if out.State != "error" || out.ExitCode != ExitTimeout || time.Since(start) > 10*time.Second {
+		t.Fatalf("outcome %+v after %v", out, time.Since(start))
+	}
+	var child int
+	fmt.Sscanf(out.Stderr, "child %d", &child)
+	if child == 0 {
+		t.Fatalf("no child reported: %q", out.Stderr)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(child) {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d outlived the run", child)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestStall(t *testing.T) {
+	var stalls int
+	out, _ := run(t, "quiet-then-done", Options{Stall: 100 * time.Millisecond, OnStall: func(time.Duration) { stalls++ }})
+	if out.State != "done" || stalls == 0 {
+		t.Fatalf("outcome %+v, stalls %d", out, stalls)
+	}
+}
+
+func TestCancelKillsTheGroup(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	out, err := Run(ctx, Options{Agent: "claude", Argv: []string{os.Args[0]}, Env: []string{"FAKE_STREAM=hang"}})
+	if err != nil || out.State != "error" || !strings.Contains(out.Reason, "cancelled") {
+		t.Fatalf("outcome %+v %v", out, err)
+	}
+}
+
+func TestCodexStream(t *testing.T) {
+	out, evs := run(t, "codex", Options{Agent: "codex"})
+	if out.State != "done" || out.SessionID != "th-1" || types(evs) != "init,other,tool_use,tool_result,assistant,result" {
+		t.Fatalf("outcome %+v events %s", out, types(evs))
+	}
+}
+
+func TestParseGemini(t *testing.T) {
+	for line, want := range map[string]EventType{
+		`{"type":"init","session_id":"g1","model":"x"}`:                       EventInit,
+		`{"type":"message","role":"assistant","content":"hi","delta":true}`:   EventText,
+		`{"type":"tool_use","tool_name":"run_shell_command","parameters":{}}`: EventToolUse,
+		`{"type":"result","status":"success","stats":{}}`:                     EventResult,
+		`not json`: EventDiagnostic,
+	} {
+		if got := Parse("gemini", []byte(line)).Type; got != want {
+			t.Errorf("%s: %s, want %s", line, got, want)
+		}
+	}
+}
+
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	return !strings.HasPrefix(s[strings.LastIndexByte(s, ')')+2:], "Z")
+}
+
+func FuzzParse(f *testing.F) {
+	for _, l := range []string{initLine, textLine, toolLine, resultLine, `{"type":"item.completed","item":{}}`, "garbage"} {
+		f.Add("claude", l)
+		f.Add("codex", l)
+	}
+	f.Fuzz(func(t *testing.T, agent, line string) {
+		e := Parse(agent, []byte(line))
+		if len(e.Line) > clipLine+4 || len(e.Text) > clipLine+4 && e.Type != EventText && e.Type != EventResult {
+			t.Fatalf("unbounded event %+v", e)
+		}
+	})
+}

@@ -1,0 +1,219 @@
+package headless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options describe a headless run.
+type Options struct {
+	Agent   string // "claude", "codex" or "gemini": how to read its stream
+	Argv    []string
+	Dir     string
+	Env     []string
+	Timeout time.Duration // past this the run is killed and ends in error (124)
+	Stall   time.Duration // no output for this long: OnStall is called
+	OnEvent func(Event)   // every event, in order
+	OnStall func(quiet time.Duration)
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	State       string `json:"state"` // "done" or "error"
+	Reason      string `json:"reason,omitempty"`
+	ExitCode    int    `json:"exit_code"`
+	SessionID   string `json:"session_id,omitempty"`
+	Stderr      string `json:"stderr,omitempty"`
+	Diagnostics int    `json:"diagnostics"`
+	Result      *Event `json:"result,omitempty"`
+}
+
+// ExitTimeout is the exit status of a run killed at its timeout.
+const ExitTimeout = 124
+
+// MaxStderr bounds the stderr kept with a run (its end is kept).
+const MaxStderr = 1 << 20
+
+// Run runs the agent with stdin from /dev/null and stdout and stderr as
+// pipes, in its own process group, and reads its stream until it exits.
+// Cancelling ctx (corral itself is ending), the timeout, or the end of
+// the run kills the whole process group: nothing is left behind.
+func Run(ctx context.Context, o Options) (Outcome, error) {
+	if len(o.Argv) == 0 {
+		return Outcome{}, errors.New("no command to run")
+	}
+	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
+	cmd.Dir = o.Dir
+	cmd.Env = append(os.Environ(), o.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return Outcome{}, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return Outcome{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
+	}
+	pgid := cmd.Process.Pid
+	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+
+	var errBuf tailBuffer
+	errDone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(&errBuf, stderr)
+		close(errDone)
+	}()
+
+	activity := make(chan struct{}, 1)
+	lines := make(chan Event, 64)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		defer close(lines)
+		r := NewLines(stdout)
+		for {
+			line, truncated, err := r.Next()
+			if err != nil {
+				return
+			}
+			select {
+			case activity <- struct{}{}:
+			default:
+			}
+			ev := Parse(o.Agent, line)
+			if truncated {
+				ev = diagnostic(line)
+			}
+			lines <- ev
+		}
+	}()
+
+	var out Outcome
+	var timeout, stallTimer <-chan time.Time
+	if o.Timeout > 0 {
+		t := time.NewTimer(o.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var stall *time.Timer
+	if o.Stall > 0 {
+		stall = time.NewTimer(o.Stall)
+		defer stall.Stop()
+		stallTimer = stall.C
+	}
+	timedOut, cancelled := false, false
+loop:
+	for {
+		select {
+		case ev, ok := <-lines:
+			if !ok {
+				break loop
+			}
+			switch ev.Type {
+			case EventInit:
+				out.SessionID = ev.SessionID
+			case EventDiagnostic:
+				out.Diagnostics++
+			case EventResult:
+				e := ev
+				out.Result = &e
+				if ev.SessionID != "" && out.SessionID == "" {
+					out.SessionID = ev.SessionID
+				}
+			}
+			if o.OnEvent != nil {
+				o.OnEvent(ev)
+			}
+		case <-activity:
+			if stall != nil {
+				stall.Reset(o.Stall)
+			}
+		case <-stallTimer:
+			if o.OnStall != nil {
+				o.OnStall(o.Stall)
+			}
+		case <-timeout:
+			timedOut = true
+			kill()
+			break loop
+		case <-ctx.Done():
+			cancelled = true
+			kill()
+			break loop
+		}
+	}
+	// Drain what is left of the stream after a kill, without blocking.
+	go func() {
+		for range lines {
+		}
+	}()
+	<-readDone
+	<-errDone
+	waitErr := cmd.Wait()
+	kill() // anything the agent started in its group goes too
+	out.Stderr = errBuf.String()
+	out.ExitCode = exitCode(waitErr)
+
+	switch {
+	case timedOut:
+		out.State, out.ExitCode, out.Reason = "error", ExitTimeout, fmt.Sprintf("timed out after %v; the process group was killed", o.Timeout)
+	case cancelled:
+		out.State, out.Reason = "error", "cancelled; the process group was killed"
+	case out.Result == nil:
+		out.State, out.Reason = "error", fmt.Sprintf("exited without a result event (exit status %d)", out.ExitCode)
+	case out.Result.IsError:
+		out.State, out.Reason = "error", "the result is an error: "+out.Result.Subtype
+		if out.ExitCode == 0 {
+			out.ExitCode = 1
+		}
+	default:
+		out.State = "done"
+	}
+	return out, nil
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// tailBuffer keeps the last MaxStderr bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > MaxStderr {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-MaxStderr:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
