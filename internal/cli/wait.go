@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/internal/api"
-	"github.com/corral-dev/corral/internal/lab/fakeagent"
 )
 
 // copyLines copies NDJSON lines from r to stdout as they arrive.
@@ -109,12 +108,4 @@ func waitError(ctx context.Context, err error) error {
 		return &exitError{code: exitTimeout, err: fmt.Errorf("timed out")}
 	}
 	return err
-}
-
-// runFakeAgent runs the built-in fake agent (for demos and tests).
-func runFakeAgent(_ context.Context, _ IO, args []string) error {
-	if code := fakeagent.Main(args); code != 0 {
-		return &exitError{code: code, err: fmt.Errorf("")}
-	}
-	return nil
 }

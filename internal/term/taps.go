@@ -127,8 +127,7 @@ func (t *Terminal) installTaps() {
 		return true
 	})
 	e.RegisterOscHandler(99, func(data []byte) bool {
-		meta, payload, _ := strings.Cut(oscBody(data), ";")
-		_ = meta
+		_, payload, _ := strings.Cut(oscBody(data), ";") // META;PAYLOAD
 		t.emit(Event{Kind: EventNotify, NotifySource: "99", Text: payload})
 		return true
 	})
