@@ -22,6 +22,16 @@ type Options struct {
 	Stall   time.Duration // no output for this long: OnStall is called
 	OnEvent func(Event)   // every event, in order
 	OnStall func(quiet time.Duration)
+
+	// Prompt, when set, is sent on stdin as a stream-json user message and
+	// stdin stays open for the control protocol (see ClaudeRelay); stdin
+	// closes after the result.
+	Prompt string
+	// Policy decides permission requests when set; otherwise OnPermission
+	// gets them, with a function to answer (from any goroutine, once);
+	// with neither, they are denied.
+	Policy       *Policy
+	OnPermission func(req Event, answer func(allow bool, by string))
 }
 
 // Outcome is how a run ended.
@@ -56,6 +66,12 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return Outcome{}, err
+	}
+	var stdin io.WriteCloser
+	if o.Prompt != "" {
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return Outcome{}, err
+		}
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -98,6 +114,56 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		}
 	}()
 
+	// emit serialises OnEvent: answers to permission requests may come
+	// from other goroutines.
+	var emitMu sync.Mutex
+	emit := func(ev Event) {
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		if o.OnEvent != nil {
+			o.OnEvent(ev)
+		}
+	}
+	var inMu sync.Mutex // guards stdin
+	send := func(b []byte) {
+		inMu.Lock()
+		defer inMu.Unlock()
+		if stdin != nil {
+			_, _ = stdin.Write(b)
+		}
+	}
+	closeIn := func() {
+		inMu.Lock()
+		defer inMu.Unlock()
+		if stdin != nil {
+			_ = stdin.Close()
+			stdin = nil
+		}
+	}
+	defer closeIn()
+	if o.Prompt != "" {
+		send(userMessage(o.Prompt))
+	}
+	permission := func(req Event) {
+		var once sync.Once
+		answer := func(allow bool, by string) {
+			once.Do(func() {
+				send(controlResponse(req, allow, by))
+				d := req
+				d.Type, d.Allow, d.By = EventDecision, allow, by
+				emit(d)
+			})
+		}
+		switch {
+		case o.Policy != nil:
+			answer(o.Policy.Decide(req.Tool, req.Input))
+		case o.OnPermission != nil:
+			o.OnPermission(req, answer)
+		default:
+			answer(false, "no policy and nobody to ask")
+		}
+	}
+
 	var out Outcome
 	var timeout, stallTimer <-chan time.Time
 	if o.Timeout > 0 {
@@ -131,8 +197,14 @@ loop:
 					out.SessionID = ev.SessionID
 				}
 			}
-			if o.OnEvent != nil {
-				o.OnEvent(ev)
+			emit(ev)
+			switch {
+			case ev.Type == EventPermission:
+				permission(ev)
+			case ev.Type == EventOther && ev.RequestID != "":
+				send(controlError(ev.RequestID, ev.Subtype))
+			case ev.Type == EventResult:
+				closeIn() // one prompt, one result: let the agent exit
 			}
 		case <-activity:
 			if stall != nil {

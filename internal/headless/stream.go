@@ -24,6 +24,8 @@ const (
 	EventToolResult EventType = "tool_result" // a tool's result
 	EventRetry      EventType = "retry"       // the model API is being retried
 	EventResult     EventType = "result"      // the run's result (the last line of a good run)
+	EventPermission EventType = "permission"  // the agent asks to use a tool (control protocol)
+	EventDecision   EventType = "decision"    // corral's answer to a permission request
 	EventDiagnostic EventType = "diagnostic"  // a line that is not an event (kept, counted)
 	EventOther      EventType = "other"       // a JSON line corral has no use for
 )
@@ -42,6 +44,13 @@ type Event struct {
 	Turns     int       `json:"turns,omitempty"`
 	// Line is the raw line for diagnostics (clipped).
 	Line string `json:"line,omitempty"`
+	// RequestID names a permission request; Allow and By say how it was
+	// decided (decision events).
+	RequestID string `json:"request_id,omitempty"`
+	Allow     bool   `json:"allow,omitempty"`
+	By        string `json:"by,omitempty"`
+	// rawInput is the tool's input as sent, echoed back on allow.
+	rawInput json.RawMessage
 }
 
 // MaxLine bounds one line; a longer line is cut and kept as a diagnostic.
@@ -154,6 +163,21 @@ func parseClaude(m map[string]json.RawMessage) Event {
 				return Event{Type: EventToolResult, Text: clip(compact(c.Content)), IsError: c.IsError}
 			}
 		}
+	case "control_request":
+		var req struct {
+			RequestID string `json:"request_id"`
+			Request   struct {
+				Subtype  string          `json:"subtype"`
+				ToolName string          `json:"tool_name"`
+				Input    json.RawMessage `json:"input"`
+			} `json:"request"`
+		}
+		_ = json.Unmarshal(mustJSON(m), &req)
+		if req.Request.Subtype == "can_use_tool" {
+			return Event{Type: EventPermission, RequestID: req.RequestID, Tool: req.Request.ToolName,
+				Input: toolDetail(req.Request.Input), rawInput: req.Request.Input}
+		}
+		return Event{Type: EventOther, RequestID: req.RequestID, Subtype: req.Request.Subtype}
 	case "result":
 		var r struct {
 			Subtype  string  `json:"subtype"`
@@ -234,6 +258,20 @@ func parseGemini(m map[string]json.RawMessage) Event {
 	return Event{Type: EventOther}
 }
 
+// toolDetail is what a permission is for: a shell command, a path, or the
+// input as compact JSON.
+func toolDetail(input json.RawMessage) string {
+	var fields map[string]any
+	if json.Unmarshal(input, &fields) == nil {
+		for _, key := range []string{"command", "file_path", "path", "url", "pattern"} {
+			if v, ok := fields[key].(string); ok && v != "" {
+				return clip(v)
+			}
+		}
+	}
+	return compact(input)
+}
+
 func mustJSON(m map[string]json.RawMessage) []byte {
 	b, _ := json.Marshal(m)
 	return b
@@ -278,6 +316,14 @@ func (e Event) String() string {
 		return fmt.Sprintf("done: %s, %d turns, %d ms, $%.4f", e.Subtype, e.Turns, e.Duration, e.CostUSD)
 	case EventDiagnostic:
 		return "(not an event) " + e.Line
+	case EventPermission:
+		return fmt.Sprintf("permission? %s: %s", e.Tool, e.Input)
+	case EventDecision:
+		verb := "denied"
+		if e.Allow {
+			verb = "allowed"
+		}
+		return fmt.Sprintf("%s %s: %s (%s)", verb, e.Tool, e.Input, e.By)
 	}
 	return string(e.Type)
 }
