@@ -31,7 +31,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"agents":        {"signal"},
 		"api":           {"eventlog"},
 		"client":        {"api"},
-		"server":        {"agents", "api", "board", "detect", "eventlog", "notify", "pane", "rules", "signal", "term"},
+		"server":        {"agents", "api", "board", "detect", "eventlog", "headless", "notify", "pane", "rules", "signal", "term"},
 		"board":         {"api", "term"},
 		"cli":           {"api", "client", "headless", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
 		"headless":      nil,

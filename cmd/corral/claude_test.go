@@ -80,3 +80,63 @@ func TestRealClaudeCode(t *testing.T) {
 	}
 	t.Logf("events:\n%s", events)
 }
+
+// TestRealClaudeCodeHeadless runs `claude -p` as a corral exec job against
+// the loopback model server: its permission request comes through the
+// control protocol, blocks the job, and corral answer allows it. Opt-in
+// like TestRealClaudeCode.
+func TestRealClaudeCodeHeadless(t *testing.T) {
+	claude := os.Getenv("CORRAL_CLAUDE")
+	if claude == "" {
+		var err error
+		if claude, err = exec.LookPath("claude"); err != nil {
+			t.Skip("no claude CLI (npm install @anthropic-ai/claude-code, or set CORRAL_CLAUDE)")
+		}
+	}
+	model, err := mockmodel.Start("ls -la /tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	e := newEnv(t)
+	home, work := filepath.Join(e.dir, "home"), filepath.Join(e.dir, "work")
+	os.MkdirAll(home, 0o700)
+	os.MkdirAll(work, 0o700)
+	key := "sk-ant-test-0123456789abcdefghijklmnopqrstuvwxyz"
+	cfg, _ := json.Marshal(map[string]any{"hasCompletedOnboarding": true,
+		"customApiKeyResponses": map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
+		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true}}})
+	os.WriteFile(filepath.Join(home, ".claude.json"), cfg, 0o600)
+
+	cmd := exec.Command(corralBin, "exec", "--name", "hl", "--env", "HOME="+home, "--env", "ANTHROPIC_BASE_URL="+model.URL,
+		"--env", "ANTHROPIC_API_KEY="+key, "--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "--env", "DISABLE_AUTOUPDATER=1",
+		"--", claude, "-p", "please list the files in /tmp", "--output-format", "stream-json", "--verbose", "--permission-mode", "default")
+	cmd.Env, cmd.Dir = e.vars, work
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(e.must("ls"), "hl") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no job:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, errs, code := e.run("wait", "hl", "--state", "blocked", "--timeout", "60s"); code != 0 {
+		t.Fatalf("never blocked (%s):\n%s", errs, out.String())
+	}
+	e.must("answer", "hl", "yes")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "allowed Bash: ls -la /tmp") || !strings.Contains(out.String(), "done: success") {
+			t.Fatalf("exec: %v\n%s", err, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("exec did not end:\n%s", out.String())
+	}
+}

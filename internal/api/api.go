@@ -142,3 +142,21 @@ type BoardResult struct {
 	URL     string `json:"url"`
 	Started bool   `json:"started"`
 }
+
+// ExecRequest starts a headless job: POST /v1/jobs.
+type ExecRequest struct {
+	Name      string   `json:"name"`
+	Agent     string   `json:"agent"` // claude, codex or gemini
+	Command   []string `json:"command"`
+	Cwd       string   `json:"cwd"`
+	Env       []string `json:"env"`
+	TimeoutMS int64    `json:"timeout_ms"`
+	StallMS   int64    `json:"stall_ms"`
+	// Policy is a policy file's text; PolicySource names it in errors.
+	Policy       string `json:"policy"`
+	PolicySource string `json:"policy_source"`
+	// Prompt overrides the prompt after -p; NoRelay runs Claude without
+	// the permission relay.
+	Prompt  string `json:"prompt"`
+	NoRelay bool   `json:"no_relay"`
+}

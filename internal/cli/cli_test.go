@@ -205,24 +205,3 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("no args: %d %s", code, errs)
 	}
 }
-
-func TestExec(t *testing.T) {
-	script := `echo '{"type":"system","subtype":"init","session_id":"s1"}'; echo 'not json'; ` +
-		`echo '{"type":"result","subtype":"success","is_error":false,"num_turns":3}'`
-	out, errs, code := run(t, "", "exec", "--agent", "claude", "--json", "--", "sh", "-c", script)
-	if code != 0 || !strings.Contains(out, `"session_id":"s1"`) || !strings.Contains(out, `"type":"diagnostic"`) ||
-		!strings.Contains(out, `"state":"done"`) {
-		t.Fatalf("exit %d, %q, %q", code, out, errs)
-	}
-	_, errs, code = run(t, "", "exec", "--agent", "claude", "--", "sh", "-c", `echo '{"type":"system","subtype":"init"}'; exit 5`)
-	if code != 5 || !strings.Contains(errs, "exited without a result event (exit status 5)") {
-		t.Fatalf("missing result: exit %d, %q", code, errs)
-	}
-	_, errs, code = run(t, "", "exec", "--agent", "claude", "--timeout", "100ms", "--", "sleep", "30")
-	if code != 124 || !strings.Contains(errs, "timed out") {
-		t.Fatalf("timeout: exit %d, %q", code, errs)
-	}
-	if _, _, code := run(t, "", "exec", "--agent", "nope", "--", "true"); code != 2 {
-		t.Fatalf("bad agent: exit %d", code)
-	}
-}

@@ -39,7 +39,7 @@ func apiError(err error) error {
 			return &exitError{code: exitRefused, err: fmt.Errorf("%v; answer it with corral answer, or see it with corral screen", ce)}
 		case "not_blocked":
 			return &exitError{code: exitRefused, err: fmt.Errorf("%v; nothing to answer", ce)}
-		case "exited":
+		case "exited", "no_input":
 			return &exitError{code: exitRefused, err: ce}
 		}
 		return ce

@@ -32,6 +32,8 @@ type Options struct {
 	// with neither, they are denied.
 	Policy       *Policy
 	OnPermission func(req Event, answer func(allow bool, by string))
+	// OnStart receives the process id once it runs.
+	OnStart func(pid int)
 }
 
 // Outcome is how a run ended.
@@ -81,6 +83,9 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
 	}
 	pgid := cmd.Process.Pid
+	if o.OnStart != nil {
+		o.OnStart(pgid)
+	}
 	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
 	var errBuf tailBuffer

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/coder/websocket"
@@ -20,13 +21,18 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		return
 	}
+	p, ok := e.asPane()
+	if !ok {
+		fail(w, http.StatusConflict, "bad_request", errors.New("a headless job has no terminal to attach to; follow it with corral events --follow"))
+		return
+	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return
 	}
 	defer c.CloseNow()
 	c.SetReadLimit(1 << 20)
-	initial, watcher := e.p.Watch()
+	initial, watcher := p.Watch()
 	defer watcher.Close()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -41,7 +47,7 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 			if typ == websocket.MessageText {
 				var ctl api.AttachControl
 				if json.Unmarshal(data, &ctl) == nil && ctl.Cols > 0 && ctl.Rows > 0 {
-					_ = e.p.Resize(ctl.Cols, ctl.Rows)
+					_ = p.Resize(ctl.Cols, ctl.Rows)
 				}
 				continue
 			}

@@ -37,6 +37,8 @@ func (s *Server) routes() http.Handler {
 		{"GET /v1/panes/{id}/attach", s.handleAttach}, // WebSocket: output out, input in
 		{"GET /v1/events", s.handleEvents},            // NDJSON; ?since=RFC3339&follow=1&after=SEQ
 		{"GET /v1/events/ws", s.handleEventsWS},       // WebSocket, one event per text message
+		{"POST /v1/jobs", s.handleExec},
+		{"GET /v1/jobs/{id}/stream", s.handleJobStream}, // NDJSON: every event, then {"type":"outcome"}
 		{"POST /v1/hook", s.handleHook},
 		{"POST /v1/board", s.handleBoard},
 		{"GET /v1/status", s.handleStatus},
@@ -187,6 +189,8 @@ func inputError(w http.ResponseWriter, err error) {
 		fail(w, http.StatusConflict, "not_blocked", err)
 	case errors.Is(err, pane.ErrExited):
 		fail(w, http.StatusConflict, "exited", err)
+	case errors.Is(err, ErrNoInput):
+		fail(w, http.StatusConflict, "no_input", err)
 	case errors.Is(err, pane.ErrNoAnswer):
 		fail(w, http.StatusBadRequest, "no_answer", err)
 	default:
@@ -253,11 +257,13 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
+	p, ok := e.asPane()
 	switch {
+	case !ok:
 	case rep.Clear:
-		e.p.ApplyHook("", "", "")
+		p.ApplyHook("", "", "")
 	case !rep.Ignore:
-		e.p.ApplyHook(rep.State, rep.Kind, rep.Message)
+		p.ApplyHook(rep.State, rep.Kind, rep.Message)
 	}
 	reply(w, map[string]string{"pane": e.p.ID(), "event": rep.Event})
 }

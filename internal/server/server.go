@@ -25,6 +25,7 @@ import (
 	"github.com/corral-dev/corral/internal/board"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
@@ -69,7 +70,7 @@ type Server struct {
 }
 
 type entry struct {
-	p     *pane.Pane
+	p     unit // a *pane.Pane or a *job
 	name  string
 	token string // the pane's hook token, in its environment only
 	// agent is the agent corral added its integration for ("" for none).
@@ -188,7 +189,7 @@ func (s *Server) stop() {
 	s.shutdown.Do(func() {
 		s.mu.Lock()
 		s.closing = true
-		var all []*pane.Pane
+		var all []unit
 		for _, e := range s.panes {
 			all = append(all, e.p)
 		}
@@ -297,7 +298,7 @@ func (s *Server) start(cfg pane.Config) (*pane.Pane, error) {
 			_ = os.Remove(f)
 		}
 	}
-	cfg.OnChange = func(p *pane.Pane, c detect.Change) { s.record(p.ID(), name, p, c) }
+	cfg.OnChange = func(p *pane.Pane, c detect.Change) { s.record(p.ID(), name, p.Info().Agent, c) }
 	p, err := pane.Start(cfg)
 	if err != nil {
 		s.mu.Unlock()
@@ -311,11 +312,11 @@ func (s *Server) start(cfg pane.Config) (*pane.Pane, error) {
 }
 
 // record logs and publishes one state change.
-func (s *Server) record(id, name string, p *pane.Pane, c detect.Change) {
+func (s *Server) record(id, name, agent string, c detect.Change) {
 	d := c.Decision
-	ev := eventlog.Event{Time: c.At, Pane: id, Name: name, Agent: p.Info().Agent, State: string(d.State), Kind: d.Kind,
+	ev := eventlog.Event{Time: c.At, Pane: id, Name: name, Agent: agent, State: string(d.State), Kind: d.Kind,
 		Message: d.Message, Source: string(d.Source), Rule: d.Rule, Previous: string(c.Previous.State), PreviousKind: c.Previous.Kind}
-	if d.State == signal.Exited {
+	if d.State == signal.Exited || (d.Source == signal.SourceStream && (d.State == signal.Done || d.State == signal.Error)) {
 		code := d.ExitCode
 		ev.ExitCode = &code
 	}
@@ -336,4 +337,28 @@ func (s *Server) list() []*entry {
 		out = append(out, s.panes[id])
 	}
 	return out
+}
+
+// asPane returns the entry's pane, if it is one (not a headless job).
+func (e *entry) asPane() (*pane.Pane, bool) {
+	p, ok := e.p.(*pane.Pane)
+	return p, ok
+}
+
+// startJob registers and runs a headless job.
+func (s *Server) startJob(name string, o headless.Options) (*job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("the daemon is shutting down")
+	}
+	if name != "" && s.byNameLocked(name) != nil {
+		return nil, fmt.Errorf("a pane named %s exists; pick another --name", name)
+	}
+	id := s.newIDLocked()
+	agent := o.Agent
+	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) })
+	s.panes[id] = &entry{p: j, name: name, agent: o.Agent}
+	s.order = append(s.order, id)
+	return j, nil
 }

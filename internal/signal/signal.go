@@ -33,6 +33,7 @@ const (
 	SourceHook    Source = "hook"
 	SourceACP     Source = "acp"
 	SourceProcess Source = "process"
+	SourceStream  Source = "stream" // a headless run's own stream
 	SourceDefault Source = "default"
 )
 

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	initJSON   = `{"type":"system","subtype":"init","session_id":"s-1"}`
+	resultJSON = `{"type":"result","subtype":"success","is_error":false,"num_turns":2,"duration_ms":5,"total_cost_usd":0.01}`
+	askJSON    = `{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm -rf build"}}}`
+)
+
+// A headless job is a daemon job: it shows in corral ls and the event log,
+// ends in done or error, and corral exec exits with its status.
+func TestExecJobs(t *testing.T) {
+	e := newEnv(t)
+	out := e.must("exec", "--name", "ok", "--agent", "claude", "--json", "--", "sh", "-c",
+		"echo '"+initJSON+"'; echo 'not json'; echo '"+resultJSON+"'")
+	if !strings.Contains(out, `"session_id":"s-1"`) || !strings.Contains(out, `"type":"diagnostic"`) || !strings.Contains(out, `"type":"outcome"`) {
+		t.Fatalf("exec output:\n%s", out)
+	}
+	if p := e.pane("ok"); p.State != "done" || p.Source != "stream" || p.Agent != "claude" {
+		t.Fatalf("job after a good run: %+v", p)
+	}
+	_, errs, code := e.run("exec", "--name", "torn", "--agent", "claude", "--", "sh", "-c", "echo '"+initJSON+"'; printf '{\"type\":\"ass'; exit 5")
+	if code != 5 || !strings.Contains(errs, "exited without a result event (exit status 5)") {
+		t.Fatalf("missing result: exit %d %q", code, errs)
+	}
+	if p := e.pane("torn"); p.State != "error" || !strings.Contains(p.Message, "without a result event") {
+		t.Fatalf("job without a result: %+v", p)
+	}
+	_, errs, code = e.run("exec", "--name", "slow", "--agent", "claude", "--timeout", "300ms", "--", "sh", "-c", "echo '"+initJSON+"'; sleep 30")
+	if code != 124 || !strings.Contains(errs, "timed out") {
+		t.Fatalf("timeout: exit %d %q", code, errs)
+	}
+	events := e.must("events", "--since", "1h")
+	for _, want := range []string{`"pane":"` + e.pane("ok").ID + `"`, `"state":"done"`, `"state":"error"`} {
+		if !strings.Contains(events, want) {
+			t.Fatalf("event log lacks %s:\n%s", want, events)
+		}
+	}
+}
+
+// A permission request blocks the job until corral answer says yes.
+func TestExecPermissionRelay(t *testing.T) {
+	e := newEnv(t)
+	// A fake Claude Code speaking the control protocol on stdin/stdout.
+	script := `read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
+		`case "$reply" in *'"behavior":"allow"'*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"allowed"}]}}';; ` +
+		`*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"denied"}]}}';; esac; echo '` + resultJSON + `'; cat >/dev/null`
+	cmd := exec.Command(corralBin, "exec", "--name", "relay", "--agent", "claude", "--prompt", "clean up", "--", "sh", "-c", script)
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.must("ls"), "relay") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no job:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.must("wait", "relay", "--state", "blocked", "--timeout", "10s")
+	if p := e.pane("relay"); p.Kind != "permission" || p.Message != "approve Bash: rm -rf build" {
+		t.Fatalf("blocked job: %+v", p)
+	}
+	if _, errs, code := e.run("send", "relay", "hello"); code != 3 {
+		t.Fatalf("send to a job: exit %d %q", code, errs)
+	}
+	e.must("answer", "relay", "yes")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "assistant: allowed") || !strings.Contains(out.String(), "allowed Bash: rm -rf build (corral answer yes)") {
+			t.Fatalf("exec: %v\n%s", err, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("exec did not end:\n%s", out.String())
+	}
+	if p := e.pane("relay"); p.State != "done" {
+		t.Fatalf("job after the answer: %+v", p)
+	}
+}

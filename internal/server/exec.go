@@ -1,0 +1,97 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/headless"
+)
+
+// handleExec starts a headless job.
+func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
+	var req api.ExecRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if len(req.Command) == 0 {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
+		return
+	}
+	switch req.Agent {
+	case "claude", "codex", "gemini":
+	default:
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use claude, codex or gemini", req.Agent))
+		return
+	}
+	o := headless.Options{Agent: req.Agent, Argv: req.Command, Dir: req.Cwd, Env: req.Env,
+		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Stall: time.Duration(req.StallMS) * time.Millisecond}
+	if req.Policy != "" {
+		p, err := headless.ParsePolicy(req.PolicySource, []byte(req.Policy))
+		if err != nil {
+			fail(w, http.StatusBadRequest, "bad_request", err)
+			return
+		}
+		o.Policy = p
+	}
+	if req.Agent == "claude" && !req.NoRelay {
+		if argv, prompt, ok := headless.ClaudeRelay(req.Command, req.Prompt); ok {
+			o.Argv, o.Prompt = argv, prompt
+		}
+	}
+	j, err := s.startJob(req.Name, o)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	e, _ := s.find(j.ID())
+	reply(w, paneJSON(e))
+}
+
+// handleJobStream streams a job's events from its start, then its outcome.
+func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	j, ok := e.p.(*job)
+	if !ok {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("not a headless job; corral events shows a pane's changes"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	past, live := j.Stream()
+	if live != nil {
+		defer j.Unsubscribe(live)
+	}
+	for _, ev := range past {
+		_ = enc.Encode(ev)
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	for live != nil {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, ok := <-live:
+			if !ok {
+				live = nil
+				break
+			}
+			if enc.Encode(ev) != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
+	<-j.Done()
+	_ = enc.Encode(map[string]any{"type": "outcome", "outcome": j.Outcome()})
+}

@@ -1,0 +1,279 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/term"
+)
+
+// unit is what the daemon hosts: a pane (a program in a PTY) or a job (a
+// headless run).
+type unit interface {
+	ID() string
+	Info() pane.Info
+	Snapshot() term.Snapshot
+	StyledRows() [][]term.Run
+	ANSI() string
+	Input(data []byte, guard bool) error
+	Answer(choice string) (string, error)
+	AnswerNames() []string
+	MarkSeen()
+	Kill(sig syscall.Signal) error
+	Close(grace time.Duration)
+	Done() <-chan struct{}
+	Notify(b []byte)
+}
+
+// Limits on what a job keeps.
+const (
+	jobLines  = 500   // readable lines, for its screen
+	jobEvents = 10000 // events, for a stream that starts late
+)
+
+// job is a headless run hosted by the daemon.
+type job struct {
+	id, name, agent string
+	argv            []string
+	dir             string
+	started         time.Time
+	cancel          context.CancelFunc
+	done            chan struct{}
+	onChange        func(detect.Change)
+
+	// mu guards the fields that follow.
+	mu       sync.Mutex
+	decision signal.Decision
+	since    time.Time
+	pid      int
+	lines    []string
+	events   []headless.Event
+	subs     map[chan headless.Event]struct{}
+	pending  *permissionAsk
+	outcome  *headless.Outcome
+}
+
+type permissionAsk struct {
+	req    headless.Event
+	answer func(allow bool, by string)
+}
+
+// ErrNoInput refuses typing into a job.
+var ErrNoInput = fmt.Errorf("a headless job takes no input; answer its permission requests with corral answer")
+
+// startJob runs a headless job; changes of state go to onChange.
+func startJob(id, name string, o headless.Options, onChange func(detect.Change)) *job {
+	ctx, cancel := context.WithCancel(context.Background())
+	j := &job{id: id, name: name, agent: o.Agent, argv: o.Argv, dir: o.Dir, started: time.Now(), cancel: cancel,
+		done: make(chan struct{}), onChange: onChange, subs: map[chan headless.Event]struct{}{},
+		decision: signal.Decision{State: signal.Working, Source: signal.SourceStream}}
+	j.since = j.started
+	o.OnEvent = j.event
+	o.OnStart = func(pid int) {
+		j.mu.Lock()
+		j.pid = pid
+		j.mu.Unlock()
+	}
+	if o.Policy == nil {
+		o.OnPermission = j.ask
+	}
+	o.OnStall = func(quiet time.Duration) {
+		j.line(fmt.Sprintf("stalled: no output for %v", quiet))
+		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream, Message: fmt.Sprintf("stalled: no output for %v", quiet)})
+	}
+	go func() {
+		out, err := headless.Run(ctx, o)
+		if err != nil {
+			out = headless.Outcome{State: "error", Reason: err.Error(), ExitCode: 127}
+		}
+		j.finish(out)
+	}()
+	return j
+}
+
+func (j *job) ID() string              { return j.id }
+func (j *job) Done() <-chan struct{}   { return j.done }
+func (j *job) Notify([]byte)           {}
+func (j *job) MarkSeen()               {}
+func (j *job) AnswerNames() []string   { return []string{"yes", "no"} }
+func (j *job) Input([]byte, bool) error { return ErrNoInput }
+
+// event records one stream event and hands it to subscribers.
+func (j *job) event(e headless.Event) {
+	j.line(e.String())
+	j.mu.Lock()
+	if len(j.events) < jobEvents {
+		j.events = append(j.events, e)
+	}
+	for c := range j.subs {
+		select {
+		case c <- e:
+		default: // a stream reader that fell behind misses events, never slows the job
+		}
+	}
+	j.mu.Unlock()
+	if e.Type == headless.EventDecision {
+		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream})
+	}
+}
+
+func (j *job) line(s string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, l := range strings.Split(s, "\n") {
+		j.lines = append(j.lines, l)
+	}
+	if len(j.lines) > jobLines {
+		j.lines = j.lines[len(j.lines)-jobLines:]
+	}
+}
+
+// ask parks a permission request until someone answers.
+func (j *job) ask(req headless.Event, answer func(bool, string)) {
+	j.mu.Lock()
+	j.pending = &permissionAsk{req: req, answer: answer}
+	j.mu.Unlock()
+	j.set(signal.Decision{State: signal.Blocked, Kind: "permission", Source: signal.SourceStream,
+		Message: fmt.Sprintf("approve %s: %s", req.Tool, req.Input)})
+}
+
+// Answer allows (yes, always) or denies (no, cancel) the pending request.
+func (j *job) Answer(choice string) (string, error) {
+	j.mu.Lock()
+	p := j.pending
+	j.pending = nil
+	j.mu.Unlock()
+	if p == nil {
+		return "", fmt.Errorf("%w (it is %s)", pane.ErrNotBlocked, j.Info().Decision.State)
+	}
+	switch choice {
+	case "yes", "always", "1":
+		p.answer(true, "corral answer "+choice)
+	case "no", "cancel", "2":
+		p.answer(false, "corral answer "+choice)
+	default:
+		j.mu.Lock()
+		j.pending = p
+		j.mu.Unlock()
+		return "", fmt.Errorf("%w %q for a headless job; it knows yes, always, no, cancel", pane.ErrNoAnswer, choice)
+	}
+	return choice, nil
+}
+
+func (j *job) set(d signal.Decision) {
+	j.mu.Lock()
+	prev := j.decision
+	changed := signal.Changed(prev, d)
+	j.decision = d
+	now := time.Now()
+	if changed {
+		j.since = now
+	}
+	j.mu.Unlock()
+	if changed && j.onChange != nil {
+		j.onChange(detect.Change{At: now, Previous: prev, Decision: d})
+	}
+}
+
+func (j *job) finish(out headless.Outcome) {
+	j.mu.Lock()
+	j.outcome = &out
+	for c := range j.subs {
+		close(c)
+	}
+	j.subs = nil
+	j.mu.Unlock()
+	d := signal.Decision{State: signal.Done, Source: signal.SourceStream, ExitCode: out.ExitCode}
+	if out.State != "done" {
+		d = signal.Decision{State: signal.Error, Source: signal.SourceStream, Message: out.Reason, ExitCode: out.ExitCode}
+	}
+	j.line("outcome: " + out.State + " " + out.Reason)
+	j.set(d)
+	close(j.done)
+}
+
+// Outcome returns how the job ended (nil while it runs).
+func (j *job) Outcome() *headless.Outcome {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.outcome
+}
+
+// Stream returns the events so far and a channel of the ones to come
+// (closed when the job ends; nil when it has ended).
+func (j *job) Stream() ([]headless.Event, chan headless.Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	past := append([]headless.Event(nil), j.events...)
+	if j.subs == nil {
+		return past, nil
+	}
+	c := make(chan headless.Event, 1024)
+	j.subs[c] = struct{}{}
+	return past, c
+}
+
+// Unsubscribe stops a stream.
+func (j *job) Unsubscribe(c chan headless.Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, ok := j.subs[c]; ok {
+		delete(j.subs, c)
+		close(c)
+	}
+}
+
+func (j *job) Info() pane.Info {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	in := pane.Info{ID: j.id, Name: j.name, Agent: j.agent, Argv: j.argv, Dir: j.dir, PID: j.pid, Started: j.started,
+		Decision: j.decision, Since: j.since, Progress: -1}
+	if j.outcome != nil {
+		in.Exited, in.ExitCode = true, j.outcome.ExitCode
+	}
+	return in
+}
+
+func (j *job) Snapshot() term.Snapshot {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	lines := j.lines
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return term.Snapshot{Cols: 120, Rows: len(lines), Lines: append([]string(nil), lines...), Title: j.name}
+}
+
+func (j *job) StyledRows() [][]term.Run {
+	s := j.Snapshot()
+	out := make([][]term.Run, len(s.Lines))
+	for i, l := range s.Lines {
+		out[i] = []term.Run{{Text: l}}
+	}
+	return out
+}
+
+func (j *job) ANSI() string { return strings.Join(j.Snapshot().Lines, "\r\n") }
+
+// Kill ends the job's process group (any signal ends it: a job has no
+// terminal to deliver others to).
+func (j *job) Kill(syscall.Signal) error {
+	j.cancel()
+	return nil
+}
+
+func (j *job) Close(grace time.Duration) {
+	j.cancel()
+	select {
+	case <-j.done:
+	case <-time.After(grace + 5*time.Second):
+	}
+}
