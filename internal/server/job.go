@@ -99,11 +99,11 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 	return j
 }
 
-func (j *job) ID() string              { return j.id }
-func (j *job) Done() <-chan struct{}   { return j.done }
-func (j *job) Notify([]byte)           {}
-func (j *job) MarkSeen()               {}
-func (j *job) AnswerNames() []string   { return []string{"yes", "no"} }
+func (j *job) ID() string               { return j.id }
+func (j *job) Done() <-chan struct{}    { return j.done }
+func (j *job) Notify([]byte)            {}
+func (j *job) MarkSeen()                {}
+func (j *job) AnswerNames() []string    { return []string{"yes", "no"} }
 func (j *job) Input([]byte, bool) error { return ErrNoInput }
 
 // event records one stream event and hands it to subscribers.
