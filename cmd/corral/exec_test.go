@@ -36,6 +36,12 @@ func TestExecJobs(t *testing.T) {
 	if code != 124 || !strings.Contains(errs, "timed out") {
 		t.Fatalf("timeout: exit %d %q", code, errs)
 	}
+	// pty-lite: stdout is a terminal; escape sequences are stripped.
+	out = e.must("exec", "--name", "lite", "--mode", "pty-lite", "--agent", "claude", "--", "sh", "-c",
+		`[ -t 1 ] && printf '\033[1m%s\033[0m\n' '`+initJSON+`'; echo '`+resultJSON+`'`)
+	if !strings.Contains(out, "session s-1") || !strings.Contains(out, "done: success") {
+		t.Fatalf("pty-lite exec:\n%s", out)
+	}
 	events := e.must("events", "--since", "1h")
 	for _, want := range []string{`"pane":"` + e.pane("ok").ID + `"`, `"state":"done"`, `"state":"error"`} {
 		if !strings.Contains(events, want) {

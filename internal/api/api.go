@@ -159,4 +159,6 @@ type ExecRequest struct {
 	// the permission relay.
 	Prompt  string `json:"prompt"`
 	NoRelay bool   `json:"no_relay"`
+	// Mode is "pipe" (default) or "pty-lite".
+	Mode string `json:"mode"`
 }

@@ -19,7 +19,7 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("exec", std)
 	name := fs.String("name", "", "a name to use instead of the id")
 	agent := fs.String("agent", "", "how to read its stream: claude, codex or gemini (default: from the command's name)")
-	mode := fs.String("mode", "pipe", "pipe (pty-lite is not built yet)")
+	mode := fs.String("mode", "pipe", "pipe, or pty-lite: a PTY on stdout for programs that block-buffer a pipe (no permission relay)")
 	timeout := fs.Duration("timeout", 0, "kill the run after this long (exit 124)")
 	stall := fs.Duration("stall", 0, "say so when the run prints nothing for this long")
 	policyFile := fs.String("policy", "", "a TOML policy that answers permission requests (deny when nothing matches)")
@@ -40,8 +40,8 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	if len(command) == 0 {
 		return usagef("say what to run after --: corral exec -- claude -p \"…\" --output-format stream-json --verbose")
 	}
-	if *mode != "pipe" {
-		return usagef("--mode %q: only pipe is built so far", *mode)
+	if *mode != "pipe" && *mode != "pty-lite" {
+		return usagef("--mode %q: use pipe or pty-lite", *mode)
 	}
 	if *agent == "" {
 		*agent = strings.TrimSuffix(filepath.Base(command[0]), ".js")
@@ -52,7 +52,7 @@ func runExec(ctx context.Context, std IO, args []string) error {
 		return usagef("--agent %q: use claude, codex or gemini", *agent)
 	}
 	req := api.ExecRequest{Name: *name, Agent: *agent, Command: command, TimeoutMS: timeout.Milliseconds(),
-		StallMS: stall.Milliseconds(), Prompt: *prompt, Env: env}
+		StallMS: stall.Milliseconds(), Prompt: *prompt, Env: env, Mode: *mode}
 	if *policyFile != "" {
 		data, err := os.ReadFile(*policyFile)
 		if err != nil {

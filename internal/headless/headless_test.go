@@ -1,15 +1,20 @@
 package headless
 
 import (
+	"bufio"
 	"context"
 	"fmt"
-
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/internal/rules"
 )
 
 const (
@@ -85,6 +90,39 @@ func fake(mode string) int {
 				return 0
 			}
 		}
+	case "blockbuffer":
+		// Like many CLIs: line-buffered on a terminal, block-buffered on a
+		// pipe. It waits for the reader to see its first line before ending.
+		var out io.Writer = w
+		var flush func()
+		if _, err := unix.IoctlGetTermios(int(w.Fd()), unix.TCGETS); err != nil {
+			bw := bufio.NewWriterSize(w, 4096)
+			out, flush = bw, func() { bw.Flush() }
+		} else {
+			flush = func() {}
+		}
+		fmt.Fprintln(out, "\x1b[1m"+initLine+"\x1b[0m") // colours a pty-lite reader strips
+		wait := 10 * time.Second
+		if d, err := time.ParseDuration(os.Getenv("FAKE_WAIT")); err == nil {
+			wait = d
+		}
+		deadline := time.Now().Add(wait)
+		for os.Getenv("SEEN_FILE") != "" && time.Now().Before(deadline) {
+			if _, err := os.Stat(os.Getenv("SEEN_FILE")); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		fmt.Fprintln(out, resultLine)
+		flush()
+	case "prompt-on-pty":
+		fmt.Fprintln(w, initLine)
+		fmt.Fprintln(w, strings.Repeat("─", 40))
+		fmt.Fprintln(w, " Do you want to proceed?")
+		fmt.Fprintln(w, " ❯ 1. Yes")
+		fmt.Fprintln(w, "   2. No")
+		fmt.Fprintln(w, " Esc to cancel · Tab to amend")
+		time.Sleep(time.Hour)
 	case "codex":
 		for _, l := range []string{`{"type":"thread.started","thread_id":"th-1"}`, `{"type":"turn.started"}`,
 			`{"type":"item.started","item":{"id":"i1","type":"command_execution","command":"ls -la"}}`,
@@ -312,5 +350,81 @@ func TestPolicyErrors(t *testing.T) {
 		if _, err := ParsePolicy("p.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", src, err, want)
 		}
+	}
+}
+
+// In pty-lite mode a program that block-buffers a pipe writes each line as
+// it goes: the first line reaches corral while the program still runs.
+func TestPTYLiteLineBuffered(t *testing.T) {
+	for _, mode := range []string{"pty-lite", "pipe"} {
+		t.Run(mode, func(t *testing.T) {
+			seen := t.TempDir() + "/seen"
+			early := false
+			out, err := Run(context.Background(), Options{Agent: "claude", Argv: []string{os.Args[0]}, Mode: mode, Timeout: 3 * time.Second,
+				Env: []string{"FAKE_STREAM=blockbuffer", "SEEN_FILE=" + seen},
+				OnEvent: func(e Event) {
+					if e.Type == EventInit {
+						// Seen while the program waits for us: it was not held in a buffer.
+						early = true
+						os.WriteFile(seen, nil, 0o600)
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch mode {
+			case "pty-lite":
+				if !early || out.State != "done" || out.SessionID != "sess-42" {
+					t.Fatalf("outcome %+v", out)
+				}
+			case "pipe":
+				// The same program on a pipe holds its first line until it
+				// ends: here it waits for us until the timeout kills it.
+				if out.ExitCode != ExitTimeout {
+					t.Fatalf("outcome %+v", out)
+				}
+			}
+		})
+	}
+}
+
+// A prompt on a pty-lite stream cannot be answered: the run fails at once.
+func TestPTYLitePromptFailsFast(t *testing.T) {
+	set, errs := rules.Loader{Embedded: os.DirFS("../../rules")}.Load(nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	m, _ := set.ByName("claude-code")
+	start := time.Now()
+	out, _ := run(t, "prompt-on-pty", Options{Mode: "pty-lite", PromptRules: m, Timeout: 30 * time.Second})
+	if out.State != "error" || !strings.Contains(out.Reason, "asking for input (permission: Do you want to proceed?)") || time.Since(start) > 15*time.Second {
+		t.Fatalf("outcome %+v after %v", out, time.Since(start))
+	}
+}
+
+// BenchmarkFirstEvent measures the delay from start to the first event
+// with a program that block-buffers its stdout when it is a pipe, in pipe
+// and pty-lite modes (the program ends 300 ms after its first line).
+func BenchmarkFirstEvent(b *testing.B) {
+	for _, mode := range []string{"pipe", "pty-lite"} {
+		b.Run(mode, func(b *testing.B) {
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				var first time.Duration
+				_, err := Run(context.Background(), Options{Agent: "claude", Argv: []string{os.Args[0]}, Mode: mode,
+					Env: []string{"FAKE_STREAM=blockbuffer", "SEEN_FILE=/nonexistent/never", "FAKE_WAIT=300ms"},
+					OnEvent: func(e Event) {
+						if first == 0 {
+							first = time.Since(start)
+						}
+					}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += first
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "first-event-ms")
+		})
 	}
 }

@@ -10,6 +10,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/term"
 )
 
 // Options describe a headless run.
@@ -34,7 +39,18 @@ type Options struct {
 	OnPermission func(req Event, answer func(allow bool, by string))
 	// OnStart receives the process id once it runs.
 	OnStart func(pid int)
+
+	// Mode is "pipe" (the default) or "pty-lite": stdout is a PTY (1000
+	// columns, so lines do not wrap) for programs that block-buffer a pipe;
+	// stdin is /dev/null and stderr stays a pipe; escape sequences are
+	// stripped. There is no stdin in pty-lite mode, so no permission relay:
+	// a prompt PromptRules recognise on the output ends the run at once.
+	Mode        string
+	PromptRules *rules.Manifest
 }
+
+// PTYLiteCols is the width of a pty-lite terminal.
+const PTYLiteCols = 1000
 
 // Outcome is how a run ended.
 type Outcome struct {
@@ -65,15 +81,33 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	cmd.Dir = o.Dir
 	cmd.Env = append(os.Environ(), o.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return Outcome{}, err
+	var stdout io.Reader
+	var ptyTTY *os.File
+	if o.Mode == "pty-lite" {
+		if o.Prompt != "" {
+			return Outcome{}, errors.New("pty-lite mode has no stdin, so no permission relay; use pipe mode")
+		}
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			return Outcome{}, fmt.Errorf("pty-lite: %w", err)
+		}
+		defer ptmx.Close()
+		_ = pty.Setsize(ptmx, &pty.Winsize{Cols: PTYLiteCols, Rows: 50})
+		cmd.Stdout, ptyTTY, stdout = tty, tty, ptmx
+	} else {
+		p, err := cmd.StdoutPipe()
+		if err != nil {
+			return Outcome{}, err
+		}
+		stdout = p
 	}
 	var stdin io.WriteCloser
 	if o.Prompt != "" {
-		if stdin, err = cmd.StdinPipe(); err != nil {
+		p, err := cmd.StdinPipe()
+		if err != nil {
 			return Outcome{}, err
 		}
+		stdin = p
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -81,6 +115,9 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		return Outcome{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
+	}
+	if ptyTTY != nil {
+		ptyTTY.Close() // the child has it; EIO on the master means it is gone
 	}
 	pgid := cmd.Process.Pid
 	if o.OnStart != nil {
@@ -105,7 +142,10 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		for {
 			line, truncated, err := r.Next()
 			if err != nil {
-				return
+				return // EOF, or EIO from a pty-lite master: the end either way
+			}
+			if o.Mode == "pty-lite" {
+				line = []byte(term.StripEscapes(line))
 			}
 			select {
 			case activity <- struct{}{}:
@@ -183,6 +223,8 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		stallTimer = stall.C
 	}
 	timedOut, cancelled := false, false
+	var recent []string // the last lines that were not events, for prompt recognition
+	prompted := ""
 loop:
 	for {
 		select {
@@ -203,6 +245,17 @@ loop:
 				}
 			}
 			emit(ev)
+			if o.PromptRules != nil && ev.Type == EventDiagnostic {
+				recent = append(recent, ev.Line)
+				if len(recent) > 12 {
+					recent = recent[1:]
+				}
+				if v := o.PromptRules.Classify(rules.Screen{Lines: recent}); v.State == rules.Blocked {
+					prompted = fmt.Sprintf("the agent is asking for input (%s: %s) and pty-lite mode cannot answer; run it in pipe mode with a policy, or interactively with corral run", v.Kind, v.Message)
+					kill()
+					break loop
+				}
+			}
 			switch {
 			case ev.Type == EventPermission:
 				permission(ev)
@@ -242,6 +295,11 @@ loop:
 	out.ExitCode = exitCode(waitErr)
 
 	switch {
+	case prompted != "":
+		out.State, out.Reason = "error", prompted
+		if out.ExitCode == 0 {
+			out.ExitCode = 1
+		}
 	case timedOut:
 		out.State, out.ExitCode, out.Reason = "error", ExitTimeout, fmt.Sprintf("timed out after %v; the process group was killed", o.Timeout)
 	case cancelled:

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/term"
 )
 
 func TestStripEscapes(t *testing.T) {
@@ -23,7 +24,7 @@ func TestStripEscapes(t *testing.T) {
 		"cut\x1b[":                         "cut",
 	}
 	for in, want := range tests {
-		if got := StripEscapes([]byte(in)); got != want {
+		if got := term.StripEscapes([]byte(in)); got != want {
 			t.Errorf("StripEscapes(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -37,6 +37,17 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		}
 		o.Policy = p
 	}
+	switch req.Mode {
+	case "", "pipe":
+	case "pty-lite":
+		o.Mode = "pty-lite"
+		manifest := map[string]string{"claude": "claude-code", "codex": "codex", "gemini": "gemini"}[req.Agent]
+		o.PromptRules, _ = s.currentRules().ByName(manifest)
+		req.NoRelay = true // no stdin in pty-lite mode
+	default:
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("mode %q: use pipe or pty-lite", req.Mode))
+		return
+	}
 	if req.Agent == "claude" && !req.NoRelay {
 		if argv, prompt, ok := headless.ClaudeRelay(req.Command, req.Prompt); ok {
 			o.Argv, o.Prompt = argv, prompt
