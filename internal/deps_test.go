@@ -34,7 +34,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"server":        {"agents", "api", "board", "detect", "eventlog", "headless", "notify", "pane", "rules", "signal", "term"},
 		"board":         {"api", "term"},
 		"cli":           {"api", "client", "headless", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
-		"headless":      nil,
+		"headless":      {"rules", "term"},
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
 	}

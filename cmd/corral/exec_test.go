@@ -94,3 +94,47 @@ func TestExecPermissionRelay(t *testing.T) {
 		t.Fatalf("job after the answer: %+v", p)
 	}
 }
+
+// An ACP agent as a job: its permission request blocks the job until
+// corral answer, like Claude Code's.
+func TestExecACP(t *testing.T) {
+	e := newEnv(t)
+	// A minimal ACP agent in sh: answers initialize and session/new,
+	// asks permission during session/prompt, and ends the turn.
+	script := `read init; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'; ` +
+		`read new; echo '{"jsonrpc":"2.0","id":2,"result":{"sessionId":"acp-9"}}'; ` +
+		`read prompt; echo '{"jsonrpc":"2.0","id":70,"method":"session/request_permission","params":{"sessionId":"acp-9","toolCall":{"title":"Edit main.go","rawInput":{"file_path":"main.go"}},"options":[{"optionId":"y","name":"Allow","kind":"allow_once"},{"optionId":"n","name":"Reject","kind":"reject_once"}]}}'; ` +
+		`read answer; case "$answer" in *'"optionId":"y"'*) t=allowed;; *) t=denied;; esac; ` +
+		`echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"acp-9","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"'$t'"}}}}'; ` +
+		`echo '{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}'; cat >/dev/null`
+	cmd := exec.Command(corralBin, "exec", "--name", "acp", "--agent", "acp", "--prompt", "tidy main.go", "--", "sh", "-c", script)
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.must("ls"), "acp") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no job:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.must("wait", "acp", "--state", "blocked", "--timeout", "10s")
+	if p := e.pane("acp"); p.Message != "approve Edit main.go: main.go" {
+		t.Fatalf("blocked ACP job: %+v", p)
+	}
+	e.must("answer", "acp", "no")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "assistant: denied") || !strings.Contains(out.String(), "session acp-9") {
+			t.Fatalf("exec: %v\n%s", err, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("exec did not end:\n%s", out.String())
+	}
+}

@@ -18,7 +18,7 @@ import (
 func runExec(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("exec", std)
 	name := fs.String("name", "", "a name to use instead of the id")
-	agent := fs.String("agent", "", "how to read its stream: claude, codex or gemini (default: from the command's name)")
+	agent := fs.String("agent", "", "how to talk to it: claude, codex or gemini (their streams), or acp (the Agent Client Protocol); default from the command's name")
 	mode := fs.String("mode", "pipe", "pipe, or pty-lite: a PTY on stdout for programs that block-buffer a pipe (no permission relay)")
 	timeout := fs.Duration("timeout", 0, "kill the run after this long (exit 124)")
 	stall := fs.Duration("stall", 0, "say so when the run prints nothing for this long")
@@ -48,8 +48,15 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	}
 	switch *agent {
 	case "claude", "codex", "gemini":
+	case "acp":
+		if *prompt == "" {
+			return usagef("an ACP agent (--agent acp) takes its prompt from --prompt")
+		}
+		if *mode == "pty-lite" {
+			return usagef("an ACP agent talks over stdin and stdout: use --mode pipe")
+		}
 	default:
-		return usagef("--agent %q: use claude, codex or gemini", *agent)
+		return usagef("--agent %q: use claude, codex, gemini or acp", *agent)
 	}
 	req := api.ExecRequest{Name: *name, Agent: *agent, Command: command, TimeoutMS: timeout.Milliseconds(),
 		StallMS: stall.Milliseconds(), Prompt: *prompt, Env: env, Mode: *mode}

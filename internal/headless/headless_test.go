@@ -3,6 +3,7 @@ package headless
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -123,6 +124,8 @@ func fake(mode string) int {
 		fmt.Fprintln(w, "   2. No")
 		fmt.Fprintln(w, " Esc to cancel · Tab to amend")
 		time.Sleep(time.Hour)
+	case "acp":
+		return fakeACP(w)
 	case "codex":
 		for _, l := range []string{`{"type":"thread.started","thread_id":"th-1"}`, `{"type":"turn.started"}`,
 			`{"type":"item.started","item":{"id":"i1","type":"command_execution","command":"ls -la"}}`,
@@ -426,5 +429,84 @@ func BenchmarkFirstEvent(b *testing.B) {
 			}
 			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "first-event-ms")
 		})
+	}
+}
+
+// fakeACP is an agent speaking ACP v1 on stdin/stdout.
+func fakeACP(w io.Writer) int {
+	in := NewLines(os.Stdin)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintln(w, string(b))
+	}
+	var promptID json.RawMessage
+	for {
+		line, _, err := in.Next()
+		if err != nil {
+			return 0
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		json.Unmarshal(line, &m)
+		switch {
+		case m.Method == "initialize":
+			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"protocolVersion": 1}})
+		case m.Method == "session/new":
+			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"sessionId": "acp-1"}})
+		case m.Method == "session/prompt":
+			promptID = m.ID
+			send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "acp-1",
+				"update": map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "Working on it."}}}})
+			send(map[string]any{"jsonrpc": "2.0", "id": 5, "method": "fs/read_text_file", "params": map[string]any{"path": "/etc/passwd"}})
+			send(map[string]any{"jsonrpc": "2.0", "id": 77, "method": "session/request_permission", "params": map[string]any{
+				"sessionId": "acp-1", "toolCall": map[string]any{"toolCallId": "c1", "title": "Run rm -rf build", "rawInput": map[string]any{"command": "rm -rf build"}},
+				"options": []any{map[string]any{"optionId": "ok", "name": "Allow", "kind": "allow_once"}, map[string]any{"optionId": "nope", "name": "Reject", "kind": "reject_once"}}}})
+		case string(m.ID) == "5":
+			if !strings.Contains(string(m.Error), "-32601") {
+				fmt.Fprintf(os.Stderr, "fs request answered %s\n", line)
+				return 8
+			}
+		case string(m.ID) == "77":
+			text := "denied"
+			if strings.Contains(string(m.Result), `"optionId":"ok"`) {
+				text = "allowed"
+			}
+			send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "acp-1",
+				"update": map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": text}}}})
+			send(map[string]any{"jsonrpc": "2.0", "id": promptID, "result": map[string]any{"stopReason": "end_turn"}})
+		}
+	}
+}
+
+func TestACP(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		var texts []string
+		var asked Event
+		out, err := Run(context.Background(), Options{Agent: "acp", Argv: []string{os.Args[0]}, Env: []string{"FAKE_STREAM=acp"},
+			Prompt: "clean up", Timeout: 20 * time.Second,
+			OnEvent: func(e Event) {
+				if e.Type == EventText {
+					texts = append(texts, e.Text)
+				}
+			},
+			OnPermission: func(req Event, answer func(bool, string)) {
+				asked = req
+				answer(allow, "test")
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "denied"
+		if allow {
+			want = "allowed"
+		}
+		if out.State != "done" || out.SessionID != "acp-1" || asked.Tool != "Run rm -rf build" || asked.Input != "rm -rf build" ||
+			strings.Join(texts, "|") != "Working on it.|"+want {
+			t.Fatalf("allow=%v: outcome %+v, asked %+v, texts %q", allow, out, asked, texts)
+		}
 	}
 }

@@ -63,6 +63,12 @@ type Outcome struct {
 	Result      *Event `json:"result,omitempty"`
 }
 
+// rawLine is one line of output as read.
+type rawLine struct {
+	line      []byte
+	truncated bool
+}
+
 // ExitTimeout is the exit status of a run killed at its timeout.
 const ExitTimeout = 124
 
@@ -83,8 +89,11 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout io.Reader
 	var ptyTTY *os.File
+	if o.Agent == "acp" && o.Prompt == "" {
+		return Outcome{}, errors.New("an ACP agent needs a prompt (--prompt)")
+	}
 	if o.Mode == "pty-lite" {
-		if o.Prompt != "" {
+		if o.Prompt != "" || o.Agent == "acp" {
 			return Outcome{}, errors.New("pty-lite mode has no stdin, so no permission relay; use pipe mode")
 		}
 		ptmx, tty, err := pty.Open()
@@ -102,7 +111,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		stdout = p
 	}
 	var stdin io.WriteCloser
-	if o.Prompt != "" {
+	if o.Prompt != "" { // the relay, or ACP
 		p, err := cmd.StdinPipe()
 		if err != nil {
 			return Outcome{}, err
@@ -133,7 +142,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}()
 
 	activity := make(chan struct{}, 1)
-	lines := make(chan Event, 64)
+	lines := make(chan rawLine, 64)
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
@@ -151,11 +160,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 			case activity <- struct{}{}:
 			default:
 			}
-			ev := Parse(o.Agent, line)
-			if truncated {
-				ev = diagnostic(line)
-			}
-			lines <- ev
+			lines <- rawLine{line: append([]byte(nil), line...), truncated: truncated}
 		}
 	}()
 
@@ -186,14 +191,27 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		}
 	}
 	defer closeIn()
-	if o.Prompt != "" {
+	if o.Prompt != "" && o.Agent != "acp" {
 		send(userMessage(o.Prompt))
+	}
+	var acp *acpClient
+	if o.Agent == "acp" {
+		dir := o.Dir
+		if dir == "" {
+			dir, _ = os.Getwd()
+		}
+		acp = newACP(send, dir, o.Prompt)
+		acp.start()
 	}
 	permission := func(req Event) {
 		var once sync.Once
 		answer := func(allow bool, by string) {
 			once.Do(func() {
-				send(controlResponse(req, allow, by))
+				if acp != nil {
+					acp.answerPermission(req, allow)
+				} else {
+					send(controlResponse(req, allow, by))
+				}
 				d := req
 				d.Type, d.Allow, d.By = EventDecision, allow, by
 				emit(d)
@@ -228,41 +246,52 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 loop:
 	for {
 		select {
-		case ev, ok := <-lines:
+		case raw, ok := <-lines:
 			if !ok {
 				break loop
 			}
-			switch ev.Type {
-			case EventInit:
-				out.SessionID = ev.SessionID
-			case EventDiagnostic:
-				out.Diagnostics++
-			case EventResult:
-				e := ev
-				out.Result = &e
-				if ev.SessionID != "" && out.SessionID == "" {
-					out.SessionID = ev.SessionID
-				}
-			}
-			emit(ev)
-			if o.PromptRules != nil && ev.Type == EventDiagnostic {
-				recent = append(recent, ev.Line)
-				if len(recent) > 12 {
-					recent = recent[1:]
-				}
-				if v := o.PromptRules.Classify(rules.Screen{Lines: recent}); v.State == rules.Blocked {
-					prompted = fmt.Sprintf("the agent is asking for input (%s: %s) and pty-lite mode cannot answer; run it in pipe mode with a policy, or interactively with corral run", v.Kind, v.Message)
-					kill()
-					break loop
-				}
-			}
+			var evs []Event
 			switch {
-			case ev.Type == EventPermission:
-				permission(ev)
-			case ev.Type == EventOther && ev.RequestID != "":
-				send(controlError(ev.RequestID, ev.Subtype))
-			case ev.Type == EventResult:
-				closeIn() // one prompt, one result: let the agent exit
+			case raw.truncated:
+				evs = []Event{diagnostic(raw.line)}
+			case acp != nil:
+				evs = acp.onLine(raw.line)
+			default:
+				evs = []Event{Parse(o.Agent, raw.line)}
+			}
+			for _, ev := range evs {
+				switch ev.Type {
+				case EventInit:
+					out.SessionID = ev.SessionID
+				case EventDiagnostic:
+					out.Diagnostics++
+				case EventResult:
+					e := ev
+					out.Result = &e
+					if ev.SessionID != "" && out.SessionID == "" {
+						out.SessionID = ev.SessionID
+					}
+				}
+				emit(ev)
+				if o.PromptRules != nil && ev.Type == EventDiagnostic {
+					recent = append(recent, ev.Line)
+					if len(recent) > 12 {
+						recent = recent[1:]
+					}
+					if v := o.PromptRules.Classify(rules.Screen{Lines: recent}); v.State == rules.Blocked {
+						prompted = fmt.Sprintf("the agent is asking for input (%s: %s) and pty-lite mode cannot answer; run it in pipe mode with a policy, or interactively with corral run", v.Kind, v.Message)
+						kill()
+						break loop
+					}
+				}
+				switch {
+				case ev.Type == EventPermission:
+					permission(ev)
+				case ev.Type == EventOther && ev.RequestID != "":
+					send(controlError(ev.RequestID, ev.Subtype))
+				case ev.Type == EventResult:
+					closeIn() // one prompt, one result: let the agent exit
+				}
 			}
 		case <-activity:
 			if stall != nil {

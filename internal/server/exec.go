@@ -23,8 +23,13 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	}
 	switch req.Agent {
 	case "claude", "codex", "gemini":
+	case "acp":
+		if req.Prompt == "" {
+			fail(w, http.StatusBadRequest, "bad_request", errors.New("an ACP agent takes its prompt from --prompt"))
+			return
+		}
 	default:
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use claude, codex or gemini", req.Agent))
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use claude, codex, gemini or acp", req.Agent))
 		return
 	}
 	o := headless.Options{Agent: req.Agent, Argv: req.Command, Dir: req.Cwd, Env: req.Env,
@@ -47,6 +52,9 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("mode %q: use pipe or pty-lite", req.Mode))
 		return
+	}
+	if req.Agent == "acp" {
+		o.Prompt = req.Prompt
 	}
 	if req.Agent == "claude" && !req.NoRelay {
 		if argv, prompt, ok := headless.ClaudeRelay(req.Command, req.Prompt); ok {
