@@ -22,7 +22,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"rules":         nil,
 		"signal":        nil,
 		"detect":        {"term", "rules", "status", "signal"},
-		"replay":        {"detect", "rules"},
+		"replay":        {"detect", "rules", "term"},
 		"pane":          {"detect", "rules", "signal", "status", "term"},
 		"lab/fakeagent": {"tty"},
 		"tty":           nil,

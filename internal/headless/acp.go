@@ -177,5 +177,3 @@ func (c *acpClient) answerPermission(req Event, allow bool) {
 	}
 	c.reply(json.RawMessage(req.RequestID), map[string]any{"outcome": map[string]string{"outcome": "cancelled"}}, nil)
 }
-
-
