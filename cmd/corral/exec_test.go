@@ -42,7 +42,16 @@ func TestExecJobs(t *testing.T) {
 	if !strings.Contains(out, "session s-1") || !strings.Contains(out, "done: success") {
 		t.Fatalf("pty-lite exec:\n%s", out)
 	}
+	// --stall: a quiet second marks the job stalled, then working again.
+	e.must("exec", "--name", "quiet", "--agent", "claude", "--stall", "200ms", "--", "sh", "-c",
+		"echo '"+initJSON+"'; sleep 1; echo '"+resultJSON+"'")
+	if ls := e.must("ls", "--json"); !strings.Contains(ls, `"session_id": "s-1"`) {
+		t.Fatalf("no session id in ls:\n%s", ls)
+	}
 	events := e.must("events", "--since", "1h")
+	if !strings.Contains(events, `"kind":"stalled","message":"stalled: no output for 200ms"`) {
+		t.Fatalf("no stalled event:\n%s", events)
+	}
 	for _, want := range []string{`"pane":"` + e.pane("ok").ID + `"`, `"state":"done"`, `"state":"error"`} {
 		if !strings.Contains(events, want) {
 			t.Fatalf("event log lacks %s:\n%s", want, events)

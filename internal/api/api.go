@@ -36,6 +36,8 @@ type Pane struct {
 	Integration string `json:"integration"`
 	// HooksRefused counts hook reports naming this pane with a wrong token.
 	HooksRefused int64 `json:"hooks_refused"`
+	// SessionID is a headless job's agent session, once known.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // HookRequest is what `corral hook` posts: POST /v1/hook.

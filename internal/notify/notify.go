@@ -120,10 +120,12 @@ func Text(ev eventlog.Event) string {
 // Event considers one state change and sends what it deserves. It never
 // blocks on a sink.
 func (n *Notifier) Event(ev eventlog.Event) bool {
-	if !n.on[ev.State] || ev.Previous == ev.State {
+	// A stalled headless job needs a person as much as a block does.
+	stalled := ev.Kind == "stalled" && ev.PreviousKind != "stalled" && n.on["blocked"]
+	if !stalled && (!n.on[ev.State] || ev.Previous == ev.State) {
 		return false
 	}
-	key := ev.Pane + "\x00" + ev.State
+	key := ev.Pane + "\x00" + ev.State + "\x00" + ev.Kind
 	now := n.now()
 	n.mu.Lock()
 	if last, ok := n.last[key]; ok && now.Sub(last) < n.cooldown {

@@ -402,6 +402,9 @@ func paneJSON(e *entry) api.Pane {
 		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
 		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
 		Integration: e.agent, HooksRefused: e.refused.Load()}
+	if j, ok := e.p.(*job); ok {
+		out.SessionID, out.Kind = j.Session(), d.Kind
+	}
 	if in.Progress >= 0 {
 		v := in.Progress
 		out.Progress = &v

@@ -59,6 +59,7 @@ type job struct {
 	subs     map[chan headless.Event]struct{}
 	pending  *permissionAsk
 	outcome  *headless.Outcome
+	session  string
 }
 
 type permissionAsk struct {
@@ -87,7 +88,7 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 	}
 	o.OnStall = func(quiet time.Duration) {
 		j.line(fmt.Sprintf("stalled: no output for %v", quiet))
-		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream, Message: fmt.Sprintf("stalled: no output for %v", quiet)})
+		j.set(signal.Decision{State: signal.Working, Kind: KindStalled, Source: signal.SourceStream, Message: fmt.Sprintf("stalled: no output for %v", quiet)})
 	}
 	go func() {
 		out, err := headless.Run(ctx, o)
@@ -106,10 +107,17 @@ func (j *job) MarkSeen()                {}
 func (j *job) AnswerNames() []string    { return []string{"yes", "no"} }
 func (j *job) Input([]byte, bool) error { return ErrNoInput }
 
+// KindStalled marks a working job that has printed nothing for its --stall.
+const KindStalled = "stalled"
+
 // event records one stream event and hands it to subscribers.
 func (j *job) event(e headless.Event) {
 	j.line(e.String())
 	j.mu.Lock()
+	if e.Type == headless.EventInit {
+		j.session = e.SessionID
+	}
+	stalled := j.decision.Kind == KindStalled
 	if len(j.events) < jobEvents {
 		j.events = append(j.events, e)
 	}
@@ -120,9 +128,16 @@ func (j *job) event(e headless.Event) {
 		}
 	}
 	j.mu.Unlock()
-	if e.Type == headless.EventDecision {
+	if e.Type == headless.EventDecision || stalled {
 		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream})
 	}
+}
+
+// Session returns the agent's session id, once its init line arrived.
+func (j *job) Session() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.session
 }
 
 func (j *job) line(s string) {
