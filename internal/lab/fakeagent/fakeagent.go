@@ -34,7 +34,8 @@ func Main(args []string) int {
 	cmd := fs.String("command", "ls -la /tmp", "the command its permission dialog asks about")
 	stamp := fs.String("stamp", "", "append the time (Unix ns) each dialog's last byte was written to this file")
 	auto := fs.Bool("auto", false, "work on its own: cycle through work, permission prompts, questions and idle")
-	seed := fs.Int64("seed", 1, "with --auto: the seed of its task script")
+	seed := fs.Int64("seed", 1, "with --auto or --lab-truth: the seed of its task script")
+	labTruth := fs.String("lab-truth", "", "the detector lab's agent: shape each task from the seed and write the true state to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -43,17 +44,26 @@ func Main(args []string) int {
 	defer restore()
 	a := &agent{out: os.Stdout, osc: *osc, command: *cmd, stamp: *stamp, cols: 80, rows: 24}
 	a.size()
-	if *auto {
+	if *auto || *labTruth != "" {
 		a.rng = rand.New(rand.NewSource(*seed))
+	}
+	if *labTruth != "" {
+		if err := a.openTruth(*labTruth); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		a.lab = true
 	}
 	return a.run(os.Stdin)
 }
 
 type agent struct {
-	osc     bool
-	command string
-	stamp   string
-	rng     *rand.Rand // set with --auto
+	osc       bool
+	command   string
+	stamp     string
+	rng       *rand.Rand // set with --auto
+	lab       bool       // --lab-truth
+	truthFile *os.File
 
 	mu         sync.Mutex // guards out and the fields below
 	out        io.Writer
@@ -73,6 +83,7 @@ func (a *agent) size() {
 }
 
 func (a *agent) run(in io.Reader) int {
+	a.truth(TruthIdle)
 	a.mu.Lock()
 	a.write("\x1b]0;✳ Fake Agent\a\x1b[2J")
 	a.report("state=idle:app=fake-agent")
@@ -94,7 +105,7 @@ func (a *agent) run(in io.Reader) int {
 			}
 		}
 	}()
-	if a.rng != nil {
+	if a.rng != nil && !a.lab {
 		return a.autoLoop(keys)
 	}
 	for {
@@ -143,6 +154,10 @@ func (a *agent) turn(task string, keys <-chan byte) (code int, exit bool) {
 		return 0, true
 	case "fail":
 		return 3, true
+	}
+	if a.lab {
+		a.labTurn(task, keys)
+		return 0, false
 	}
 	a.say("❯ " + task)
 	switch verb {

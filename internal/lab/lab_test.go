@@ -1,0 +1,55 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/lab/fakeagent"
+	"github.com/corral-dev/corral/internal/rules"
+	rulesdata "github.com/corral-dev/corral/rules"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("CORRAL_FAKE_AGENT") == "1" {
+		os.Exit(fakeagent.Main(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// A short lab run: corral's live detector catches every prompt and never
+// says "waiting" when the agent is not.
+func TestLabShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for about a minute")
+	}
+	set, errs := rules.Loader{Embedded: rulesdata.FS}.Load(nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	scores, err := Run(ctx, Options{Seed: 3, Tasks: 4, OSC7501: true, Agent: []string{os.Args[0]}, Env: []string{"CORRAL_FAKE_AGENT=1"}, Rules: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	Table(&table, scores)
+	t.Log("\n" + table.String())
+	byName := map[string]Score{}
+	for _, s := range scores {
+		byName[s.Detector] = s
+	}
+	c := byName["corral"]
+	if c.Prompts == 0 {
+		t.Fatal("the task script had no prompt; pick another seed")
+	}
+	if c.Caught != c.Prompts || c.FalseWaiting.Count != 0 {
+		t.Fatalf("corral: caught %d of %d prompts, %d false waits", c.Caught, c.Prompts, c.FalseWaiting.Count)
+	}
+	if len(scores) != len(Detectors) {
+		t.Fatalf("%d detectors scored, want %d", len(scores), len(Detectors))
+	}
+}
