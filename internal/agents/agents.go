@@ -31,7 +31,9 @@ var geminiEvents = []string{"Notification", "BeforeAgent", "AfterAgent", "AfterT
 // IntegrateRun is Integrate plus the agents whose integration is a file:
 // Gemini CLI reads extra settings from GEMINI_CLI_SYSTEM_DEFAULTS_PATH (the
 // lowest-precedence layer; hook lists are concatenated with the user's
-// own), so corral writes one into dir for this run. env is the program's
+// own), so corral writes one into dir for this run. NOTE: Gemini CLI skips
+// that file when a parent folder is writable by others (/tmp): dir must be
+// a private folder, as the default state folder is. env is the program's
 // environment: a user who set that variable, or a machine with its own
 // /etc/gemini-cli/system-defaults.json, is left alone.
 func IntegrateRun(argv []string, hook []string, env []string, dir, id string) (Launch, error) {
@@ -49,7 +51,15 @@ func IntegrateRun(argv []string, hook []string, env []string, dir, id string) (L
 		return l, nil
 	}
 	cmd := shellQuote(append(append([]string(nil), hook...), "--agent", "gemini"))
-	entry := []map[string]any{{"matcher": "*", "hooks": []map[string]any{{"name": "corral", "type": "command", "command": cmd, "timeout": 10000}}}}
+	// Gemini CLI runs hooks with a sanitised environment (names with TOKEN
+	// go): the hook gets corral's variables from its own definition.
+	hookEnv := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "CORRAL_") {
+			hookEnv[k] = v
+		}
+	}
+	entry := []map[string]any{{"matcher": "*", "hooks": []map[string]any{{"name": "corral", "type": "command", "command": cmd, "timeout": 10000, "env": hookEnv}}}}
 	hooks := map[string]any{}
 	for _, ev := range geminiEvents {
 		hooks[ev] = entry

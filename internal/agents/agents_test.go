@@ -84,7 +84,7 @@ func FuzzParseHook(f *testing.F) {
 
 func TestIntegrateGemini(t *testing.T) {
 	dir := t.TempDir()
-	l, err := IntegrateRun([]string{"gemini", "-m", "x"}, []string{"/bin/corral", "hook"}, nil, dir, "p1")
+	l, err := IntegrateRun([]string{"gemini", "-m", "x"}, []string{"/bin/corral", "hook"}, []string{"CORRAL_PANE=p1", "CORRAL_TOKEN=t", "HOME=/h"}, dir, "p1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,10 @@ func TestIntegrateGemini(t *testing.T) {
 	var settings struct {
 		Hooks map[string][]struct {
 			Matcher string
-			Hooks   []struct{ Name, Type, Command string }
+			Hooks   []struct {
+				Name, Type, Command string
+				Env                 map[string]string
+			}
 		}
 	}
 	if err := json.Unmarshal(data, &settings); err != nil {
@@ -104,7 +107,8 @@ func TestIntegrateGemini(t *testing.T) {
 	}
 	for _, ev := range []string{"Notification", "BeforeAgent", "AfterAgent", "SessionEnd"} {
 		h := settings.Hooks[ev]
-		if len(h) != 1 || h[0].Hooks[0].Command != "'/bin/corral' 'hook' '--agent' 'gemini'" {
+		if len(h) != 1 || h[0].Hooks[0].Command != "'/bin/corral' 'hook' '--agent' 'gemini'" ||
+			h[0].Hooks[0].Env["CORRAL_TOKEN"] != "t" || h[0].Hooks[0].Env["CORRAL_PANE"] != "p1" || h[0].Hooks[0].Env["HOME"] != "" {
 			t.Fatalf("%s: %+v", ev, h)
 		}
 	}
