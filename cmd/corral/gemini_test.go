@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/lab/mockmodel"
+)
+
+// TestRealGeminiCLI runs the real Gemini CLI in a pane against a scripted
+// Gemini API server on loopback: corral adds its hooks for the run (a
+// settings file through GEMINI_CLI_SYSTEM_DEFAULTS_PATH), and they report
+// the turn. Opt-in: runs when a `gemini` binary is found ($CORRAL_GEMINI,
+// or on PATH), skipped otherwise.
+func TestRealGeminiCLI(t *testing.T) {
+	gemini := os.Getenv("CORRAL_GEMINI")
+	if gemini == "" {
+		var err error
+		if gemini, err = exec.LookPath("gemini"); err != nil {
+			t.Skip("no gemini CLI (npm install @google/gemini-cli, or set CORRAL_GEMINI)")
+		}
+	}
+	model, err := mockmodel.StartGemini("ls -la")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	e := newEnv(t)
+	// Gemini CLI refuses a settings file under a folder others can write
+	// (/tmp): corral's state folder and the agent's home go in a private one.
+	home, _ := os.UserHomeDir()
+	private, err := os.MkdirTemp(home, ".corral-gemini-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(private)
+	os.Chmod(private, 0o700)
+	agentHome, work := filepath.Join(private, "home"), filepath.Join(private, "work")
+	os.MkdirAll(filepath.Join(agentHome, ".gemini"), 0o700)
+	os.MkdirAll(work, 0o700)
+	os.WriteFile(filepath.Join(agentHome, ".gemini", "settings.json"),
+		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}}}`), 0o600)
+	for i, v := range e.vars {
+		if strings.HasPrefix(v, "CORRAL_STATE_DIR=") {
+			e.vars[i] = "CORRAL_STATE_DIR=" + filepath.Join(private, "state")
+		}
+	}
+	e.must("run", "--name", "gm", "--cwd", work, "--env", "HOME="+agentHome, "--env", "GEMINI_API_KEY=test-key",
+		"--env", "GOOGLE_GEMINI_BASE_URL="+model.URL, "--", gemini)
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(e.must("screen", "gm"), "Type your message") {
+		if time.Now().After(deadline) {
+			t.Fatalf("Gemini CLI never showed its input box:\n%s", e.must("screen", "gm"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.must("send", "gm", "please list the files", "--enter")
+	// Gemini CLI drops an Enter that arrives while it is still starting up:
+	// press it again until the turn starts.
+	for i := 0; ; i++ {
+		if _, _, code := e.run("wait", "gm", "--state", "working,done", "--timeout", "3s"); code == 0 {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("the prompt was never submitted:\n%s", e.must("screen", "gm"))
+		}
+		e.must("send", "gm", "", "--enter", "--force")
+	}
+	if _, errs, code := e.run("wait", "gm", "--state", "done", "--timeout", "60s"); code != 0 {
+		t.Fatalf("turn never ended (%s):\n%s", errs, e.must("screen", "gm"))
+	}
+	events := e.must("events", "--since", "1h")
+	if !strings.Contains(events, `"state":"working","kind":"","message":"","source":"hook"`) ||
+		!strings.Contains(events, `"state":"done","kind":"","message":"","source":"hook"`) {
+		t.Fatalf("the turn was not reported through Gemini CLI's hooks:\n%s", events)
+	}
+}
