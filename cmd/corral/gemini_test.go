@@ -29,16 +29,18 @@ func TestRealGeminiCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer model.Close()
-	e := newEnv(t)
 	// Gemini CLI refuses a settings file under a folder others can write
 	// (/tmp): corral's state folder and the agent's home go in a private one.
+	// Its cleanup is registered first so that it runs last, after the
+	// daemon and Gemini CLI have ended.
 	home, _ := os.UserHomeDir()
 	private, err := os.MkdirTemp(home, ".corral-gemini-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(private)
+	t.Cleanup(func() { os.RemoveAll(private) })
 	os.Chmod(private, 0o700)
+	e := newEnv(t)
 	agentHome, work := filepath.Join(private, "home"), filepath.Join(private, "work")
 	os.MkdirAll(filepath.Join(agentHome, ".gemini"), 0o700)
 	os.MkdirAll(work, 0o700)
