@@ -5,6 +5,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +17,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/corral-dev/corral/internal/client"
 )
 
 var corralBin string
@@ -436,4 +441,33 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// The WebSocket event stream carries each state change as a JSON message.
+func TestEventsWebSocket(t *testing.T) {
+	e := newEnv(t)
+	e.must("ls") // start the daemon
+	c := client.New(filepath.Join(e.dir, "s.sock"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://corral/v1/events/ws", &websocket.DialOptions{HTTPClient: c.HTTPClient()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	e.must("run", "--name", "w", "--agent", "claude-code", "--", corralBin, "fake-agent")
+	e.must("send", "w", "ask", "--enter")
+	for {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("no blocked event on the WebSocket: %v", err)
+		}
+		var ev struct{ Name, State, Kind string }
+		if err := json.Unmarshal(data, &ev); err != nil {
+			t.Fatalf("message %q: %v", data, err)
+		}
+		if ev.Name == "w" && ev.State == "blocked" && ev.Kind == "permission" {
+			return
+		}
+	}
 }
