@@ -31,7 +31,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	corralBin = filepath.Join(dir, "corral")
-	if out, err := exec.Command("go", "build", "-o", corralBin, ".").CombinedOutput(); err != nil {
+	args := []string{"build", "-o", corralBin}
+	if os.Getenv("CORRAL_E2E_RACE") == "1" {
+		args = append(args, "-race") // the daemon under the race detector
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build corral: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -56,6 +60,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, dir: dir, vars: []string{
 		"CORRAL_SOCKET=" + filepath.Join(dir, "s.sock"), "CORRAL_STATE_DIR=" + filepath.Join(dir, "state"),
 		"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "HOME=" + dir, "PATH=" + os.Getenv("PATH"),
+		"GORACE=" + os.Getenv("GORACE"),
 	}}
 	t.Cleanup(func() {
 		e.run("shutdown")
@@ -258,6 +263,9 @@ func TestStaleSocketReplaced(t *testing.T) {
 func TestFloodLeavesOthersResponsive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100 MB")
+	}
+	if os.Getenv("CORRAL_E2E_RACE") == "1" {
+		t.Skip("100 MB through a race-built daemon takes too long; the plain run covers it")
 	}
 	e := newEnv(t)
 	// Random bytes leave the terminal in any mode (alternate screen, line
