@@ -52,6 +52,20 @@ func (s *Server) routes() http.Handler {
 // EnterDelay separates typed text from the Enter that submits it.
 const EnterDelay = 50 * time.Millisecond
 
+// typeText types text (refused while blocked when guard is set), then,
+// with enter, Enter on its own a moment later: TUIs (Ink, ratatui) read a
+// burst of input as a paste, and a paste's Enter does not submit.
+func typeText(u unit, text string, enter, guard bool) error {
+	if err := u.Input([]byte(text), guard); err != nil {
+		return err
+	}
+	if !enter {
+		return nil
+	}
+	time.Sleep(EnterDelay)
+	return u.Input([]byte("\r"), false)
+}
+
 // MaxBody bounds a request body.
 const MaxBody = 1 << 20
 
@@ -148,18 +162,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if err := e.p.Input([]byte(req.Text), !req.Force); err != nil {
+	if err := typeText(e.p, req.Text, req.Enter, !req.Force); err != nil {
 		inputError(w, err)
 		return
-	}
-	if req.Enter {
-		// Enter goes on its own, a moment later: TUIs (Ink, ratatui) read a
-		// burst of input as a paste, and a paste's Enter does not submit.
-		time.Sleep(EnterDelay)
-		if err := e.p.Input([]byte("\r"), false); err != nil {
-			inputError(w, err)
-			return
-		}
 	}
 	reply(w, paneJSON(e))
 }

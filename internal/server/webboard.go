@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/board"
@@ -42,14 +41,7 @@ func (b boardBackend) Send(id, text string, enter bool) error {
 	if err != nil {
 		return err
 	}
-	if err := e.p.Input([]byte(text), true); err != nil {
-		return err
-	}
-	if enter {
-		time.Sleep(EnterDelay)
-		return e.p.Input([]byte("\r"), false)
-	}
-	return nil
+	return typeText(e.p, text, enter, true)
 }
 
 func (b boardBackend) Kill(id string) error {
