@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -44,12 +43,12 @@ func runAttach(ctx context.Context, std IO, args []string) error {
 		return err
 	}
 	var p api.Pane
-	if err := c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(pos[0]), nil, &p); err != nil {
+	if err := c.Do(ctx, "GET", panePath(pos[0], ""), nil, &p); err != nil {
 		return apiError(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws://corral/v1/panes/"+url.PathEscape(p.ID)+"/attach", &websocket.DialOptions{HTTPClient: c.HTTPClient()})
+	ws, _, err := websocket.Dial(ctx, "ws://corral"+panePath(p.ID, "attach"), &websocket.DialOptions{HTTPClient: c.HTTPClient()})
 	if err != nil {
 		return fmt.Errorf("attach %s: %w", pos[0], err)
 	}

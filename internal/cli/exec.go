@@ -85,7 +85,7 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	}
 	// corral's own exit ends the job.
 	stop := context.AfterFunc(ctx, func() {
-		_ = c.Do(context.Background(), "POST", "/v1/panes/"+url.PathEscape(p.ID)+"/kill", api.KillRequest{Signal: "TERM"}, nil)
+		_ = c.Do(context.Background(), "POST", panePath(p.ID, "kill"), api.KillRequest{Signal: "TERM"}, nil)
 	})
 	defer stop()
 	if !*asJSON {

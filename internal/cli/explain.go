@@ -55,15 +55,7 @@ func runExplain(_ context.Context, std IO, args []string) error {
 	if len(pos) != 1 {
 		return usagef("need one file: a .cast, raw bytes, or plain screen text (- reads stdin)")
 	}
-	cols, rows, err := parseSize(*size)
-	if err != nil {
-		return err
-	}
-	set := loadRules(std)
-	if err := manifestFor(set, *agent); err != nil {
-		return err
-	}
-	rec, err := readRecording(std, pos[0], cols, rows)
+	rec, set, err := loadInputs(std, pos[0], *size, *agent)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,31 @@ import (
 
 func clientNoStart() *client.Client { return client.New(server.SocketPath()) }
 
+// panePath is the API path of a pane (by id or name), or of one of its actions.
+func panePath(ref, action string) string {
+	p := "/v1/panes/" + url.PathEscape(ref)
+	if action != "" {
+		p += "/" + action
+	}
+	return p
+}
+
+// paneAction posts body to a pane's action and prints the answer as JSON
+// with asJSON.
+func paneAction(ctx context.Context, std IO, ref, action string, body, out any, asJSON bool) error {
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.Do(ctx, "POST", panePath(ref, action), body, out); err != nil {
+		return apiError(err)
+	}
+	if asJSON {
+		return printJSON(std, out)
+	}
+	return nil
+}
+
 func afterMillis(n int) <-chan time.Time { return time.After(time.Duration(n) * time.Millisecond) }
 
 func printJSON(std IO, v any) error {
@@ -155,7 +180,7 @@ func runScreen(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	path := "/v1/panes/" + url.PathEscape(pos[0]) + "/screen"
+	path := panePath(pos[0], "screen")
 	if *ansi {
 		path += "?ansi=1"
 	}
@@ -186,18 +211,7 @@ func runSend(ctx context.Context, std IO, args []string) error {
 	if len(pos) != 2 {
 		return usagef("need a pane and the text: corral send ID TEXT [--enter]")
 	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var p api.Pane
-	if err := c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(pos[0])+"/send", api.SendRequest{Text: pos[1], Enter: *enter, Force: *force}, &p); err != nil {
-		return apiError(err)
-	}
-	if *asJSON {
-		return printJSON(std, p)
-	}
-	return nil
+	return paneAction(ctx, std, pos[0], "send", api.SendRequest{Text: pos[1], Enter: *enter, Force: *force}, &api.Pane{}, *asJSON)
 }
 
 func runAnswer(ctx context.Context, std IO, args []string) error {
@@ -210,18 +224,7 @@ func runAnswer(ctx context.Context, std IO, args []string) error {
 	if len(pos) != 2 {
 		return usagef("need a pane and a choice: yes, always, no, cancel or an option number")
 	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var res api.AnswerResult
-	if err := c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(pos[0])+"/answer", api.AnswerRequest{Choice: pos[1]}, &res); err != nil {
-		return apiError(err)
-	}
-	if *asJSON {
-		return printJSON(std, res)
-	}
-	return nil
+	return paneAction(ctx, std, pos[0], "answer", api.AnswerRequest{Choice: pos[1]}, &api.AnswerResult{}, *asJSON)
 }
 
 func runKill(ctx context.Context, std IO, args []string) error {
@@ -235,18 +238,7 @@ func runKill(ctx context.Context, std IO, args []string) error {
 	if len(pos) != 1 {
 		return usagef("need one pane id or name")
 	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var p api.Pane
-	if err := c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(pos[0])+"/kill", api.KillRequest{Signal: *sig}, &p); err != nil {
-		return apiError(err)
-	}
-	if *asJSON {
-		return printJSON(std, p)
-	}
-	return nil
+	return paneAction(ctx, std, pos[0], "kill", api.KillRequest{Signal: *sig}, &api.Pane{}, *asJSON)
 }
 
 // parseSince reads a duration ago ("1h") or a time (RFC 3339).

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/corral-dev/corral/internal/replay"
+	"github.com/corral-dev/corral/internal/rules"
 )
 
 // replayChange is one line of `corral replay --json`. Its shape is stable.
@@ -33,16 +34,8 @@ func runReplay(_ context.Context, io IO, args []string) error {
 	if len(pos) != 1 {
 		return usagef("need one recording file (a .cast or raw bytes; - reads stdin)")
 	}
-	cols, rows, err := parseSize(*size)
+	rec, set, err := loadInputs(io, pos[0], *size, *agent)
 	if err != nil {
-		return err
-	}
-	rec, err := readRecording(io, pos[0], cols, rows)
-	if err != nil {
-		return err
-	}
-	set := loadRules(io)
-	if err := manifestFor(set, *agent); err != nil {
 		return err
 	}
 	res := replay.Run(rec, replay.Options{Rules: set, Agent: *agent, ScreenOnly: *screenOnly})
@@ -79,6 +72,24 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// loadInputs reads the recording (raw files sized by size, "COLSxROWS") and
+// the rules in force, and checks that agent, if given, is one of them.
+func loadInputs(std IO, file, size, agent string) (*replay.Recording, *rules.Set, error) {
+	cols, rows, err := parseSize(size)
+	if err != nil {
+		return nil, nil, err
+	}
+	set := loadRules(std)
+	if err := manifestFor(set, agent); err != nil {
+		return nil, nil, err
+	}
+	rec, err := readRecording(std, file, cols, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, set, nil
 }
 
 // readRecording reads a cast or raw byte file; "-" is stdin.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/corral-dev/corral/internal/api"
@@ -67,7 +66,7 @@ func runWait(ctx context.Context, std IO, args []string) error {
 	panes := map[string]api.Pane{}
 	for _, ref := range pos {
 		var p api.Pane
-		if err := c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(ref), nil, &p); err != nil {
+		if err := c.Do(ctx, "GET", panePath(ref, ""), nil, &p); err != nil {
 			return waitError(ctx, apiError(err))
 		}
 		panes[p.ID] = p
@@ -84,7 +83,7 @@ func runWait(ctx context.Context, std IO, args []string) error {
 		if _, ok := pending[ev.Pane]; ok && want[ev.State] {
 			delete(pending, ev.Pane)
 			var p api.Pane
-			if err := c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(ev.Pane), nil, &p); err == nil {
+			if err := c.Do(ctx, "GET", panePath(ev.Pane, ""), nil, &p); err == nil {
 				panes[p.ID] = p
 			}
 		}

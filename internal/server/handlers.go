@@ -288,12 +288,21 @@ func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	follow := q.Get("follow") == "1"
+	afterSeq := ^uint64(0) // the hub's kept events: none unless ?after
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("after %q is not a sequence number", v))
+			return
+		}
+		afterSeq = n
+	}
 	var sub *eventlog.Subscription
 	var backlog []eventlog.Event
 	var after uint64
 	if follow {
 		// Subscribe before reading the log so nothing falls in between.
-		sub, backlog = s.hub.Subscribe(^uint64(0))
+		sub, backlog = s.hub.Subscribe(afterSeq)
 		defer sub.Close()
 	}
 	if v := q.Get("since"); v != "" {
@@ -308,17 +317,6 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		backlog = evs
-	} else if v := q.Get("after"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("after %q is not a sequence number", v))
-			return
-		}
-		if follow {
-			sub.Close()
-			sub, backlog = s.hub.Subscribe(n)
-			defer sub.Close()
-		}
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
@@ -408,7 +406,7 @@ func paneJSON(e *entry) api.Pane {
 		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
 		Integration: e.agent, HooksRefused: e.refused.Load()}
 	if j, ok := e.p.(*job); ok {
-		out.SessionID, out.Kind = j.Session(), d.Kind
+		out.SessionID = j.Session()
 	}
 	if in.Progress >= 0 {
 		v := in.Progress
