@@ -27,6 +27,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"lab/fakeagent": {"tty"},
 		"lab":           {"lab/fakeagent", "pane", "replay", "rules", "signal"},
 		"tty":           nil,
+		"proctest":      nil,
 		"eventlog":      nil,
 		"notify":        {"eventlog"},
 		"agents":        {"signal"},

@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 var corralBin string
@@ -211,15 +212,15 @@ func TestKillAndShutdownLeaveNoOrphans(t *testing.T) {
 	if p := e.pane("k"); p.State != "exited" || p.ExitCode == nil || *p.ExitCode != 128+int(syscall.SIGTERM) {
 		t.Fatalf("killed pane: %+v", p)
 	}
-	if n := groupMembers(pgids[0]); n != 0 {
+	if n := proctest.GroupMembers(pgids[0]); n != 0 {
 		t.Fatalf("%d processes left in killed pane's group", n)
 	}
 	daemon := daemonPID(t, e)
 	e.must("shutdown")
-	if n := groupMembers(pgids[1]); n != 0 {
+	if n := proctest.GroupMembers(pgids[1]); n != 0 {
 		t.Fatalf("%d processes left after shutdown", n)
 	}
-	if alive(daemon) {
+	if proctest.Alive(daemon) {
 		t.Fatal("daemon still running after shutdown")
 	}
 }
@@ -232,11 +233,11 @@ func TestDaemonSIGTERM(t *testing.T) {
 	daemon := daemonPID(t, e)
 	syscall.Kill(daemon, syscall.SIGTERM)
 	deadline := time.Now().Add(10 * time.Second)
-	for alive(daemon) && time.Now().Before(deadline) {
+	for proctest.Alive(daemon) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(daemon) || groupMembers(pgid) != 0 {
-		t.Fatalf("daemon alive %v, %d pane processes left", alive(daemon), groupMembers(pgid))
+	if proctest.Alive(daemon) || proctest.GroupMembers(pgid) != 0 {
+		t.Fatalf("daemon alive %v, %d pane processes left", proctest.Alive(daemon), proctest.GroupMembers(pgid))
 	}
 }
 
@@ -246,7 +247,7 @@ func TestStaleSocketReplaced(t *testing.T) {
 	e.must("ls")
 	daemon := daemonPID(t, e)
 	syscall.Kill(daemon, syscall.SIGKILL)
-	for alive(daemon) {
+	for proctest.Alive(daemon) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "s.sock")); err != nil {
@@ -297,37 +298,6 @@ func daemonPID(t *testing.T, e *env) int {
 	}
 	pid, _ := strconv.Atoi(fields[0])
 	return pid
-}
-
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	return !strings.HasPrefix(s[strings.LastIndexByte(s, ')')+2:], "Z")
-}
-
-// groupMembers counts live processes in a process group, from /proc.
-func groupMembers(pgid int) int {
-	entries, _ := os.ReadDir("/proc")
-	n := 0
-	for _, en := range entries {
-		pid, err := strconv.Atoi(en.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" {
-			n++
-		}
-	}
-	return n
 }
 
 // A hook report from inside a pane drives its state; one with a wrong

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -213,7 +213,7 @@ func TestTimeoutKillsTheGroup(t *testing.T) {
 		t.Fatalf("no child reported: %q", out.Stderr)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(child) {
+	for proctest.Alive(child) {
 		if time.Now().After(deadline) {
 			t.Fatalf("child %d outlived the run", child)
 		}
@@ -257,15 +257,6 @@ func TestParseGemini(t *testing.T) {
 			t.Errorf("%s: %s, want %s", line, got, want)
 		}
 	}
-}
-
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	return !strings.HasPrefix(s[strings.LastIndexByte(s, ')')+2:], "Z")
 }
 
 func FuzzParse(f *testing.F) {

@@ -2,10 +2,8 @@ package pane
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/lab/fakeagent"
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/signal"
 	rulesdata "github.com/corral-dev/corral/rules"
@@ -222,7 +221,7 @@ func TestKillLeavesNoOrphans(t *testing.T) {
 	}
 	awaitScreen(t, p, "started")
 	pgid := p.Info().PID
-	if n := groupMembers(t, pgid); n < 3 {
+	if n := proctest.GroupMembers(pgid); n < 3 {
 		t.Fatalf("expected the shell's jobs in group %d, found %d", pgid, n)
 	}
 	if err := p.Kill(syscall.SIGTERM); err != nil {
@@ -233,38 +232,10 @@ func TestKillLeavesNoOrphans(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("pane not reaped")
 	}
-	if n := groupMembers(t, pgid); n != 0 {
+	if n := proctest.GroupMembers(pgid); n != 0 {
 		t.Fatalf("%d processes of group %d left behind", n, pgid)
 	}
 	if in := p.Info(); in.Decision.State != signal.Exited || in.ExitCode != 128+int(syscall.SIGTERM) {
 		t.Fatalf("after kill: %+v", in.Decision)
 	}
-}
-
-// groupMembers counts live (not zombie) processes in a process group, from /proc.
-func groupMembers(t *testing.T, pgid int) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...
-		s := string(data)
-		rest := s[strings.LastIndexByte(s, ')')+2:]
-		fields := strings.Fields(rest)
-		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" {
-			n++
-		}
-	}
-	return n
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 )
@@ -14,14 +13,7 @@ import (
 // a prompt gets a run_shell_command call, its result gets a short reply,
 // and other requests (next-speaker checks) get a short JSON text.
 func StartGemini(command string) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{URL: "http://" + ln.Addr().String(), Command: command, ln: ln}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.handleGemini)}
-	go s.srv.Serve(ln)
-	return s, nil
+	return serve(command, (*Server).handleGemini)
 }
 
 func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {

@@ -25,14 +25,19 @@ type Server struct {
 	ln       net.Listener
 }
 
-// Start listens on 127.0.0.1 on a free port.
+// Start serves the Anthropic Messages API on 127.0.0.1 on a free port.
 func Start(command string) (*Server, error) {
+	return serve(command, (*Server).handle)
+}
+
+// serve listens on 127.0.0.1 on a free port with the given API handler.
+func serve(command string, handle func(*Server, http.ResponseWriter, *http.Request)) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{URL: "http://" + ln.Addr().String(), Command: command, ln: ln}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.handle)}
+	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(s, w, r) })}
 	go s.srv.Serve(ln)
 	return s, nil
 }

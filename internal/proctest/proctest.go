@@ -1,0 +1,47 @@
+// Package proctest reads /proc for tests that check no process is left
+// behind.
+package proctest
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// stat returns the fields of /proc/PID/stat after "pid (comm)": the state
+// letter first, then ppid, pgrp, …
+func stat(pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return nil
+	}
+	return strings.Fields(s[i+2:])
+}
+
+// Alive reports whether a process exists and is not a zombie.
+func Alive(pid int) bool {
+	f := stat(pid)
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// GroupMembers counts the live (not zombie) processes in a process group.
+func GroupMembers(pgid int) int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := stat(pid); len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			n++
+		}
+	}
+	return n
+}
