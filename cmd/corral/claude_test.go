@@ -18,34 +18,8 @@ import (
 // and sees the turn end. Opt-in: it runs when a `claude` binary is found
 // ($CORRAL_CLAUDE, or on PATH) and is skipped otherwise.
 func TestRealClaudeCode(t *testing.T) {
-	claude := os.Getenv("CORRAL_CLAUDE")
-	if claude == "" {
-		var err error
-		if claude, err = exec.LookPath("claude"); err != nil {
-			t.Skip("no claude CLI (npm install @anthropic-ai/claude-code, or set CORRAL_CLAUDE)")
-		}
-	}
-	if filepath.Base(claude) != "claude" {
-		t.Fatalf("CORRAL_CLAUDE must name a binary called claude, not %s", claude)
-	}
-	model, err := mockmodel.Start("ls -la /tmp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
-
-	e := newEnv(t)
-	home := filepath.Join(e.dir, "home")
-	work := filepath.Join(e.dir, "work")
-	os.MkdirAll(home, 0o700)
-	os.MkdirAll(work, 0o700)
-	key := "sk-ant-test-0123456789abcdefghijklmnopqrstuvwxyz"
-	cfg, _ := json.Marshal(map[string]any{
-		"hasCompletedOnboarding": true, "theme": "dark",
-		"customApiKeyResponses": map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
-		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true}},
-	})
-	os.WriteFile(filepath.Join(home, ".claude.json"), cfg, 0o600)
+	e, f := claudeFixture(t)
+	claude, home, work, key, model := f.claude, f.home, f.work, f.key, f.model
 
 	e.must("run", "--name", "cc", "--cwd", work, "--size", "120x32",
 		"--env", "HOME="+home, "--env", "ANTHROPIC_BASE_URL="+model.URL, "--env", "ANTHROPIC_API_KEY="+key,
@@ -86,27 +60,8 @@ func TestRealClaudeCode(t *testing.T) {
 // control protocol, blocks the job, and corral answer allows it. Opt-in
 // like TestRealClaudeCode.
 func TestRealClaudeCodeHeadless(t *testing.T) {
-	claude := os.Getenv("CORRAL_CLAUDE")
-	if claude == "" {
-		var err error
-		if claude, err = exec.LookPath("claude"); err != nil {
-			t.Skip("no claude CLI (npm install @anthropic-ai/claude-code, or set CORRAL_CLAUDE)")
-		}
-	}
-	model, err := mockmodel.Start("ls -la /tmp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
-	e := newEnv(t)
-	home, work := filepath.Join(e.dir, "home"), filepath.Join(e.dir, "work")
-	os.MkdirAll(home, 0o700)
-	os.MkdirAll(work, 0o700)
-	key := "sk-ant-test-0123456789abcdefghijklmnopqrstuvwxyz"
-	cfg, _ := json.Marshal(map[string]any{"hasCompletedOnboarding": true,
-		"customApiKeyResponses": map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
-		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true}}})
-	os.WriteFile(filepath.Join(home, ".claude.json"), cfg, 0o600)
+	e, f := claudeFixture(t)
+	claude, home, work, key, model := f.claude, f.home, f.work, f.key, f.model
 
 	cmd := exec.Command(corralBin, "exec", "--name", "hl", "--env", "HOME="+home, "--env", "ANTHROPIC_BASE_URL="+model.URL,
 		"--env", "ANTHROPIC_API_KEY="+key, "--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "--env", "DISABLE_AUTOUPDATER=1",
@@ -139,4 +94,52 @@ func TestRealClaudeCodeHeadless(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("exec did not end:\n%s", out.String())
 	}
+}
+
+// realCLI finds an agent CLI for an opt-in test: $envVar, or name on PATH;
+// the test is skipped without one.
+func realCLI(t *testing.T, envVar, name, pkg string) string {
+	t.Helper()
+	if p := os.Getenv(envVar); p != "" {
+		return p
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("no %s CLI (npm install %s, or set %s)", name, pkg, envVar)
+	}
+	return p
+}
+
+type claudeSetup struct {
+	claude, home, work, key string
+	model                   *mockmodel.Server
+}
+
+// claudeFixture finds the claude CLI and prepares what it needs to run
+// against a loopback model server (protocols.md §7): a fresh HOME with
+// onboarding done, the test key approved and the work folder trusted.
+func claudeFixture(t *testing.T) (*env, claudeSetup) {
+	t.Helper()
+	f := claudeSetup{claude: realCLI(t, "CORRAL_CLAUDE", "claude", "@anthropic-ai/claude-code")}
+	if filepath.Base(f.claude) != "claude" {
+		t.Fatalf("CORRAL_CLAUDE must name a binary called claude, not %s", f.claude)
+	}
+	model, err := mockmodel.Start("ls -la /tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { model.Close() })
+	f.model = model
+	e := newEnv(t)
+	f.home, f.work = filepath.Join(e.dir, "home"), filepath.Join(e.dir, "work")
+	os.MkdirAll(f.home, 0o700)
+	os.MkdirAll(f.work, 0o700)
+	f.key = "sk-ant-test-0123456789abcdefghijklmnopqrstuvwxyz"
+	cfg, _ := json.Marshal(map[string]any{
+		"hasCompletedOnboarding": true, "theme": "dark",
+		"customApiKeyResponses": map[string]any{"approved": []string{f.key[len(f.key)-20:]}, "rejected": []string{}},
+		"projects":              map[string]any{f.work: map[string]any{"hasTrustDialogAccepted": true}},
+	})
+	os.WriteFile(filepath.Join(f.home, ".claude.json"), cfg, 0o600)
+	return e, f
 }

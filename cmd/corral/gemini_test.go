@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,13 +16,7 @@ import (
 // the turn. Opt-in: runs when a `gemini` binary is found ($CORRAL_GEMINI,
 // or on PATH), skipped otherwise.
 func TestRealGeminiCLI(t *testing.T) {
-	gemini := os.Getenv("CORRAL_GEMINI")
-	if gemini == "" {
-		var err error
-		if gemini, err = exec.LookPath("gemini"); err != nil {
-			t.Skip("no gemini CLI (npm install @google/gemini-cli, or set CORRAL_GEMINI)")
-		}
-	}
+	gemini := realCLI(t, "CORRAL_GEMINI", "gemini", "@google/gemini-cli")
 	model, err := mockmodel.StartGemini("ls -la")
 	if err != nil {
 		t.Fatal(err)
