@@ -33,10 +33,11 @@ func TestDependencyBoundaries(t *testing.T) {
 		"agents":        {"signal"},
 		"api":           {"eventlog"},
 		"client":        {"api"},
-		"server":        {"agents", "api", "board", "detect", "eventlog", "headless", "notify", "pane", "rules", "signal", "term"},
+		"server":        {"agents", "api", "board", "detect", "eventlog", "headless", "notify", "pane", "rules", "signal", "term", "tomlfile"},
 		"board":         {"api", "term"},
 		"cli":           {"api", "client", "headless", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
-		"headless":      {"rules", "term"},
+		"headless":      {"rules", "term", "tomlfile"},
+		"tomlfile":      nil,
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
 	}

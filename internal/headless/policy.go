@@ -1,13 +1,11 @@
 package headless
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
 
-	"github.com/pelletier/go-toml/v2"
+	"github.com/corral-dev/corral/internal/tomlfile"
 )
 
 // Policy decides permission requests without a person: ordered rules over
@@ -48,20 +46,8 @@ func LoadPolicy(path string) (*Policy, error) {
 // the rule.
 func ParsePolicy(source string, data []byte) (*Policy, error) {
 	var f policyFile
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		var de *toml.DecodeError
-		var se *toml.StrictMissingError
-		switch {
-		case errors.As(err, &se) && len(se.Errors) > 0:
-			line, col := se.Errors[0].Position()
-			return nil, fmt.Errorf("policy %s:%d:%d: unknown key %v (rules have tool, input and decision)", source, line, col, se.Errors[0].Key())
-		case errors.As(err, &de):
-			line, col := de.Position()
-			return nil, fmt.Errorf("policy %s:%d:%d: %v", source, line, col, de)
-		}
-		return nil, fmt.Errorf("policy %s: %w", source, err)
+	if err := tomlfile.Decode("policy", source, data, &f, "rules have tool, input and decision"); err != nil {
+		return nil, err
 	}
 	p := &Policy{Source: source}
 	for i, r := range f.Rules {

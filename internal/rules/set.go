@@ -71,8 +71,9 @@ type Loader struct {
 	UserDir  string
 }
 
-// DefaultUserDir is $XDG_CONFIG_HOME/corral/rules, or ~/.config/corral/rules.
-func DefaultUserDir() string {
+// ConfigDir is corral's config folder: $XDG_CONFIG_HOME/corral, or
+// ~/.config/corral ("" when there is no home).
+func ConfigDir() string {
 	base := os.Getenv("XDG_CONFIG_HOME")
 	if base == "" {
 		home, err := os.UserHomeDir()
@@ -81,7 +82,16 @@ func DefaultUserDir() string {
 		}
 		base = filepath.Join(home, ".config")
 	}
-	return filepath.Join(base, "corral", "rules")
+	return filepath.Join(base, "corral")
+}
+
+// DefaultUserDir is the user's rules folder: ConfigDir()/rules.
+func DefaultUserDir() string {
+	dir := ConfigDir()
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "rules")
 }
 
 // Load builds a Set. A broken user file is reported and skipped, and
