@@ -77,7 +77,6 @@ type Engine struct {
 	dirty       bool
 	firstDirty  time.Time
 	lastFeed    time.Time
-	verdict     rules.Verdict
 	cur         signal.Decision
 	since       time.Time
 	idlePending bool // working → idle seen, waiting for confirmation
@@ -136,10 +135,7 @@ func (e *Engine) SetManifest(m *rules.Manifest, now time.Time) []Change {
 // Decision returns the current state and since when.
 func (e *Engine) Decision() (signal.Decision, time.Time) { return e.cur, e.since }
 
-// Verdict returns the last screen verdict.
-func (e *Engine) Verdict() rules.Verdict { return e.verdict }
-
-// Store returns the program status records (for reading; the engine owns it).
+// Records returns copies of the program's OSC 7501 status records.
 func (e *Engine) Records() []status.Record { return e.store.Records() }
 
 // Progress returns the OSC 9;4 progress (-1 when none).
@@ -320,10 +316,10 @@ func (e *Engine) classifyLocked(now time.Time) {
 			e.manifest, e.fixed = m, true
 		}
 	}
-	e.verdict = e.manifest.Classify(scr)
+	verdict := e.manifest.Classify(scr)
 	in := signal.Inputs{}
-	if e.verdict.Rule != "" {
-		in.Screen = signal.Screen{State: signal.State(e.verdict.State), Kind: e.verdict.Kind, Rule: e.verdict.Rule, Message: e.verdict.Message}
+	if verdict.Rule != "" {
+		in.Screen = signal.Screen{State: signal.State(verdict.State), Kind: verdict.Kind, Rule: verdict.Rule, Message: verdict.Message}
 	}
 	if !e.cfg.ScreenOnly {
 		var reportAt time.Time
