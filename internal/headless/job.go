@@ -165,15 +165,21 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}()
 
 	// emit serialises OnEvent: answers to permission requests may come
-	// from other goroutines.
+	// from other goroutines. Once Run has returned, nothing is emitted.
 	var emitMu sync.Mutex
+	ended := false
 	emit := func(ev Event) {
 		emitMu.Lock()
 		defer emitMu.Unlock()
-		if o.OnEvent != nil {
+		if o.OnEvent != nil && !ended {
 			o.OnEvent(ev)
 		}
 	}
+	defer func() {
+		emitMu.Lock()
+		ended = true
+		emitMu.Unlock()
+	}()
 	var inMu sync.Mutex // guards stdin
 	send := func(b []byte) {
 		inMu.Lock()
@@ -207,14 +213,16 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		var once sync.Once
 		answer := func(allow bool, by string) {
 			once.Do(func() {
+				// The decision is told before the agent hears it, so it
+				// comes before anything the agent does in reply.
+				d := req
+				d.Type, d.Allow, d.By = EventDecision, allow, by
+				emit(d)
 				if acp != nil {
 					acp.answerPermission(req, allow)
 				} else {
 					send(controlResponse(req, allow, by))
 				}
-				d := req
-				d.Type, d.Allow, d.By = EventDecision, allow, by
-				emit(d)
 			})
 		}
 		switch {
