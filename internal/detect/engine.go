@@ -34,8 +34,11 @@ type Config struct {
 	// screen and title, using the generic manifest until then.
 	Agent string
 	// ScreenOnly ignores the program's own reports: what a screen-only
-	// detector would say.
+	// detector would say. It is Signals = SignalScreen.
 	ScreenOnly bool
+	// Signals limits the signals that may decide, to score one kind of
+	// signal against another; zero means all of them.
+	Signals Signals
 	Quiet      time.Duration
 	MaxWait    time.Duration
 	// Replies receives query answers for the program (DA1, cursor position).
@@ -45,6 +48,16 @@ type Config struct {
 	// Replays leave it off: a recording has nobody to look.
 	MarkDone bool
 }
+
+// Signals is a set of signal kinds.
+type Signals uint8
+
+const (
+	SignalScreen  Signals = 1 << iota // the screen rules
+	SignalOSC7501                     // the program's OSC 7501 reports
+	SignalHooks                       // hook and ACP reports
+	AllSignals    = SignalScreen | SignalOSC7501 | SignalHooks
+)
 
 // Change is one state change.
 type Change struct {
@@ -100,6 +113,12 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = DefaultMaxWait
+	}
+	if cfg.ScreenOnly {
+		cfg.Signals = SignalScreen
+	}
+	if cfg.Signals == 0 {
+		cfg.Signals = AllSignals
 	}
 	e := &Engine{cfg: cfg, store: status.NewStore(0), progress: -1,
 		cur: signal.Decision{State: signal.Idle, Source: signal.SourceDefault}}
@@ -318,16 +337,16 @@ func (e *Engine) classifyLocked(now time.Time) {
 	}
 	verdict := e.manifest.Classify(scr)
 	in := signal.Inputs{}
-	if verdict.Rule != "" {
+	if verdict.Rule != "" && e.cfg.Signals&SignalScreen != 0 {
 		in.Screen = signal.Screen{State: signal.State(verdict.State), Kind: verdict.Kind, Rule: verdict.Rule, Message: verdict.Message}
 	}
-	if !e.cfg.ScreenOnly {
+	{
 		var reportAt time.Time
-		if root, ok := e.store.Root(); ok {
+		if root, ok := e.store.Root(); ok && e.cfg.Signals&SignalOSC7501 != 0 {
 			in.Report = signal.Report{Present: true, Source: signal.SourceOSC7501, State: signal.State(root.State), Kind: string(root.Kind), Message: root.Msg}
 			reportAt = root.Updated
 		}
-		if h := e.hook; h != nil {
+		if h := e.hook; h != nil && e.cfg.Signals&SignalHooks != 0 {
 			if h.state == signal.Blocked && in.Screen.State != "" && in.Screen.State != signal.Blocked && now.Sub(h.at) >= HookGrace {
 				e.hook = nil // the prompt was answered or refused without a word from the hook
 			} else if !h.at.Before(reportAt) {
