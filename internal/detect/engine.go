@@ -39,8 +39,8 @@ type Config struct {
 	// Signals limits the signals that may decide, to score one kind of
 	// signal against another; zero means all of them.
 	Signals Signals
-	Quiet      time.Duration
-	MaxWait    time.Duration
+	Quiet   time.Duration
+	MaxWait time.Duration
 	// Replies receives query answers for the program (DA1, cursor position).
 	Replies io.Writer
 	// MarkDone turns a turn's end seen on the screen (working → idle) into
