@@ -1,9 +1,10 @@
 // Package mockmodel is a scripted model server on loopback that speaks
-// enough of the Anthropic Messages API (with SSE streaming) for the real
-// Claude Code CLI to run a turn: a prompt gets a Bash tool call (which
-// makes Claude Code draw its permission dialog), the tool's result gets a
-// short reply that ends the turn, and side requests (titles, no tools) get
-// a short text.
+// enough of the Anthropic Messages API (with SSE streaming) and the Gemini
+// API for the real Claude Code and Gemini CLIs to run turns. What a turn
+// does is its Step, named by "corral:STEP" in the newest user message
+// (scenario.go): a short text, a shell command, a file write, a question,
+// or a slow shell command. A tool's result gets a short reply that ends
+// the turn; side requests (titles, no tools) get a short text.
 package mockmodel
 
 import (
@@ -12,20 +13,33 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 )
 
 // Server is a running mock model server.
 type Server struct {
-	URL      string
-	Command  string // the Bash command it asks to run
+	URL string
+	// Command is the shell command of a shell step.
+	Command string
+	// Default is the step of a turn whose message names none.
+	Default  Step
 	Requests atomic.Int64
 	srv      *http.Server
 	ln       net.Listener
 }
 
-// Start serves the Anthropic Messages API on 127.0.0.1 on a free port.
+// DefaultSlow is how long a slow step's command sleeps unless its message
+// says ("corral:slow 20").
+const DefaultSlow = 6
+
+// EditPath is the file an edit step writes unless its message names an
+// absolute path ("corral:edit /work/notes.txt").
+const EditPath = "/tmp/corral-mock-edit.txt"
+
+// Start serves the Anthropic Messages API on 127.0.0.1 on a free port. A
+// turn without a step keyword runs command (a shell step).
 func Start(command string) (*Server, error) {
 	return serve(command, (*Server).handle)
 }
@@ -36,7 +50,7 @@ func serve(command string, handle func(*Server, http.ResponseWriter, *http.Reque
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), Command: command, ln: ln}
+	s := &Server{URL: "http://" + ln.Addr().String(), Command: command, Default: StepShell, ln: ln}
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(s, w, r) })}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -45,6 +59,57 @@ func serve(command string, handle func(*Server, http.ResponseWriter, *http.Reque
 // Close stops the server.
 func (s *Server) Close() error { return s.srv.Close() }
 
+// turn is what the newest user message asks for.
+type turn struct {
+	step Step
+	arg  string // the word after the keyword, if any
+}
+
+// turnOf reads the step and its argument from a user message's text.
+func (s *Server) turnOf(text string) turn {
+	i := strings.LastIndex(text, "corral:")
+	if i < 0 {
+		return turn{step: s.Default}
+	}
+	t := turn{step: StepOf(text[i:])}
+	rest := strings.TrimPrefix(text[i+len("corral:"):], string(t.step))
+	if f := strings.Fields(rest); len(f) > 0 {
+		t.arg = strings.Trim(f[0], `"'.,;`)
+	}
+	return t
+}
+
+func (t turn) slowSeconds() int {
+	if n, err := strconv.Atoi(t.arg); err == nil && n > 0 && n <= 3600 {
+		return n
+	}
+	return DefaultSlow
+}
+
+func (t turn) editPath() string {
+	if strings.HasPrefix(t.arg, "/") {
+		return t.arg
+	}
+	return EditPath
+}
+
+// toolCall is a tool call in API-neutral terms.
+type toolCall struct {
+	name  string
+	input map[string]any
+}
+
+// question is the question step's question, in the shape both Claude
+// Code's AskUserQuestion and Gemini CLI's ask_user take.
+func question(withType bool) map[string]any {
+	q := map[string]any{"question": "Which colour should the new file use?", "header": "Colour", "multiSelect": false,
+		"options": []map[string]any{{"label": "Red", "description": "A warm colour"}, {"label": "Blue", "description": "A cool colour"}}}
+	if withType {
+		q["type"] = "choice"
+	}
+	return map[string]any{"questions": []any{q}}
+}
+
 type request struct {
 	Stream   bool              `json:"stream"`
 	Tools    []json.RawMessage `json:"tools"`
@@ -52,6 +117,46 @@ type request struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+}
+
+// userText returns a message content's text and whether it carries a
+// tool result.
+func userText(content json.RawMessage) (text string, toolResult bool) {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s, false
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(content, &blocks)
+	var b strings.Builder
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "text":
+			b.WriteString(bl.Text)
+			b.WriteByte('\n')
+		case "tool_result":
+			toolResult = true
+		}
+	}
+	return b.String(), toolResult
+}
+
+// claudeCall is a step's tool call in Claude Code's tools.
+func (s *Server) claudeCall(t turn) (toolCall, bool) {
+	switch t.step {
+	case StepShell:
+		return toolCall{"Bash", map[string]any{"command": s.Command, "description": "Run the command"}}, true
+	case StepSlow:
+		return toolCall{"Bash", map[string]any{"command": fmt.Sprintf("sleep %d", t.slowSeconds()), "description": "Wait a while"}}, true
+	case StepEdit:
+		return toolCall{"Write", map[string]any{"file_path": t.editPath(), "content": "written by the corral mock model\n"}}, true
+	case StepQuestion:
+		return toolCall{"AskUserQuestion", question(false)}, true
+	}
+	return toolCall{}, false
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
@@ -68,21 +173,24 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	var req request
 	_ = json.Unmarshal(body, &req)
-	last := ""
+	last, result := "", false
 	if n := len(req.Messages); n > 0 {
-		last = string(req.Messages[n-1].Content)
+		last, result = userText(req.Messages[n-1].Content)
 	}
 	var blocks []map[string]any
 	stop := "end_turn"
+	call, isCall := s.claudeCall(s.turnOf(last))
 	switch {
 	case len(req.Tools) == 0:
 		blocks = []map[string]any{{"type": "text", "text": "Mock title"}}
-	case strings.Contains(last, "tool_result"):
-		blocks = []map[string]any{{"type": "text", "text": "Done. The command ran."}}
-	default:
-		input, _ := json.Marshal(map[string]string{"command": s.Command, "description": "List files"})
-		blocks = []map[string]any{{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", s.Requests.Load()), "name": "Bash", "input": json.RawMessage(input)}}
+	case result:
+		blocks = []map[string]any{{"type": "text", "text": "Done. The tool ran."}}
+	case isCall:
+		input, _ := json.Marshal(call.input)
+		blocks = []map[string]any{{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", s.Requests.Load()), "name": call.name, "input": json.RawMessage(input)}}
 		stop = "tool_use"
+	default:
+		blocks = []map[string]any{{"type": "text", "text": "Here is a short answer in prose."}}
 	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
