@@ -43,6 +43,7 @@ func init() {
 		{"board", "[--addr 127.0.0.1:PORT] [--no-browser] [--listen-any] | --tui", "serve the web board and print its address (--tui: the terminal board, also corral with no arguments)", runBoard},
 		{"exec", "[--name N] [--agent claude|codex|gemini|acp] [--mode pipe|pty-lite] [--timeout D] [--stall D] [--policy FILE] [--prompt P] [--env K=V]… [--json] -- CMD ARGS…", "run an agent headless as a job and relay its stream; exits with its status (124 on timeout)", runExec},
 		{"lab", "[--seed N] [--tasks N] [--json] [--osc7501]", "measure every way of telling \"waiting\" side by side on a fake agent, live", runLab},
+		{"verify", "[--agent A] [--record DIR] [--json] [-- CMD…]", "run an agent CLI through scripted turns against a loopback model and check corral's state at every step", runVerify},
 		{"serve", "", "run the daemon in the foreground (other commands start it when needed)", runServe},
 		{"run", "[--name N] [--cwd DIR] [--size COLSxROWS] [--agent A] [--env K=V]… [--attach] [--json] -- CMD ARGS…", "start a program in a new pane and print its id", runRun},
 		{"ls", "[--json]", "list panes and their states", runLs},

@@ -35,6 +35,7 @@ func runHook(ctx context.Context, std IO, args []string) error {
 		fmt.Fprintln(std.Stderr, "corral hook: the payload is not JSON; ignored")
 		return nil
 	}
+	logHook(os.Getenv("CORRAL_HOOK_LOG"), *agent, payload)
 	paneID, token := os.Getenv("CORRAL_PANE"), os.Getenv("CORRAL_TOKEN")
 	if paneID == "" {
 		return nil // not running under corral
@@ -46,4 +47,19 @@ func runHook(ctx context.Context, std IO, args []string) error {
 		fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
 	}
 	return nil
+}
+
+// logHook appends the payload, with the time it arrived, to file when one
+// is named ($CORRAL_HOOK_LOG: corral verify records the hook timeline).
+// One short write per line with O_APPEND, so concurrent hooks do not
+// interleave.
+func logHook(file, agent string, payload []byte) {
+	if file == "" {
+		return
+	}
+	line, _ := json.Marshal(map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "agent": agent, "payload": json.RawMessage(payload)})
+	if f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+		_, _ = f.Write(append(line, '\n'))
+		f.Close()
+	}
 }

@@ -1,0 +1,156 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/corral-dev/corral/internal/lab/mockmodel"
+)
+
+// API is the model API an agent speaks.
+type API string
+
+const (
+	APINone      API = ""                 // no model: a fake or scripted agent
+	APIAnthropic API = "anthropic"        // Anthropic Messages with SSE
+	APIGemini    API = "gemini"           // the Gemini API
+	APIResponses API = "openai-responses" // OpenAI Responses
+	APIChat      API = "openai-chat"      // OpenAI Chat Completions
+)
+
+// Profile is how verify runs one agent CLI.
+type Profile struct {
+	Name    string // as in --agent
+	Rules   string // the pane's manifest ("" recognises it)
+	Binary  string // found on PATH
+	Package string // npm package, for the hint when it is missing
+	// Version is the version this profile and the rules were checked
+	// against (docs/agents.md).
+	Version string
+	API     API
+	// Reports: the agent speaks OSC 7501, and its reports are the truth.
+	Reports bool
+	Args    []string
+	// Ready is text on the agent's screen once it takes input.
+	Ready string
+	// Keys overrides the manifest's answers; KeyInterrupt defaults to Esc.
+	Keys map[Key]string
+	// Turns, for an agent that does not talk to the scripted model (the
+	// fake agent), is what to type for each turn; {arg} is the step's Arg.
+	Turns map[mockmodel.Step]string
+	// Skip lists scenario steps the agent cannot take, and why.
+	Skip map[string]string
+	// Home prepares the fresh HOME and returns the agent's environment.
+	Home func(home, work, modelURL string) ([]string, error)
+}
+
+// Profiles are the agents verify knows, with the versions they were
+// checked against: the one place those versions are pinned.
+var Profiles = []*Profile{
+	{Name: "claude-code", Rules: "claude-code", Binary: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.332",
+		API: APIAnthropic, Reports: true, Args: []string{"--permission-mode", "default"}, Ready: "? for shortcuts", Home: claudeHome},
+	{Name: "gemini", Rules: "gemini", Binary: "gemini", Package: "@google/gemini-cli", Version: "0.61.0",
+		API: APIGemini, Ready: "Type your message", Home: geminiHome},
+	{Name: "codex", Rules: "codex", Binary: "codex", Package: "@openai/codex", Version: "0.171.0", API: APIResponses, Reports: true},
+	{Name: "qwen-code", Rules: "qwen-code", Binary: "qwen", Package: "@qwen-code/qwen-code", Version: "0.15.10", API: APIChat},
+	{Name: "opencode", Rules: "opencode", Binary: "opencode", Package: "opencode-ai", Version: "1.18.33", API: APIChat},
+	{Name: "copilot", Rules: "copilot", Binary: "copilot", Package: "@github/copilot", Version: "1.0.102", API: APINone},
+	// The built-in fake agent (`corral fake-agent`): it draws Claude Code's
+	// screens, so Claude Code's rules read it.
+	{Name: "fake-agent", Rules: "claude-code", Binary: "corral", Ready: "? for shortcuts",
+		Turns: map[mockmodel.Step]string{mockmodel.StepShell: "ask", mockmodel.StepEdit: "ask",
+			mockmodel.StepProse: "work 0.5", mockmodel.StepSlow: "work {arg}"},
+		Skip: map[string]string{"interrupt": "the fake agent ignores keys while it works"}},
+}
+
+// ProfileFor returns the profile named, or the one whose binary command
+// runs (the fake agent when its arguments say so).
+func ProfileFor(name string, command []string) (*Profile, error) {
+	if name != "" {
+		for _, p := range Profiles {
+			if p.Name == name || p.Binary == name || p.Rules == name {
+				return p, nil
+			}
+		}
+		return nil, fmt.Errorf("unknown agent %q; verify knows %s", name, strings.Join(Names(), ", "))
+	}
+	if len(command) == 0 {
+		return nil, fmt.Errorf("name an agent (--agent %s) or a command after --", strings.Join(Names(), "|"))
+	}
+	for _, a := range command {
+		if a == "fake-agent" {
+			return ProfileFor("fake-agent", nil)
+		}
+	}
+	base := filepath.Base(command[0])
+	for _, p := range Profiles {
+		if p.Binary == base {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("cannot tell which agent %s is; name it with --agent (%s)", base, strings.Join(Names(), ", "))
+}
+
+// Names lists the profiles' names.
+func Names() []string {
+	var out []string
+	for _, p := range Profiles {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// turnText is what to type for a step; ok is false when the agent cannot
+// take that turn.
+func (p *Profile) turnText(s Step, work string) (string, bool) {
+	if s.Turn == "" {
+		return "", true
+	}
+	if p.Turns != nil {
+		t, ok := p.Turns[s.Turn]
+		return strings.ReplaceAll(t, "{arg}", s.Arg), ok
+	}
+	if p.API == APINone || (p.Home == nil && p.API != APIAnthropic && p.API != APIGemini) {
+		return "", false
+	}
+	if p.API == APINone {
+		return "", false
+	}
+	return s.text(work), true
+}
+
+// testKey is the scripted model's API key: a test value, never a real one.
+const testKey = "sk-ant-test-0123456789abcdefghijklmnopqrstuvwxyz"
+
+// claudeHome prepares Claude Code's HOME: onboarding done, the test key
+// approved, the work folder trusted (protocols.md §7).
+func claudeHome(home, work, url string) ([]string, error) {
+	cfg, _ := json.Marshal(map[string]any{
+		"hasCompletedOnboarding": true, "theme": "dark",
+		"customApiKeyResponses": map[string]any{"approved": []string{testKey[len(testKey)-20:]}, "rejected": []string{}},
+		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true}},
+	})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), cfg, 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + testKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"}, nil
+}
+
+// geminiHome prepares Gemini CLI's HOME: API-key auth, no folder-trust
+// dialog, and `sleep` allowed so a slow tool call runs without a prompt.
+func geminiHome(home, work, url string) ([]string, error) {
+	dir := filepath.Join(home, ".gemini")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},` +
+		`"tools":{"allowed":["run_shell_command(sleep)"]}}`
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"GEMINI_API_KEY=test-key", "GOOGLE_GEMINI_BASE_URL=" + url}, nil
+}

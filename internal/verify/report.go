@@ -1,0 +1,63 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Print writes the judged run as a table: per step the expected state,
+// corral's live state, its source and delay, and the replays' verdicts.
+func Print(w io.Writer, r *Result) {
+	version := r.Version
+	if version == "" {
+		version = "(version unknown)"
+	}
+	fmt.Fprintf(w, "corral verify: %s %s", r.Agent, version)
+	if r.Pinned != "" && r.Version != r.Pinned {
+		fmt.Fprintf(w, " — rules checked against %s", r.Pinned)
+	}
+	integration := r.Integration
+	if integration == "" {
+		integration = "none"
+	}
+	fmt.Fprintf(w, "; hooks: %s\n\n", integration)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "step\texpected\ttruth\tcorral\tsource\tdelay\tscreen\thooks\tosc7501\treplay\t")
+	for _, s := range r.Steps {
+		live := s.Verdicts["live"]
+		mark := ""
+		if !live.Right {
+			mark = "  ✗"
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t", s.Name, mark, s.Want, s.TruthSource, stateOf(live), live.Source, delay(live))
+		for _, name := range []string{"screen", "hooks", "osc7501", "replay"} {
+			v := s.Verdicts[name]
+			if v.Right {
+				fmt.Fprintf(tw, "ok %s\t", delay(v))
+			} else {
+				fmt.Fprintf(tw, "%s\t", stateOf(v))
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	var scores []string
+	for _, sc := range Scorers {
+		scores = append(scores, fmt.Sprintf("%s %d/%d", sc.Name, r.Scores[sc.Name], len(r.Steps)))
+	}
+	fmt.Fprintf(w, "\nright: %s\n", strings.Join(scores, ", "))
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(w, "not run: %s\n", strings.Join(r.Skipped, ", "))
+	}
+}
+
+func stateOf(v Verdict) string { return Want{State: v.State, Kind: v.Kind}.String() }
+
+func delay(v Verdict) string {
+	if v.Delay > -0.005 && v.Delay < 0.005 {
+		return "+0.00s"
+	}
+	return fmt.Sprintf("%+.2fs", v.Delay)
+}

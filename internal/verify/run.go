@@ -1,0 +1,286 @@
+package verify
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/lab/mockmodel"
+	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/signal"
+)
+
+// Options configure a run.
+type Options struct {
+	Profile *Profile
+	// Command runs instead of the profile's binary found on PATH.
+	Command []string
+	// Exe is the corral binary: it serves the private daemon and runs the
+	// agent's hooks.
+	Exe string
+	// Rules are the rules in force, for the replays.
+	Rules *rules.Set
+	// RulesDir is the user's rules folder the private daemon reads ("" none).
+	RulesDir string
+	Scenario []Step // default Scenario
+	Cols     int
+	Rows     int
+	// Settle is how long a step goes on once its state is reached: corral
+	// must hold the state then.
+	Settle time.Duration
+	// Log gets a line per step as it happens (nil: none).
+	Log io.Writer
+}
+
+// shellCommand is the shell step's command: it changes a file, so every
+// agent asks before running it.
+const shellCommand = "touch verify-shell.txt"
+
+// Run starts a private daemon, runs the agent in one of its panes against
+// the scripted model server, drives it through the scenario and judges
+// every step live and in replays.
+func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
+	p := o.Profile
+	if o.Scenario == nil {
+		o.Scenario = Scenario
+	}
+	if o.Cols == 0 {
+		o.Cols, o.Rows = 120, 32
+	}
+	if o.Settle == 0 {
+		o.Settle = time.Second
+	}
+	steps, skipped := Steps(p, o.Scenario)
+	if len(steps) == 0 || steps[0].Name != "startup" || len(steps) == 1 {
+		return nil, nil, fmt.Errorf("verify cannot drive %s yet: it has no scripted model server or turns", p.Name)
+	}
+	command := o.Command
+	if len(command) == 0 {
+		bin, err := exec.LookPath(p.Binary)
+		if err != nil {
+			return nil, nil, fmt.Errorf("no %s on PATH: install it (npm install -g %s) or give the command after --", p.Binary, p.Package)
+		}
+		command = []string{bin}
+	}
+	if len(command) == 1 && filepath.Base(command[0]) == p.Binary {
+		command = append(command, p.Args...)
+	}
+
+	// A private folder under the home folder: Gemini CLI ignores the
+	// hooks file corral gives it when a parent folder is writable by
+	// others, as /tmp is.
+	base, _ := os.UserHomeDir()
+	base = filepath.Join(base, ".cache")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		base = ""
+	}
+	dir, err := os.MkdirTemp(base, "corral-verify-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("private folder: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	_ = os.Chmod(dir, 0o700)
+	home, work := filepath.Join(dir, "home"), filepath.Join(dir, "work")
+	for _, d := range []string{home, work, filepath.Join(dir, "config", "corral")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, nil, err
+		}
+	}
+	if o.RulesDir != "" {
+		if _, err := os.Stat(o.RulesDir); err == nil {
+			_ = os.Symlink(o.RulesDir, filepath.Join(dir, "config", "corral", "rules"))
+		}
+	}
+
+	var model *mockmodel.Server
+	switch p.API {
+	case APIAnthropic:
+		model, err = mockmodel.Start(shellCommand)
+	case APIGemini:
+		model, err = mockmodel.StartGemini(shellCommand)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("scripted model server: %w", err)
+	}
+	modelURL := ""
+	if model != nil {
+		defer model.Close()
+		model.Default = mockmodel.StepProse
+		modelURL = model.URL
+	}
+	hookLog := filepath.Join(dir, "hooks.ndjson")
+	env := []string{"HOME=" + home, "CORRAL_HOOK_LOG=" + hookLog}
+	if p.Home != nil {
+		extra, err := p.Home(home, work, modelURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("prepare %s's home: %w", p.Name, err)
+		}
+		env = append(env, extra...)
+	}
+
+	d, err := startDaemon(ctx, o.Exe, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.stop()
+
+	cap := newCapture(o.Cols, o.Rows)
+	defer cap.close()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := d.c.Stream(runCtx, "/v1/events?follow=1")
+	if err != nil {
+		return nil, nil, fmt.Errorf("event stream: %w", err)
+	}
+	defer events.Close()
+	var pane api.Pane
+	if err := d.c.Do(ctx, "POST", "/v1/panes", api.RunRequest{Name: "verify", Command: command, Cwd: work,
+		Cols: o.Cols, Rows: o.Rows, Agent: p.Rules, Env: env}, &pane); err != nil {
+		return nil, nil, fmt.Errorf("start %s in a pane: %w", strings.Join(command, " "), err)
+	}
+	cap.t0 = time.Now()
+	ws, _, err := websocket.Dial(ctx, "ws://corral/v1/panes/"+url.PathEscape(pane.ID)+"/attach", &websocket.DialOptions{HTTPClient: d.c.HTTPClient()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("attach: %w", err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(16 << 20)
+	go func() {
+		for {
+			_, b, err := ws.Read(runCtx)
+			if err != nil {
+				return
+			}
+			cap.output(b)
+		}
+	}()
+	go func() {
+		sc := bufio.NewScanner(events)
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+		for sc.Scan() {
+			var ev eventlog.Event
+			if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Pane != pane.ID {
+				continue
+			}
+			cap.change(Point{At: cap.since(ev.Time), State: signal.State(ev.State), Kind: ev.Kind, Source: ev.Source, Rule: ev.Rule, Message: ev.Message})
+		}
+	}()
+
+	dr := &driver{o: o, d: d, pane: pane.ID, cap: cap, model: model, work: work}
+	runs, err := dr.drive(ctx, steps)
+	if err != nil {
+		return nil, nil, err
+	}
+	_ = d.c.Do(ctx, "GET", "/v1/panes/"+pane.ID, nil, &pane)
+	d.stop()
+	cancel()
+	time.Sleep(50 * time.Millisecond) // the readers' last lines
+
+	rec := cap.recording(p, command, runs, readHooks(hookLog, cap.t0))
+	rec.Integration = pane.Integration
+	rec.Version = agentVersion(command[0], p)
+	rec.Skipped = skipped
+	res := Judge(rec, o.Rules)
+	return res, rec, nil
+}
+
+// daemon is the run's private corral daemon.
+type daemon struct {
+	cmd    *exec.Cmd
+	c      *client.Client
+	exited chan struct{}
+}
+
+// startDaemon serves a private daemon from exe on a socket, state and
+// config folder of its own in dir: the user's daemon is never touched.
+func startDaemon(ctx context.Context, exe, dir string) (*daemon, error) {
+	sock := filepath.Join(dir, "s.sock")
+	logf, err := os.Create(filepath.Join(dir, "daemon.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "serve")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CORRAL_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "CORRAL_SOCKET="+sock, "CORRAL_STATE_DIR="+filepath.Join(dir, "state"),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the private daemon (%s serve): %w", exe, err)
+	}
+	d := &daemon{cmd: cmd, c: client.New(sock), exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(d.exited) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for d.c.Ping(ctx) != nil {
+		select {
+		case <-d.exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "daemon.log"))
+			return nil, fmt.Errorf("the private daemon exited at start: %s", log)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-d.exited
+			return nil, errors.New("the private daemon did not answer within 15s")
+		}
+	}
+	return d, nil
+}
+
+// stop ends the daemon and every pane (SIGHUP, then SIGKILL after its grace).
+func (d *daemon) stop() {
+	if d.c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = d.c.Do(ctx, "POST", "/v1/shutdown", struct{}{}, nil)
+	select {
+	case <-d.exited:
+	case <-ctx.Done():
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+	}
+	d.c = nil
+}
+
+// agentVersion asks the agent for its version ("" when it will not say).
+func agentVersion(bin string, p *Profile) string {
+	if filepath.Base(bin) != p.Binary || p.Name == "fake-agent" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	for _, f := range strings.Fields(string(out)) {
+		f = strings.TrimSuffix(f, ".")
+		if len(f) > 0 && f[0] >= '0' && f[0] <= '9' && strings.Count(f, ".") >= 1 {
+			return f
+		}
+	}
+	return ""
+}
