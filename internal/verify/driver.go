@@ -13,9 +13,9 @@ import (
 
 // StepRun is one step as it ran; times are seconds from the pane's start.
 type StepRun struct {
-	Name   string `json:"step"`
-	Action string `json:"action"`
-	Want   Want   `json:"want"`
+	Name   string  `json:"step"`
+	Action string  `json:"action"`
+	Want   Want    `json:"want"`
 	Start  float64 `json:"start"`
 	// Truth is when the agent entered the wanted state: its own report's
 	// time (TruthSource osc7501), or the action's (phase).
