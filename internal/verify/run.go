@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,9 +48,9 @@ type Options struct {
 	Log io.Writer
 }
 
-// shellCommand is the shell step's command: it changes a file, so every
-// agent asks before running it.
-const shellCommand = "touch verify-shell.txt"
+// shellCommands are the shell step's commands, ones each agent asks
+// before running (Claude Code runs a file change in its folder unasked).
+var shellCommands = map[API]string{APIAnthropic: "ls -la /tmp", APIGemini: "touch verify-shell.txt"}
 
 // Run starts a private daemon, runs the agent in one of its panes against
 // the scripted model server, drives it through the scenario and judges
@@ -110,9 +111,9 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 	var model *mockmodel.Server
 	switch p.API {
 	case APIAnthropic:
-		model, err = mockmodel.Start(shellCommand)
+		model, err = mockmodel.Start(shellCommands[p.API])
 	case APIGemini:
-		model, err = mockmodel.StartGemini(shellCommand)
+		model, err = mockmodel.StartGemini(shellCommands[p.API])
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("scripted model server: %w", err)
@@ -121,6 +122,17 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 	if model != nil {
 		defer model.Close()
 		model.Default = mockmodel.StepProse
+		if tf := os.Getenv("CORRAL_VERIFY_TRACE"); tf != "" {
+			if f, err := os.Create(tf); err == nil {
+				defer f.Close()
+				var mu sync.Mutex
+				model.Trace = func(api, last string, step mockmodel.Step) {
+					mu.Lock()
+					fmt.Fprintf(f, "%s step=%s last=%q\n", api, step, last)
+					mu.Unlock()
+				}
+			}
+		}
 		modelURL = model.URL
 	}
 	hookLog := filepath.Join(dir, "hooks.ndjson")

@@ -23,8 +23,7 @@ type geminiRequest struct {
 	Contents []struct {
 		Role  string `json:"role"`
 		Parts []struct {
-			Text             string          `json:"text"`
-			FunctionResponse json.RawMessage `json:"functionResponse"`
+			Text string `json:"text"`
 		} `json:"parts"`
 	} `json:"contents"`
 	Tools []struct {
@@ -45,21 +44,19 @@ func (g *geminiRequest) hasTool(name string) bool {
 	return false
 }
 
-// last returns the newest content's text and whether it carries a
-// function's result.
-func (g *geminiRequest) last() (text string, result bool) {
-	if len(g.Contents) == 0 {
-		return "", false
-	}
+// userTurn returns the text of every user content of a conversation.
+func (g *geminiRequest) userTurn() string {
 	var b strings.Builder
-	for _, p := range g.Contents[len(g.Contents)-1].Parts {
-		if len(p.FunctionResponse) > 0 {
-			result = true
+	for _, c := range g.Contents {
+		if c.Role != "user" {
+			continue
 		}
-		b.WriteString(p.Text)
-		b.WriteByte('\n')
+		for _, p := range c.Parts {
+			b.WriteString(p.Text)
+			b.WriteByte('\n')
+		}
 	}
-	return b.String(), result
+	return b.String()
 }
 
 // geminiCall is a step's tool call in Gemini CLI's tools.
@@ -84,7 +81,6 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	var req geminiRequest
 	_ = json.Unmarshal(body, &req)
-	last, result := req.last()
 	var part map[string]any
 	switch {
 	case strings.Contains(r.URL.Path, ":countTokens"):
@@ -94,12 +90,19 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 		part = map[string]any{"text": `{"reasoning": "the model answered", "next_speaker": "user"}`}
 	case len(req.Tools) == 0:
 		part = map[string]any{"text": "Hello."}
-	case result:
-		part = map[string]any{"text": "Done. The tool ran."}
 	default:
-		if call, ok := s.geminiCall(s.turnOf(last), &req); ok {
+		text := req.userTurn()
+		t, first := s.next(text)
+		if s.Trace != nil {
+			s.Trace("gemini", fmt.Sprintf("first=%v %s", first, clipTail(text, 200)), t.step)
+		}
+		call, ok := s.geminiCall(t, &req)
+		switch {
+		case !first:
+			part = map[string]any{"text": "Done. The tool ran."}
+		case ok:
 			part = map[string]any{"functionCall": map[string]any{"name": call.name, "args": call.input}}
-		} else {
+		default:
 			part = map[string]any{"text": "Here is a short answer in prose."}
 		}
 	}

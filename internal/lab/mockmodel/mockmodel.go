@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -24,10 +25,23 @@ type Server struct {
 	// Command is the shell command of a shell step.
 	Command string
 	// Default is the step of a turn whose message names none.
-	Default  Step
+	Default Step
+	// Trace, when set, gets each request's newest message and the step
+	// read from it.
+	Trace    func(api, last string, step Step)
 	Requests atomic.Int64
 	srv      *http.Server
 	ln       net.Listener
+
+	mu     sync.Mutex   // guards called
+	called map[int]bool // turns (by keyword count) already answered
+}
+
+func clipTail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
 }
 
 // DefaultSlow is how long a slow step's command sleeps unless its message
@@ -119,12 +133,12 @@ type request struct {
 	} `json:"messages"`
 }
 
-// userText returns a message content's text and whether it carries a
-// tool result.
-func userText(content json.RawMessage) (text string, toolResult bool) {
+// userText returns the typed text of a message's content (its text
+// blocks, not tool results).
+func userText(content json.RawMessage) string {
 	var s string
 	if json.Unmarshal(content, &s) == nil {
-		return s, false
+		return s
 	}
 	var blocks []struct {
 		Type string `json:"type"`
@@ -133,15 +147,44 @@ func userText(content json.RawMessage) (text string, toolResult bool) {
 	_ = json.Unmarshal(content, &blocks)
 	var b strings.Builder
 	for _, bl := range blocks {
-		switch bl.Type {
-		case "text":
+		if bl.Type == "text" {
 			b.WriteString(bl.Text)
 			b.WriteByte('\n')
-		case "tool_result":
-			toolResult = true
 		}
 	}
-	return b.String(), toolResult
+	return b.String()
+}
+
+// userTurn returns the text of every user message of a conversation.
+func (r *request) userTurn() string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		if m.Role == "user" {
+			b.WriteString(userText(m.Content))
+		}
+	}
+	return b.String()
+}
+
+// next decides a request's answer from the conversation's user text: the
+// turn is the Nth "corral:" keyword in it (Claude Code merges a turn's
+// tool results with the next prompt, and drops replies from the history,
+// so where a tool result sits says nothing). The first request of a turn
+// gets the step's tool call; every later one, the tool's result included,
+// gets a short text that ends the turn.
+func (s *Server) next(userText string) (t turn, call bool) {
+	n := strings.Count(userText, "corral:")
+	t = s.turnOf(userText)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.called == nil {
+		s.called = map[int]bool{}
+	}
+	if s.called[n] {
+		return t, false
+	}
+	s.called[n] = true
+	return t, true
 }
 
 // claudeCall is a step's tool call in Claude Code's tools.
@@ -150,7 +193,8 @@ func (s *Server) claudeCall(t turn) (toolCall, bool) {
 	case StepShell:
 		return toolCall{"Bash", map[string]any{"command": s.Command, "description": "Run the command"}}, true
 	case StepSlow:
-		return toolCall{"Bash", map[string]any{"command": fmt.Sprintf("sleep %d", t.slowSeconds()), "description": "Wait a while"}}, true
+		// Claude Code refuses a command that starts with a long sleep.
+		return toolCall{"Bash", map[string]any{"command": fmt.Sprintf("echo waiting && sleep %d", t.slowSeconds()), "description": "Wait a while"}}, true
 	case StepEdit:
 		return toolCall{"Write", map[string]any{"file_path": t.editPath(), "content": "written by the corral mock model\n"}}, true
 	case StepQuestion:
@@ -173,17 +217,23 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	var req request
 	_ = json.Unmarshal(body, &req)
-	last, result := "", false
-	if n := len(req.Messages); n > 0 {
-		last, result = userText(req.Messages[n-1].Content)
-	}
 	var blocks []map[string]any
 	stop := "end_turn"
-	call, isCall := s.claudeCall(s.turnOf(last))
+	var call toolCall
+	isCall, first := false, false
+	if len(req.Tools) > 0 {
+		var t turn
+		text := req.userTurn()
+		t, first = s.next(text)
+		call, isCall = s.claudeCall(t)
+		if s.Trace != nil {
+			s.Trace("anthropic", fmt.Sprintf("first=%v %s", first, clipTail(text, 200)), t.step)
+		}
+	}
 	switch {
 	case len(req.Tools) == 0:
 		blocks = []map[string]any{{"type": "text", "text": "Mock title"}}
-	case result:
+	case !first:
 		blocks = []map[string]any{{"type": "text", "text": "Done. The tool ran."}}
 	case isCall:
 		input, _ := json.Marshal(call.input)

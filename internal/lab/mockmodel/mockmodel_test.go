@@ -19,19 +19,18 @@ func post(t *testing.T, url, body string) string {
 	return string(b)
 }
 
-// Each step keyword gets its tool call from the Anthropic mock, a tool's
-// result ends the turn, and a message without a keyword runs the default.
+func anthropicRequest(contents ...string) string {
+	var msgs []any
+	for _, c := range contents {
+		msgs = append(msgs, map[string]any{"role": "user", "content": json.RawMessage(c)})
+	}
+	b, _ := json.Marshal(map[string]any{"tools": []any{map[string]any{"name": "Bash"}}, "messages": msgs})
+	return string(b)
+}
+
+// Each step keyword gets its tool call from the Anthropic mock, and a
+// message without a keyword runs the default.
 func TestAnthropicSteps(t *testing.T) {
-	s, err := Start("ls -la /tmp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	msg := func(content string) string {
-		b, _ := json.Marshal(map[string]any{"tools": []any{map[string]any{"name": "Bash"}},
-			"messages": []any{map[string]any{"role": "user", "content": json.RawMessage(content)}}})
-		return string(b)
-	}
 	for _, c := range []struct{ name, content, want string }{
 		{"prose", `"corral:prose say hi"`, `"text":"Here is a short answer`},
 		{"shell", `[{"type":"text","text":"corral:shell list"}]`, `"name":"Bash"`},
@@ -40,10 +39,15 @@ func TestAnthropicSteps(t *testing.T) {
 		{"question", `"corral:question"`, `"name":"AskUserQuestion"`},
 		{"slow", `"corral:slow 9"`, `sleep 9`},
 		{"default", `"please list the files"`, `ls -la /tmp`},
-		{"result", `[{"type":"tool_result","tool_use_id":"x","content":"ok"}]`, `Done. The tool ran.`},
+		{"result then prompt", `[{"type":"tool_result","tool_use_id":"x","content":"ok"},{"type":"text","text":"corral:question"}]`, `AskUserQuestion`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := post(t, s.URL+"/v1/messages", msg(c.content))
+			s, err := Start("ls -la /tmp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			got := post(t, s.URL+"/v1/messages", anthropicRequest(c.content))
 			if !strings.Contains(got, c.want) {
 				t.Fatalf("want %q in:\n%s", c.want, got)
 			}
@@ -51,15 +55,34 @@ func TestAnthropicSteps(t *testing.T) {
 	}
 }
 
-// The Gemini mock follows the same steps with Gemini CLI's tool names; the
-// question step uses ask_user only when the CLI offers it.
-func TestGeminiSteps(t *testing.T) {
-	s, err := StartGemini("ls -la")
+// A turn gets one tool call; every later request of the same turn (the
+// tool's result, wherever Claude Code puts it) ends it with text; the
+// next keyword starts the next turn.
+func TestAnthropicTurns(t *testing.T) {
+	s, err := Start("ls -la /tmp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	url := s.URL + "/v1beta/models/gemini-mock:streamGenerateContent?alt=sse"
+	url := s.URL + "/v1/messages"
+	for i, c := range []struct {
+		contents []string
+		want     string
+	}{
+		{[]string{`"corral:shell"`}, `"name":"Bash"`},
+		{[]string{`"corral:shell"`, `[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]`}, `Done. The tool ran.`},
+		{[]string{`"corral:shell"`, `[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"corral:edit /w/a"}]`}, `"name":"Write"`},
+		{[]string{`"corral:shell"`, `[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"tool_result","tool_use_id":"t2","content":"ok"},{"type":"text","text":"corral:edit /w/a"}]`}, `Done. The tool ran.`},
+	} {
+		if got := post(t, url, anthropicRequest(c.contents...)); !strings.Contains(got, c.want) {
+			t.Fatalf("request %d: want %q in:\n%s", i, c.want, got)
+		}
+	}
+}
+
+// The Gemini mock follows the same steps with Gemini CLI's tool names; the
+// question step uses ask_user only when the CLI offers it.
+func TestGeminiSteps(t *testing.T) {
 	req := func(part string, tools ...string) string {
 		var decl []any
 		for _, n := range tools {
@@ -75,14 +98,25 @@ func TestGeminiSteps(t *testing.T) {
 		{"question", `{"text":"corral:question"}`, `"name":"ask_user"`},
 		{"slow", `{"text":"corral:slow 7"}`, `sleep 7`},
 		{"prose", `{"text":"corral:prose"}`, `short answer in prose`},
-		{"result", `{"functionResponse":{"name":"run_shell_command","response":{}}}`, `Done. The tool ran.`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			s, err := StartGemini("ls -la")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			url := s.URL + "/v1beta/models/gemini-mock:streamGenerateContent?alt=sse"
 			if got := post(t, url, req(c.part, "run_shell_command", "write_file", "ask_user")); !strings.Contains(got, c.want) {
 				t.Fatalf("want %q in:\n%s", c.want, got)
 			}
 		})
 	}
+	s, err := StartGemini("ls -la")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	url := s.URL + "/v1beta/models/gemini-mock:streamGenerateContent?alt=sse"
 	if got := post(t, url, req(`{"text":"corral:question"}`, "run_shell_command")); strings.Contains(got, "ask_user") {
 		t.Fatalf("ask_user called though not offered:\n%s", got)
 	}
