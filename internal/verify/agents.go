@@ -141,15 +141,20 @@ func claudeHome(home, work, url string) ([]string, error) {
 }
 
 // geminiHome prepares Gemini CLI's HOME: API-key auth, no folder-trust
-// dialog, and `sleep` allowed so a slow tool call runs without a prompt.
+// dialog, and a user policy that lets `sleep` run without a prompt (a slow
+// tool call). The deprecated tools.allowed setting would do that too, but
+// with it Gemini CLI 0.61.0 denies every other shell command unasked.
 func geminiHome(home, work, url string) ([]string, error) {
 	dir := filepath.Join(home, ".gemini")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "policies"), 0o700); err != nil {
 		return nil, err
 	}
-	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},` +
-		`"tools":{"allowed":["run_shell_command(sleep)"]}}`
+	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}}}`
+	policy := "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"sleep\"\ndecision = \"allow\"\npriority = 100\n"
 	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "policies", "corral-verify.toml"), []byte(policy), 0o600); err != nil {
 		return nil, err
 	}
 	return []string{"GEMINI_API_KEY=test-key", "GOOGLE_GEMINI_BASE_URL=" + url}, nil

@@ -33,8 +33,8 @@ type Server struct {
 	srv      *http.Server
 	ln       net.Listener
 
-	mu     sync.Mutex   // guards called
-	called map[int]bool // turns (by keyword count) already answered
+	mu     sync.Mutex      // guards called
+	called map[string]bool // turns already answered
 }
 
 func clipTail(s string, n int) string {
@@ -166,24 +166,30 @@ func (r *request) userTurn() string {
 	return b.String()
 }
 
-// next decides a request's answer from the conversation's user text: the
-// turn is the Nth "corral:" keyword in it (Claude Code merges a turn's
-// tool results with the next prompt, and drops replies from the history,
-// so where a tool result sits says nothing). The first request of a turn
-// gets the step's tool call; every later one, the tool's result included,
-// gets a short text that ends the turn.
+// next decides a request's answer from the conversation's user text. A
+// turn is known by how many "corral:" keywords the text holds and by the
+// newest one: Claude Code merges a turn's tool results into the next
+// prompt and drops replies from the history, and Gemini CLI drops a
+// cancelled turn, so neither where a tool result sits nor the count alone
+// tells turns apart. The first request of a turn gets the step's tool
+// call; every later one (the tool's result included) gets a short text
+// that ends the turn.
 func (s *Server) next(userText string) (t turn, call bool) {
-	n := strings.Count(userText, "corral:")
+	key := fmt.Sprint(strings.Count(userText, "corral:"))
+	if i := strings.LastIndex(userText, "corral:"); i >= 0 {
+		line, _, _ := strings.Cut(userText[i:], "\n")
+		key += " " + line
+	}
 	t = s.turnOf(userText)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.called == nil {
-		s.called = map[int]bool{}
+		s.called = map[string]bool{}
 	}
-	if s.called[n] {
+	if s.called[key] {
 		return t, false
 	}
-	s.called[n] = true
+	s.called[key] = true
 	return t, true
 }
 
