@@ -24,6 +24,8 @@ type StepRun struct {
 	End         float64 `json:"end"`
 	// Reached says the agent got there before the step's deadline.
 	Reached bool `json:"reached"`
+	// Right says corral was right live (set once judged).
+	Right bool `json:"right"`
 }
 
 type driver struct {

@@ -208,6 +208,10 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 	rec.Version = agentVersion(command[0], p)
 	rec.Skipped = skipped
 	res := Judge(rec, o.Rules)
+	for i, s := range res.Steps {
+		rec.Steps[i].Right = s.Verdicts["live"].Right
+		res.Steps[i].Right = rec.Steps[i].Right
+	}
 	return res, rec, nil
 }
 
