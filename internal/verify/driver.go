@@ -122,6 +122,11 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 		}
 		run.End = secs(dr.cap.since(time.Now()))
 		runs = append(runs, run)
+		// The daemon's event times have millisecond precision: keep the
+		// next action clear of this step's end.
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return nil, err
+		}
 		if dr.o.Log != nil {
 			live := dr.cap.liveState()
 			fmt.Fprintf(dr.o.Log, "%-16s %-36s want %-19s corral %s (%s)\n", s.Name, clipText(run.Action, 36), s.Want, wantOf(live), live.Source)
