@@ -12,7 +12,7 @@ import (
 )
 
 // Claude Code hook events corral listens to.
-var claudeEvents = []string{"PermissionRequest", "Notification", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd"}
+var claudeEvents = []string{"SessionStart", "PermissionRequest", "Notification", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd"}
 
 // Launch is a command line with corral's reporting added for one run.
 type Launch struct {

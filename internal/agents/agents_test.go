@@ -20,13 +20,24 @@ func TestParseHook(t *testing.T) {
 			Report{Event: "PermissionRequest", State: signal.Blocked, Kind: "permission", Message: "approve Write: /a/b.txt"}},
 		{"claude-code", `{"hook_event_name":"Notification","notification_type":"permission_prompt","message":"Claude needs your permission to use Bash"}`,
 			Report{Event: "Notification", State: signal.Blocked, Kind: "permission", Message: "Claude needs your permission to use Bash"}},
-		{"claude-code", `{"hook_event_name":"Notification","notification_type":"idle_prompt","message":"waiting"}`, Report{Event: "Notification", Ignore: true}},
+		{"claude-code", `{"hook_event_name":"Notification","notification_type":"idle_prompt","message":"waiting"}`, Report{Event: "Notification", Ignore: true, Why: "notification idle_prompt"}},
 		{"claude-code", `{"hook_event_name":"UserPromptSubmit","prompt":"hi"}`, Report{Event: "UserPromptSubmit", State: signal.Working}},
 		{"claude-code", `{"hook_event_name":"Stop","last_assistant_message":"ok"}`, Report{Event: "Stop", State: signal.Done}},
-		{"claude-code", `{"hook_event_name":"SubagentStop"}`, Report{Event: "SubagentStop", Ignore: true}},
+		{"claude-code", `{"hook_event_name":"SubagentStop"}`, Report{Event: "SubagentStop", Ignore: true, Why: "event SubagentStop"}},
 		{"claude-code", `{"hook_event_name":"StopFailure","error":"rate_limit"}`, Report{Event: "StopFailure", State: signal.Error, Message: "rate_limit"}},
 		{"claude-code", `{"hook_event_name":"SessionEnd","reason":"exit"}`, Report{Event: "SessionEnd", Clear: true}},
 		{"codex", `{"type":"agent-turn-complete","thread-id":"t","last-assistant-message":"done"}`, Report{Event: "agent-turn-complete", State: signal.Done}},
+		{"codex", `{"type":"agent-turn-complete","thread-id":"t2","input-messages":["Generate a concise, single-line task title for this conversation:\nfix it"]}`,
+			Report{Event: "agent-turn-complete", Ignore: true, Why: "the agent's own hidden request"}},
+		{"codex", `{"type":"agent-turn-complete","thread-id":"t","input-messages":["fix the tests", 7]}`, Report{Event: "agent-turn-complete", State: signal.Done}},
+		{"claude-code", `{"hook_event_name":"PermissionRequest","session_id":"s1","tool_name":"AskUserQuestion","tool_input":{"questions":[{"question":"Which colour?","options":[{"label":"Red"},{"label":"Blue"}]}]}}`,
+			Report{Event: "PermissionRequest", Session: "s1", State: signal.Blocked, Kind: "question", Message: "Which colour? (Red / Blue)"}},
+		{"claude-code", `{"hook_event_name":"SessionStart","session_id":"s2","source":"clear"}`,
+			Report{Event: "SessionStart", Session: "s2", NewSession: true, State: signal.Idle}},
+		// Fields of an unexpected shape read as absent.
+		{"claude-code", `{"hook_event_name":"PermissionRequest","session_id":5,"tool_name":["x"],"tool_input":"rm -rf /"}`,
+			Report{Event: "PermissionRequest", State: signal.Blocked, Kind: "permission", Message: `approve a tool: "rm -rf /"`}},
+		{"claude-code", `{"hook_event_name":{"a":1}}`, Report{Ignore: true, Why: "no event name"}},
 		{"gemini", `{"hook_event_name":"Notification","notification_type":"ToolPermission","message":"Allow shell?"}`,
 			Report{Event: "Notification", State: signal.Blocked, Kind: "permission", Message: "Allow shell?"}},
 	}
@@ -36,7 +47,7 @@ func TestParseHook(t *testing.T) {
 			t.Errorf("ParseHook(%s, %s) = %+v, %v; want %+v", tt.agent, tt.payload, got, err, tt.want)
 		}
 	}
-	for _, bad := range []string{"", "not json", `{"hook_event_name":`, strings.Repeat("x", MaxPayload+1)} {
+	for _, bad := range []string{"", "not json", `{"hook_event_name":`, "null", "[1,2]", `"Stop"`, strings.Repeat("x", MaxPayload+1)} {
 		if _, err := ParseHook("claude-code", []byte(bad)); err == nil {
 			t.Errorf("ParseHook accepted %.20q", bad)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
 )
@@ -258,19 +259,19 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep, err := agents.ParseHook(req.Agent, req.Payload)
+	p, ok := e.asPane()
 	if err != nil {
+		if ok {
+			p.ApplyHook(detect.Hook{Ignore: true}) // counted
+		}
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
-	p, ok := e.asPane()
-	switch {
-	case !ok:
-	case rep.Clear:
-		p.ApplyHook("", "", "")
-	case !rep.Ignore:
-		p.ApplyHook(rep.State, rep.Kind, rep.Message)
+	if ok {
+		p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
+			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})
 	}
-	reply(w, map[string]string{"pane": e.p.ID(), "event": rep.Event})
+	reply(w, map[string]string{"pane": e.p.ID(), "event": rep.Event, "ignored": rep.Why})
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
