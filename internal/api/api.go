@@ -36,6 +36,9 @@ type Pane struct {
 	Integration string `json:"integration"`
 	// HooksRefused counts hook reports naming this pane with a wrong token.
 	HooksRefused int64 `json:"hooks_refused"`
+	// HooksIgnored counts hook reports that decided nothing: unknown
+	// events, payloads of the wrong shape, another conversation's.
+	HooksIgnored int `json:"hooks_ignored"`
 	// SessionID is a headless job's agent session, once known.
 	SessionID string `json:"session_id,omitempty"`
 }

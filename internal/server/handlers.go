@@ -405,7 +405,7 @@ func paneJSON(e *entry) api.Pane {
 	out := api.Pane{ID: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
 		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
 		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
-		Integration: e.agent, HooksRefused: e.refused.Load()}
+		Integration: e.agent, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
 	if j, ok := e.p.(*job); ok {
 		out.SessionID = j.Session()
 	}
