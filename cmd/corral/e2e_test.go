@@ -459,3 +459,25 @@ func TestEventsWebSocket(t *testing.T) {
 		}
 	}
 }
+
+// An agent's hook reports its prompt before the dialog that reads the
+// answer is drawn; keys typed in between are lost (a TUI drops them). An
+// answer waits for the prompt on screen.
+func TestAnswerWaitsForThePrompt(t *testing.T) {
+	e := newEnv(t)
+	script := `echo '{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make"}}' | ` + corralBin + ` hook --agent claude-code
+sleep 0.5
+stty -icanon -echo min 0 time 0; cat >/dev/null
+printf '%s\n' '────────────────────' ' Bash command' '   make' ' Do you want to proceed?' ' ❯ 1. Yes' '   2. No' '' ' Esc to cancel · Tab to amend'
+stty min 1; ans=$(dd bs=1 count=1 2>/dev/null); printf 'answered:%s\n' "$ans"; sleep 60`
+	e.must("run", "--name", "w", "--agent", "claude-code", "--", "sh", "-c", script)
+	e.must("wait", "w", "--state", "blocked", "--timeout", "10s")
+	e.must("answer", "w", "yes")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.must("screen", "w"), "answered:1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the answer was lost:\n%s", e.must("screen", "w"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -179,7 +179,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	keys, err := e.p.Answer(req.Choice)
+	keys, err := e.answer(req.Choice)
 	if err != nil {
 		inputError(w, err)
 		return
