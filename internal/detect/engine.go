@@ -511,9 +511,9 @@ func (e *Engine) applyDone(next signal.Decision) signal.Decision {
 // applyHookReport weighs the newest hook report against the program's own
 // OSC 7501 report. The OSC 7501 record is a level the program keeps
 // current; a hook is an edge. So a hook decides only when the program
-// reports nothing itself, or when it is a newer prompt the record has not
-// caught up with (a missed prompt is the worst mistake). A hook the screen
-// has outlived is dropped.
+// reports nothing itself, or when it is a newer prompt or failure the
+// record has not caught up with (a missed prompt is the worst mistake). A
+// hook the screen has outlived is dropped.
 func (e *Engine) applyHookReport(in *signal.Inputs, h *hookReport, now time.Time) {
 	if hookOutlived(h, in.Screen.State, now) {
 		e.hook = nil
@@ -526,7 +526,7 @@ func (e *Engine) applyHookReport(in *signal.Inputs, h *hookReport, now time.Time
 	}
 	root, _ := e.store.Root()
 	switch {
-	case h.state == signal.Blocked && in.Report.State != signal.Blocked && !h.at.Before(root.Updated):
+	case (h.state == signal.Blocked || h.state == signal.Error) && in.Report.State != h.state && !h.at.Before(root.Updated):
 		in.Report = hook
 	case h.state == signal.Blocked && in.Report.State == signal.Blocked && in.Report.Message == "":
 		in.Report.Message = h.message // the program's report says no more than "blocked"

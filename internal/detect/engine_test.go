@@ -290,6 +290,13 @@ func TestSignalTableOSCOutranksHooks(t *testing.T) {
 	if got := states(e.Feed(at(400), []byte("\x1b]7501;state=working\a"))); got != "working@400ms" {
 		t.Fatalf("answered: %s", got)
 	}
+	// A turn that failed (StopFailure) is news the record may not carry.
+	if got := states(e.ApplyHook(at(500), hook(signal.Error, "", "rate_limit"))); got != "error@500ms" {
+		t.Fatalf("hook failure: %s", got)
+	}
+	if got := states(e.Feed(at(600), []byte("\x1b]7501;state=idle\a"))); got != "idle@600ms" {
+		t.Fatalf("report after failure: %s", got)
+	}
 }
 
 // A seen done stays seen: only a new turn's end raises done again.
