@@ -19,7 +19,7 @@ func TestDependencyBoundaries(t *testing.T) {
 	allowed := map[string][]string{
 		"term":          nil,
 		"status":        nil,
-		"rules":         nil,
+		"rules":         {"safefile"},
 		"signal":        nil,
 		"detect":        {"term", "rules", "status", "signal"},
 		"replay":        {"detect", "rules", "term"},
@@ -33,11 +33,12 @@ func TestDependencyBoundaries(t *testing.T) {
 		"agents":        {"signal"},
 		"api":           {"eventlog"},
 		"client":        {"api"},
-		"server":        {"agents", "api", "board", "detect", "eventlog", "headless", "notify", "pane", "rules", "signal", "term", "tomlfile"},
+		"server":        {"agents", "api", "board", "detect", "eventlog", "headless", "notify", "pane", "rules", "safefile", "signal", "term", "tomlfile"},
 		"board":         {"api", "term"},
 		"cli":           {"api", "client", "headless", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
-		"headless":      {"rules", "term", "tomlfile"},
+		"headless":      {"rules", "safefile", "term", "tomlfile"},
 		"tomlfile":      nil,
+		"safefile":      nil,
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
 	}

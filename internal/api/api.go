@@ -43,6 +43,21 @@ type Pane struct {
 	SessionID string `json:"session_id,omitempty"`
 }
 
+// Rules is GET /v1/rules: the manifests the daemon has in force, and the
+// problems of its newest load.
+type Rules struct {
+	Manifests []Manifest `json:"manifests"`
+	Problems  []string   `json:"problems"`
+}
+
+// Manifest is one agent's rules in force.
+type Manifest struct {
+	Name      string   `json:"name"`
+	Rules     int      `json:"rules"`
+	Processes []string `json:"processes"`
+	Source    string   `json:"source"`
+}
+
 // HookRequest is what `corral hook` posts: POST /v1/hook.
 type HookRequest struct {
 	Pane    string          `json:"pane"`

@@ -43,6 +43,7 @@ func (s *Server) routes() http.Handler {
 		{"POST /v1/hook", s.handleHook},
 		{"POST /v1/board", s.handleBoard},
 		{"GET /v1/status", s.handleStatus},
+		{"GET /v1/rules", s.handleRules},
 		{"POST /v1/shutdown", s.handleShutdown},
 	} {
 		mux.HandleFunc(r.pattern, r.handler)

@@ -60,13 +60,16 @@ type Server struct {
 	hooksRefused atomic.Int64
 
 	// mu guards the fields that follow.
-	mu       sync.Mutex
-	rules    *rules.Set
-	board    *board.Server // the web board, once started
-	panes    map[string]*entry
-	order    []string // pane ids in start order
-	closing  bool
-	shutdown sync.Once
+	mu    sync.Mutex
+	rules *rules.Set
+	// rulesProblems are the newest load's problems: broken user files,
+	// each with the version kept in force instead.
+	rulesProblems []string
+	board         *board.Server // the web board, once started
+	panes         map[string]*entry
+	order         []string // pane ids in start order
+	closing       bool
+	shutdown      sync.Once
 }
 
 type entry struct {
@@ -119,8 +122,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	set, errs := opts.Loader.Load(nil)
-	for _, e := range errs {
-		opts.Logf("rules: %v (the built-in rules stay in force)", e)
+	problems := RulesProblems(errs, "the built-in rules stay in force")
+	for _, p := range problems {
+		opts.Logf("rules: %s", p)
 	}
 	notifier, err := notify.New(opts.Config.Notify)
 	if err != nil {
@@ -129,7 +133,7 @@ func New(opts Options) (*Server, error) {
 		elog.Close()
 		return nil, err
 	}
-	s := &Server{opts: opts, log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set,
+	s := &Server{opts: opts, log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
 		panes: map[string]*entry{}, done: make(chan struct{})}
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
@@ -150,11 +154,12 @@ func (s *Server) Serve(ctx context.Context) error {
 			return
 		}
 		err := s.opts.Loader.Watch(ctx, s.currentRules(), 0, func(set *rules.Set, errs []error) {
-			for _, e := range errs {
-				s.opts.Logf("rules: %v (the rules in force stay)", e)
+			problems := RulesProblems(errs, "the rules in force stay")
+			for _, p := range problems {
+				s.opts.Logf("rules: %s", p)
 			}
 			s.mu.Lock()
-			s.rules = set
+			s.rules, s.rulesProblems = set, problems
 			s.mu.Unlock()
 		})
 		if err != nil {
