@@ -335,6 +335,9 @@ func IntegrateRun(argv []string, o Options) Launch {
 		if hidden == "" {
 			hidden = f.Agent
 		}
+		if hidden == "" {
+			hidden = argv[0]
+		}
 		l.Missing[k.name] = fmt.Sprintf("%s recognised, but its hooks go on its command line and the pane runs it through %s, "+
 			"where corral cannot add them; start it as corral run -- %s … (npx, node, env and links are seen through)", k.name, hidden, k.bins[0])
 	}

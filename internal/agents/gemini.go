@@ -173,6 +173,13 @@ func geminiRun(f Found, argv []string, o Options) (env, files []string, problem 
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, nil, fmt.Sprintf("Gemini CLI hooks are not added (%v); %s", err, geminiOptIn), false
 	}
+	// Gemini CLI's test, folders first: no file is written where it would
+	// be refused anyway.
+	for _, dir := range ancestors(o.Dir) {
+		if err := securePath(dir, true); err != nil {
+			return nil, nil, fmt.Sprintf("Gemini CLI would skip corral's settings file (folder %s: %v); %s", dir, err, geminiOptIn), false
+		}
+	}
 	if err := writeAtomic(path, data, 0o600); err != nil {
 		return nil, nil, fmt.Sprintf("Gemini CLI hooks are not added (%v); %s", err, geminiOptIn), false
 	}

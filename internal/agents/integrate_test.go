@@ -228,7 +228,11 @@ func TestGeminiSystemDefaults(t *testing.T) {
 	if in, problem := l.Status("gemini"); in != "" || !strings.Contains(problem, "corral integrate gemini") || len(l.Env) != 0 {
 		t.Fatalf("under %s: %q %q %q", dir, in, problem, l.Env)
 	}
-	if err := GeminiSystemFileCheck(filepath.Join(dir, "gemini-system-defaults.json")); err == nil ||
+	if exists(filepath.Join(dir, "gemini-system-defaults.json")) {
+		t.Fatal("wrote a file Gemini CLI would refuse")
+	}
+	os.WriteFile(filepath.Join(dir, "x.json"), []byte("{}"), 0o600)
+	if err := GeminiSystemFileCheck(filepath.Join(dir, "x.json")); err == nil ||
 		(os.Getuid() == 0 && !strings.Contains(err.Error(), "writable by group or others")) ||
 		(os.Getuid() != 0 && !strings.Contains(err.Error(), "not root")) {
 		t.Fatalf("check under a shared folder: %v", err)

@@ -59,7 +59,7 @@ func (b *Board) View() tea.View {
 			state += "/" + p.Kind
 		}
 		agent := p.Agent
-		if p.IntegrationError != "" {
+		if p.IntegrationError != "" && p.State != "exited" {
 			agent += "!" // no hooks; the preview says why
 		}
 		line := fmt.Sprintf("%s%-5s %-10s %-12s %-20s %6s  %s", marker, p.ID, clip(name(p), 10), clip(agent, 12), clip(state, 20),
@@ -76,7 +76,7 @@ func (b *Board) View() tea.View {
 	if sel := b.selected(); sel != nil {
 		fmt.Fprintf(&out, "\x1b[2m── %s · %s · %s ──\x1b[0m\n", name(*sel), sel.Agent, sel.Cwd)
 		room := max(3, b.height-rows-5)
-		if sel.IntegrationError != "" {
+		if sel.IntegrationError != "" && sel.State != "exited" {
 			out.WriteString("\x1b[33m" + clip("no hooks: "+sel.IntegrationError, b.width) + "\x1b[0m\n")
 			room--
 		}
