@@ -337,7 +337,7 @@ func (e *entry) integration(agent string) (string, string) {
 		return e.agent, ""
 	}
 	in, problem := e.launch.Status(agent)
-	if r := e.refusal.Load(); r != nil && in != "" && e.hooksSeen.Load() == 0 {
+	if r := e.refusal.Load(); r != nil && in == "gemini" && e.hooksSeen.Load() == 0 {
 		return "", *r
 	}
 	return in, problem
