@@ -2,7 +2,6 @@ package agents
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -91,45 +90,4 @@ func FuzzParseHook(f *testing.F) {
 			t.Fatalf("message of %d bytes", len(r.Message))
 		}
 	})
-}
-
-func TestIntegrateGemini(t *testing.T) {
-	dir := t.TempDir()
-	l, err := IntegrateRun([]string{"gemini", "-m", "x"}, []string{"/bin/corral", "hook"}, []string{"CORRAL_PANE=p1", "CORRAL_TOKEN=t", "HOME=/h"}, dir, "p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.Agent != "gemini" || strings.Join(l.Argv, " ") != "gemini -m x" || len(l.Files) != 1 ||
-		l.Env[0] != "GEMINI_CLI_SYSTEM_DEFAULTS_PATH="+l.Files[0] {
-		t.Fatalf("launch %+v", l)
-	}
-	data, _ := os.ReadFile(l.Files[0])
-	var settings struct {
-		Hooks map[string][]struct {
-			Matcher string
-			Hooks   []struct {
-				Name, Type, Command string
-				Env                 map[string]string
-			}
-		}
-	}
-	if err := json.Unmarshal(data, &settings); err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range []string{"Notification", "BeforeAgent", "AfterAgent", "SessionEnd"} {
-		h := settings.Hooks[ev]
-		if len(h) != 1 || h[0].Hooks[0].Command != "'/bin/corral' 'hook' '--agent' 'gemini'" ||
-			h[0].Hooks[0].Env["CORRAL_TOKEN"] != "t" || h[0].Hooks[0].Env["CORRAL_PANE"] != "p1" || h[0].Hooks[0].Env["HOME"] != "" {
-			t.Fatalf("%s: %+v", ev, h)
-		}
-	}
-	// A user's own setting is left alone.
-	l, _ = IntegrateRun([]string{"gemini"}, []string{"corral", "hook"}, []string{"GEMINI_CLI_SYSTEM_DEFAULTS_PATH=/mine.json"}, dir, "p2")
-	if l.Agent != "" || len(l.Env) != 0 {
-		t.Fatalf("overrode the user's setting: %+v", l)
-	}
-	// Claude Code through the same entry point.
-	if l, _ := IntegrateRun([]string{"claude"}, []string{"corral", "hook"}, nil, dir, "p3"); l.Agent != "claude-code" || len(l.Files) != 0 {
-		t.Fatalf("claude: %+v", l)
-	}
 }

@@ -34,6 +34,10 @@ type Pane struct {
 	Records    []Record `json:"records"`
 	// Integration is the agent whose hooks corral added ("" for none).
 	Integration string `json:"integration"`
+	// IntegrationError says why the pane's agent, one corral integrates
+	// with, has no hooks: they could not be added to its launch, or it
+	// refused them ("" when it has them, or is no such agent).
+	IntegrationError string `json:"integration_error"`
 	// HooksRefused counts hook reports naming this pane with a wrong token.
 	HooksRefused int64 `json:"hooks_refused"`
 	// HooksIgnored counts hook reports that decided nothing: unknown

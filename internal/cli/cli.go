@@ -55,6 +55,7 @@ func init() {
 		{"kill", "ID [--signal S] [--json]", "signal a pane's whole process group", runKill},
 		{"shutdown", "", "stop the daemon and every pane", runShutdown},
 		{"version", "", "print corral's version", runVersion},
+		{"integrate", "[gemini [--remove]]", "add (or --remove) corral's Gemini CLI extension, the one integration that needs a file; alone: how each agent gets corral's hooks", runIntegrate},
 		{"hook", "[--agent A] [PAYLOAD]", "forward an agent hook's report to the daemon (agents run this; it always exits 0)", runHook},
 		{"fake-agent", "[--osc7501] [--command CMD]", "", runFakeAgent}, // hidden: demos and tests
 		{"help", "[COMMAND]", "show help", runHelp},

@@ -268,6 +268,7 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
+	e.hooksSeen.Add(1)
 	if ok {
 		p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
 			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})
@@ -403,10 +404,11 @@ func (s *Server) handleEventsWS(w http.ResponseWriter, r *http.Request) {
 func paneJSON(e *entry) api.Pane {
 	in := e.p.Info()
 	d := in.Decision
+	integration, problem := e.integration(in.Agent)
 	out := api.Pane{ID: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
 		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
 		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
-		Integration: e.agent, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
+		Integration: integration, IntegrationError: problem, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
 	if j, ok := e.p.(*job); ok {
 		out.SessionID = j.Session()
 	}
