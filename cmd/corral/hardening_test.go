@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,4 +80,41 @@ func TestRulesFolderSpecialFiles(t *testing.T) {
 			t.Fatalf("rules list misreports codex's source: %q\n%s", line, out)
 		}
 	}
+}
+
+// With no XDG_RUNTIME_DIR, the socket folder in the temporary directory is
+// refused when it is not the user's own private folder.
+func TestSocketFolderHijack(t *testing.T) {
+	e := newEnv(t)
+	tmp := filepath.Join(e.dir, "tmp")
+	os.MkdirAll(tmp, 0o777)
+	vars := []string{"TMPDIR=" + tmp}
+	for _, v := range e.vars {
+		if !strings.HasPrefix(v, "CORRAL_SOCKET=") {
+			vars = append(vars, v)
+		}
+	}
+	e.vars = vars
+	folder := filepath.Join(tmp, "corral-"+strconv.Itoa(os.Getuid()))
+	os.Mkdir(folder, 0o777)
+	os.Chmod(folder, 0o777) // as another user would leave it
+	out, code := e.runWithin(10*time.Second, "ls")
+	if code == 0 || !strings.Contains(out, "others can write to it") || !strings.Contains(out, folder) {
+		t.Fatalf("a world-writable socket folder was used (exit %d):\n%s", code, out)
+	}
+	if out, code := e.runWithin(10*time.Second, "serve"); code == 0 || !strings.Contains(out, "refusing the socket folder") {
+		t.Fatalf("serve used it (exit %d):\n%s", code, out)
+	}
+	// A symbolic link to a folder someone else controls is refused too.
+	os.Remove(folder)
+	os.Symlink(tmp, folder)
+	if out, code := e.runWithin(10*time.Second, "ls"); code == 0 || !strings.Contains(out, "not a folder") {
+		t.Fatalf("a linked socket folder was used (exit %d):\n%s", code, out)
+	}
+	// Its own private folder works.
+	os.Remove(folder)
+	if out, code := e.runWithin(15*time.Second, "ls"); code != 0 {
+		t.Fatalf("a fresh private folder was refused (exit %d):\n%s", code, out)
+	}
+	e.runWithin(10*time.Second, "shutdown")
 }

@@ -112,7 +112,11 @@ func runRulesList(ctx context.Context, std IO, args []string) error {
 	where := "in force in the running daemon"
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := client.New(server.SocketPath()).Do(dctx, "GET", "/v1/rules", nil, &list); err != nil {
+	sock, err := server.CheckSocketPath()
+	if err == nil {
+		err = client.New(sock).Do(dctx, "GET", "/v1/rules", nil, &list)
+	}
+	if err != nil {
 		set, errs := loader().Load(nil)
 		list = server.RulesJSON(set, server.RulesProblems(errs, "the built-in version is in force"))
 		where = "no daemon running: what it would load now"
