@@ -93,6 +93,10 @@ type Engine struct {
 
 	pending []term.Event // tapped during the current Feed
 
+	// fed counts Feeds and resizes; identifiedAt is its value when the
+	// screen was last matched against the agents' patterns.
+	fed, identifiedAt uint64
+
 	dirty       bool
 	firstDirty  time.Time
 	lastFeed    time.Time
@@ -192,6 +196,7 @@ func (e *Engine) Feed(now time.Time, p []byte) []Change {
 		return nil
 	}
 	_, _ = e.term.Write(p)
+	e.fed++
 	if !e.dirty {
 		e.dirty, e.firstDirty = true, now
 	}
@@ -206,6 +211,7 @@ func (e *Engine) Feed(now time.Time, p []byte) []Change {
 // Resize changes the terminal size and marks the screen dirty.
 func (e *Engine) Resize(now time.Time, cols, rows int) {
 	e.term.Resize(cols, rows)
+	e.fed++
 	if !e.dirty {
 		e.dirty, e.firstDirty = true, now
 	}
@@ -413,7 +419,10 @@ func (e *Engine) classifyLocked(now time.Time) {
 	e.counters.Classifications++
 	snap := e.term.Snapshot()
 	scr := rules.Screen{Lines: snap.Lines, Title: snap.Title}
-	if !e.fixed {
+	if !e.fixed && e.fed != e.identifiedAt {
+		// Only new output can make an agent recognisable: the sweep's
+		// reclassification of an unchanged screen does not look again.
+		e.identifiedAt = e.fed
 		if m := e.cfg.Rules.IdentifyScreen(scr); m != nil {
 			e.manifest, e.fixed = m, true
 		}
