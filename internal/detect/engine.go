@@ -468,7 +468,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 		if next.Message == "" {
 			// No signal said what it asks (a report without text, a rule
 			// without a message): the screen's question line says it.
-			next.Message, fallback = promptLine(snap.Lines, next.Kind), true
+			next.Message, fallback = promptLine(snap.Lines, next.Kind, in.Screen.State == signal.Blocked), true
 		}
 	}
 	e.msgFallback = fallback

@@ -417,10 +417,10 @@ func TestSignalTableOneConversation(t *testing.T) {
 // A blocked pane always says what it asks.
 func TestSignalTableBlockedSaysWhat(t *testing.T) {
 	e, _ := newToy(t)
-	// The report comes first with no text; the screen has no prompt yet
-	// but a question line.
-	e.Feed(at(0), []byte("Run make test?\r\n\x1b]7501;state=blocked:kind=permission\a"))
-	if d, _ := e.Decision(); d.State != signal.Blocked || d.Message != "Run make test?" {
+	// The report comes first with no text; the screen has no prompt yet,
+	// and its question line is older than the prompt.
+	e.Feed(at(0), []byte("Did the tests pass?\r\n\x1b]7501;state=blocked:kind=permission\a"))
+	if d, _ := e.Decision(); d.State != signal.Blocked || d.Message != "a permission prompt is open" {
 		t.Fatalf("report without text: %+v", d)
 	}
 	// The prompt rule matches: its words replace the made-up ones.
@@ -440,5 +440,19 @@ func TestSignalTableBlockedSaysWhat(t *testing.T) {
 	e2.Feed(at(0), []byte("\x1b]7501;state=blocked:kind=question\a"))
 	if d, _ := e2.Decision(); d.Message != "a question is open" {
 		t.Fatalf("no words: %+v", d)
+	}
+}
+
+// A screen rule that names no words: the question line near the bottom.
+func TestPromptLineFromTheScreen(t *testing.T) {
+	lines := []string{"Did it work?", "", "╭──────────╮", "│ ❯ Delete build/ and retry? │", "│ 1. Yes  2. No │", "╰──────────╯"}
+	if got := promptLine(lines, "question", true); got != "Delete build/ and retry?" {
+		t.Fatalf("on screen: %q", got)
+	}
+	if got := promptLine(lines, "question", false); got != "a question is open" {
+		t.Fatalf("not on screen: %q", got)
+	}
+	if got := promptLine([]string{"nothing asks"}, "login", true); got != "a login is waiting" {
+		t.Fatalf("no question: %q", got)
 	}
 }

@@ -5,11 +5,18 @@ import (
 	"unicode"
 )
 
-// promptLine says what a block asks when no signal gave its words: the
-// lowest visible line that asks a question, stripped of the box drawing
-// and markers around it; failing that, a plain phrase for the kind.
-func promptLine(lines []string, kind string) string {
-	for i := len(lines) - 1; i >= 0; i-- {
+// promptLineRows is how far up from the bottom a prompt's question is
+// looked for.
+const promptLineRows = 15
+
+// promptLine says what a block asks when no signal gave its words. When
+// the screen shows the prompt (a rule matched without words), it is the
+// lowest line near the bottom that asks a question, stripped of the box
+// drawing and markers around it. Otherwise — a report came before its
+// dialog was drawn, and any question on screen is older — or when no line
+// asks, it is a plain phrase for the kind.
+func promptLine(lines []string, kind string, onScreen bool) string {
+	for i := len(lines) - 1; onScreen && i >= 0 && i >= len(lines)-promptLineRows; i-- {
 		line := strings.TrimFunc(lines[i], isFrame)
 		if strings.HasSuffix(line, "?") && len([]rune(line)) > 3 {
 			if r := []rune(line); len(r) > 200 {
