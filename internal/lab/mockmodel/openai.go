@@ -17,8 +17,9 @@ import (
 // request that carries no tools (titles, summaries, next-speaker checks)
 // gets a short text.
 
-// SlowCommand is the shell command a StepSlow turn asks to run.
-const SlowCommand = "sleep 30"
+// SlowCommand is the shell command a StepSlow turn asks to run. It does
+// not start with sleep: Qwen Code refuses a command that does.
+const SlowCommand = "echo slow; sleep 30"
 
 // EditFile is the file (relative to the agent's working folder) a StepEdit
 // turn writes, and EditText its content.
@@ -72,7 +73,7 @@ type oaiTurn struct {
 var (
 	cwdPatterns = []*regexp.Regexp{
 		regexp.MustCompile(`<cwd>([^<\n]+)</cwd>`),
-		regexp.MustCompile(`(?i)(?:working (?:in the )?directory|cwd)(?: is)?[:\s]+['"\x60]?(/[^\s'"\x60<>,]+)`),
+		regexp.MustCompile(`(?i)(?:working (?:in the )?directory|cwd)(?: is)?[:\s]+['"\x60]?(/[^\s'"\x60<>,\\]+)`),
 	}
 	traceMu sync.Mutex
 )
@@ -215,6 +216,13 @@ func (s *Server) plan(tools []oaiTool, afterTool bool, user, all string) oaiTurn
 		t := pickTool(tools, "request_user_input", "ask_user_question", "ask_user", "question", "askuserquestion")
 		if t == nil {
 			return oaiTurn{Text: QuestionText + " " + strings.Join(QuestionOptions, " or ") + "?"}
+		}
+		if t.Params["message"] != "" && t.Params["requestedSchema"] != "" {
+			// Copilot CLI's ask_user is a form: a message and a schema.
+			b := marshal(map[string]any{"message": QuestionText, "requestedSchema": map[string]any{
+				"properties": map[string]any{"colour": map[string]any{"type": "string", "title": "Colour", "enum": QuestionOptions}},
+				"required":   []string{"colour"}}})
+			return oaiTurn{Call: &oaiCall{ID: id, Name: t.Name, Args: string(b)}}
 		}
 		var opts []map[string]string
 		for _, o := range QuestionOptions {
