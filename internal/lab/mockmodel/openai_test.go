@@ -107,7 +107,7 @@ const chatTools = `[{"type":"function","function":{"name":"run_shell_command","p
 {"type":"function","function":{"name":"write_file","parameters":{"type":"object","properties":{"file_path":{"type":"string"},"content":{"type":"string"}}}}}]`
 
 func chatBody(user, tail string) string {
-	return `{"model":"m","stream":true,"tools":` + chatTools + `,"messages":[{"role":"system","content":"I'm currently working in the directory: /src/app"},{"role":"user","content":[{"type":"text","text":` + mustJSON(user) + `}]}` + tail + `]}`
+	return `{"model":"m","stream":true,"tools":` + chatTools + `,"messages":[{"role":"system","content":"My operating system is: linux\\nI'm currently working in the directory: /src/app\\nHere is the folder structure"},{"role":"user","content":[{"type":"text","text":` + mustJSON(user) + `}]}` + tail + `]}`
 }
 
 func TestChatSteps(t *testing.T) {
