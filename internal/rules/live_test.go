@@ -86,25 +86,35 @@ func TestLiveScreens(t *testing.T) {
 	}
 }
 
-// A prompt whose question has scrolled off is still a block, and still
-// says what it asks.
-func TestLiveScreensScrolled(t *testing.T) {
+// A prompt whose question has scrolled off or wrapped, or whose selection
+// has moved, is still a block, and still says what it asks.
+func TestLiveScreensChanged(t *testing.T) {
 	set := embeddedSet(t)
 	tests := []struct {
-		agent, screen, drop string
-		rule, msg           string
+		agent, screen string
+		drop          string            // lines holding this are dropped
+		edit          *strings.Replacer // applied to every line; "\n" splits one
+		rule, msg     string
 	}{
-		{"codex", "approval_shell", "Would you like to", "approval_footer", "$ touch corral-shell.txt"},
-		{"codex", "approval_edit", "Would you like to", "approval_footer", "Destination: /tmp/lr/codex/proj/corral-mock.txt"},
-		{"qwen-code", "approval_shell", "Allow execution of", "waiting_confirmation", "Waiting for user confirmation"},
+		{"codex", "approval_shell", "Would you like to", nil, "approval_footer", "$ touch corral-shell.txt"},
+		{"codex", "approval_edit", "Would you like to", nil, "approval_footer", "Destination: /tmp/lr/codex/proj/corral-mock.txt"},
+		{"codex", "approval_shell", "", strings.NewReplacer("› 1. Yes", "  1. Yes", "  2. Yes", "› 2. Yes"), "approval", "Would you like to run the following command?"},
+		{"qwen-code", "approval_shell", "Allow execution of", nil, "waiting_confirmation", "Waiting for user confirmation"},
+		{"copilot", "approval_shell", "", strings.NewReplacer("❯ 1. Yes", "  1. Yes", "  2. Yes", "❯ 2. Yes"), "permission", "Do you want to run this command?"},
+		{"copilot", "approval_edit", "", strings.NewReplacer("/tmp/lr/cp/proj/corral-mock.txt?", "/tmp/lr/cp/proj/a/long/path/\n│ corral-mock.txt?"),
+			"permission_wrapped", "Do you want to create /tmp/lr/cp/proj/a/long/path/"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.agent+"/"+tt.screen, func(t *testing.T) {
+		t.Run(tt.agent+"/"+tt.screen+"/"+tt.rule, func(t *testing.T) {
 			var lines []string
 			for _, l := range readLiveScreen(t, tt.agent, tt.screen) {
-				if !strings.Contains(l, tt.drop) {
-					lines = append(lines, l)
+				if tt.drop != "" && strings.Contains(l, tt.drop) {
+					continue
 				}
+				if tt.edit != nil {
+					l = tt.edit.Replace(l)
+				}
+				lines = append(lines, strings.Split(l, "\n")...)
 			}
 			v := liveManifest(t, set, tt.agent).Classify(Screen{Lines: lines})
 			if v.State != Blocked || v.Rule != tt.rule || v.Message != tt.msg {
