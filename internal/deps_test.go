@@ -35,7 +35,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"client":        {"api"},
 		"server":        {"agents", "api", "board", "detect", "eventlog", "headless", "notify", "pane", "rules", "safefile", "signal", "term", "tomlfile"},
 		"board":         {"api", "term"},
-		"cli":           {"api", "client", "headless", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
+		"cli":           {"agents", "api", "client", "headless", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
 		"headless":      {"rules", "safefile", "term", "tomlfile"},
 		"tomlfile":      nil,
 		"safefile":      nil,
