@@ -123,10 +123,10 @@ type timingSection struct {
 }
 
 type ruleSection struct {
-	ID      string `toml:"id"`
-	State   string `toml:"state"`
-	Kind    string `toml:"kind"`
-	Region  string `toml:"region"`
+	ID      string            `toml:"id"`
+	State   string            `toml:"state"`
+	Kind    string            `toml:"kind"`
+	Region  string            `toml:"region"`
 	Pattern string            `toml:"pattern"`
 	Note    string            `toml:"note"`
 	Answers map[string]string `toml:"answers"`
