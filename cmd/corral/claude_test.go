@@ -48,9 +48,21 @@ func TestRealClaudeCode(t *testing.T) {
 	if _, errs, code := e.run("wait", "cc", "--state", "done", "--timeout", "60s"); code != 0 {
 		t.Fatalf("turn never ended (%s):\n%s", errs, e.must("screen", "cc"))
 	}
+	// Looking turns done into idle, and it stays idle: a standing done
+	// report must not raise done again.
+	e.must("screen", "cc")
+	if _, errs, code := e.run("wait", "cc", "--state", "idle", "--timeout", "5s"); code != 0 {
+		t.Fatalf("seen done never became idle (%s)", errs)
+	}
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+		if ps[0].State != "idle" {
+			t.Fatalf("a seen done came back: %+v\n%s", ps[0], e.must("events", "--since", "1h"))
+		}
+	}
 	events := e.must("events", "--since", "1h")
-	if !strings.Contains(events, `"source":"hook"`) {
-		t.Fatalf("no report came through the hooks:\n%s", events)
+	if !strings.Contains(events, `"source":"hook"`) && !strings.Contains(events, `"source":"osc7501"`) {
+		t.Fatalf("no report came from the agent itself:\n%s", events)
 	}
 	t.Logf("events:\n%s", events)
 }

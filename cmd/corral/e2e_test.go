@@ -304,9 +304,17 @@ func daemonPID(t *testing.T, e *env) int {
 // token is refused and counted, and never breaks the caller.
 func TestHooks(t *testing.T) {
 	e := newEnv(t)
-	payload := `{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls -la /tmp"}}`
-	script := fmt.Sprintf(`echo '%s' | %s hook --agent claude-code && echo hooked; `+
-		`echo '{"hook_event_name":"Stop"}' | CORRAL_TOKEN=forged %s hook && echo forged-ok; sleep 60`, payload, corralBin, corralBin)
+	payload := `{"hook_event_name":"PermissionRequest","session_id":"s1","tool_name":"Bash","tool_input":{"command":"ls -la /tmp"}}`
+	// Reports that must decide nothing: a payload of the wrong shape, an
+	// unknown event, Codex's hidden title thread, another conversation.
+	ignored := []string{`[1,2]`, `{"hook_event_name":"Mystery"}`,
+		`{"type":"agent-turn-complete","input-messages":["Generate a concise, single-line task title for: x"]}`,
+		`{"hook_event_name":"Stop","session_id":"nested"}`}
+	script := fmt.Sprintf(`echo '%s' | %s hook --agent claude-code && echo hooked; `, payload, corralBin)
+	for _, p := range ignored {
+		script += fmt.Sprintf(`echo '%s' | %s hook; `, p, corralBin)
+	}
+	script += fmt.Sprintf(`echo '{"hook_event_name":"Stop"}' | CORRAL_TOKEN=forged %s hook && echo forged-ok; sleep 60`, corralBin)
 	e.must("run", "--name", "h", "--", "sh", "-c", script)
 	e.must("wait", "h", "--state", "blocked", "--timeout", "10s")
 	deadline := time.Now().Add(10 * time.Second)
@@ -316,9 +324,11 @@ func TestHooks(t *testing.T) {
 	var ps []struct {
 		State, Kind, Message, Source string
 		HooksRefused                 int64 `json:"hooks_refused"`
+		HooksIgnored                 int   `json:"hooks_ignored"`
 	}
 	json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
-	if len(ps) != 1 || ps[0].State != "blocked" || ps[0].Source != "hook" || ps[0].Message != "approve Bash: ls -la /tmp" || ps[0].HooksRefused != 1 {
+	if len(ps) != 1 || ps[0].State != "blocked" || ps[0].Source != "hook" || ps[0].Message != "approve Bash: ls -la /tmp" ||
+		ps[0].HooksRefused != 1 || ps[0].HooksIgnored != len(ignored) {
 		t.Fatalf("after hooks: %+v\n%s", ps, e.must("screen", "h"))
 	}
 }
@@ -447,5 +457,27 @@ func TestEventsWebSocket(t *testing.T) {
 		if ev.Name == "w" && ev.State == "blocked" && ev.Kind == "permission" {
 			return
 		}
+	}
+}
+
+// An agent's hook reports its prompt before the dialog that reads the
+// answer is drawn; keys typed in between are lost (a TUI drops them). An
+// answer waits for the prompt on screen.
+func TestAnswerWaitsForThePrompt(t *testing.T) {
+	e := newEnv(t)
+	script := `echo '{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make"}}' | ` + corralBin + ` hook --agent claude-code
+sleep 0.5
+stty -icanon -echo min 0 time 0; cat >/dev/null
+printf '%s\n' '────────────────────' ' Bash command' '   make' ' Do you want to proceed?' ' ❯ 1. Yes' '   2. No' '' ' Esc to cancel · Tab to amend'
+stty min 1; ans=$(dd bs=1 count=1 2>/dev/null); printf 'answered:%s\n' "$ans"; sleep 60`
+	e.must("run", "--name", "w", "--agent", "claude-code", "--", "sh", "-c", script)
+	e.must("wait", "w", "--state", "blocked", "--timeout", "10s")
+	e.must("answer", "w", "yes")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.must("screen", "w"), "answered:1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the answer was lost:\n%s", e.must("screen", "w"))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -17,73 +17,120 @@ type Report struct {
 	Clear   bool
 	Ignore  bool
 	Event   string
+	// Session is the conversation the report is about (Claude Code's and
+	// Gemini CLI's session_id); NewSession: that session just started.
+	Session    string
+	NewSession bool
+	// Why says why an ignored report was ignored.
+	Why string
 }
 
-// hookPayload is the union of the fields corral reads from Claude Code,
-// Codex and Gemini CLI hook payloads.
-type hookPayload struct {
-	HookEventName    string          `json:"hook_event_name"`
-	ToolName         string          `json:"tool_name"`
-	ToolInput        json.RawMessage `json:"tool_input"`
-	NotificationType string          `json:"notification_type"`
-	Message          string          `json:"message"`
-	Error            string          `json:"error"`
-	Type             string          `json:"type"` // Codex notify
-}
+// hiddenRequests begin the input of turns an agent runs for itself, not
+// for its user: Codex notifies the end of its title-generation thread as
+// if it were a turn of the conversation.
+var hiddenRequests = []string{"Generate a concise, single-line task title"}
 
 // MaxPayload bounds a hook payload.
 const MaxPayload = 1 << 20
 
-// ParseHook reads a hook payload from agent.
+// ParseHook reads a hook payload from agent. A payload that is not a JSON
+// object is an error; a field of an unexpected type reads as absent; an
+// event corral does not know is ignored.
 func ParseHook(agent string, payload []byte) (Report, error) {
 	if len(payload) > MaxPayload {
 		return Report{}, fmt.Errorf("hook payload is %d bytes; the limit is %d", len(payload), MaxPayload)
 	}
-	var p hookPayload
-	if err := json.Unmarshal(payload, &p); err != nil {
-		return Report{}, fmt.Errorf("hook payload is not JSON: %v", err)
+	var p fields
+	if err := json.Unmarshal(payload, &p); err != nil || p == nil {
+		return Report{}, fmt.Errorf("hook payload is not a JSON object: %s", clip(string(payload[:min(len(payload), 60)])))
 	}
-	ev := p.HookEventName
+	ev := p.str("hook_event_name")
 	if ev == "" {
-		ev = p.Type
+		ev = p.str("type") // Codex notify
 	}
-	r := Report{Event: ev}
+	r := Report{Event: ev, Session: p.str("session_id")}
 	switch ev {
 	case "PermissionRequest":
-		r.State, r.Kind, r.Message = signal.Blocked, "permission", approveMessage(p.ToolName, p.ToolInput)
+		r.State = signal.Blocked
+		r.Kind, r.Message = approveMessage(p.str("tool_name"), p["tool_input"])
 	case "Notification":
-		switch p.NotificationType {
+		switch p.str("notification_type") {
 		case "permission_prompt", "ToolPermission":
-			r.State, r.Kind, r.Message = signal.Blocked, "permission", clip(p.Message)
+			r.State, r.Kind, r.Message = signal.Blocked, "permission", clip(p.str("message"))
 		case "elicitation_dialog":
-			r.State, r.Kind, r.Message = signal.Blocked, "question", clip(p.Message)
+			r.State, r.Kind, r.Message = signal.Blocked, "question", clip(p.str("message"))
 		default:
-			r.Ignore = true // idle_prompt and others say nothing new
+			r.Ignore, r.Why = true, "notification "+p.str("notification_type") // idle_prompt and others say nothing new
 		}
 	case "UserPromptSubmit", "PreToolUse", "PostToolUse", "BeforeAgent", "BeforeTool", "AfterTool":
 		r.State = signal.Working
-	case "Stop", "AfterAgent", "agent-turn-complete":
+	case "agent-turn-complete":
+		for _, in := range p.strs("input-messages") {
+			for _, hidden := range hiddenRequests {
+				if strings.HasPrefix(strings.TrimSpace(in), hidden) {
+					r.Ignore, r.Why = true, "the agent's own hidden request"
+					return r, nil
+				}
+			}
+		}
+		r.State = signal.Done
+	case "Stop", "AfterAgent":
 		r.State = signal.Done
 	case "StopFailure":
-		r.State, r.Message = signal.Error, clip(p.Error)
+		r.State, r.Message = signal.Error, clip(p.str("error"))
 	case "SessionStart":
-		r.State = signal.Idle
+		r.State, r.NewSession = signal.Idle, true
 	case "SessionEnd":
 		r.Clear = true
 	default:
 		// SubagentStop is a sub-agent's, not the agent's; others say nothing.
-		r.Ignore = true
+		r.Ignore, r.Why = true, "event "+clip(ev)
+		if ev == "" {
+			r.Why = "no event name"
+		}
 	}
 	return r, nil
 }
 
-// approveMessage says what a permission is for: "approve Bash: ls -la /tmp".
-func approveMessage(tool string, input json.RawMessage) string {
-	var fields map[string]any
-	_ = json.Unmarshal(input, &fields)
+// fields is a JSON object read leniently: a hook payload of any shape
+// must not fail a field it does not need.
+type fields map[string]json.RawMessage
+
+// str returns the field as a string, or "" when it is absent or not one.
+func (f fields) str(key string) string {
+	var s string
+	if json.Unmarshal(f[key], &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// strs returns the field as a list of strings, skipping anything else.
+func (f fields) strs(key string) []string {
+	var raw []json.RawMessage
+	_ = json.Unmarshal(f[key], &raw)
+	var out []string
+	for _, r := range raw {
+		var s string
+		if json.Unmarshal(r, &s) == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// approveMessage says what a permission is for: "approve Bash: ls -la
+// /tmp". A question (Claude Code's AskUserQuestion) is a question, with its
+// words and options, not a tool's input.
+func approveMessage(tool string, input json.RawMessage) (kind, message string) {
+	var in fields
+	_ = json.Unmarshal(input, &in)
+	if q := questionMessage(in); q != "" {
+		return "question", q
+	}
 	detail := ""
 	for _, key := range []string{"command", "file_path", "path", "url", "pattern"} {
-		if v, ok := fields[key].(string); ok && v != "" {
+		if v := in.str(key); v != "" {
 			detail = v
 			break
 		}
@@ -91,9 +138,40 @@ func approveMessage(tool string, input json.RawMessage) string {
 	if detail == "" && len(input) > 0 && string(input) != "null" {
 		detail = string(input)
 	}
+	if tool == "" {
+		tool = "a tool"
+	}
 	msg := "approve " + tool
 	if detail != "" {
 		msg += ": " + detail
+	}
+	return "permission", clip(msg)
+}
+
+// questionMessage reads {"questions":[{"question":…,"options":[{"label":…}…]}…]}
+// as "question? (A / B / C)"; "" when input holds no question.
+func questionMessage(in fields) string {
+	var qs []struct {
+		Question string `json:"question"`
+		Options  []struct {
+			Label string `json:"label"`
+		} `json:"options"`
+	}
+	if json.Unmarshal(in["questions"], &qs) != nil || len(qs) == 0 || strings.TrimSpace(qs[0].Question) == "" {
+		return ""
+	}
+	msg := qs[0].Question
+	var labels []string
+	for _, o := range qs[0].Options {
+		if o.Label != "" {
+			labels = append(labels, o.Label)
+		}
+	}
+	if len(labels) > 0 {
+		msg += " (" + strings.Join(labels, " / ") + ")"
+	}
+	if len(qs) > 1 {
+		msg += fmt.Sprintf(" and %d more", len(qs)-1)
 	}
 	return clip(msg)
 }

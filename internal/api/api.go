@@ -34,10 +34,32 @@ type Pane struct {
 	Records    []Record `json:"records"`
 	// Integration is the agent whose hooks corral added ("" for none).
 	Integration string `json:"integration"`
+	// IntegrationError says why the pane's agent, one corral integrates
+	// with, has no hooks: they could not be added to its launch, or it
+	// refused them ("" when it has them, or is no such agent).
+	IntegrationError string `json:"integration_error"`
 	// HooksRefused counts hook reports naming this pane with a wrong token.
 	HooksRefused int64 `json:"hooks_refused"`
+	// HooksIgnored counts hook reports that decided nothing: unknown
+	// events, payloads of the wrong shape, another conversation's.
+	HooksIgnored int `json:"hooks_ignored"`
 	// SessionID is a headless job's agent session, once known.
 	SessionID string `json:"session_id,omitempty"`
+}
+
+// Rules is GET /v1/rules: the manifests the daemon has in force, and the
+// problems of its newest load.
+type Rules struct {
+	Manifests []Manifest `json:"manifests"`
+	Problems  []string   `json:"problems"`
+}
+
+// Manifest is one agent's rules in force.
+type Manifest struct {
+	Name      string   `json:"name"`
+	Rules     int      `json:"rules"`
+	Processes []string `json:"processes"`
+	Source    string   `json:"source"`
 }
 
 // HookRequest is what `corral hook` posts: POST /v1/hook.

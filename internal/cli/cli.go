@@ -37,7 +37,7 @@ func init() {
 	commands = []command{
 		{"replay", "[--agent A] [--json] [--screen-only] [--size COLSxROWS] FILE", "run the state engine over a recording and print its state timeline", runReplay},
 		{"explain", "[--agent A] [--json] [--at SECONDS] [--size COLSxROWS] FILE|-", "show a screen, every rule tried on it, and which matched and why", runExplain},
-		{"rules", "check [DIR] | list", "validate manifests, or list those in force and where they come from", runRules},
+		{"rules", "check [DIR] | list [--json]", "validate manifests, or list those in force and where they come from", runRules},
 		{"status", "STATE [--kind K] [--progress N] [--app A] [--id ID] [--title T] [--msg M] [--tty]", "print an OSC 7501 status report for the terminal corral runs you in", runStatus},
 		{"demo", "[--keep]", "three built-in fake agents on the terminal board: nothing to install", runDemo},
 		{"board", "[--addr 127.0.0.1:PORT] [--no-browser] [--listen-any] | --tui", "serve the web board and print its address (--tui: the terminal board, also corral with no arguments)", runBoard},
@@ -56,6 +56,7 @@ func init() {
 		{"kill", "ID [--signal S] [--json]", "signal a pane's whole process group", runKill},
 		{"shutdown", "", "stop the daemon and every pane", runShutdown},
 		{"version", "", "print corral's version", runVersion},
+		{"integrate", "[gemini [--remove]]", "add (or --remove) corral's Gemini CLI extension, the one integration that needs a file; alone: how each agent gets corral's hooks", runIntegrate},
 		{"hook", "[--agent A] [PAYLOAD]", "forward an agent hook's report to the daemon (agents run this; it always exits 0)", runHook},
 		{"fake-agent", "[--osc7501] [--command CMD]", "", runFakeAgent}, // hidden: demos and tests
 		{"help", "[COMMAND]", "show help", runHelp},

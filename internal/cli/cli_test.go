@@ -25,6 +25,7 @@ func isolate(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", dir)
+	t.Setenv("CORRAL_SOCKET", filepath.Join(dir, "no-daemon.sock"))
 	return filepath.Join(dir, "corral", "rules")
 }
 
@@ -191,7 +192,7 @@ func TestRulesCheckAndList(t *testing.T) {
 	os.WriteFile(filepath.Join(userDir, "gemini.toml"), []byte("name = \"gemini\"\n[[rule]]\nid = \"a\"\nstate = \"idle\"\npatern = 'x'\n"), 0o600)
 	out, errs, code = run(t, "", "rules", "list")
 	if code != 0 || !strings.Contains(out, filepath.Join(userDir, "codex.toml")) || !strings.Contains(out, "embedded:gemini.toml") ||
-		!strings.Contains(errs, "gemini.toml:5:1") {
+		!strings.Contains(out, "BROKEN  "+filepath.Join(userDir, "gemini.toml")+":5:1") || !strings.Contains(out, "the built-in version is in force") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 }

@@ -19,7 +19,11 @@ const (
 
 // connect returns a client, starting the daemon if none answers.
 func connect(ctx context.Context) (*client.Client, error) {
-	c := client.New(server.SocketPath())
+	sock, err := server.CheckSocketPath()
+	if err != nil {
+		return nil, err
+	}
+	c := client.New(sock)
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find corral's own binary to start the daemon: %w", err)

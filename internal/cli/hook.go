@@ -42,7 +42,12 @@ func runHook(ctx context.Context, std IO, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c := client.New(server.SocketPath())
+	sock, err := server.CheckSocketPath()
+	if err != nil {
+		fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
+		return nil
+	}
+	c := client.New(sock)
 	if err := c.Do(ctx, "POST", "/v1/hook", api.HookRequest{Pane: paneID, Token: token, Agent: *agent, Payload: payload}, nil); err != nil {
 		fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
 	}

@@ -154,7 +154,16 @@ func runLs(ctx context.Context, std IO, args []string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, state, age(p.Since), p.Source, p.Message)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// An agent without its hooks is told from its screen alone: say so, and why.
+	for _, p := range panes {
+		if p.IntegrationError != "" && p.State != "exited" {
+			fmt.Fprintf(std.Stdout, "%s: no hooks: %s\n", p.ID, p.IntegrationError)
+		}
+	}
+	return nil
 }
 
 func age(since string) string {

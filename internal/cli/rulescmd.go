@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/server"
 	rulesdata "github.com/corral-dev/corral/rules"
 )
 
@@ -21,7 +24,7 @@ func runRules(ctx context.Context, std IO, args []string) error {
 	case "check":
 		return runRulesCheck(std, args[1:])
 	case "list":
-		return runRulesList(std, args[1:])
+		return runRulesList(ctx, std, args[1:])
 	}
 	return usagef("unknown rules command %q; use check or list", args[0])
 }
@@ -59,7 +62,7 @@ func runRulesCheck(std IO, args []string) error {
 			}})
 		} else {
 			sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
-				return rules.LoadDir(os.DirFS(dir), ".", dir+string(filepath.Separator))
+				return rules.LoadUserDir(dir)
 			}})
 		}
 	} else {
@@ -67,7 +70,7 @@ func runRulesCheck(std IO, args []string) error {
 		if dir := rules.DefaultUserDir(); dir != "" {
 			if _, err := os.Stat(dir); err == nil {
 				sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
-					return rules.LoadDir(os.DirFS(dir), ".", dir+string(filepath.Separator))
+					return rules.LoadUserDir(dir)
 				}})
 			}
 		}
@@ -95,19 +98,43 @@ func runRulesCheck(std IO, args []string) error {
 	return nil
 }
 
-func runRulesList(std IO, args []string) error {
+// runRulesList prints the rules in force: the running daemon's, which is
+// what decides pane states (a user file that broke after the daemon read
+// it stays in force there in its last good version), or, with no daemon
+// running, what a daemon would load now.
+func runRulesList(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("rules list", std)
+	asJSON := fs.Bool("json", false, "print as JSON")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	set := loadRules(std)
+	var list api.Rules
+	where := "in force in the running daemon"
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	sock, err := server.CheckSocketPath()
+	if err == nil {
+		err = client.New(sock).Do(dctx, "GET", "/v1/rules", nil, &list)
+	}
+	if err != nil {
+		set, errs := loader().Load(nil)
+		list = server.RulesJSON(set, server.RulesProblems(errs, "the built-in version is in force"))
+		where = "no daemon running: what it would load now"
+	}
+	if *asJSON {
+		return printJSON(std, list)
+	}
 	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tRULES\tPROCESSES\tSOURCE")
-	for _, m := range set.All() {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Name, len(m.Rules), dash(strings.Join(m.Processes, ",")), m.Source)
+	for _, m := range list.Manifests {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Name, m.Rules, dash(strings.Join(m.Processes, ",")), m.Source)
 	}
 	tw.Flush()
-	fmt.Fprintf(std.Stdout, "\nuser rules folder: %s (a NAME.toml there overrides the built-in NAME)\n", rules.DefaultUserDir())
+	fmt.Fprintf(std.Stdout, "\n(%s)\n", where)
+	for _, p := range list.Problems {
+		fmt.Fprintf(std.Stdout, "BROKEN  %s\n", p)
+	}
+	fmt.Fprintf(std.Stdout, "user rules folder: %s (a NAME.toml there overrides the built-in NAME)\n", rules.DefaultUserDir())
 	return nil
 }
 

@@ -18,11 +18,15 @@ func runServe(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Options{Socket: server.SocketPath(), StateDir: server.StateDir(), Loader: loader(), Logf: logger.Printf, Config: cfg})
+	sock, err := server.CheckSocketPath()
 	if err != nil {
 		return err
 	}
-	logger.Printf("serving on %s (event log in %s)", server.SocketPath(), server.StateDir())
+	srv, err := server.New(server.Options{Socket: sock, StateDir: server.StateDir(), Loader: loader(), Logf: logger.Printf, Config: cfg})
+	if err != nil {
+		return err
+	}
+	logger.Printf("serving on %s (event log in %s)", sock, server.StateDir())
 	err = srv.Serve(ctx)
 	<-srv.Done()
 	logger.Printf("stopped; every pane's process group has ended")

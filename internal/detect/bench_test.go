@@ -50,3 +50,25 @@ func BenchmarkClassifyDirtyScreen(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSweepUnknownPane is the once-a-second safety-net
+// reclassification of a pane no agent's patterns recognise, whose program
+// set a (capped) huge title: with nothing new on screen it must not match
+// every agent's patterns again.
+func BenchmarkSweepUnknownPane(b *testing.B) {
+	set, errs := rules.Loader{Embedded: os.DirFS("../../rules")}.Load(nil)
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	e := New(Config{Cols: 120, Rows: 32, Rules: set})
+	defer e.Close()
+	now := time.Unix(0, 0)
+	e.Feed(now, []byte("\x1b]2;"+strings.Repeat("x", 4<<20)+"\a$ make build\r\nok\r\n$ "))
+	e.Classify(now)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(time.Second)
+		e.Classify(now)
+	}
+}

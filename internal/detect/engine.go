@@ -74,6 +74,12 @@ type Counters struct {
 	Bells            int
 	Notifications    int
 	LastNotification string
+	// HooksIgnored counts hook reports that say nothing about the state
+	// (unknown events, the agent's hidden requests).
+	HooksIgnored int
+	// HooksOtherConversation counts hook reports about a conversation
+	// that is not the pane's (a nested agent inheriting its environment).
+	HooksOtherConversation int
 }
 
 // Engine is one pane's detector. It is not safe for concurrent use: its
@@ -87,6 +93,10 @@ type Engine struct {
 
 	pending []term.Event // tapped during the current Feed
 
+	// fed counts Feeds and resizes; identifiedAt is its value when the
+	// screen was last matched against the agents' patterns.
+	fed, identifiedAt uint64
+
 	dirty       bool
 	firstDirty  time.Time
 	lastFeed    time.Time
@@ -97,7 +107,19 @@ type Engine struct {
 
 	process signal.Process // what the process table says
 	hook    *hookReport    // the newest hook report, if any
-	seen    bool           // nobody has looked since the last done
+	// conversation is the session the pane's hooks speak for: the first
+	// one a report named, or the newest that started.
+	conversation string
+
+	// doneUnseen: a turn ended and nobody has looked since. doneEdge: a
+	// report said a turn ended (a done hook, an OSC 7501 root record that
+	// became done) since the last classification. Done is raised only by
+	// a turn's end, never by a done report that is merely still standing.
+	doneUnseen bool
+	doneEdge   bool
+	// msgFallback: the current block's message was made up from the
+	// screen because no signal said what it asks; a real one replaces it.
+	msgFallback bool
 
 	progress      int // OSC 9;4 value, -1 none
 	progressState int
@@ -174,6 +196,7 @@ func (e *Engine) Feed(now time.Time, p []byte) []Change {
 		return nil
 	}
 	_, _ = e.term.Write(p)
+	e.fed++
 	if !e.dirty {
 		e.dirty, e.firstDirty = true, now
 	}
@@ -188,6 +211,7 @@ func (e *Engine) Feed(now time.Time, p []byte) []Change {
 // Resize changes the terminal size and marks the screen dirty.
 func (e *Engine) Resize(now time.Time, cols, rows int) {
 	e.term.Resize(cols, rows)
+	e.fed++
 	if !e.dirty {
 		e.dirty, e.firstDirty = true, now
 	}
@@ -252,8 +276,12 @@ func (e *Engine) applyEvents(now time.Time) bool {
 				e.store.CountDiscarded()
 				continue
 			}
+			wasDone := e.rootState() == status.Done
 			if ok, _ := e.store.Apply(ev.Text, now); ok {
 				changed = true
+				if !wasDone && e.rootState() == status.Done {
+					e.doneEdge = true
+				}
 			}
 		case term.EventPromptMark:
 			if ev.Mark == 'A' && e.store.EndTransient() {
@@ -279,6 +307,14 @@ func (e *Engine) applyEvents(now time.Time) bool {
 	return changed
 }
 
+// rootState is the OSC 7501 root record's state, "" when there is none.
+func (e *Engine) rootState() status.State {
+	if r, ok := e.store.Root(); ok {
+		return r.State
+	}
+	return ""
+}
+
 // SetProcess records what the process table says (the pane exited, the
 // agent exited back to its shell) and reclassifies. When a process ends,
 // the program's working and blocked records end with it.
@@ -288,16 +324,19 @@ func (e *Engine) SetProcess(now time.Time, p signal.Process) []Change {
 	}
 	if (p.PaneExited && !e.process.PaneExited) || (p.AgentExited && !e.process.AgentExited) {
 		e.store.EndTransient()
+		e.hook = nil // the agent that reported is gone
 	}
 	e.process = p
 	return e.classify(now)
 }
 
-// HookGrace is how long a hook's "blocked" stands against a screen that
-// shows the agent working or idle. Hooks say nothing after a rejected
-// prompt (Claude Code fires nothing then), so a screen rule that sees the
-// agent working or idle after this grace ends the hook's block. A screen
-// whose rules match nothing leaves it standing: that is when hooks matter.
+// HookGrace is how long a hook's report stands against a screen whose
+// rules say otherwise. Hooks are edges, not levels: they say when
+// something began, and some endings fire nothing (Claude Code fires no
+// hook after a refused prompt or an interrupted turn). So once the grace
+// has passed, a screen rule that positively shows a different state ends
+// the hook's report. A screen whose rules match nothing leaves it
+// standing: that is when hooks matter.
 const HookGrace = time.Second
 
 type hookReport struct {
@@ -307,21 +346,71 @@ type hookReport struct {
 	at      time.Time
 }
 
-// ApplyHook records a report from an agent's hook (or an ACP request) and
-// reclassifies. State "" clears the hook's report (the session ended).
-func (e *Engine) ApplyHook(now time.Time, state signal.State, kind, message string) []Change {
-	if state == "" {
+// Hook is one report from an agent's hook (or an ACP request).
+type Hook struct {
+	State   signal.State
+	Kind    string
+	Message string
+	// Session is the conversation the report is about ("" when the
+	// payload does not say). Reports about another conversation than the
+	// pane's are counted and ignored.
+	Session string
+	// NewSession: a session started (or restarted, after /clear); its
+	// conversation becomes the pane's.
+	NewSession bool
+	// Clear: the session ended; forget the hook's last word.
+	Clear bool
+	// Ignore: the report says nothing about the state; it is counted.
+	Ignore bool
+}
+
+// ApplyHook records a report from an agent's hook and reclassifies.
+func (e *Engine) ApplyHook(now time.Time, h Hook) []Change {
+	if h.Ignore || (h.State == "" && !h.Clear) {
+		e.counters.HooksIgnored++
+		return nil
+	}
+	if h.Session != "" {
+		switch {
+		case h.NewSession || e.conversation == "":
+			e.conversation = h.Session
+		case h.Session != e.conversation:
+			e.counters.HooksOtherConversation++
+			return nil
+		}
+	}
+	if h.Clear {
 		e.hook = nil
 	} else {
-		e.hook = &hookReport{state: state, kind: kind, message: message, at: now}
+		e.hook = &hookReport{state: h.State, kind: h.Kind, message: h.Message, at: now}
+		if h.State == signal.Done {
+			e.doneEdge = true
+		}
 	}
 	return e.classify(now)
 }
 
+// hookOutlived reports whether the screen has shown, after the grace, a
+// state that ends what the hook said.
+func hookOutlived(h *hookReport, screen signal.State, now time.Time) bool {
+	if screen == "" || now.Sub(h.at) < HookGrace {
+		return false
+	}
+	switch h.state {
+	case signal.Blocked:
+		return screen != signal.Blocked // answered or refused
+	case signal.Working:
+		return screen == signal.Idle // interrupted
+	case signal.Done, signal.Idle, signal.Error:
+		return screen == signal.Working // a new turn the hooks did not report
+	}
+	return false
+}
+
 // MarkSeen says a person looked at the pane (attached, read its screen,
-// answered it): done becomes idle.
+// answered it): done becomes idle, until another turn ends.
 func (e *Engine) MarkSeen(now time.Time) []Change {
-	e.seen = true
+	e.doneUnseen = false
 	return e.classify(now)
 }
 
@@ -330,7 +419,10 @@ func (e *Engine) classifyLocked(now time.Time) {
 	e.counters.Classifications++
 	snap := e.term.Snapshot()
 	scr := rules.Screen{Lines: snap.Lines, Title: snap.Title}
-	if !e.fixed {
+	if !e.fixed && e.fed != e.identifiedAt {
+		// Only new output can make an agent recognisable: the sweep's
+		// reclassification of an unchanged screen does not look again.
+		e.identifiedAt = e.fed
 		if m := e.cfg.Rules.IdentifyScreen(scr); m != nil {
 			e.manifest, e.fixed = m, true
 		}
@@ -340,19 +432,11 @@ func (e *Engine) classifyLocked(now time.Time) {
 	if verdict.Rule != "" && e.cfg.Signals&SignalScreen != 0 {
 		in.Screen = signal.Screen{State: signal.State(verdict.State), Kind: verdict.Kind, Rule: verdict.Rule, Message: verdict.Message}
 	}
-	{
-		var reportAt time.Time
-		if root, ok := e.store.Root(); ok && e.cfg.Signals&SignalOSC7501 != 0 {
-			in.Report = signal.Report{Present: true, Source: signal.SourceOSC7501, State: signal.State(root.State), Kind: string(root.Kind), Message: root.Msg}
-			reportAt = root.Updated
-		}
-		if h := e.hook; h != nil && e.cfg.Signals&SignalHooks != 0 {
-			if h.state == signal.Blocked && in.Screen.State != "" && in.Screen.State != signal.Blocked && now.Sub(h.at) >= HookGrace {
-				e.hook = nil // the prompt was answered or refused without a word from the hook
-			} else if !h.at.Before(reportAt) {
-				in.Report = signal.Report{Present: true, Source: signal.SourceHook, State: h.state, Kind: h.kind, Message: h.message}
-			}
-		}
+	if root, ok := e.store.Root(); ok && e.cfg.Signals&SignalOSC7501 != 0 {
+		in.Report = signal.Report{Present: true, Source: signal.SourceOSC7501, State: signal.State(root.State), Kind: string(root.Kind), Message: root.Msg}
+	}
+	if h := e.hook; h != nil && e.cfg.Signals&SignalHooks != 0 {
+		e.applyHookReport(&in, h, now)
 	}
 	in.Process = e.process
 	next := signal.Decide(in)
@@ -373,12 +457,21 @@ func (e *Engine) classifyLocked(now time.Time) {
 	}
 	e.idlePending = false
 	next = e.applyDone(next)
-	if e.cur.State == signal.Blocked && next.State == signal.Blocked && next.Source == signal.SourceScreen &&
-		e.cur.Kind == next.Kind && (e.cur.Rule == next.Rule || e.cur.Rule == "") {
-		// The same prompt is still on screen: keep the words it was first
-		// reported with, whichever signal gave them.
-		next.Message = e.cur.Message
+	fallback := false
+	if next.State == signal.Blocked {
+		if e.cur.State == signal.Blocked && next.Source == signal.SourceScreen && e.cur.Kind == next.Kind &&
+			(e.cur.Rule == next.Rule || e.cur.Rule == "") && e.cur.Message != "" && (!e.msgFallback || next.Message == "") {
+			// The same prompt is still on screen: keep the words it was
+			// first reported with, whichever signal gave them.
+			next.Message, fallback = e.cur.Message, e.msgFallback
+		}
+		if next.Message == "" {
+			// No signal said what it asks (a report without text, a rule
+			// without a message): the screen's question line says it.
+			next.Message, fallback = promptLine(snap.Lines, next.Kind, in.Screen.State == signal.Blocked), true
+		}
 	}
+	e.msgFallback = fallback
 	if signal.Changed(e.cur, next) {
 		e.changes = append(e.changes, Change{At: now, Previous: e.cur, Decision: next})
 		e.cur, e.since = next, now
@@ -389,23 +482,65 @@ func (e *Engine) classifyLocked(now time.Time) {
 }
 
 // applyDone turns a finished turn into done until someone looks: a program
-// that reports done says so itself; with MarkDone, the screen going from
-// working to idle says so too. Once seen, done reads as idle until the
-// next turn ends.
+// that reports a turn's end says so itself; with MarkDone, the screen going
+// from working to idle says so too. Once seen, done reads as idle until
+// another turn ends: a done report that is only still standing (re-sent,
+// or read again at the next classification) raises nothing.
 func (e *Engine) applyDone(next signal.Decision) signal.Decision {
+	edge := e.doneEdge
+	e.doneEdge = false
 	if next.Source == signal.SourceProcess {
 		return next
 	}
-	if e.cfg.MarkDone && next.State == signal.Idle &&
-		(e.cur.State == signal.Working || (e.cur.State == signal.Done && !e.seen)) {
-		next.State = signal.Done
-	}
-	if next.State == signal.Done {
-		if e.cur.State != signal.Done {
-			e.seen = false // a new turn ended
-		} else if e.seen {
+	inTurn := e.cur.State == signal.Working || e.cur.State == signal.Blocked
+	switch next.State {
+	case signal.Working, signal.Blocked:
+		e.doneUnseen = false
+	case signal.Done:
+		if edge || inTurn {
+			e.doneUnseen = true
+		}
+		if !e.doneUnseen {
 			next.State = signal.Idle
+		}
+	case signal.Idle:
+		if !e.cfg.MarkDone || (next.Source != signal.SourceScreen && next.Source != signal.SourceDefault) {
+			break
+		}
+		if e.cur.State == signal.Working {
+			e.doneUnseen = true // a turn ended on screen
+		}
+		if e.doneUnseen && (e.cur.State == signal.Working || e.cur.State == signal.Done) {
+			next.State = signal.Done
 		}
 	}
 	return next
+}
+
+// applyHookReport weighs the newest hook report against the program's own
+// OSC 7501 report. The OSC 7501 record is a level the program keeps
+// current; a hook is an edge. So a hook decides only when the program
+// reports nothing itself, or when it is a newer prompt or failure the
+// record has not caught up with (a missed prompt is the worst mistake). A
+// hook the screen has outlived is dropped.
+func (e *Engine) applyHookReport(in *signal.Inputs, h *hookReport, now time.Time) {
+	if hookOutlived(h, in.Screen.State, now) {
+		e.hook = nil
+		return
+	}
+	hook := signal.Report{Present: true, Source: signal.SourceHook, State: h.state, Kind: h.kind, Message: h.message}
+	if !in.Report.Present {
+		in.Report = hook
+		return
+	}
+	root, _ := e.store.Root()
+	switch {
+	case (h.state == signal.Blocked || h.state == signal.Error) && in.Report.State != h.state && !h.at.Before(root.Updated):
+		in.Report = hook
+	case h.state == signal.Blocked && in.Report.State == signal.Blocked && in.Report.Message == "":
+		in.Report.Message = h.message // the program's report says no more than "blocked"
+		if in.Report.Kind == "" {
+			in.Report.Kind = h.kind
+		}
+	}
 }

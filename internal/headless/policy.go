@@ -2,9 +2,9 @@ package headless
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 
+	"github.com/corral-dev/corral/internal/safefile"
 	"github.com/corral-dev/corral/internal/tomlfile"
 )
 
@@ -33,9 +33,12 @@ type policyFile struct {
 	} `toml:"rule"`
 }
 
-// LoadPolicy reads a policy file.
+// MaxPolicyBytes bounds a policy file.
+const MaxPolicyBytes = 1 << 20
+
+// LoadPolicy reads a policy file: a regular file of at most MaxPolicyBytes.
 func LoadPolicy(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.Read(path, MaxPolicyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("policy %s: %w", path, err)
 	}

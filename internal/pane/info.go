@@ -26,6 +26,9 @@ type Info struct {
 	Foreground string // the foreground process's name
 	Progress   int    // -1 when none; OSC 7501 root progress or OSC 9;4
 	Records    []status.Record
+	// HooksIgnored counts hook reports that decided nothing: unknown
+	// events, bad payloads, another conversation's.
+	HooksIgnored int
 }
 
 // Info returns a copy of the pane's state.
@@ -40,6 +43,8 @@ func (p *Pane) Info() Info {
 		Dir: p.cfg.Dir, Cols: p.cfg.Cols, Rows: p.cfg.Rows, PID: p.pid, Started: p.started, Decision: d, Since: since,
 		Exited: p.exited, ExitCode: p.exitCode, ExitedAt: p.exitedAt, Foreground: p.fgName, Progress: -1,
 		Records: p.engine.Records()}
+	c := p.engine.Counters()
+	in.HooksIgnored = c.HooksIgnored + c.HooksOtherConversation
 	for _, r := range in.Records {
 		if r.ID == "" && r.Progress >= 0 {
 			in.Progress = r.Progress

@@ -369,11 +369,11 @@ func (p *Pane) Answer(choice string) (string, error) {
 	return keys, p.enqueue([]byte(keys), 2*time.Second)
 }
 
-// ApplyHook records what the agent's hook said ("" state clears it).
-func (p *Pane) ApplyHook(state signal.State, kind, message string) {
+// ApplyHook records what the agent's hook said.
+func (p *Pane) ApplyHook(h detect.Hook) {
 	p.mu.Lock()
 	if !p.exited {
-		p.queueLocked(p.engine.ApplyHook(time.Now(), state, kind, message))
+		p.queueLocked(p.engine.ApplyHook(time.Now(), h))
 		p.scheduleLocked()
 	}
 	p.mu.Unlock()

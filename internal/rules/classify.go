@@ -104,13 +104,25 @@ func clip(s string, n int) string {
 // Keys returns the keystrokes for an answer: "yes", "always", "no",
 // "cancel", or an option number ("1", "2", …). ok is false when the
 // manifest does not define it.
-func (m *Manifest) Keys(choice string) (string, bool) {
-	if k, ok := m.Answers[choice]; ok {
-		return k, true
+func (m *Manifest) Keys(choice string) (string, bool) { return m.KeysFor("", choice) }
+
+// KeysFor is Keys for the prompt a rule recognised: the rule's own
+// answers first, then the manifest's.
+func (m *Manifest) KeysFor(rule, choice string) (string, bool) {
+	tables := []map[string]string{m.Answers}
+	for _, r := range m.Rules {
+		if r.ID == rule && len(r.Answers) > 0 {
+			tables = []map[string]string{r.Answers, m.Answers}
+		}
 	}
-	if n := choice; n != "" && strings.Trim(n, "0123456789") == "" && len(n) <= 3 {
-		if tmpl, ok := m.Answers[AnswerOption]; ok {
-			return strings.ReplaceAll(tmpl, "{n}", n), true
+	for _, answers := range tables {
+		if k, ok := answers[choice]; ok {
+			return k, true
+		}
+		if n := choice; n != "" && strings.Trim(n, "0123456789") == "" && len(n) <= 3 {
+			if tmpl, ok := answers[AnswerOption]; ok {
+				return strings.ReplaceAll(tmpl, "{n}", n), true
+			}
 		}
 	}
 	return "", false

@@ -94,6 +94,9 @@ type Rule struct {
 	literal string
 	// Note explains the rule: the screen it was written from.
 	Note string
+	// Answers are this prompt's own keystrokes, where they differ from the
+	// manifest's (a trust screen taking Enter where approvals take "y").
+	Answers map[string]string
 }
 
 // file mirrors the TOML schema.
@@ -120,12 +123,13 @@ type timingSection struct {
 }
 
 type ruleSection struct {
-	ID      string `toml:"id"`
-	State   string `toml:"state"`
-	Kind    string `toml:"kind"`
-	Region  string `toml:"region"`
-	Pattern string `toml:"pattern"`
-	Note    string `toml:"note"`
+	ID      string            `toml:"id"`
+	State   string            `toml:"state"`
+	Kind    string            `toml:"kind"`
+	Region  string            `toml:"region"`
+	Pattern string            `toml:"pattern"`
+	Note    string            `toml:"note"`
+	Answers map[string]string `toml:"answers"`
 }
 
 // Error is a problem in a manifest, located in its file.
@@ -205,23 +209,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			m.IdleConfirm = d
 		}
 	}
-	for name, keys := range f.Answers {
-		switch name {
-		case AnswerYes, AnswerAlways, AnswerNo, AnswerCancel, AnswerOption:
-		default:
-			fail(-1, name, "answers.%s: unknown answer; use yes, always, no, cancel or option", name)
-			continue
-		}
-		if keys == "" || len(keys) > MaxKeystrokes {
-			fail(-1, name, "answers.%s: keystrokes must be 1-%d bytes", name, MaxKeystrokes)
-			continue
-		}
-		if name == AnswerOption && !strings.Contains(keys, "{n}") {
-			fail(-1, name, "answers.option must contain {n}, the option number")
-			continue
-		}
-		m.Answers[name] = keys
-	}
+	m.Answers = compileAnswers(f.Answers, func(name, format string, args ...any) { fail(-1, name, format, args...) })
 	if len(f.Rules) > MaxRules {
 		fail(-1, "rule", "%d rules; the limit is %d", len(f.Rules), MaxRules)
 		f.Rules = f.Rules[:MaxRules]
@@ -243,6 +231,30 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		return nil, errors.Join(errs...)
 	}
 	return m, nil
+}
+
+// compileAnswers checks answer keystrokes: known names, 1 to MaxKeystrokes
+// bytes, and {n} in the option template.
+func compileAnswers(in map[string]string, fail func(key, format string, args ...any)) map[string]string {
+	out := map[string]string{}
+	for name, keys := range in {
+		switch name {
+		case AnswerYes, AnswerAlways, AnswerNo, AnswerCancel, AnswerOption:
+		default:
+			fail(name, "answers.%s: unknown answer; use yes, always, no, cancel or option", name)
+			continue
+		}
+		if keys == "" || len(keys) > MaxKeystrokes {
+			fail(name, "answers.%s: keystrokes must be 1-%d bytes", name, MaxKeystrokes)
+			continue
+		}
+		if name == AnswerOption && !strings.Contains(keys, "{n}") {
+			fail(name, "answers.option must contain {n}, the option number")
+			continue
+		}
+		out[name] = keys
+	}
+	return out
 }
 
 func compileRule(i int, rs ruleSection, fail func(key, format string, args ...any)) (Rule, bool) {
@@ -286,6 +298,16 @@ func compileRule(i int, rs ruleSection, fail func(key, format string, args ...an
 	if err != nil {
 		fail("pattern", "rule %s: %v", name, err)
 		return r, false
+	}
+	if len(rs.Answers) > 0 {
+		if r.State != Blocked {
+			fail("answers", "rule %s: answers are only for blocked rules", name)
+			ok = false
+		}
+		r.Answers = compileAnswers(rs.Answers, func(key, format string, args ...any) {
+			fail("answers", "rule %s: "+format, append([]any{name}, args...)...)
+			ok = false
+		})
 	}
 	r.Pattern = re
 	r.msgGroup = re.SubexpIndex("msg")

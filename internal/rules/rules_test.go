@@ -135,6 +135,19 @@ func TestKeysAndIdentify(t *testing.T) {
 			t.Errorf("Keys(%q) defined", choice)
 		}
 	}
+	// A prompt's own keys come first; the manifest's fill in the rest.
+	p, err := Parse("p.toml", []byte("name = \"p\"\n[answers]\nyes = \"\\r\"\nno = \"n\"\noption = \"{n}\"\n"+
+		"[[rule]]\nid = \"approval\"\nstate = \"blocked\"\npattern = 'Allow'\nanswers = { yes = \"y\", option = \"o{n}\" }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ rule, choice, want string }{
+		{"approval", "yes", "y"}, {"approval", "no", "n"}, {"approval", "3", "o3"}, {"", "yes", "\r"}, {"other", "3", "3"},
+	} {
+		if got, ok := p.KeysFor(tt.rule, tt.choice); !ok || got != tt.want {
+			t.Errorf("KeysFor(%q, %q) = %q, %v; want %q", tt.rule, tt.choice, got, ok, tt.want)
+		}
+	}
 	if !m.MatchesProcess("toy", nil) || !m.MatchesProcess("node", []string{"node", "/opt/toy.js"}) || m.MatchesProcess("node", []string{"node", "x.js"}) {
 		t.Error("MatchesProcess")
 	}
@@ -164,6 +177,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown answer", "name = \"x\"\n[answers]\nmaybe = \"m\"\n", "3:1", "unknown answer"},
 		{"option without {n}", "name = \"x\"\n[answers]\noption = \"1\"\n", "3:1", "{n}"},
 		{"bad duration", "name = \"x\"\n[timing]\nidle_confirm = \"soon\"\n", "3:1", "idle_confirm"},
+		{"answers on idle", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"idle\"\npattern = 'x'\nanswers = { yes = \"y\" }\n", "6:1", "answers are only for blocked"},
+		{"bad rule answer", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"blocked\"\npattern = 'x'\nanswers = { yes = \"\" }\n", "6:1", "rule a: answers.yes"},
 		{"pattern too long", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"idle\"\npattern = '" + strings.Repeat("a", MaxPatternBytes+1) + "'\n", "5:1", "limit"},
 		// There is no key that runs a program: any attempt is an unknown key.
 		{"no commands", "name = \"x\"\nexec = \"rm -rf /\"\n", "2:1", `unknown key "exec"`},

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/corral-dev/corral/internal/safefile"
 )
 
 // Generic is the manifest used when no agent is recognised.
@@ -169,20 +171,34 @@ func (l Loader) loadUser() (ok []*Manifest, broken map[string]error, err error) 
 	return ok, broken, nil
 }
 
-// ParseFile reads and compiles one manifest file.
+// ParseFile reads and compiles one manifest file. Only a regular file is
+// read (a FIFO or a link to a device is refused without blocking), and no
+// more than MaxManifestBytes of it.
 func ParseFile(path string) (*Manifest, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("load rules %s: %w", path, err)
+	data, err := safefile.Read(path, MaxManifestBytes)
+	if errors.Is(err, safefile.ErrTooLarge) || errors.Is(err, safefile.ErrNotRegular) {
+		return nil, &Error{File: path, Msg: errors.Unwrap(err).Error()}
 	}
-	if info.Size() > MaxManifestBytes {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("manifest is %d bytes; the limit is %d", info.Size(), MaxManifestBytes)}
-	}
-	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load rules %s: %w", path, err)
 	}
 	return Parse(path, data)
+}
+
+// LoadUserDir parses every NAME.toml in a folder on disk the way the
+// user's rules folder is read, and joins the problems.
+func LoadUserDir(dir string) ([]*Manifest, error) {
+	ok, broken, err := Loader{UserDir: dir}.loadUser()
+	errs := []error{err}
+	names := make([]string, 0, len(broken))
+	for n := range broken {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		errs = append(errs, broken[n])
+	}
+	return ok, errors.Join(errs...)
 }
 
 // LoadDir parses every NAME.toml in dir of fsys. prefix is put before file

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/safefile"
 	"github.com/corral-dev/corral/internal/tomlfile"
 )
 
@@ -27,6 +27,9 @@ func ConfigPath() string {
 	return filepath.Join(dir, "config.toml")
 }
 
+// MaxConfigBytes bounds config.toml.
+const MaxConfigBytes = 1 << 20
+
 // LoadConfig reads the config file; a missing file is the defaults. Errors
 // name the file, line and column.
 func LoadConfig(path string) (Config, error) {
@@ -34,7 +37,7 @@ func LoadConfig(path string) (Config, error) {
 	if path == "" {
 		return c, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := safefile.Read(path, MaxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}

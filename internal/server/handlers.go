@@ -16,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
 )
@@ -42,6 +43,7 @@ func (s *Server) routes() http.Handler {
 		{"POST /v1/hook", s.handleHook},
 		{"POST /v1/board", s.handleBoard},
 		{"GET /v1/status", s.handleStatus},
+		{"GET /v1/rules", s.handleRules},
 		{"POST /v1/shutdown", s.handleShutdown},
 	} {
 		mux.HandleFunc(r.pattern, r.handler)
@@ -178,7 +180,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	keys, err := e.p.Answer(req.Choice)
+	keys, err := e.answer(req.Choice)
 	if err != nil {
 		inputError(w, err)
 		return
@@ -258,19 +260,20 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep, err := agents.ParseHook(req.Agent, req.Payload)
+	p, ok := e.asPane()
 	if err != nil {
+		if ok {
+			p.ApplyHook(detect.Hook{Ignore: true}) // counted
+		}
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
-	p, ok := e.asPane()
-	switch {
-	case !ok:
-	case rep.Clear:
-		p.ApplyHook("", "", "")
-	case !rep.Ignore:
-		p.ApplyHook(rep.State, rep.Kind, rep.Message)
+	e.hooksSeen.Add(1)
+	if ok {
+		p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
+			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})
 	}
-	reply(w, map[string]string{"pane": e.p.ID(), "event": rep.Event})
+	reply(w, map[string]string{"pane": e.p.ID(), "event": rep.Event, "ignored": rep.Why})
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
@@ -401,10 +404,11 @@ func (s *Server) handleEventsWS(w http.ResponseWriter, r *http.Request) {
 func paneJSON(e *entry) api.Pane {
 	in := e.p.Info()
 	d := in.Decision
+	integration, problem := e.integration(in.Agent)
 	out := api.Pane{ID: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
 		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
 		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
-		Integration: e.agent, HooksRefused: e.refused.Load()}
+		Integration: integration, IntegrationError: problem, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
 	if j, ok := e.p.(*job); ok {
 		out.SessionID = j.Session()
 	}

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // SocketPath is where the daemon listens: $CORRAL_SOCKET, or
@@ -33,4 +35,46 @@ func StateDir() string {
 		return filepath.Join(os.TempDir(), fmt.Sprintf("corral-%d", os.Getuid()), "state")
 	}
 	return filepath.Join(home, ".local", "state", "corral")
+}
+
+// CheckSocketPath returns SocketPath after checking the folder corral
+// chose for it: made private if missing, and refused if it is not a real
+// folder, another user owns it, or others can write to it. Whoever
+// controls that folder can swap in their own socket and receive every
+// secret sent over it (environment values, hook tokens). A path the user
+// chose with CORRAL_SOCKET is theirs to answer for.
+func CheckSocketPath() (string, error) {
+	path := SocketPath()
+	if os.Getenv("CORRAL_SOCKET") != "" {
+		return path, nil
+	}
+	return path, CheckPrivateDir(filepath.Dir(path))
+}
+
+// CheckPrivateDir makes dir (mode 0700) when missing and refuses one that
+// is a symbolic link or not a folder, that another user owns, or that
+// group or others can write to, as tmux does for its socket folder.
+func CheckPrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("socket folder %s: %w", dir, err)
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("socket folder %s: %w", dir, err)
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	switch {
+	case !info.IsDir():
+		err = errors.New("it is not a folder (a symbolic link?)")
+	case !ok:
+		err = errors.New("its owner cannot be read")
+	case int(st.Uid) != os.Getuid():
+		err = fmt.Errorf("it belongs to uid %d, not to you (uid %d)", st.Uid, os.Getuid())
+	case info.Mode().Perm()&0o022 != 0:
+		err = fmt.Errorf("others can write to it (mode %v)", info.Mode().Perm())
+	}
+	if err != nil {
+		return fmt.Errorf("refusing the socket folder %s: %v; another user could put their own socket there. Remove it, or set XDG_RUNTIME_DIR or CORRAL_SOCKET to a private place", dir, err)
+	}
+	return nil
 }

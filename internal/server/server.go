@@ -60,21 +60,32 @@ type Server struct {
 	hooksRefused atomic.Int64
 
 	// mu guards the fields that follow.
-	mu       sync.Mutex
-	rules    *rules.Set
-	board    *board.Server // the web board, once started
-	panes    map[string]*entry
-	order    []string // pane ids in start order
-	closing  bool
-	shutdown sync.Once
+	mu    sync.Mutex
+	rules *rules.Set
+	// rulesProblems are the newest load's problems: broken user files,
+	// each with the version kept in force instead.
+	rulesProblems []string
+	board         *board.Server // the web board, once started
+	panes         map[string]*entry
+	order         []string // pane ids in start order
+	closing       bool
+	shutdown      sync.Once
 }
 
 type entry struct {
 	p     unit // a *pane.Pane or a *job
 	name  string
 	token string // the pane's hook token, in its environment only
-	// agent is the agent corral added its integration for ("" for none).
+	// agent is a headless job's agent.
 	agent string
+	// launch is what corral added to a pane's launch for its agent's
+	// hooks (nil for a job).
+	launch *agents.Launch
+	// hooksSeen counts the hook reports this pane's token carried.
+	hooksSeen atomic.Int64
+	// refusal is what the agent said on its screen when it refused the
+	// integration ("" while it has not).
+	refusal atomic.Pointer[string]
 	// refused counts hook reports with a wrong token naming this pane.
 	refused atomic.Int64
 }
@@ -119,8 +130,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	set, errs := opts.Loader.Load(nil)
-	for _, e := range errs {
-		opts.Logf("rules: %v (the built-in rules stay in force)", e)
+	problems := RulesProblems(errs, "the built-in rules stay in force")
+	for _, p := range problems {
+		opts.Logf("rules: %s", p)
 	}
 	notifier, err := notify.New(opts.Config.Notify)
 	if err != nil {
@@ -129,7 +141,7 @@ func New(opts Options) (*Server, error) {
 		elog.Close()
 		return nil, err
 	}
-	s := &Server{opts: opts, log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set,
+	s := &Server{opts: opts, log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
 		panes: map[string]*entry{}, done: make(chan struct{})}
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
@@ -150,11 +162,12 @@ func (s *Server) Serve(ctx context.Context) error {
 			return
 		}
 		err := s.opts.Loader.Watch(ctx, s.currentRules(), 0, func(set *rules.Set, errs []error) {
-			for _, e := range errs {
-				s.opts.Logf("rules: %v (the rules in force stay)", e)
+			problems := RulesProblems(errs, "the rules in force stay")
+			for _, p := range problems {
+				s.opts.Logf("rules: %s", p)
 			}
 			s.mu.Lock()
-			s.rules = set
+			s.rules, s.rulesProblems = set, problems
 			s.mu.Unlock()
 		})
 		if err != nil {
@@ -283,16 +296,23 @@ func (s *Server) start(cfg pane.Config) (*pane.Pane, error) {
 	name := cfg.Name
 	token := newToken()
 	cfg.Env = append(cfg.Env, "CORRAL_PANE="+cfg.ID, "CORRAL_TOKEN="+token, "CORRAL_SOCKET="+s.opts.Socket)
-	var integrated string
-	var files []string
+	var launch agents.Launch
 	if exe, err := os.Executable(); err == nil {
-		l, err := agents.IntegrateRun(cfg.Argv, []string{exe, "hook"}, cfg.Env, filepath.Join(s.opts.StateDir, "integrations"), cfg.ID)
-		if err != nil {
-			s.opts.Logf("%v (the pane runs without it)", err)
+		cwd := cfg.Dir
+		if cwd == "" {
+			cwd, _ = os.Getwd()
 		}
-		cfg.Argv, integrated, files = l.Argv, l.Agent, l.Files
-		cfg.Env = append(cfg.Env, l.Env...)
+		launch = agents.IntegrateRun(cfg.Argv, agents.Options{Hook: []string{exe, "hook"}, Env: append(os.Environ(), cfg.Env...),
+			Dir: filepath.Join(s.opts.StateDir, "integrations"), Cwd: cwd})
+		cfg.Argv = launch.Argv
+		cfg.Env = append(cfg.Env, launch.Env...)
+	} else {
+		launch = agents.Launch{Argv: cfg.Argv, Missing: map[string]string{}}
+		for _, a := range []string{"claude-code", "codex", "gemini"} {
+			launch.Missing[a] = fmt.Sprintf("corral cannot add %s's hooks: it cannot find its own executable (%v)", a, err)
+		}
 	}
+	files := launch.Files
 	cfg.OnExit = func(*pane.Pane) {
 		for _, f := range files {
 			_ = os.Remove(f)
@@ -305,10 +325,49 @@ func (s *Server) start(cfg pane.Config) (*pane.Pane, error) {
 		cfg.OnExit(nil)
 		return nil, err
 	}
-	s.panes[cfg.ID] = &entry{p: p, name: name, token: token, agent: integrated}
+	e := &entry{p: p, name: name, token: token, launch: &launch}
+	s.panes[cfg.ID] = e
 	s.order = append(s.order, cfg.ID)
 	s.mu.Unlock()
+	if launch.Watch {
+		go e.watchIntegration(p)
+	}
 	return p, nil
+}
+
+// integration says which agent's hooks are in force for the pane, and
+// when its recognised agent has none, why.
+func (e *entry) integration(agent string) (string, string) {
+	if e.launch == nil {
+		return e.agent, ""
+	}
+	in, problem := e.launch.Status(agent)
+	if r := e.refusal.Load(); r != nil && in == "gemini" && e.hooksSeen.Load() == 0 {
+		return "", *r
+	}
+	return in, problem
+}
+
+// watchIntegration reads the pane's screen while its agent may still
+// refuse corral's integration there (Gemini CLI prints a warning and runs
+// without the hooks), until a hook report proves it took them.
+func (e *entry) watchIntegration(p *pane.Pane) {
+	t := time.NewTicker(300 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.Done():
+			return
+		case <-t.C:
+		}
+		if e.hooksSeen.Load() > 0 {
+			return
+		}
+		if msg := agents.ScreenProblem("gemini", p.Snapshot().Lines); msg != "" {
+			e.refusal.Store(&msg)
+			return
+		}
+	}
 }
 
 // record logs and publishes one state change.

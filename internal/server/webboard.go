@@ -33,7 +33,7 @@ func (b boardBackend) Answer(id, choice string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return e.p.Answer(choice)
+	return e.answer(choice)
 }
 
 func (b boardBackend) Send(id, text string, enter bool) error {

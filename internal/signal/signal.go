@@ -4,12 +4,16 @@
 //
 // Order of authority, first that speaks wins:
 //  1. the screen shows a prompt (a blocked rule matched);
-//  2. the program's newest own report (OSC 7501 root record, hook, ACP);
+//  2. the program's own report: its OSC 7501 root record, or a hook or
+//     ACP report that still stands (internal/detect weighs those two and
+//     ends a hook's word when the screen outlives it);
 //  3. the process (the agent exited, a shell is back in the foreground);
 //  4. the other screen rules (working, idle);
 //  5. nothing matched: idle. Never blocked by default.
 //
 // A pane whose own process has exited is exited, whatever else is said.
+// docs/detection.md holds the table of every signal: level or edge, what
+// renews it, what ends it, what it may overrule.
 package signal
 
 // State is a pane's state.

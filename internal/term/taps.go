@@ -3,6 +3,7 @@ package term
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // EventKind says which protocol sequence an Event came from.
@@ -100,7 +101,7 @@ func (t *Terminal) installTaps() {
 	for _, cmd := range []int{0, 2} {
 		e.RegisterOscHandler(cmd, func(data []byte) bool {
 			// The emulator's own handler drops titles that contain ';'.
-			t.title = oscBody(data)
+			t.title = clipText(oscBody(data), MaxTitle)
 			t.emit(Event{Kind: EventTitle, Text: t.title})
 			return true
 		})
@@ -112,15 +113,15 @@ func (t *Terminal) installTaps() {
 			t.emit(parseProgress(rest))
 			return true
 		}
-		t.emit(Event{Kind: EventNotify, NotifySource: "9", Text: body})
+		t.emit(Event{Kind: EventNotify, NotifySource: "9", Text: clipText(body, MaxNotifyText)})
 		return true
 	})
 	e.RegisterOscHandler(777, func(data []byte) bool {
 		parts := strings.SplitN(oscBody(data), ";", 3)
 		if len(parts) >= 2 && parts[0] == "notify" {
-			ev := Event{Kind: EventNotify, NotifySource: "777", NotifyTitle: parts[1]}
+			ev := Event{Kind: EventNotify, NotifySource: "777", NotifyTitle: clipText(parts[1], MaxTitle)}
 			if len(parts) == 3 {
-				ev.Text = parts[2]
+				ev.Text = clipText(parts[2], MaxNotifyText)
 			}
 			t.emit(ev)
 		}
@@ -128,7 +129,7 @@ func (t *Terminal) installTaps() {
 	})
 	e.RegisterOscHandler(99, func(data []byte) bool {
 		_, payload, _ := strings.Cut(oscBody(data), ";") // META;PAYLOAD
-		t.emit(Event{Kind: EventNotify, NotifySource: "99", Text: payload})
+		t.emit(Event{Kind: EventNotify, NotifySource: "99", Text: clipText(payload, MaxNotifyText)})
 		return true
 	})
 	e.RegisterOscHandler(133, func(data []byte) bool {
@@ -157,6 +158,24 @@ func (t *Terminal) installTaps() {
 		t.emit(Event{Kind: EventReset})
 		return false
 	})
+}
+
+// A pane sets these strings and corral keeps them (and matches titles
+// against every agent's patterns): a program may send megabytes.
+const (
+	MaxTitle      = 1024
+	MaxNotifyText = 4096
+)
+
+// clipText cuts s to at most n bytes at a character boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // parseProgress reads "STATE;VALUE" of OSC 9;4.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -189,6 +190,23 @@ func TestTitleSnapshot(t *testing.T) {
 	feed(t, term, nil, "\x1bc")
 	if got := term.Snapshot().Title; got != "" {
 		t.Fatalf("title after RIS = %q", got)
+	}
+}
+
+// A pane may set a title of megabytes; corral keeps (and matches agents'
+// patterns against) a bounded one, cut at a character boundary.
+func TestHugeStringsAreCapped(t *testing.T) {
+	term, _, events := newTest(t, 20, 4)
+	huge := strings.Repeat("é", 32<<10) // 64 KB
+	feed(t, term, nil, "\x1b]2;"+huge+"\a", "\x1b]9;"+huge+"\a", "\x1b]777;notify;"+huge+";"+huge+"\a", "\x1b]99;;"+huge+"\a")
+	title := term.Snapshot().Title
+	if len(title) > MaxTitle || len(title) < MaxTitle-4 || !utf8.ValidString(title) {
+		t.Fatalf("title kept %d bytes (valid UTF-8: %v)", len(title), utf8.ValidString(title))
+	}
+	for _, ev := range *events {
+		if len(ev.Text) > MaxNotifyText || len(ev.NotifyTitle) > MaxTitle || !utf8.ValidString(ev.Text) {
+			t.Fatalf("%v event kept %d + %d bytes", ev.Kind, len(ev.Text), len(ev.NotifyTitle))
+		}
 	}
 }
 

@@ -58,7 +58,11 @@ func (b *Board) View() tea.View {
 		if p.Kind != "" {
 			state += "/" + p.Kind
 		}
-		line := fmt.Sprintf("%s%-5s %-10s %-12s %-20s %6s  %s", marker, p.ID, clip(name(p), 10), clip(p.Agent, 12), clip(state, 20),
+		agent := p.Agent
+		if p.IntegrationError != "" && p.State != "exited" {
+			agent += "!" // no hooks; the preview says why
+		}
+		line := fmt.Sprintf("%s%-5s %-10s %-12s %-20s %6s  %s", marker, p.ID, clip(name(p), 10), clip(agent, 12), clip(state, 20),
 			since(p.Since), clip(p.Message, max(10, b.width-64)))
 		if p.ID == b.sel {
 			line = "\x1b[7m" + line + "\x1b[0m"
@@ -72,6 +76,10 @@ func (b *Board) View() tea.View {
 	if sel := b.selected(); sel != nil {
 		fmt.Fprintf(&out, "\x1b[2m── %s · %s · %s ──\x1b[0m\n", name(*sel), sel.Agent, sel.Cwd)
 		room := max(3, b.height-rows-5)
+		if sel.IntegrationError != "" && sel.State != "exited" {
+			out.WriteString("\x1b[33m" + clip("no hooks: "+sel.IntegrationError, b.width) + "\x1b[0m\n")
+			room--
+		}
 		lines := trimBlank(b.preview)
 		if len(lines) > room {
 			lines = lines[len(lines)-room:]

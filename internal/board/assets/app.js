@@ -64,8 +64,9 @@ function card(p) {
   c.addEventListener("click", () => { selected = p.id; render(); });
   const head = el("div", "head");
   head.append(el("span", "name", p.name || p.id), el("span", "state", p.state + (p.kind ? "/" + p.kind : "")),
-    el("span", "meta", p.agent + " · " + ago(p.since) + " · " + p.cwd));
+    el("span", "meta", p.agent + (p.integration ? " (hooks)" : "") + " · " + ago(p.since) + " · " + p.cwd));
   c.append(head);
+  if (p.integration_error && p.state !== "exited") c.append(el("div", "integration", "No hooks: " + p.integration_error));
   if (p.message) c.append(el("div", "message", p.message));
   if (p.progress !== null && p.progress !== undefined) {
     const bar = el("div", "progress"), fill = el("div");

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runWithin runs corral and fails the test if it does not end in time.
+func (e *env) runWithin(d time.Duration, args ...string) (string, int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, corralBin, args...)
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		e.t.Fatalf("corral %v hung for %v:\n%s", args, d, out)
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return string(out), code
+}
+
+// Special files in the rules folder are refused without blocking or
+// reading forever; the daemon starts, serves and reloads; and rules list
+// says what the daemon really has in force when a user file breaks.
+func TestRulesFolderSpecialFiles(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(e.dir, "config", "corral", "rules")
+	os.MkdirAll(dir, 0o700)
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.toml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("/dev/zero", filepath.Join(dir, "zero.toml"))
+	codex, err := os.ReadFile("../../rules/codex.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	userCodex := filepath.Join(dir, "codex.toml")
+	os.WriteFile(userCodex, codex, 0o600)
+
+	out, _ := e.runWithin(10*time.Second, "rules", "list")
+	if !strings.Contains(out, "no daemon running") || !strings.Contains(out, "fifo.toml: not a regular file (a FIFO)") ||
+		!strings.Contains(out, "zero.toml: not a regular file (a device)") || !strings.Contains(out, userCodex) {
+		t.Fatalf("rules list without a daemon:\n%s", out)
+	}
+	if out, code := e.runWithin(10*time.Second, "rules", "check"); code != 1 || !strings.Contains(out, "FIFO") {
+		t.Fatalf("rules check: exit %d\n%s", code, out)
+	}
+	e.runWithin(15*time.Second, "run", "--name", "p", "--", "sleep", "60")
+
+	// The user's codex.toml breaks: the daemon keeps its last good version
+	// and rules list says so.
+	os.WriteFile(userCodex, []byte("name = \"codex\"\n[[rule]]\nid = \n"), 0o600)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ = e.runWithin(10*time.Second, "rules", "list")
+		if strings.Contains(out, "codex.toml:3") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon never reported the broken file:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(out, "in force in the running daemon") || !strings.Contains(out, "the rules in force stay") {
+		t.Fatalf("rules list with a daemon:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "codex ") && !strings.Contains(line, userCodex) {
+			t.Fatalf("rules list misreports codex's source: %q\n%s", line, out)
+		}
+	}
+}
+
+// With no XDG_RUNTIME_DIR, the socket folder in the temporary directory is
+// refused when it is not the user's own private folder.
+func TestSocketFolderHijack(t *testing.T) {
+	e := newEnv(t)
+	tmp := filepath.Join(e.dir, "tmp")
+	os.MkdirAll(tmp, 0o777)
+	vars := []string{"TMPDIR=" + tmp}
+	for _, v := range e.vars {
+		if !strings.HasPrefix(v, "CORRAL_SOCKET=") {
+			vars = append(vars, v)
+		}
+	}
+	e.vars = vars
+	folder := filepath.Join(tmp, "corral-"+strconv.Itoa(os.Getuid()))
+	os.Mkdir(folder, 0o777)
+	os.Chmod(folder, 0o777) // as another user would leave it
+	out, code := e.runWithin(10*time.Second, "ls")
+	if code == 0 || !strings.Contains(out, "others can write to it") || !strings.Contains(out, folder) {
+		t.Fatalf("a world-writable socket folder was used (exit %d):\n%s", code, out)
+	}
+	if out, code := e.runWithin(10*time.Second, "serve"); code == 0 || !strings.Contains(out, "refusing the socket folder") {
+		t.Fatalf("serve used it (exit %d):\n%s", code, out)
+	}
+	// A symbolic link to a folder someone else controls is refused too.
+	os.Remove(folder)
+	os.Symlink(tmp, folder)
+	if out, code := e.runWithin(10*time.Second, "ls"); code == 0 || !strings.Contains(out, "not a folder") {
+		t.Fatalf("a linked socket folder was used (exit %d):\n%s", code, out)
+	}
+	// Its own private folder works.
+	os.Remove(folder)
+	if out, code := e.runWithin(15*time.Second, "ls"); code != 0 {
+		t.Fatalf("a fresh private folder was refused (exit %d):\n%s", code, out)
+	}
+	e.runWithin(10*time.Second, "shutdown")
+}

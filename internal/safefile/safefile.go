@@ -1,0 +1,64 @@
+// Package safefile reads files from folders other people's programs can
+// write to (rules, config, policies) without trusting what is there: only
+// regular files, opened without blocking, read no further than a cap.
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ErrNotRegular is returned for a FIFO, a device, a socket or a folder.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is returned for a file longer than the cap.
+var ErrTooLarge = errors.New("file too large")
+
+// Read returns the contents of the regular file at path (symbolic links
+// followed), at most max bytes. A FIFO is opened without waiting for a
+// writer and refused, as is a device (a link to /dev/zero never ends); the
+// cap is enforced while reading, so a file that grows is still bounded.
+// Errors wrap fs.ErrNotExist when there is no file.
+func Read(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s); corral reads only regular files here", ErrNotRegular, kind(info.Mode()))}
+	}
+	if info.Size() > max {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes; the limit is %d", ErrTooLarge, info.Size(), max)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)}
+	}
+	return data, nil
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
+}
