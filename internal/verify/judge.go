@@ -168,14 +168,14 @@ func Replay(rec *Recording, set *rules.Set, signals detect.Signals) []Point {
 			add(e.Feed(now, []byte(it.out)))
 			continue
 		}
+		// As the daemon applies a hook report (server.handleHook).
 		rep, err := agents.ParseHook(it.hook.Agent, it.hook.Payload)
-		switch {
-		case err != nil || rep.Ignore:
-		case rep.Clear:
-			add(e.ApplyHook(now, "", "", ""))
-		default:
-			add(e.ApplyHook(now, rep.State, rep.Kind, rep.Message))
+		if err != nil {
+			add(e.ApplyHook(now, detect.Hook{Ignore: true}))
+			continue
 		}
+		add(e.ApplyHook(now, detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
+			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore}))
 	}
 	advance(last + sweep)
 	return out
