@@ -54,10 +54,18 @@ var Profiles = []*Profile{
 		API: APIAnthropic, Reports: true, Args: []string{"--permission-mode", "default"}, Ready: "? for shortcuts", Home: claudeHome},
 	{Name: "gemini", Rules: "gemini", Binary: "gemini", Package: "@google/gemini-cli", Version: "0.61.0",
 		API: APIGemini, Ready: "Type your message", Home: geminiHome},
-	{Name: "codex", Rules: "codex", Binary: "codex", Package: "@openai/codex", Version: "0.171.0", API: APIResponses, Reports: true},
-	{Name: "qwen-code", Rules: "qwen-code", Binary: "qwen", Package: "@qwen-code/qwen-code", Version: "0.15.10", API: APIChat},
-	{Name: "opencode", Rules: "opencode", Binary: "opencode", Package: "opencode-ai", Version: "1.18.33", API: APIChat},
-	{Name: "copilot", Rules: "copilot", Binary: "copilot", Package: "@github/copilot", Version: "1.0.102", API: APINone},
+	// Codex asks its question (request_user_input) in Plan mode only.
+	{Name: "codex", Rules: "codex", Binary: "codex", Package: "@openai/codex", Version: "0.171.0", API: APIResponses, Reports: true,
+		Args: []string{"--sandbox", "read-only"}, Ready: "Ask Codex to do anything", Home: codexHome,
+		Skip: map[string]string{"question": "Codex asks questions in Plan mode only"}},
+	{Name: "qwen-code", Rules: "qwen-code", Binary: "qwen", Package: "@qwen-code/qwen-code", Version: "0.15.10", API: APIChat,
+		Ready: "Type your message", Home: qwenHome,
+		Skip: map[string]string{"question": "Qwen Code offers no question tool up front"}},
+	// One Esc during a tool call only arms opencode's interrupt.
+	{Name: "opencode", Rules: "opencode", Binary: "opencode", Package: "opencode-ai", Version: "1.18.33", API: APIChat,
+		Ready: "ctrl+p commands", Home: opencodeHome, Keys: map[Key]string{KeyInterrupt: "\x1b" + pause + "\x1b"}},
+	{Name: "copilot", Rules: "copilot", Binary: "copilot", Package: "@github/copilot", Version: "1.0.102", API: APIChat,
+		Ready: "? help", Home: copilotHome},
 	// The built-in fake agent (`corral fake-agent`): it draws Claude Code's
 	// screens, so Claude Code's rules read it.
 	{Name: "fake-agent", Rules: "claude-code", Binary: "corral", Ready: "? for shortcuts",
@@ -113,10 +121,7 @@ func (p *Profile) turnText(s Step, work string) (string, bool) {
 		t, ok := p.Turns[s.Turn]
 		return strings.ReplaceAll(t, "{arg}", s.Arg), ok
 	}
-	if p.API == APINone || (p.Home == nil && p.API != APIAnthropic && p.API != APIGemini) {
-		return "", false
-	}
-	if p.API == APINone {
+	if p.API == APINone || p.Home == nil {
 		return "", false
 	}
 	return s.text(work), true
@@ -158,4 +163,76 @@ func geminiHome(home, work, url string) ([]string, error) {
 		return nil, err
 	}
 	return []string{"GEMINI_API_KEY=test-key", "GOOGLE_GEMINI_BASE_URL=" + url}, nil
+}
+
+// pause in a profile's keys splits them into two presses a moment apart.
+const pause = "{pause}"
+
+// codexHome points Codex at the scripted Responses server with a model it
+// has no metadata for (a known one opens an upgrade screen and sends its
+// tools another way) and trusts the work folder.
+func codexHome(home, work, url string) ([]string, error) {
+	dir := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfg := fmt.Sprintf(`model_provider = "mock"
+model = "gpt-5.1-codex"
+
+[model_providers.mock]
+name = "mock"
+base_url = %q
+env_key = "MOCK_API_KEY"
+wire_api = "responses"
+
+[projects.%q]
+trust_level = "trusted"
+`, url+"/v1", work)
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"CODEX_HOME=" + dir, "MOCK_API_KEY=test-key"}, nil
+}
+
+// qwenHome points Qwen Code at the scripted Chat Completions server and
+// keeps it from updating itself at start.
+func qwenHome(home, work, url string) ([]string, error) {
+	dir := filepath.Join(home, ".qwen")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"general": {"enableAutoUpdate": false}, "$version": 4}`), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=test-key", "OPENAI_MODEL=mock-model"}, nil
+}
+
+// opencodeHome gives opencode a provider on the scripted server, makes it
+// ask before edits and shell commands (it asks nothing by default), and
+// turns on its question tool.
+func opencodeHome(home, work, url string) ([]string, error) {
+	dir := filepath.Join(home, ".config", "opencode")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfg, _ := json.Marshal(map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"provider": map[string]any{"mock": map[string]any{"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+			"options": map[string]any{"baseURL": url + "/v1", "apiKey": "test-key"},
+			"models":  map[string]any{"mock-model": map[string]any{"name": "Mock Model", "tool_call": true}}}},
+		"model": "mock/mock-model", "small_model": "mock/mock-model",
+		"permission": map[string]any{"edit": "ask", "bash": "ask"}, "autoupdate": false,
+	})
+	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), cfg, 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "OPENCODE_DISABLE_MODELS_FETCH=1",
+		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_ENABLE_QUESTION_TOOL=1"}, nil
+}
+
+// copilotHome uses Copilot CLI's custom-provider mode on the scripted
+// Chat Completions server: no GitHub sign-in.
+func copilotHome(home, work, url string) ([]string, error) {
+	return []string{"COPILOT_PROVIDER_BASE_URL=" + url + "/v1", "COPILOT_PROVIDER_API_KEY=test-key", "COPILOT_MODEL=gpt-4.1",
+		"COPILOT_OFFLINE=true", "COPILOT_AUTO_UPDATE=false"}, nil
 }

@@ -100,8 +100,15 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 				return nil, err
 			}
 		case s.Key != KeyNone:
-			if err := dr.send(ctx, dr.keys(s.Key), false); err != nil {
-				return nil, err
+			for i, k := range strings.Split(dr.keys(s.Key), pause) {
+				if i > 0 {
+					if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
+						return nil, err
+					}
+				}
+				if err := dr.send(ctx, k, false); err != nil {
+					return nil, err
+				}
 			}
 		}
 		from := dr.cap.since(start)

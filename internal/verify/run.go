@@ -50,7 +50,8 @@ type Options struct {
 
 // shellCommands are the shell step's commands, ones each agent asks
 // before running (Claude Code runs a file change in its folder unasked).
-var shellCommands = map[API]string{APIAnthropic: "ls -la /tmp", APIGemini: "touch verify-shell.txt"}
+var shellCommands = map[API]string{APIAnthropic: "ls -la /tmp", APIGemini: "touch verify-shell.txt",
+	APIResponses: "touch verify-shell.txt", APIChat: "touch verify-shell.txt"}
 
 // Run starts a private daemon, runs the agent in one of its panes against
 // the scripted model server, drives it through the scenario and judges
@@ -114,6 +115,10 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 		model, err = mockmodel.Start(shellCommands[p.API])
 	case APIGemini:
 		model, err = mockmodel.StartGemini(shellCommands[p.API])
+	case APIResponses:
+		model, err = mockmodel.StartResponses(shellCommands[p.API])
+	case APIChat:
+		model, err = mockmodel.StartChat(shellCommands[p.API])
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("scripted model server: %w", err)
