@@ -61,3 +61,44 @@ func delay(v Verdict) string {
 	}
 	return fmt.Sprintf("%+.2fs", v.Delay)
 }
+
+// Matrix writes judged runs as Markdown: a summary row per agent, then
+// each agent's steps.
+func Matrix(w io.Writer, results []*Result) {
+	fmt.Fprintln(w, "| agent | version | hooks | steps | live | screen | hooks only | OSC 7501 only | replay (all) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, r := range results {
+		integration := r.Integration
+		if integration == "" {
+			integration = "none"
+		}
+		n := len(r.Steps)
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d/%d | %d/%d | %d/%d | %d/%d | %d/%d |\n", r.Agent, r.Version, integration, n,
+			r.Scores["live"], n, r.Scores["screen"], n, r.Scores["hooks"], n, r.Scores["osc7501"], n, r.Scores["replay"], n)
+	}
+	for _, r := range results {
+		fmt.Fprintf(w, "\n### %s %s\n\n", r.Agent, r.Version)
+		fmt.Fprintln(w, "| step | expected | truth | corral live | source | delay | right | screen | hooks | OSC 7501 |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+		for _, s := range r.Steps {
+			live := s.Verdicts["live"]
+			right := "right"
+			if !live.Right {
+				right = "**wrong**"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |", s.Name, s.Want, s.TruthSource, stateOf(live), live.Source, delay(live), right)
+			for _, name := range []string{"screen", "hooks", "osc7501"} {
+				v := s.Verdicts[name]
+				if v.Right {
+					fmt.Fprintf(w, " ok %s |", delay(v))
+				} else {
+					fmt.Fprintf(w, " %s |", stateOf(v))
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		if len(r.Skipped) > 0 {
+			fmt.Fprintf(w, "\nNot run: %s.\n", strings.Join(r.Skipped, ", "))
+		}
+	}
+}

@@ -3,7 +3,9 @@ package verify
 import (
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -250,5 +252,43 @@ func TestLiveRecordings(t *testing.T) {
 			}
 			t.Logf("%s %s: %s", rec.Agent, rec.Version, strings.Join(line, ", "))
 		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the matrix in docs/agents.md from testdata/live")
+
+// TestAgentsMatrix renders the matrix of docs/agents.md from the
+// recordings; with -update it rewrites the part between the markers.
+func TestAgentsMatrix(t *testing.T) {
+	set := ruleSet(t)
+	var results []*Result
+	for _, p := range Profiles {
+		rec, err := Load(filepath.Join(liveDir, p.Name))
+		if err != nil {
+			continue
+		}
+		results = append(results, Judge(rec, set))
+	}
+	var b strings.Builder
+	Matrix(&b, results)
+	if !strings.Contains(b.String(), "| claude-code |") {
+		t.Fatalf("matrix without Claude Code:\n%s", b.String())
+	}
+	if !*update {
+		return
+	}
+	const doc = "../../docs/agents.md"
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- matrix begin -->\n", "<!-- matrix end -->"
+	i, j := strings.Index(string(data), begin), strings.Index(string(data), end)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no matrix markers", doc)
+	}
+	out := string(data[:i+len(begin)]) + b.String() + string(data[j:])
+	if err := os.WriteFile(doc, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
