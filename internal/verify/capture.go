@@ -23,6 +23,7 @@ type capture struct {
 	reports []Point // the agent's OSC 7501 root reports
 	live    []Point // corral's state changes for the pane
 	pending []term.Event
+	closed  bool
 }
 
 type timed struct {
@@ -53,6 +54,9 @@ func (c *capture) output(b []byte) {
 	now := c.since(time.Now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	c.out = append(c.out, timed{now, string(b)})
 	_, _ = c.term.Write(b)
 	for _, ev := range c.pending {
@@ -120,4 +124,9 @@ func (c *capture) liveState() Point {
 	return Point{State: signal.Idle, Source: "default"}
 }
 
-func (c *capture) close() { c.term.Close() }
+func (c *capture) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.term.Close()
+}
