@@ -65,7 +65,7 @@ var Profiles = []*Profile{
 	{Name: "opencode", Rules: "opencode", Binary: "opencode", Package: "opencode-ai", Version: "1.18.33", API: APIChat,
 		Ready: "ctrl+p commands", Home: opencodeHome, Keys: map[Key]string{KeyInterrupt: "\x1b" + pause + "\x1b"}},
 	{Name: "copilot", Rules: "copilot", Binary: "copilot", Package: "@github/copilot", Version: "1.0.102", API: APIChat,
-		Ready: "? help", Home: copilotHome},
+		Args: []string{"--allow-tool", "shell(echo)", "--allow-tool", "shell(sleep)"}, Ready: "? help", Home: copilotHome},
 	// The built-in fake agent (`corral fake-agent`): it draws Claude Code's
 	// screens, so Claude Code's rules read it.
 	{Name: "fake-agent", Rules: "claude-code", Binary: "corral", Ready: "? for shortcuts",
@@ -194,22 +194,23 @@ trust_level = "trusted"
 	return []string{"CODEX_HOME=" + dir, "MOCK_API_KEY=test-key"}, nil
 }
 
-// qwenHome points Qwen Code at the scripted Chat Completions server and
-// keeps it from updating itself at start.
+// qwenHome points Qwen Code at the scripted Chat Completions server,
+// keeps it from updating itself at start, and lets the slow step's
+// `echo slow; sleep 30` run unasked.
 func qwenHome(home, work, url string) ([]string, error) {
 	dir := filepath.Join(home, ".qwen")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"general": {"enableAutoUpdate": false}, "$version": 4}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"general": {"enableAutoUpdate": false}, "tools": {"allowed": ["run_shell_command(echo)", "run_shell_command(sleep)"]}, "$version": 4}`), 0o600); err != nil {
 		return nil, err
 	}
 	return []string{"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=test-key", "OPENAI_MODEL=mock-model"}, nil
 }
 
 // opencodeHome gives opencode a provider on the scripted server, makes it
-// ask before edits and shell commands (it asks nothing by default), and
-// turns on its question tool.
+// ask before edits and shell commands (it asks nothing by default) but
+// the slow step's, and turns on its question tool.
 func opencodeHome(home, work, url string) ([]string, error) {
 	dir := filepath.Join(home, ".config", "opencode")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -221,7 +222,7 @@ func opencodeHome(home, work, url string) ([]string, error) {
 			"options": map[string]any{"baseURL": url + "/v1", "apiKey": "test-key"},
 			"models":  map[string]any{"mock-model": map[string]any{"name": "Mock Model", "tool_call": true}}}},
 		"model": "mock/mock-model", "small_model": "mock/mock-model",
-		"permission": map[string]any{"edit": "ask", "bash": "ask"}, "autoupdate": false,
+		"permission": map[string]any{"edit": "ask", "bash": map[string]any{"*": "ask", "echo slow*": "allow"}}, "autoupdate": false,
 	})
 	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), cfg, 0o600); err != nil {
 		return nil, err
