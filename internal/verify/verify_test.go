@@ -215,7 +215,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 
 // liveDir holds recordings of real agent CLIs taken with
 // corral verify --record; each must replay to the state corral had live.
-const liveDir = "../../testdata/live"
+const liveDir = "../../testdata/live/verify"
 
 // Every recorded step corral got right live is still right when the
 // recording (output bytes and hook timeline) is replayed through today's
@@ -224,7 +224,7 @@ const liveDir = "../../testdata/live"
 func TestLiveRecordings(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join(liveDir, "*", "run.json"))
 	if len(dirs) == 0 {
-		t.Fatal("no recordings under testdata/live")
+		t.Fatal("no recordings under testdata/live/verify")
 	}
 	set := ruleSet(t)
 	for _, f := range dirs {
@@ -255,7 +255,7 @@ func TestLiveRecordings(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite the matrix in docs/agents.md from testdata/live")
+var update = flag.Bool("update", false, "rewrite the matrix in docs/agents.md from testdata/live/verify")
 
 // TestAgentsMatrix renders the matrix of docs/agents.md from the
 // recordings; with -update it rewrites the part between the markers.
