@@ -222,7 +222,7 @@ func opencodeHome(home, work, url string) ([]string, error) {
 			"options": map[string]any{"baseURL": url + "/v1", "apiKey": "test-key"},
 			"models":  map[string]any{"mock-model": map[string]any{"name": "Mock Model", "tool_call": true}}}},
 		"model": "mock/mock-model", "small_model": "mock/mock-model",
-		"permission": map[string]any{"edit": "ask", "bash": map[string]any{"*": "ask", "echo slow*": "allow"}}, "autoupdate": false,
+		"permission": map[string]any{"edit": "ask", "bash": map[string]any{"*": "ask", "echo *": "allow", "sleep *": "allow"}}, "autoupdate": false,
 	})
 	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), cfg, 0o600); err != nil {
 		return nil, err
