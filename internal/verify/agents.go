@@ -41,6 +41,9 @@ type Profile struct {
 	// Turns, for an agent that does not talk to the scripted model (the
 	// fake agent), is what to type for each turn; {arg} is the step's Arg.
 	Turns map[mockmodel.Step]string
+	// Prelude answers first-start screens (text on screen → keys) before
+	// the agent is ready: they are the agent's, not the scenario's.
+	Prelude map[string]string
 	// Skip lists scenario steps the agent cannot take, and why.
 	Skip map[string]string
 	// Home prepares the fresh HOME and returns the agent's environment.
@@ -65,7 +68,8 @@ var Profiles = []*Profile{
 	{Name: "opencode", Rules: "opencode", Binary: "opencode", Package: "opencode-ai", Version: "1.18.33", API: APIChat,
 		Ready: "ctrl+p commands", Home: opencodeHome, Keys: map[Key]string{KeyInterrupt: "\x1b" + pause + "\x1b"}},
 	{Name: "copilot", Rules: "copilot", Binary: "copilot", Package: "@github/copilot", Version: "1.0.102", API: APIChat,
-		Args: []string{"--allow-tool", "shell(echo)", "--allow-tool", "shell(sleep)"}, Ready: "? help", Home: copilotHome},
+		Args: []string{"--allow-tool", "shell(echo)", "--allow-tool", "shell(sleep)"}, Ready: "? help", Home: copilotHome,
+		Prelude: map[string]string{"Do you trust the files in this folder?": "1"}},
 	// The built-in fake agent (`corral fake-agent`): it draws Claude Code's
 	// screens, so Claude Code's rules read it.
 	{Name: "fake-agent", Rules: "claude-code", Binary: "corral", Ready: "? for shortcuts",

@@ -113,7 +113,19 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 		}
 		from := dr.cap.since(start)
 		deadline := start.Add(s.Deadline)
+		answered := map[string]bool{}
 		for !dr.reached(s, from) {
+			if s.Name == "startup" {
+				for text, keys := range p.Prelude {
+					if !answered[text] && dr.cap.screenHas(text) {
+						answered[text] = true
+						if err := dr.send(ctx, keys, false); err != nil {
+							return nil, err
+						}
+						from = dr.cap.since(time.Now())
+					}
+				}
+			}
 			if time.Now().After(deadline) {
 				break
 			}
