@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -127,18 +126,6 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 	if model != nil {
 		defer model.Close()
 		model.Default = mockmodel.StepProse
-		if tf := os.Getenv("CORRAL_VERIFY_TRACE"); tf != "" {
-			if f, err := os.Create(tf); err == nil {
-				defer f.Close()
-				var mu sync.Mutex
-				model.Trace = func(api, last string, step mockmodel.Step) {
-					mu.Lock()
-					fmt.Fprintf(f, "%s step=%s last=%q\n", api, step, last)
-					mu.Unlock()
-				}
-			}
-		}
-		modelURL = model.URL
 	}
 	hookLog := filepath.Join(dir, "hooks.ndjson")
 	env := []string{"HOME=" + home, "CORRAL_HOOK_LOG=" + hookLog}

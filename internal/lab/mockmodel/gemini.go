@@ -79,6 +79,7 @@ func (s *Server) geminiCall(t turn, req *geminiRequest) (toolCall, bool) {
 func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 	s.Requests.Add(1)
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	trace(r, body)
 	var req geminiRequest
 	_ = json.Unmarshal(body, &req)
 	var part map[string]any
@@ -93,9 +94,6 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 	default:
 		text := req.userTurn()
 		t, first := s.next(text)
-		if s.Trace != nil {
-			s.Trace("gemini", fmt.Sprintf("first=%v %s", first, clipTail(text, 200)), t.step)
-		}
 		call, ok := s.geminiCall(t, &req)
 		switch {
 		case !first:

@@ -25,23 +25,13 @@ type Server struct {
 	// Command is the shell command of a shell step.
 	Command string
 	// Default is the step of a turn whose message names none.
-	Default Step
-	// Trace, when set, gets each request's newest message and the step
-	// read from it.
-	Trace    func(api, last string, step Step)
+	Default  Step
 	Requests atomic.Int64
 	srv      *http.Server
 	ln       net.Listener
 
 	mu     sync.Mutex      // guards called
 	called map[string]bool // turns already answered
-}
-
-func clipTail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
 }
 
 // DefaultSlow is how long a slow step's command sleeps unless its message
@@ -221,6 +211,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	trace(r, body)
 	var req request
 	_ = json.Unmarshal(body, &req)
 	var blocks []map[string]any
@@ -232,9 +223,6 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		text := req.userTurn()
 		t, first = s.next(text)
 		call, isCall = s.claudeCall(t)
-		if s.Trace != nil {
-			s.Trace("anthropic", fmt.Sprintf("first=%v %s", first, clipTail(text, 200)), t.step)
-		}
 	}
 	switch {
 	case len(req.Tools) == 0:
