@@ -3,15 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
+
+	"github.com/corral-dev/corral/internal/board"
 )
 
 // chromium finds a Chromium to drive, or skips.
@@ -160,5 +168,252 @@ ws.onerror = () => { document.title = "refused"; };
 	title, _ = chromedp.Run(ctx, chromedp.Title())
 	if title != "refused" {
 		t.Fatalf("a cross-origin page's WebSocket: %s", title)
+	}
+}
+
+// signIn opens a sign-in address corral board printed in a client with a
+// cookie jar and returns the client and the board's base address (ending
+// in /).
+func signIn(t *testing.T, addr string) (*http.Client, string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	resp, err := c.Get(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign in with %s: %d", addr, resp.StatusCode)
+	}
+	return c, addr[:strings.Index(addr, "?")]
+}
+
+// noFollow is a client that shows redirects instead of following them.
+var noFollow = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// boardWS dials the board's WebSocket as its own page would.
+func boardWS(ctx context.Context, c *http.Client, base string) (*websocket.Conn, *http.Response, error) {
+	u, _ := url.Parse(base)
+	hdr := http.Header{"Origin": {"http://" + u.Host}}
+	ws, resp, err := websocket.Dial(ctx, strings.Replace(base, "http://", "ws://", 1)+"ws", &websocket.DialOptions{HTTPClient: c, HTTPHeader: hdr})
+	if err == nil {
+		ws.SetReadLimit(-1)
+	}
+	return ws, resp, err
+}
+
+// Many board clients, some never reading: the board caps its clients, and
+// neither corral ls nor a client that reads is slowed much by the rest.
+// The numbers are logged (go test -run TestBoardManyClients -v); the
+// bounds are generous.
+func TestBoardManyClients(t *testing.T) {
+	e := newEnv(t)
+	// Full, coloured screens that change all the time.
+	for i := 0; i < 4; i++ {
+		e.must("run", "--name", fmt.Sprint("busy", i), "--", "sh", "-c",
+			`while :; do i=0; while [ $i -lt 30 ]; do printf '\033[3%dm%s \033[1;4%dm%s\033[0m\n' $((i%8)) "$(date +%s.%N)" $((i%7)) "$i $i $i $i $i $i $i $i $i $i $i $i $i $i"; i=$((i+1)); done; sleep 0.05; done`)
+	}
+	addr := strings.TrimSpace(strings.SplitN(e.must("board", "--no-browser"), "\n", 2)[0])
+	c, base := signIn(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+
+	// The board's user is watching when the others arrive.
+	probe, _, err := boardWS(ctx, c, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.CloseNow()
+	const readers, stuck = 200, 20
+	var conns []*websocket.Conn
+	defer func() {
+		for _, ws := range conns {
+			ws.CloseNow()
+		}
+	}()
+	refused := 0
+	for i := 0; i < stuck+readers; i++ {
+		ws, _, err := boardWS(ctx, c, base)
+		if err != nil {
+			refused++
+			continue
+		}
+		conns = append(conns, ws)
+		if i >= stuck { // the first ones never read
+			go func() {
+				for {
+					if _, _, err := ws.Read(ctx); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}
+	if _, _, err := probe.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var maxGap time.Duration
+	var lsTimes []time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 8; i++ {
+			start := time.Now()
+			if _, errs, code := e.run("ls"); code != 0 {
+				t.Errorf("corral ls failed among the board's clients: %s", errs)
+			}
+			lsTimes = append(lsTimes, time.Since(start))
+		}
+	}()
+	last := time.Now()
+	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); {
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, _, err := probe.Read(rctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("the reader was cut off: %v", err)
+		}
+		if gap := time.Since(last); gap > maxGap {
+			maxGap = gap
+		}
+		last = time.Now()
+	}
+	<-done
+	slices.Sort(lsTimes)
+	t.Logf("%d more clients connected, %d refused; corral ls median %v max %v; a reader's longest gap %v",
+		len(conns), refused, lsTimes[len(lsTimes)/2], lsTimes[len(lsTimes)-1], maxGap)
+	if len(conns)+1 > board.MaxClients {
+		t.Errorf("%d board clients connected at once; the cap is %d", len(conns), board.MaxClients)
+	}
+	if maxGap > 3*time.Second || lsTimes[len(lsTimes)/2] > 2*time.Second {
+		t.Errorf("a reader waited %v between messages; corral ls took %v (median)", maxGap, lsTimes[len(lsTimes)/2])
+	}
+}
+
+// The board's credentials: the browser is opened without a secret on any
+// command line; a sign-in address works once; a session is refused under
+// another host name (DNS rebinding) and from another scheme; failed
+// attempts never lock out the board's user.
+func TestWebBoardCredentials(t *testing.T) {
+	e := newEnv(t)
+	bin := filepath.Join(e.dir, "bin")
+	os.Mkdir(bin, 0o755)
+	opened := filepath.Join(e.dir, "opened")
+	os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > "+opened+".tmp && mv "+opened+".tmp "+opened+"\n"), 0o755)
+	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))
+
+	e.must("board")
+	var args []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(opened); err == nil {
+			args = strings.Fields(string(b))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("corral board never ran xdg-open")
+		}
+	}
+	// Anyone can read a command line (/proc/PID/cmdline); the opener gets
+	// a file only the user can read.
+	if len(args) != 1 || strings.Contains(args[0], "?") {
+		t.Fatalf("xdg-open %q: a secret on a command line", args)
+	}
+	launch := strings.TrimPrefix(args[0], "file://")
+	fi, err := os.Stat(launch)
+	if err != nil {
+		t.Fatalf("xdg-open %q: %v", args, err)
+	}
+	dir, _ := os.Stat(filepath.Dir(launch))
+	if fi.Mode().Perm()&0o077 != 0 || dir.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the page xdg-open opens is %v in a folder %v; only the user may read it", fi.Mode(), dir.Mode())
+	}
+
+	addr := strings.TrimSpace(strings.SplitN(e.must("board", "--no-browser"), "\n", 2)[0])
+	c, base := signIn(t, addr)
+	resp, err := noFollow.Get(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a sign-in address used twice: %d", resp.StatusCode)
+	}
+	u, _ := url.Parse(base)
+	get := func(host string) int {
+		t.Helper()
+		// As a rebinding page's browser would: the cookie for the
+		// address, whatever the name in Host.
+		req, _ := http.NewRequest("GET", base, nil)
+		req.Host = host
+		for _, ck := range c.Jar.Cookies(u) {
+			req.AddCookie(ck)
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(u.Host); code != http.StatusOK {
+		t.Fatalf("signed in: %d", code)
+	}
+	if code := get("rebind.example:" + u.Port()); code != http.StatusMisdirectedRequest {
+		t.Errorf("a page under another host name (DNS rebinding) read the board: %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, origin := range []string{"https://" + u.Host, "null", "http://rebind.example:" + u.Port()} {
+		ws, _, err := websocket.Dial(ctx, strings.Replace(base, "http://", "ws://", 1)+"ws",
+			&websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {origin}}})
+		if err == nil {
+			ws.CloseNow()
+			t.Errorf("the board's WebSocket opened for Origin %s", origin)
+		}
+	}
+
+	// Wrong guesses from anyone (a web page's <img>, a local process).
+	for i := 0; i < 30; i++ {
+		for _, path := range []string{"/?token=guess", "/", base[len("http://"+u.Host):] + "?code=guess"} {
+			resp, err := http.Get("http://" + u.Host + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	}
+	if code := get(u.Host); code != http.StatusOK {
+		t.Errorf("the signed-in user after others' failed attempts: %d", code)
+	}
+	signIn(t, strings.TrimSpace(strings.SplitN(e.must("board", "--no-browser"), "\n", 2)[0]))
+}
+
+// With --listen-any the board prints an address per interface address a
+// browser can open, never the wildcard.
+func TestWebBoardListenAny(t *testing.T) {
+	e := newEnv(t)
+	out := e.must("board", "--no-browser", "--listen-any", "--addr", ":0")
+	addrs, _ := net.InterfaceAddrs()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, line := range lines {
+		u, err := url.Parse(line)
+		if err != nil || u.Scheme != "http" {
+			t.Fatalf("not an address: %q in\n%s", line, out)
+		}
+		ip := net.ParseIP(u.Hostname())
+		known := false
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && ip != nil && n.IP.Equal(ip) {
+				known = true
+			}
+		}
+		if !known {
+			t.Errorf("%q is not one of this machine's addresses %v", line, addrs)
+		}
+	}
+	_, errs, code := e.run("run", "--size", "5000x5", "--", "true")
+	if code != 2 || !strings.Contains(errs, "must each be from 2 to 1000") {
+		t.Errorf("run --size 5000x5: exit %d, %q", code, errs)
 	}
 }
