@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,9 +49,11 @@ func need(t *testing.T, what string) {
 	t.Skip("no " + what)
 }
 
-// The web board in a real headless Chromium: two fake-agent panes; one
-// blocks; its send box is disabled; clicking Yes answers it; HTML from a
-// pane is shown as text; no token is 401; a cross-origin WebSocket fails.
+// The web board in a real headless Chromium, opened as corral board opens
+// it: two fake-agent panes; one blocks; its send box is disabled; clicking
+// Yes answers it; HTML from a pane is shown as text; not signed in is 401;
+// a page on another port of the same host gets no cookie, cannot open the
+// WebSocket and cannot lock the user out with failed sign-ins.
 func TestWebBoardInChromium(t *testing.T) {
 	exe := chromium(t)
 	e := newEnv(t)
@@ -60,19 +63,24 @@ func TestWebBoardInChromium(t *testing.T) {
 	// A script reporting through OSC 7501: progress and a child record.
 	e.must("run", "--name", "deploy", "--", "sh", "-c", corralBin+" status working --progress 40 --app deploy; "+
 		corralBin+" status working --id us-east --msg syncing; sleep 60")
-	url := strings.TrimSpace(strings.SplitN(e.must("board", "--no-browser"), "\n", 2)[0])
-	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(url, "/?token=") {
-		t.Fatalf("board address %q", url)
+	// corral board opens the browser with xdg-open; this one records
+	// what it was given, and Chromium opens that.
+	bin := filepath.Join(e.dir, "bin")
+	os.Mkdir(bin, 0o755)
+	opened := filepath.Join(e.dir, "opened")
+	os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\nprintf '%s' \"$1\" > "+opened+".tmp && mv "+opened+".tmp "+opened+"\n"), 0o755)
+	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))
+	e.must("board")
+	var target string
+	for deadline := time.Now().Add(10 * time.Second); target == ""; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(opened)
+		target = string(b)
+		if time.Now().After(deadline) {
+			t.Fatal("corral board never ran xdg-open")
+		}
 	}
-	base := url[:strings.Index(url, "/?token=")]
-
-	resp, err := http.Get(base + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("no token: %d", resp.StatusCode)
+	if !strings.HasPrefix(target, "http") {
+		target = "file://" + target
 	}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
@@ -86,12 +94,23 @@ func TestWebBoardInChromium(t *testing.T) {
 	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 
-	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`section.card[data-id]`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(target), chromedp.WaitVisible(chromedp.CSS(`section.card[data-id]`))); err != nil {
 		t.Fatalf("open the board: %v", err)
 	}
 	location, _ := chromedp.Run(ctx, chromedp.Location())
-	if strings.Contains(location, "token=") {
-		t.Errorf("the token stayed in the address bar: %s", location)
+	if strings.Contains(location, "token=") || strings.Contains(location, "code=") || !strings.HasPrefix(location, "http://127.0.0.1:") {
+		t.Errorf("the board's address after signing in: %s", location)
+	}
+	u, _ := url.Parse(location)
+	origin := "http://" + u.Host
+	board := location // the board's page, signed in
+	resp, err := http.Get(board)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("not signed in: %d", resp.StatusCode)
 	}
 
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('section.card[data-id] .records li')`)); err != nil {
@@ -150,24 +169,51 @@ func TestWebBoardInChromium(t *testing.T) {
 	}
 
 	// A page from another origin (same host, another port) tries the
-	// board's WebSocket with the board's cookie in the jar.
+	// board's WebSocket, and fails a dozen sign-ins with <img>. Cookies are
+	// not separated by port: the board's must not reach this server.
+	var mu sync.Mutex
+	var cookies []string
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `<html><body><script>
+		mu.Lock()
+		cookies = append(cookies, r.Header.Values("Cookie")...)
+		mu.Unlock()
+		var imgs string
+		for i := range 12 {
+			imgs += fmt.Sprintf(`<img src="%s/?token=guess%d">`, origin, i)
+		}
+		fmt.Fprintf(w, `<html><body>%s<script>
 const ws = new WebSocket(%q);
 ws.onopen = () => { document.title = "opened"; };
 ws.onerror = () => { document.title = "refused"; };
-</script></body></html>`, strings.Replace(base, "http://", "ws://", 1)+"/ws")
+</script></body></html>`, imgs, strings.Replace(board, "http://", "ws://", 1)+"ws")
 	}))
 	defer evil.Close()
+	if !strings.HasPrefix(evil.URL, "http://127.0.0.1:") {
+		t.Fatalf("the other server %s is not on the board's host", evil.URL)
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(evil.URL)); err != nil {
 		t.Fatalf("cross-origin page: %v", err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.title !== ""`)); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.title !== "" && [...document.images].every(i => i.complete)`)); err != nil {
 		t.Fatalf("cross-origin page: %v", err)
 	}
 	title, _ = chromedp.Run(ctx, chromedp.Title())
 	if title != "refused" {
-		t.Fatalf("a cross-origin page's WebSocket: %s", title)
+		t.Errorf("a cross-origin page's WebSocket: %s", title)
+	}
+	mu.Lock()
+	if len(cookies) != 0 {
+		t.Errorf("the browser sent another server on the board's host %q", cookies)
+	}
+	mu.Unlock()
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.images.length`)); n != 12 {
+		t.Errorf("the other page has %d images", n)
+	}
+	// The failed <img> sign-ins lock nobody out.
+	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(bctx, chromedp.Navigate(board), chromedp.WaitVisible(chromedp.CSS(`section.card[data-id]`))); err != nil {
+		t.Fatalf("the board after another page's failed sign-ins: %v", err)
 	}
 }
 

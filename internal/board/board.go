@@ -291,7 +291,12 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			s.sessions[session] = time.Now()
 			s.mu.Unlock()
 			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: session, Path: s.base, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			http.Redirect(w, r, s.base, http.StatusSeeOther) // the code leaves the address bar
+			// Not a redirect: a browser sent here by another page (the
+			// sign-in page on disk) would not send a SameSite=Strict
+			// cookie along a redirect it started. The board's own page
+			// moving on is same-site, and the code leaves the address bar.
+			h.Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, signedIn, s.base, s.base)
 			return
 		}
 		if !strings.HasPrefix(r.URL.Path, s.base) || !s.signedIn(r) {
@@ -301,6 +306,12 @@ func (s *Server) secure(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// signedIn is the page a sign-in answers with; it moves on to the board.
+const signedIn = `<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=%s"><title>corral</title></head>
+<body><p>Signed in. <a href="%s">Open the board</a>.</p></body></html>
+`
 
 func (s *Server) redeem(code string) bool {
 	s.mu.Lock()
