@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,6 +22,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/corral-dev/corral/internal/board"
+	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/server"
 )
 
 // chromium finds a Chromium to drive, or skips.
@@ -461,5 +464,75 @@ func TestWebBoardListenAny(t *testing.T) {
 	_, errs, code := e.run("run", "--size", "5000x5", "--", "true")
 	if code != 2 || !strings.Contains(errs, "must each be from 2 to 1000") {
 		t.Errorf("run --size 5000x5: exit %d, %q", code, errs)
+	}
+}
+
+// Event WebSockets that never read do not slow a pane, corral ls or a
+// client that reads; each is dropped once its queue fills; the daemon
+// serves at most server.MaxEventSockets at once.
+func TestEventSocketsSlowReaders(t *testing.T) {
+	e := newEnv(t)
+	e.must("ls") // start the daemon
+	c := client.New(filepath.Join(e.dir, "s.sock"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dial := func() (*websocket.Conn, error) {
+		ws, _, err := websocket.Dial(ctx, "ws://corral/v1/events/ws", &websocket.DialOptions{HTTPClient: c.HTTPClient()})
+		return ws, err
+	}
+	reader, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.CloseNow()
+	var conns []*websocket.Conn
+	defer func() {
+		for _, ws := range conns {
+			ws.CloseNow()
+		}
+	}()
+	for len(conns) < server.MaxEventSockets-1 {
+		ws, err := dial()
+		if err != nil {
+			t.Fatalf("event stream %d: %v", len(conns)+2, err)
+		}
+		conns = append(conns, ws)
+	}
+	if ws, err := dial(); err == nil {
+		ws.CloseNow()
+		t.Fatalf("event stream %d opened; the cap is %d", server.MaxEventSockets+1, server.MaxEventSockets)
+	}
+	// A pane that changes state 600 times.
+	const flips = 300
+	e.must("run", "--name", "flip", "--", "sh", "-c",
+		fmt.Sprintf(`i=0; while [ $i -lt %d ]; do printf '\033]7501;state=working\007'; sleep 0.005; printf '\033]7501;state=idle\007'; sleep 0.005; i=$((i+1)); done; printf '\033]7501;state=done\007'; sleep 60`, flips))
+	var maxGap time.Duration
+	var lsTimes []time.Duration
+	events := 0
+	last := time.Now()
+	for {
+		_, data, err := reader.Read(ctx)
+		if err != nil {
+			t.Fatalf("the reading client was cut off after %d events: %v", events, err)
+		}
+		events++
+		if gap := time.Since(last); gap > maxGap {
+			maxGap = gap
+		}
+		last = time.Now()
+		if events%200 == 0 {
+			start := time.Now()
+			e.must("ls")
+			lsTimes = append(lsTimes, time.Since(start))
+		}
+		var ev struct{ Name, State string }
+		json.Unmarshal(data, &ev)
+		if ev.Name == "flip" && ev.State == "done" {
+			break
+		}
+	}
+	t.Logf("%d events with %d streams never reading: a reader's longest gap %v, corral ls %v", events, len(conns), maxGap, lsTimes)
+	if maxGap > 3*time.Second {
+		t.Errorf("the reader waited %v for an event", maxGap)
 	}
 }
