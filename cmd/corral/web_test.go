@@ -265,6 +265,7 @@ func TestBoardManyClients(t *testing.T) {
 	}
 	addr := strings.TrimSpace(strings.SplitN(e.must("board", "--no-browser"), "\n", 2)[0])
 	c, base := signIn(t, addr)
+	quiet := lsMedian(e, 5)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 
@@ -330,14 +331,33 @@ func TestBoardManyClients(t *testing.T) {
 	}
 	<-done
 	slices.Sort(lsTimes)
-	t.Logf("%d more clients connected, %d refused; corral ls median %v max %v; a reader's longest gap %v",
-		len(conns), refused, lsTimes[len(lsTimes)/2], lsTimes[len(lsTimes)-1], maxGap)
+	t.Logf("%d more clients connected, %d refused; corral ls median %v max %v (%v with no clients); a reader's longest gap %v",
+		len(conns), refused, lsTimes[len(lsTimes)/2], lsTimes[len(lsTimes)-1], quiet, maxGap)
 	if len(conns)+1 > board.MaxClients {
-		t.Errorf("%d board clients connected at once; the cap is %d", len(conns), board.MaxClients)
+		t.Errorf("%d board clients connected at once; the cap is %d", len(conns)+1, board.MaxClients)
 	}
-	if maxGap > 3*time.Second || lsTimes[len(lsTimes)/2] > 2*time.Second {
-		t.Errorf("a reader waited %v between messages; corral ls took %v (median)", maxGap, lsTimes[len(lsTimes)/2])
+	if os.Getenv("CORRAL_E2E_RACE") == "1" {
+		return // the race detector's daemon is too slow for times to mean anything
 	}
+	// The previews tick every half second; corral ls answers in
+	// milliseconds. Bounds several times over both.
+	if maxGap > 1500*time.Millisecond || lsTimes[len(lsTimes)/2] > quiet+750*time.Millisecond {
+		t.Errorf("a reader waited %v between messages; corral ls took %v (median; %v with no clients)", maxGap, lsTimes[len(lsTimes)/2], quiet)
+	}
+}
+
+// lsMedian is the median time of n runs of corral ls.
+func lsMedian(e *env, n int) time.Duration {
+	var times []time.Duration
+	for range n {
+		start := time.Now()
+		if _, errs, code := e.run("ls"); code != 0 {
+			e.t.Errorf("corral ls: %s", errs)
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	return times[n/2]
 }
 
 // The board's credentials: the browser is opened without a secret on any
@@ -507,7 +527,8 @@ func TestEventSocketsSlowReaders(t *testing.T) {
 	e.must("run", "--name", "flip", "--", "sh", "-c",
 		fmt.Sprintf(`i=0; while [ $i -lt %d ]; do printf '\033]7501;state=working\007'; sleep 0.005; printf '\033]7501;state=idle\007'; sleep 0.005; i=$((i+1)); done; printf '\033]7501;state=done\007'; sleep 60`, flips))
 	var maxGap time.Duration
-	var lsTimes []time.Duration
+	lsDone := make(chan time.Duration, 1)
+	go func() { lsDone <- lsMedian(e, 5) }()
 	events := 0
 	last := time.Now()
 	for {
@@ -520,18 +541,13 @@ func TestEventSocketsSlowReaders(t *testing.T) {
 			maxGap = gap
 		}
 		last = time.Now()
-		if events%200 == 0 {
-			start := time.Now()
-			e.must("ls")
-			lsTimes = append(lsTimes, time.Since(start))
-		}
 		var ev struct{ Name, State string }
 		json.Unmarshal(data, &ev)
 		if ev.Name == "flip" && ev.State == "done" {
 			break
 		}
 	}
-	t.Logf("%d events with %d streams never reading: a reader's longest gap %v, corral ls %v", events, len(conns), maxGap, lsTimes)
+	t.Logf("%d events with %d streams never reading: a reader's longest gap %v, corral ls median %v", events, len(conns), maxGap, <-lsDone)
 	if maxGap > 3*time.Second {
 		t.Errorf("the reader waited %v for an event", maxGap)
 	}
