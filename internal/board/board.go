@@ -95,6 +95,8 @@ const (
 	MaxSessions = 64
 	// MaxClients is how many WebSockets a board serves at once.
 	MaxClients = 64
+	// MinInterval is the least time between two states the board builds.
+	MinInterval = 100 * time.Millisecond
 	// WriteTimeout is how long a client may take to accept one state
 	// message before it is dropped.
 	WriteTimeout = 5 * time.Second
@@ -472,6 +474,12 @@ func (s *Server) broadcast() {
 		}
 		if n > 0 {
 			s.feed.set(s.state())
+			// A burst of changes is one new state, not one per change.
+			select {
+			case <-s.closed:
+				return
+			case <-time.After(MinInterval):
+			}
 		}
 		select {
 		case <-s.closed:

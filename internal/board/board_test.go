@@ -8,6 +8,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,5 +296,88 @@ func TestLoopbackOnlyUnlessAllowed(t *testing.T) {
 		if strings.Contains(u, "0.0.0.0") || strings.Contains(u, "[::]") || !strings.Contains(u, ":"+s.port+s.base+"?code=") {
 			t.Errorf("sign-in address %q", u)
 		}
+	}
+}
+
+// bigBackend has one pane whose state is large and changes all the time.
+type bigBackend struct {
+	fakeBackend
+	mu sync.Mutex
+	n  int
+}
+
+func (b *bigBackend) Panes() []api.Pane {
+	b.mu.Lock()
+	b.n++
+	n := b.n
+	b.mu.Unlock()
+	return []api.Pane{{ID: "p1", State: "working", Message: fmt.Sprint(n) + strings.Repeat("x", 1<<20)}}
+}
+
+func (b *bigBackend) Changed() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return ch, func() { close(done) }
+}
+
+// A client that never reads holds up no other client, and is dropped
+// once a message has waited WriteTimeout for it.
+func TestSlowClientDropped(t *testing.T) {
+	s, err := Start("127.0.0.1:0", false, &bigBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, base := signIn(t, s)
+	hdr := cookieHeader(c, base)
+	hdr.Set("Origin", "http://"+s.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dial := func() *websocket.Conn {
+		ws, _, err := websocket.Dial(ctx, "ws://"+s.Addr+s.base+"ws", &websocket.DialOptions{HTTPHeader: hdr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws.SetReadLimit(-1)
+		return ws
+	}
+	stuck := dial()
+	defer stuck.CloseNow()
+	reader := dial()
+	defer reader.CloseNow()
+	clients := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.clients
+	}
+	var msgs int
+	var maxGap time.Duration
+	last := time.Now()
+	for clients() > 1 {
+		if _, _, err := reader.Read(ctx); err != nil {
+			t.Fatalf("the reading client, after %d messages: %v", msgs, err)
+		}
+		msgs++
+		maxGap = max(maxGap, time.Since(last))
+		last = time.Now()
+	}
+	t.Logf("%d messages of 1 MiB to the reader, longest gap %v, before the stuck client was dropped", msgs, maxGap)
+	if maxGap >= WriteTimeout {
+		t.Errorf("the reader waited %v for a message: as long as the stuck client held its write", maxGap)
 	}
 }
