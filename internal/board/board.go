@@ -283,6 +283,10 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			return
 		}
 		if code := r.URL.Query().Get("code"); code != "" && r.URL.Path == s.base {
+			if s.signedIn(r) { // a sign-in address from the history, say
+				http.Redirect(w, r, s.base, http.StatusSeeOther)
+				return
+			}
 			if !s.redeem(code) {
 				s.refuse(w, "this sign-in address was used already or is more than 2 minutes old: run corral board for a new one")
 				return
@@ -299,6 +303,10 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			// moving on is same-site, and the code leaves the address bar.
 			h.Set("Content-Type", "text/html; charset=utf-8")
 			fmt.Fprintf(w, signedIn, s.base, s.base)
+			return
+		}
+		if r.URL.Path == "/favicon.ico" { // asked for by browsers, not a sign-in attempt
+			http.NotFound(w, r)
 			return
 		}
 		if !strings.HasPrefix(r.URL.Path, s.base) || !s.signedIn(r) {

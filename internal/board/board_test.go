@@ -103,6 +103,11 @@ func TestSignInAndCookie(t *testing.T) {
 	if resp := get(t, noRedirect(nil), signin[0]); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a sign-in code used twice: %d", resp.StatusCode)
 	}
+	// The same address again from the signed-in browser (its history)
+	// goes to the board.
+	if resp := get(t, c, signin[0]); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != s.base {
+		t.Errorf("a used sign-in address, signed in: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
 	old := s.SignIn()[0]
 	s.mu.Lock()
 	for code := range s.codes {
@@ -136,6 +141,9 @@ func TestFailuresNeverLockOutTheUser(t *testing.T) {
 	}
 	if last != http.StatusTooManyRequests {
 		t.Errorf("after %d failures: %d", 3*MaxFailures, last)
+	}
+	if resp := get(t, noRedirect(nil), "http://"+s.Addr+"/favicon.ico"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a browser's favicon request: %d", resp.StatusCode)
 	}
 	if resp := get(t, c, base); resp.StatusCode != http.StatusOK {
 		t.Errorf("the signed-in user while others fail: %d", resp.StatusCode)
