@@ -94,6 +94,10 @@ func runWebBoard(ctx context.Context, std IO, addr string, noBrowser, listenAny 
 func launchPage(signIn string) (string, error) {
 	dir := filepath.Dir(server.SocketPath())
 	if !privateDir(dir) {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("corral-board-%d", os.Getuid()))
+		_ = os.Mkdir(dir, 0o700)
+	}
+	if !privateDir(dir) { // someone else's, or opened up
 		d, err := os.MkdirTemp("", "corral-board-")
 		if err != nil {
 			return "", fmt.Errorf("a private folder for the board's sign-in page: %w", err)
