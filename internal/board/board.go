@@ -163,8 +163,12 @@ func (s *Server) SignIn() []string {
 	evictOldest(s.codes, MaxCodes-1)
 	s.codes[code] = now.Add(CodeTTL)
 	s.mu.Unlock()
+	ips := s.hostIPs()
+	if len(ips) == 0 { // no interface address of the listener's family
+		ips = []net.IP{s.listen}
+	}
 	var out []string
-	for _, ip := range s.hostIPs() {
+	for _, ip := range ips {
 		out = append(out, "http://"+net.JoinHostPort(ip.String(), s.port)+s.base+"?code="+code)
 	}
 	return out
