@@ -193,8 +193,11 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 // parseSize reads "COLSxROWS".
 func parseSize(s string) (cols, rows int, err error) {
 	var c, r int
-	if _, err := fmt.Sscanf(s, "%dx%d", &c, &r); err != nil || c < 2 || r < 2 || c > 1000 || r > 1000 {
+	if _, err := fmt.Sscanf(s, "%dx%d", &c, &r); err != nil {
 		return 0, 0, usagef("size %q must be COLSxROWS, like 120x32", s)
+	}
+	if c < 2 || r < 2 || c > 1000 || r > 1000 {
+		return 0, 0, usagef("size %q: columns and rows must each be from 2 to 1000, like 120x32", s)
 	}
 	return c, r, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -361,10 +362,24 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// MaxEventSockets is how many event WebSockets the daemon serves at once.
+const MaxEventSockets = 128
+
+// eventSockets counts the open event WebSockets.
+var eventSockets atomic.Int32
+
 // handleEventsWS streams new events over a WebSocket, one JSON event per
 // text message. The socket is the user's own (mode 0600), so any origin
-// that reached it is the user's.
+// that reached it is the user's. Each client has its own queue in the hub
+// and its own writer: one that stops reading is dropped when its queue
+// fills, and never holds up a pane or another client.
 func (s *Server) handleEventsWS(w http.ResponseWriter, r *http.Request) {
+	if eventSockets.Add(1) > MaxEventSockets {
+		eventSockets.Add(-1)
+		fail(w, http.StatusServiceUnavailable, "busy", fmt.Errorf("the daemon serves %d event streams already; close some", MaxEventSockets))
+		return
+	}
+	defer eventSockets.Add(-1)
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return
