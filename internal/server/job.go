@@ -87,7 +87,7 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 		o.OnPermission = j.ask
 	}
 	o.OnStall = func(quiet time.Duration) {
-		j.line(fmt.Sprintf("stalled: no output for %v", quiet))
+		// The stall event itself reached the stream (and the screen) first.
 		j.set(signal.Decision{State: signal.Working, Kind: KindStalled, Source: signal.SourceStream, Message: fmt.Sprintf("stalled: no output for %v", quiet)})
 	}
 	go func() {
@@ -112,7 +112,7 @@ const KindStalled = "stalled"
 
 // event records one stream event and hands it to subscribers.
 func (j *job) event(e headless.Event) {
-	j.line(e.String())
+	j.line(e.Summary())
 	j.mu.Lock()
 	if e.Type == headless.EventInit {
 		j.session = e.SessionID
@@ -128,7 +128,7 @@ func (j *job) event(e headless.Event) {
 		}
 	}
 	j.mu.Unlock()
-	if e.Type == headless.EventDecision || stalled {
+	if e.Type == headless.EventDecision || (stalled && e.Type != headless.EventStall) {
 		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream})
 	}
 }
