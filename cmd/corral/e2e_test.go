@@ -449,3 +449,84 @@ func TestEventsWebSocket(t *testing.T) {
 		}
 	}
 }
+
+// Every CLI call that touches a pane answers within a bound, whatever the
+// panes do: one blocked on a prompt and not reading its input, one whose
+// input is full, a headless job whose agent never reads its stdin. The
+// calls run at once; each must end within the client's deadline and a
+// margin, and corral exec must see its --timeout.
+func TestStuckPanesAnswerInBoundedTime(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "deaf", "--", "sh", "-c", `stty raw -echo; printf 'Continue? [y/n] '; exec sleep 600`)
+	e.must("run", "--name", "full", "--", "sh", "-c", `stty raw -echo; exec sleep 600`)
+	e.must("wait", "deaf", "--state", "blocked", "--timeout", "10s")
+	// Fill full's input: the program reads none of it.
+	c := client.New(filepath.Join(e.dir, "s.sock"))
+	chunk := strings.Repeat("x", 4096)
+	for i := 0; ; i++ {
+		err := c.Do(context.Background(), "POST", "/v1/panes/full/send", map[string]any{"text": chunk, "force": true}, nil)
+		if err != nil {
+			break
+		}
+		if i > 2000 {
+			t.Fatal("full's input never filled up")
+		}
+	}
+	// A job whose agent asks for things answered on its stdin, which it
+	// never reads, then for a permission.
+	deafJob := `echo '` + initJSON + `'; i=0; while [ $i -lt 3000 ]; do echo '{"type":"control_request","request_id":"c'$i'","request":{"subtype":"hook_callback"}}'; i=$((i+1)); done; echo '` + askJSON + `'; exec sleep 600`
+	start := time.Now()
+	type call struct {
+		args []string
+		code int // -1: any
+	}
+	calls := []call{
+		{[]string{"exec", "--name", "job", "--agent", "claude", "--prompt", "go", "--timeout", "3s", "--", "sh", "-c", deafJob}, 124},
+		{[]string{"send", "deaf", "hello", "--enter"}, 3},
+		{[]string{"send", "full", "more", "--force"}, -1},
+		{[]string{"answer", "deaf", "yes"}, -1},
+		{[]string{"screen", "deaf"}, 0},
+		{[]string{"screen", "full"}, 0},
+		{[]string{"ls"}, 0},
+		{[]string{"wait", "deaf", "--state", "blocked,idle,working,done", "--timeout", "20s"}, 0},
+		{[]string{"kill", "full", "--signal", "28"}, 0}, // SIGWINCH: the pane lives on
+		{[]string{"answer", "job", "yes"}, -1},
+	}
+	type result struct {
+		args []string
+		code int
+		took time.Duration
+		out  string
+	}
+	results := make(chan result, len(calls))
+	for _, cl := range calls {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, corralBin, cl.args...)
+			cmd.Env, cmd.Dir = e.vars, e.dir
+			t0 := time.Now()
+			out, _ := cmd.CombinedOutput()
+			results <- result{cl.args, cmd.ProcessState.ExitCode(), time.Since(t0), string(out)}
+		}()
+		time.Sleep(20 * time.Millisecond) // the job first, then the calls while it runs
+	}
+	var longest time.Duration
+	var longestCall string
+	for range calls {
+		r := <-results
+		t.Logf("%6v exit %3d corral %s", r.took.Round(time.Millisecond), r.code, strings.Join(r.args[:min(len(r.args), 3)], " "))
+		if r.took > longest {
+			longest, longestCall = r.took, strings.Join(r.args[:min(len(r.args), 3)], " ")
+		}
+		if r.took > client.Timeout+3*time.Second {
+			t.Errorf("corral %v took %v:\n%s", r.args, r.took, r.out)
+		}
+		for _, cl := range calls {
+			if strings.Join(cl.args, " ") == strings.Join(r.args, " ") && cl.code >= 0 && cl.code != r.code {
+				t.Errorf("corral %v: exit %d, want %d:\n%s", r.args, r.code, cl.code, r.out)
+			}
+		}
+	}
+	t.Logf("longest call: %v (corral %s); all %d calls done in %v", longest.Round(time.Millisecond), longestCall, len(calls), time.Since(start).Round(time.Millisecond))
+}

@@ -53,6 +53,8 @@ var (
 	ErrNotBlocked = errors.New("the pane is not blocked")
 	ErrExited     = errors.New("the pane has exited")
 	ErrNoAnswer   = errors.New("no such answer")
+	// ErrNotReading says input gave up waiting for the program to read.
+	ErrNotReading = errors.New("the program is not reading its input")
 	// ErrBusy says a request gave up waiting for the pane.
 	ErrBusy = fmt.Errorf("the pane did not answer within %v: its read loop is busy or stuck; try again, see it with corral screen, or end it with corral kill", LockWait)
 )
@@ -194,7 +196,7 @@ func (p *Pane) enqueue(b []byte, wait time.Duration) error {
 	case <-p.done:
 		return ErrExited
 	case <-t.C:
-		return fmt.Errorf("the program is not reading its input (%d writes waiting); see it with corral screen", len(p.input))
+		return fmt.Errorf("%w (%d writes waiting); see it with corral screen", ErrNotReading, len(p.input))
 	}
 }
 

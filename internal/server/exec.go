@@ -83,17 +83,23 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
-	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
+	// Each write has a deadline: a reader that stopped reading is dropped,
+	// never waited for.
+	send := func(v any) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+		return enc.Encode(v) == nil && rc.Flush() == nil
+	}
 	past, live := j.Stream()
 	if live != nil {
 		defer j.Unsubscribe(live)
 	}
 	for _, ev := range past {
-		_ = enc.Encode(ev)
+		if !send(ev) {
+			return
+		}
 	}
-	if flusher != nil {
-		flusher.Flush()
-	}
+	_ = rc.Flush() // the headers, at once: the client waits for them with a deadline
 	for live != nil {
 		select {
 		case <-r.Context().Done():
@@ -103,14 +109,18 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 				live = nil
 				break
 			}
-			if enc.Encode(ev) != nil {
+			if !send(ev) {
 				return
-			}
-			if flusher != nil {
-				flusher.Flush()
 			}
 		}
 	}
-	<-j.Done()
-	_ = enc.Encode(map[string]any{"type": "outcome", "outcome": j.Outcome()})
+	select {
+	case <-j.Done():
+	case <-r.Context().Done():
+		return
+	}
+	send(map[string]any{"type": "outcome", "outcome": j.Outcome()})
 }
+
+// streamWriteWait bounds one write of a stream to its reader.
+const streamWriteWait = 10 * time.Second

@@ -54,7 +54,9 @@ const EnterDelay = 50 * time.Millisecond
 
 // typeText types text (refused while blocked when guard is set), then,
 // with enter, Enter on its own a moment later: TUIs (Ink, ratatui) read a
-// burst of input as a paste, and a paste's Enter does not submit.
+// burst of input as a paste, and a paste's Enter does not submit. The
+// guard looks again before the Enter: a program that drew a dialog on
+// reading the text would take the Enter as its answer.
 func typeText(u unit, text string, enter, guard bool) error {
 	if err := u.Input([]byte(text), guard); err != nil {
 		return err
@@ -63,7 +65,10 @@ func typeText(u unit, text string, enter, guard bool) error {
 		return nil
 	}
 	time.Sleep(EnterDelay)
-	return u.Input([]byte("\r"), false)
+	if err := u.Input([]byte("\r"), guard); err != nil {
+		return fmt.Errorf("the text was typed but Enter was not: %w", err)
+	}
+	return nil
 }
 
 // MaxBody bounds a request body.
@@ -198,6 +203,8 @@ func inputError(w http.ResponseWriter, err error) {
 		fail(w, http.StatusConflict, "no_input", err)
 	case errors.Is(err, pane.ErrNoAnswer):
 		fail(w, http.StatusBadRequest, "no_answer", err)
+	case errors.Is(err, pane.ErrBusy), errors.Is(err, pane.ErrNotReading):
+		fail(w, http.StatusServiceUnavailable, "busy", err)
 	default:
 		fail(w, http.StatusInternalServerError, "internal", err)
 	}
