@@ -530,3 +530,29 @@ func TestStuckPanesAnswerInBoundedTime(t *testing.T) {
 	}
 	t.Logf("longest call: %v (corral %s); all %d calls done in %v", longest.Round(time.Millisecond), longestCall, len(calls), time.Since(start).Round(time.Millisecond))
 }
+
+// send --enter looks again before the Enter: a program that draws a
+// dialog when it reads the text must not take the Enter as its answer.
+func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "d", "--", "bash", "-c",
+		`stty raw -echo; printf 'ready> '; IFS= read -rsn1 c; printf '\r\nDelete everything? [y/n] '; IFS= read -rsn1 k; printf '\r\ngot:%q\r\n' "$k"; sleep 600`)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.must("screen", "d"), "ready>") {
+		if time.Now().After(deadline) {
+			t.Fatal("the program never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, errs, code := e.run("send", "d", "x", "--enter")
+	if code != 3 || !strings.Contains(errs, "the text was typed but Enter was not") || !strings.Contains(errs, "Delete everything?") {
+		t.Fatalf("send --enter into a dialog: exit %d %q\n%s", code, errs, e.must("screen", "d"))
+	}
+	time.Sleep(200 * time.Millisecond) // an Enter, had it gone, would show by now
+	if screen := e.must("screen", "d"); strings.Contains(screen, "got:") {
+		t.Fatalf("the dialog took the Enter:\n%s", screen)
+	}
+	if p := e.pane("d"); p.State != "blocked" {
+		t.Fatalf("pane after the refused Enter: %+v", p)
+	}
+}
