@@ -1,7 +1,9 @@
 package main
 
 import (
+	"io"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -229,5 +231,43 @@ func TestExecInterrupted(t *testing.T) {
 		if proctest.Alive(pid) {
 			t.Errorf("%v: the agent %d outlived its job", sig, pid)
 		}
+	}
+}
+
+// A reader of corral exec that falls behind the job loses none of its
+// events: the stream reads the job's kept events at the reader's pace.
+func TestExecSlowReaderMissesNothing(t *testing.T) {
+	e := newEnv(t)
+	const n = 5000
+	script := `echo '` + initJSON + `'; i=0; while [ $i -lt ` + strconv.Itoa(n) + ` ]; do echo '{"type":"assistant","message":{"content":[{"type":"text","text":"line '$i' of a long answer, padded to make it longer"}]}}'; i=$((i+1)); done; echo '` + resultJSON + `'`
+	cmd := exec.Command(corralBin, "exec", "--name", "slow", "--agent", "claude", "--json", "--", "sh", "-c", script)
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Read nothing until the job has ended: its events pile up behind a
+	// full pipe.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _, _ := e.run("ls", "--json")
+		if strings.Contains(out, `"state": "done"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not end:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	all, _ := io.ReadAll(stdout)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	if got := strings.Count(string(all), `"type":"assistant"`); got != n || !strings.Contains(string(all), `"type":"outcome"`) {
+		t.Fatalf("%d of %d assistant events reached the reader (outcome: %v)", got, n, strings.Contains(string(all), `"type":"outcome"`))
 	}
 }

@@ -90,34 +90,30 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
 		return enc.Encode(v) == nil && rc.Flush() == nil
 	}
-	past, live := j.Stream()
-	if live != nil {
-		defer j.Unsubscribe(live)
-	}
-	for _, ev := range past {
-		if !send(ev) {
-			return
-		}
-	}
 	_ = rc.Flush() // the headers, at once: the client waits for them with a deadline
-	for live != nil {
-		select {
-		case <-r.Context().Done():
-			return
-		case ev, ok := <-live:
-			if !ok {
-				live = nil
-				break
+	next := 0
+	for {
+		evs, after, missed, more, ended := j.Since(next)
+		if missed > 0 {
+			line := fmt.Sprintf("corral: this stream fell %d events behind the job and missed them", missed)
+			if !send(headless.Event{Type: headless.EventDiagnostic, Line: line}) {
+				return
 			}
+		}
+		for _, ev := range evs {
 			if !send(ev) {
 				return
 			}
 		}
-	}
-	select {
-	case <-j.Done():
-	case <-r.Context().Done():
-		return
+		next = after
+		if ended {
+			break
+		}
+		select {
+		case <-more:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	send(map[string]any{"type": "outcome", "outcome": j.Outcome()})
 }
