@@ -57,12 +57,12 @@ type job struct {
 	lines    []string
 	// events holds the newest jobEvents (to twice that) events; base is
 	// the number of older ones dropped. grew is closed (and replaced) at each new event.
-	events   []headless.Event
-	base     int
-	grew     chan struct{}
-	pending  *permissionAsk
-	outcome  *headless.Outcome
-	session  string
+	events  []headless.Event
+	base    int
+	grew    chan struct{}
+	pending *permissionAsk
+	outcome *headless.Outcome
+	session string
 }
 
 type permissionAsk struct {
