@@ -190,7 +190,7 @@ func (c *Client) EnsureDaemon(ctx context.Context, exe, logFile string) error {
 		return nil
 	}
 	if errors.Is(err, ErrNoAnswer) {
-		return fmt.Errorf("%v (log: %s)", err, logFile)
+		return fmt.Errorf("%w (log: %s)", err, logFile)
 	}
 	if err := os.MkdirAll(filepath.Dir(logFile), 0o700); err != nil {
 		return fmt.Errorf("start the daemon: %w", err)
