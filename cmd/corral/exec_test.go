@@ -271,3 +271,37 @@ func TestExecSlowReaderMissesNothing(t *testing.T) {
 		t.Fatalf("%d of %d assistant events reached the reader (outcome: %v)", got, n, strings.Contains(string(all), `"type":"outcome"`))
 	}
 }
+
+// corral exec | head -1: the reader goes away, and the job goes with it.
+func TestExecReaderGoneEndsTheJob(t *testing.T) {
+	e := newEnv(t)
+	cmd := exec.Command(corralBin, "exec", "--name", "piped", "--agent", "claude", "--json", "--", "sh", "-c",
+		"echo '"+initJSON+"'; while sleep 0.05; do echo '{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"more\"}]}}'; done")
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	first := make([]byte, 10)
+	if _, err := io.ReadFull(stdout, first); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("corral exec outlived its reader")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGPIPE) {
+		t.Errorf("exit %d, want %d", code, 128+int(syscall.SIGPIPE))
+	}
+	if p := e.pane("piped"); p.State != "error" || p.ExitCode == nil {
+		t.Errorf("job after its reader went: %+v", p)
+	}
+}

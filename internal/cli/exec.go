@@ -84,8 +84,9 @@ func runExec(ctx context.Context, std IO, args []string) error {
 		return err
 	}
 	// Signals are watched before the job exists, so none falls between.
+	// SIGPIPE: the reader of corral exec's output went away (| head).
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	var p api.Pane
 	if err := c.Do(ctx, "POST", "/v1/jobs", req, &p); err != nil {
@@ -104,7 +105,7 @@ const ExecEndWait = 10 * time.Second
 // followJob relays a job's stream until its outcome and returns the exit
 // status it calls for. An interrupt (a signal, or ctx ending) kills the
 // job and waits for the daemon to confirm its end before returning
-// 128+signal.
+// 128+signal; a second signal stops the wait.
 func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-chan os.Signal, asJSON bool) error {
 	// The stream outlives ctx: after an interrupt it carries the outcome
 	// that confirms the job ended.
@@ -134,6 +135,7 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 	var (
 		outcome     *headless.Outcome
 		interrupted os.Signal
+		forced      bool
 		ctxDone     = ctx.Done()
 		giveUp      <-chan time.Time
 		killed      = make(chan error, 1)
@@ -172,6 +174,10 @@ read:
 				}
 			}
 		case sig := <-sigs:
+			if interrupted != nil {
+				forced = true // a second signal: stop waiting
+				break read
+			}
 			interrupt(sig)
 		case <-ctxDone:
 			ctxDone = nil
@@ -195,8 +201,8 @@ read:
 		if s, ok := interrupted.(syscall.Signal); ok {
 			code = 128 + int(s)
 		}
-		if outcome == nil && !jobEnded(c, id) {
-			return &exitError{code: code, err: fmt.Errorf("interrupted (%v); job %s did not confirm its end within %v: see corral ls, and corral kill %s --signal KILL", interrupted, id, ExecEndWait, id)}
+		if outcome == nil && (forced || !jobEnded(c, id)) {
+			return &exitError{code: code, err: fmt.Errorf("interrupted (%v); job %s did not confirm its end (waited up to %v): see corral ls, and corral kill %s --signal KILL", interrupted, id, ExecEndWait, id)}
 		}
 		return &exitError{code: code, err: fmt.Errorf("interrupted (%v); job %s was killed", interrupted, id)}
 	}
