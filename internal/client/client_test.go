@@ -56,7 +56,9 @@ func TestDaemonThatDoesNotAnswer(t *testing.T) {
 	}{
 		{"request", func() error { return c.Do(context.Background(), "POST", "/stuck", map[string]string{}, nil) }},
 		{"stream", func() error { _, err := c.Stream(context.Background(), "/stuck"); return err }},
-		{"ensure", func() error { return c.EnsureDaemon(context.Background(), "/nonexistent/corral", filepath.Join(dir, "log")) }},
+		{"ensure", func() error {
+			return c.EnsureDaemon(context.Background(), "/nonexistent/corral", filepath.Join(dir, "log"))
+		}},
 	} {
 		start := time.Now()
 		err := tc.call()
