@@ -56,7 +56,8 @@ type job struct {
 	pid      int
 	lines    []string
 	// events holds the newest jobEvents (to twice that) events; base is
-	// the number of older ones dropped. grew is closed (and replaced) at each new event.
+	// the number of older ones dropped. grew is closed (and replaced) at
+	// each new event and at the end.
 	events  []headless.Event
 	base    int
 	grew    chan struct{}
