@@ -556,3 +556,57 @@ func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
 		t.Fatalf("pane after the refused Enter: %+v", p)
 	}
 }
+
+// A pane's state changes wait for the event log; a request to that pane
+// must not wait with them. With a full log (8 MB) read over and over by
+// corral events, send to a pane whose state keeps changing answers in
+// less than one such read takes (it once waited for all of them in turn).
+func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
+	e := newEnv(t)
+	state := filepath.Join(e.dir, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	for n := 1; log.Len() < 8_000_000; n++ {
+		fmt.Fprintf(&log, `{"seq":%d,"time":"2026-12-01T10:00:00.000Z","pane":"old01","name":"x","agent":"claude-code","state":"blocked","kind":"permission","message":"approve Bash: a command line long enough to make an event of some size","source":"screen","rule":"r","previous":"working","previous_kind":""}`+"\n", n)
+	}
+	if err := os.WriteFile(filepath.Join(state, "events.ndjson"), log.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must("run", "--name", "flip", "--", "sh", "-c", `stty -echo; while :; do printf '\rContinue? [y/n] '; sleep 0.1; printf '\r\033[Kworking'; sleep 0.1; done`)
+	e.must("wait", "flip", "--state", "blocked", "--timeout", "10s")
+	t0 := time.Now()
+	e.must("events")
+	read := time.Since(t0)
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e.run("events")
+			}
+		}()
+	}
+	defer func() { close(stop); readers.Wait() }()
+	time.Sleep(read / 2)
+	var longest time.Duration
+	for range 12 {
+		t0 := time.Now()
+		if _, errs, code := e.run("send", "flip", "x"); code != 0 && code != 3 {
+			t.Fatalf("send: exit %d %s", code, errs)
+		}
+		longest = max(longest, time.Since(t0))
+	}
+	t.Logf("one read of the log: %v; the longest send during reads: %v", read.Round(time.Millisecond), longest.Round(time.Millisecond))
+	if longest > read+200*time.Millisecond {
+		t.Fatalf("a send took %v, longer than a read of the log (%v)", longest, read)
+	}
+}
