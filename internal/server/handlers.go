@@ -312,22 +312,32 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		sub, backlog = s.hub.Subscribe(afterSeq)
 		defer sub.Close()
 	}
-	if v := q.Get("since"); v != "" {
-		since, err := time.Parse(time.RFC3339Nano, v)
+	var since time.Time
+	sinceSet := q.Get("since") != ""
+	if v := q.Get("since"); sinceSet {
+		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
 			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
 			return
 		}
+		since = t
+	}
+	// The answer starts before the log is read: reading a full log takes
+	// a while, and clients give the daemon 10 s to start answering.
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	if sinceSet {
 		evs, _, err := s.log.Since(since)
 		if err != nil {
-			fail(w, http.StatusInternalServerError, "internal", err)
+			_ = enc.Encode(map[string]string{"end": err.Error()})
 			return
 		}
 		backlog = evs
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	enc := json.NewEncoder(w)
-	flusher, _ := w.(http.Flusher)
 	for _, e := range backlog {
 		if e.Seq > after {
 			_ = enc.Encode(e)
