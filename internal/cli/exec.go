@@ -136,6 +136,7 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 		outcome     *headless.Outcome
 		interrupted os.Signal
 		forced      bool
+		gone        bool // the reader of stdout went away
 		ctxDone     = ctx.Done()
 		giveUp      <-chan time.Time
 		killed      = make(chan error, 1)
@@ -165,16 +166,24 @@ read:
 			if probe.Type == "outcome" {
 				outcome = probe.Outcome
 			}
-			if asJSON {
+			switch {
+			case gone:
+			case asJSON:
 				fmt.Fprintln(std.Stdout, string(line))
-			} else if outcome == nil {
+			case outcome == nil:
 				var ev headless.Event
 				if json.Unmarshal(line, &ev) == nil {
 					fmt.Fprintln(std.Stdout, ev.Summary())
 				}
 			}
 		case sig := <-sigs:
+			if sig == syscall.SIGPIPE {
+				gone = true // every later write would raise it again
+			}
 			if interrupted != nil {
+				if sig == syscall.SIGPIPE {
+					continue
+				}
 				forced = true // a second signal: stop waiting
 				break read
 			}
