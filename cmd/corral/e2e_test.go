@@ -481,3 +481,164 @@ stty min 1; ans=$(dd bs=1 count=1 2>/dev/null); printf 'answered:%s\n' "$ans"; s
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Every CLI call that touches a pane answers within a bound, whatever the
+// panes do: one blocked on a prompt and not reading its input, one whose
+// input is full, a headless job whose agent never reads its stdin. The
+// calls run at once; each must end within the client's deadline and a
+// margin, and corral exec must see its --timeout.
+func TestStuckPanesAnswerInBoundedTime(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "deaf", "--", "sh", "-c", `stty raw -echo; printf 'Continue? [y/n] '; exec sleep 600`)
+	e.must("run", "--name", "full", "--", "sh", "-c", `stty raw -echo; exec sleep 600`)
+	e.must("wait", "deaf", "--state", "blocked", "--timeout", "10s")
+	// Fill full's input: the program reads none of it.
+	c := client.New(filepath.Join(e.dir, "s.sock"))
+	chunk := strings.Repeat("x", 4096)
+	for i := 0; ; i++ {
+		err := c.Do(context.Background(), "POST", "/v1/panes/full/send", map[string]any{"text": chunk, "force": true}, nil)
+		if err != nil {
+			break
+		}
+		if i > 2000 {
+			t.Fatal("full's input never filled up")
+		}
+	}
+	// A job whose agent asks for things answered on its stdin, which it
+	// never reads, then for a permission.
+	deafJob := `echo '` + initJSON + `'; i=0; while [ $i -lt 3000 ]; do echo '{"type":"control_request","request_id":"c'$i'","request":{"subtype":"hook_callback"}}'; i=$((i+1)); done; echo '` + askJSON + `'; exec sleep 600`
+	start := time.Now()
+	type call struct {
+		args []string
+		code int // -1: any
+	}
+	calls := []call{
+		{[]string{"exec", "--name", "job", "--agent", "claude", "--prompt", "go", "--timeout", "3s", "--", "sh", "-c", deafJob}, 124},
+		{[]string{"send", "deaf", "hello", "--enter"}, 3},
+		{[]string{"send", "full", "more", "--force"}, -1},
+		{[]string{"answer", "deaf", "yes"}, -1},
+		{[]string{"screen", "deaf"}, 0},
+		{[]string{"screen", "full"}, 0},
+		{[]string{"ls"}, 0},
+		{[]string{"wait", "deaf", "--state", "blocked,idle,working,done", "--timeout", "20s"}, 0},
+		{[]string{"kill", "full", "--signal", "28"}, 0}, // SIGWINCH: the pane lives on
+		{[]string{"answer", "job", "yes"}, -1},
+	}
+	type result struct {
+		args []string
+		code int
+		took time.Duration
+		out  string
+	}
+	results := make(chan result, len(calls))
+	for _, cl := range calls {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, corralBin, cl.args...)
+			cmd.Env, cmd.Dir = e.vars, e.dir
+			t0 := time.Now()
+			out, _ := cmd.CombinedOutput()
+			results <- result{cl.args, cmd.ProcessState.ExitCode(), time.Since(t0), string(out)}
+		}()
+		time.Sleep(20 * time.Millisecond) // the job first, then the calls while it runs
+	}
+	var longest time.Duration
+	var longestCall string
+	for range calls {
+		r := <-results
+		t.Logf("%6v exit %3d corral %s", r.took.Round(time.Millisecond), r.code, strings.Join(r.args[:min(len(r.args), 3)], " "))
+		if r.took > longest {
+			longest, longestCall = r.took, strings.Join(r.args[:min(len(r.args), 3)], " ")
+		}
+		if r.took > client.Timeout+3*time.Second {
+			t.Errorf("corral %v took %v:\n%s", r.args, r.took, r.out)
+		}
+		for _, cl := range calls {
+			if strings.Join(cl.args, " ") == strings.Join(r.args, " ") && cl.code >= 0 && cl.code != r.code {
+				t.Errorf("corral %v: exit %d, want %d:\n%s", r.args, r.code, cl.code, r.out)
+			}
+		}
+	}
+	t.Logf("longest call: %v (corral %s); all %d calls done in %v", longest.Round(time.Millisecond), longestCall, len(calls), time.Since(start).Round(time.Millisecond))
+}
+
+// send --enter looks again before the Enter: a program that draws a
+// dialog when it reads the text must not take the Enter as its answer.
+func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "d", "--", "bash", "-c",
+		`stty raw -echo; printf 'ready> '; IFS= read -rsn1 c; printf '\r\nDelete everything? [y/n] '; IFS= read -rsn1 k; printf '\r\ngot:%q\r\n' "$k"; sleep 600`)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.must("screen", "d"), "ready>") {
+		if time.Now().After(deadline) {
+			t.Fatal("the program never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, errs, code := e.run("send", "d", "x", "--enter")
+	if code != 3 || !strings.Contains(errs, "the text was typed but Enter was not") || !strings.Contains(errs, "Delete everything?") {
+		t.Fatalf("send --enter into a dialog: exit %d %q\n%s", code, errs, e.must("screen", "d"))
+	}
+	time.Sleep(200 * time.Millisecond) // an Enter, had it gone, would show by now
+	if screen := e.must("screen", "d"); strings.Contains(screen, "got:") {
+		t.Fatalf("the dialog took the Enter:\n%s", screen)
+	}
+	if p := e.pane("d"); p.State != "blocked" {
+		t.Fatalf("pane after the refused Enter: %+v", p)
+	}
+}
+
+// A pane's state changes wait for the event log; a request to that pane
+// must not wait with them. With a full log (8 MB) read over and over by
+// corral events, send to a pane whose state keeps changing answers in
+// less than one such read takes (it once waited for all of them in turn).
+func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
+	e := newEnv(t)
+	state := filepath.Join(e.dir, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	for n := 1; log.Len() < 8_000_000; n++ {
+		fmt.Fprintf(&log, `{"seq":%d,"time":"2026-12-01T10:00:00.000Z","pane":"old01","name":"x","agent":"claude-code","state":"blocked","kind":"permission","message":"approve Bash: a command line long enough to make an event of some size","source":"screen","rule":"r","previous":"working","previous_kind":""}`+"\n", n)
+	}
+	if err := os.WriteFile(filepath.Join(state, "events.ndjson"), log.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must("run", "--name", "flip", "--", "sh", "-c", `stty -echo; while :; do printf '\rContinue? [y/n] '; sleep 0.1; printf '\r\033[Kworking'; sleep 0.1; done`)
+	e.must("wait", "flip", "--state", "blocked", "--timeout", "10s")
+	t0 := time.Now()
+	e.must("events")
+	read := time.Since(t0)
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e.run("events")
+			}
+		}()
+	}
+	defer func() { close(stop); readers.Wait() }()
+	time.Sleep(read / 2)
+	var longest time.Duration
+	for range 12 {
+		t0 := time.Now()
+		if _, errs, code := e.run("send", "flip", "x"); code != 0 && code != 3 {
+			t.Fatalf("send: exit %d %s", code, errs)
+		}
+		longest = max(longest, time.Since(t0))
+	}
+	t.Logf("one read of the log: %v; the longest send during reads: %v", read.Round(time.Millisecond), longest.Round(time.Millisecond))
+	if longest > read+200*time.Millisecond {
+		t.Fatalf("a send took %v, longer than a read of the log (%v)", longest, read)
+	}
+}

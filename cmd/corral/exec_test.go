@@ -1,10 +1,15 @@
 package main
 
 import (
+	"io"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 const (
@@ -145,5 +150,158 @@ func TestExecACP(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("exec did not end:\n%s", out.String())
+	}
+}
+
+// Every way a run fails ends corral exec with a non-zero status, and the
+// stream carries corral's own job events (a stall) as well as the agent's.
+func TestExecExitStatuses(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name, script string
+		args         []string
+		code         int
+		stderr       string
+	}{
+		{"noresult", "echo '" + initJSON + "'", nil, 1, "exited without a result event (exit status 0)"},
+		{"iserror", "echo '" + initJSON + "'; echo '{\"type\":\"result\",\"subtype\":\"error_max_turns\",\"is_error\":true}'", nil, 1, "the result is an error"},
+		{"status", "echo '" + initJSON + "'; exit 9", nil, 9, "exit status 9"},
+		{"signal", "echo '" + initJSON + "'; kill -TERM $$", nil, 128 + int(syscall.SIGTERM), "exit status 143"},
+		{"timeout", "echo '" + initJSON + "'; sleep 30", []string{"--timeout", "300ms"}, 124, "timed out"},
+		{"good", "echo '" + initJSON + "'; echo '" + resultJSON + "'", nil, 0, ""},
+	} {
+		args := append([]string{"exec", "--name", tc.name, "--agent", "claude"}, tc.args...)
+		_, errs, code := e.run(append(args, "--", "sh", "-c", tc.script)...)
+		if code != tc.code || !strings.Contains(errs, tc.stderr) {
+			t.Errorf("%s: exit %d (want %d), stderr %q", tc.name, code, tc.code, errs)
+		}
+	}
+	out := e.must("exec", "--name", "stall", "--agent", "claude", "--json", "--stall", "200ms", "--", "sh", "-c",
+		"echo '"+initJSON+"'; sleep 1; echo '"+resultJSON+"'")
+	if !strings.Contains(out, `{"type":"stall","text":"no output for 200ms","duration_ms":200}`) {
+		t.Fatalf("no stall event in the job stream:\n%s", out)
+	}
+	out = e.must("exec", "--name", "stall2", "--agent", "claude", "--stall", "200ms", "--", "sh", "-c",
+		"echo '"+initJSON+"'; sleep 1; echo '"+resultJSON+"'")
+	if !strings.Contains(out, "stalled: no output for 200ms") {
+		t.Fatalf("no stall line:\n%s", out)
+	}
+}
+
+// An interrupted corral exec kills its job and exits only once the daemon
+// confirms the job ended, with 128+signal; SIGHUP counts too.
+func TestExecInterrupted(t *testing.T) {
+	e := newEnv(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		name := strings.ToLower(strings.TrimPrefix(sig.String(), "SIG"))
+		name = strings.ReplaceAll(name, " ", "")
+		cmd := exec.Command(corralBin, "exec", "--name", name, "--agent", "claude", "--", "sh", "-c",
+			"echo '"+initJSON+"'; trap '' TERM HUP INT; sleep 60")
+		cmd.Env, cmd.Dir = e.vars, e.dir
+		var out lockedBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), "session s-1") {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("%v: the job never started:\n%s", sig, out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		pid := e.pane(name).PID
+		cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: corral exec did not end:\n%s", sig, out.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(sig) {
+			t.Errorf("%v: exit %d, want %d:\n%s", sig, code, 128+int(sig), out.String())
+		}
+		// Confirmed: the job has ended by the time corral exec exits.
+		if p := e.pane(name); p.State != "error" || p.ExitCode == nil {
+			t.Errorf("%v: job after corral exec exited: %+v", sig, p)
+		}
+		if proctest.Alive(pid) {
+			t.Errorf("%v: the agent %d outlived its job", sig, pid)
+		}
+	}
+}
+
+// A reader of corral exec that falls behind the job loses none of its
+// events: the stream reads the job's kept events at the reader's pace.
+func TestExecSlowReaderMissesNothing(t *testing.T) {
+	e := newEnv(t)
+	const n = 5000
+	script := `echo '` + initJSON + `'; i=0; while [ $i -lt ` + strconv.Itoa(n) + ` ]; do echo '{"type":"assistant","message":{"content":[{"type":"text","text":"line '$i' of a long answer, padded to make it longer"}]}}'; i=$((i+1)); done; echo '` + resultJSON + `'`
+	cmd := exec.Command(corralBin, "exec", "--name", "slow", "--agent", "claude", "--json", "--", "sh", "-c", script)
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Read nothing until the job has ended: its events pile up behind a
+	// full pipe.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _, _ := e.run("ls", "--json")
+		if strings.Contains(out, `"state": "done"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not end:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	all, _ := io.ReadAll(stdout)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	if got := strings.Count(string(all), `"type":"assistant"`); got != n || !strings.Contains(string(all), `"type":"outcome"`) {
+		t.Fatalf("%d of %d assistant events reached the reader (outcome: %v)", got, n, strings.Contains(string(all), `"type":"outcome"`))
+	}
+}
+
+// corral exec | head -1: the reader goes away, and the job goes with it.
+func TestExecReaderGoneEndsTheJob(t *testing.T) {
+	e := newEnv(t)
+	cmd := exec.Command(corralBin, "exec", "--name", "piped", "--agent", "claude", "--json", "--", "sh", "-c",
+		"echo '"+initJSON+"'; while sleep 0.05; do echo '{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"more\"}]}}'; done")
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	first := make([]byte, 10)
+	if _, err := io.ReadFull(stdout, first); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("corral exec outlived its reader")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGPIPE) {
+		t.Errorf("exit %d, want %d", code, 128+int(syscall.SIGPIPE))
+	}
+	if p := e.pane("piped"); p.State != "error" || p.ExitCode == nil {
+		t.Errorf("job after its reader went: %+v", p)
 	}
 }

@@ -161,10 +161,13 @@ type BoardRequest struct {
 	ListenAny bool   `json:"listen_any"`
 }
 
-// BoardResult is the web board's address, token included.
+// BoardResult is the web board's one-time sign-in address: URL, and in
+// URLs the same sign-in at every address the board answers at (loopback
+// first). The code in them is good once, for board.CodeTTL.
 type BoardResult struct {
-	URL     string `json:"url"`
-	Started bool   `json:"started"`
+	URL     string   `json:"url"`
+	URLs    []string `json:"urls,omitempty"`
+	Started bool     `json:"started"`
 }
 
 // ExecRequest starts a headless job: POST /v1/jobs.

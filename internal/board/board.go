@@ -1,14 +1,27 @@
 // Package board is the web board: a page that shows every pane live, lets
 // a person answer, type into and kill panes, and is safe to leave open.
-// Every request needs the board's token (as ?token= once, then an
-// HttpOnly SameSite=Strict cookie); WebSocket upgrades and actions are
-// refused from other origins; everything from panes reaches the page as
-// JSON and is set as text, never as markup; the page runs no inline script
-// (a strict Content-Security-Policy); failed token attempts are
-// rate-limited. Assets are plain HTML/CSS/JS, embedded.
+//
+// Signing in: corral board gets a one-time sign-in address from the
+// daemon (a code good for one use within CodeTTL) and hands it to the
+// browser through a file only the user can read, never on a command line.
+// The code is traded for a session cookie whose name is the board's own,
+// whose value only this board knows, and whose Path is the board's secret
+// prefix /b/ID/, so a browser never sends it to another server on the same
+// host (cookies are not separated by port, paths are). Every request needs
+// a session or a code; a Host header that is not one of the board's own
+// addresses is refused (DNS rebinding); the WebSocket and the actions
+// refuse other origins, schemes included; everything from panes reaches
+// the page as JSON and is set as text, never as markup; the page runs no
+// inline script (a strict Content-Security-Policy). Failed attempts past
+// MaxFailures a minute are answered 429, but a valid credential is always
+// checked first and never refused. The live feed is built once per change
+// for all clients, each client gets the latest state and a client that
+// stops reading is dropped without holding up the others; at most
+// MaxClients are connected at once. Assets are plain HTML/CSS/JS, embedded.
 package board
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -17,10 +30,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
-
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,25 +61,55 @@ type Backend interface {
 
 // Server is a running web board.
 type Server struct {
-	URL   string // with the token
-	Addr  string
-	token string
-	b     Backend
-	srv   *http.Server
-	ln    net.Listener
+	Addr   string // where it listens, host:port
+	id     string // the secret path prefix: every page is under /b/ID/
+	base   string // "/b/ID/"
+	cookie string // the session cookie's name, this board's own
+	port   string
+	listen net.IP // the address listened on; unspecified for --listen-any
+	b      Backend
+	srv    *http.Server
+	ln     net.Listener
 
-	mu       sync.Mutex // guards failures
-	failures map[string][]time.Time
+	mu       sync.Mutex // guards codes, sessions, failures, clients, ifaddrs
+	codes    map[string]time.Time
+	sessions map[string]time.Time
+	failures []time.Time
+	clients  int
+	ifaddrs  []net.IP
+	ifat     time.Time
+
+	feed   *feed
+	closed chan struct{}
 }
 
-// CookieName holds the token after the first visit.
-const CookieName = "corral_board"
-
-// MaxFailures per minute per address before requests are refused with 429.
-const MaxFailures = 10
+// Limits on credentials and clients.
+const (
+	// MaxFailures per minute before failed attempts are answered 429.
+	MaxFailures = 10
+	// CodeTTL is how long a sign-in code is good for (once).
+	CodeTTL = 2 * time.Minute
+	// MaxCodes and MaxSessions bound what the board remembers; the oldest
+	// goes first.
+	MaxCodes    = 16
+	MaxSessions = 64
+	// MaxClients is how many WebSockets a board serves at once.
+	MaxClients = 64
+	// MinInterval is the least time between two states the board builds.
+	MinInterval = 100 * time.Millisecond
+	// WriteTimeout is how long a client may take to accept one state
+	// message before it is dropped.
+	WriteTimeout = 5 * time.Second
+)
 
 // ErrRemote is returned for a non-loopback address without allowRemote.
 var ErrRemote = errors.New("the board listens on loopback only unless you pass --listen-any")
+
+func random(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 // Start serves the board on addr ("127.0.0.1:0" picks a port).
 func Start(addr string, allowRemote bool, b Backend) (*Server, error) {
@@ -81,12 +124,15 @@ func Start(addr string, allowRemote bool, b Backend) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("board: %w", err)
 	}
-	tok := make([]byte, 24)
-	_, _ = rand.Read(tok)
-	s := &Server{token: hex.EncodeToString(tok), b: b, ln: ln, Addr: ln.Addr().String(), failures: map[string][]time.Time{}}
-	s.URL = "http://" + s.Addr + "/?token=" + s.token
+	tcp := ln.Addr().(*net.TCPAddr)
+	id := random(16)
+	s := &Server{id: id, base: "/b/" + id + "/", cookie: "corral-board-" + id[:8], b: b, ln: ln, Addr: ln.Addr().String(),
+		port: strconv.Itoa(tcp.Port), listen: tcp.IP, codes: map[string]time.Time{}, sessions: map[string]time.Time{},
+		closed: make(chan struct{})}
+	s.feed = newFeed()
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
+	go s.broadcast()
 	return s, nil
 }
 
@@ -94,31 +140,140 @@ func Start(addr string, allowRemote bool, b Backend) (*Server, error) {
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	select {
+	case <-s.closed:
+	default:
+		close(s.closed)
+	}
 	return s.srv.Shutdown(ctx)
+}
+
+// SignIn mints a one-time code and returns the addresses that trade it
+// for a session: one per address the board can be reached at (loopback
+// first), each good until one of them is used or CodeTTL passes.
+func (s *Server) SignIn() []string {
+	code := random(16)
+	s.mu.Lock()
+	now := time.Now()
+	for c, exp := range s.codes {
+		if now.After(exp) {
+			delete(s.codes, c)
+		}
+	}
+	evictOldest(s.codes, MaxCodes-1)
+	s.codes[code] = now.Add(CodeTTL)
+	s.mu.Unlock()
+	ips := s.hostIPs()
+	if len(ips) == 0 { // no interface address of the listener's family
+		ips = []net.IP{s.listen}
+	}
+	var out []string
+	for _, ip := range ips {
+		out = append(out, "http://"+net.JoinHostPort(ip.String(), s.port)+s.base+"?code="+code)
+	}
+	return out
+}
+
+// evictOldest drops the entries with the earliest times until at most n remain.
+func evictOldest(m map[string]time.Time, n int) {
+	for len(m) > n {
+		var oldest string
+		for k, t := range m {
+			if oldest == "" || t.Before(m[oldest]) {
+				oldest = k
+			}
+		}
+		delete(m, oldest)
+	}
+}
+
+// hostIPs lists the addresses the board answers at: the one it listens
+// on, or with a wildcard every interface address a browser can use
+// (link-local addresses need a zone, which browsers do not take).
+func (s *Server) hostIPs() []net.IP {
+	if !s.listen.IsUnspecified() {
+		return []net.IP{s.listen}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.ifat) < 5*time.Second {
+		return s.ifaddrs
+	}
+	addrs, _ := net.InterfaceAddrs()
+	var loop, other []net.IP
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.IsLinkLocalUnicast() || (s.listen.To4() != nil && n.IP.To4() == nil) {
+			continue
+		}
+		if n.IP.IsLoopback() {
+			loop = append(loop, n.IP)
+		} else {
+			other = append(other, n.IP)
+		}
+	}
+	s.ifaddrs, s.ifat = append(loop, other...), time.Now()
+	return s.ifaddrs
+}
+
+// hostOK says a Host header names this board: its port and one of its
+// addresses, or localhost when it listens on loopback. A page whose name
+// was rebound to this address carries its own name and is refused.
+func (s *Server) hostOK(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || port != s.port {
+		return false
+	}
+	if host == "localhost" {
+		return s.listen.IsLoopback() || s.listen.IsUnspecified()
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	if s.listen.IsLoopback() {
+		return ip.IsLoopback()
+	}
+	for _, a := range s.hostIPs() {
+		if a.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	static, _ := fs.Sub(assets, "assets")
-	files := http.FileServerFS(static)
 	for _, r := range []struct {
 		pattern string
 		handler http.Handler
 	}{
-		{"GET /{$}", files},
-		{"GET /app.js", files},
-		{"GET /app.css", files},
-		{"GET /ws", http.HandlerFunc(s.handleWS)},
-		{"POST /api/panes/{id}/answer", s.action(s.answer)},
-		{"POST /api/panes/{id}/send", s.action(s.send)},
-		{"POST /api/panes/{id}/kill", s.action(s.kill)},
+		{"GET " + s.base + "{$}", asset("index.html", "text/html; charset=utf-8")},
+		{"GET " + s.base + "app.js", asset("app.js", "text/javascript; charset=utf-8")},
+		{"GET " + s.base + "app.css", asset("app.css", "text/css; charset=utf-8")},
+		{"GET " + s.base + "ws", http.HandlerFunc(s.handleWS)},
+		{"POST " + s.base + "api/panes/{id}/answer", s.action(s.answer)},
+		{"POST " + s.base + "api/panes/{id}/send", s.action(s.send)},
+		{"POST " + s.base + "api/panes/{id}/kill", s.action(s.kill)},
 	} {
 		mux.Handle(r.pattern, r.handler)
 	}
 	return s.secure(mux)
 }
 
-// secure adds the headers every answer carries and checks the token.
+func asset(name, ctype string) http.Handler {
+	body, err := assets.ReadFile("assets/" + name)
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctype)
+		w.Write(body)
+	})
+}
+
+// secure adds the headers every answer carries, checks the Host and the
+// credential, and trades a sign-in code for a session.
 func (s *Server) secure(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -127,55 +282,106 @@ func (s *Server) secure(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cache-Control", "no-store")
-		ip, _, _ := net.SplitHostPort(r.RemoteAddr)
-		if s.limited(ip) {
-			http.Error(w, "too many failed attempts; wait a minute", http.StatusTooManyRequests)
+		if !s.hostOK(r.Host) {
+			http.Error(w, "this board answers only at the addresses corral board printed", http.StatusMisdirectedRequest)
 			return
 		}
-		if q := r.URL.Query().Get("token"); q != "" {
-			if !s.valid(q) {
-				s.fail(ip)
-				http.Error(w, "wrong token", http.StatusUnauthorized)
+		if code := r.URL.Query().Get("code"); code != "" && r.URL.Path == s.base {
+			if s.signedIn(r) { // a sign-in address from the history, say
+				http.Redirect(w, r, s.base, http.StatusSeeOther)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			if r.URL.Path == "/" {
-				http.Redirect(w, r, "/", http.StatusSeeOther) // the token leaves the address bar
+			if !s.redeem(code) {
+				s.refuse(w, "this sign-in address was used already or is more than 2 minutes old: run corral board for a new one")
 				return
 			}
-		} else if c, err := r.Cookie(CookieName); err != nil || !s.valid(c.Value) {
-			s.fail(ip)
-			http.Error(w, "this board needs its token: open the address corral board printed", http.StatusUnauthorized)
+			session := random(32)
+			s.mu.Lock()
+			evictOldest(s.sessions, MaxSessions-1)
+			s.sessions[session] = time.Now()
+			s.mu.Unlock()
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: session, Path: s.base, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			// Not a redirect: a browser sent here by another page (the
+			// sign-in page on disk) would not send a SameSite=Strict
+			// cookie along a redirect it started. The board's own page
+			// moving on is same-site, and the code leaves the address bar.
+			h.Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, signedIn, s.base, s.base)
+			return
+		}
+		if r.URL.Path == "/favicon.ico" { // asked for by browsers, not a sign-in attempt
+			http.NotFound(w, r)
+			return
+		}
+		if !strings.HasPrefix(r.URL.Path, s.base) || !s.signedIn(r) {
+			s.refuse(w, "this board needs signing in: open the address corral board prints")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (s *Server) valid(tok string) bool {
-	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) == 1
-}
+// signedIn is the page a sign-in answers with; it moves on to the board.
+const signedIn = `<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=%s"><title>corral</title></head>
+<body><p>Signed in. <a href="%s">Open the board</a>.</p></body></html>
+`
 
-func (s *Server) fail(ip string) {
+func (s *Server) redeem(code string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failures[ip] = append(s.failures[ip], time.Now())
+	for c, exp := range s.codes {
+		if subtle.ConstantTimeCompare([]byte(c), []byte(code)) == 1 {
+			delete(s.codes, c)
+			return time.Now().Before(exp)
+		}
+	}
+	return false
 }
 
-func (s *Server) limited(ip string) bool {
+func (s *Server) signedIn(r *http.Request) bool {
+	c, err := r.Cookie(s.cookie)
+	if err != nil {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	recent := s.failures[ip][:0]
-	for _, t := range s.failures[ip] {
-		if time.Since(t) < time.Minute {
+	for v := range s.sessions {
+		if subtle.ConstantTimeCompare([]byte(v), []byte(c.Value)) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// refuse answers a request without a valid credential: 401, or 429 once
+// failures pass MaxFailures a minute. Only failed attempts are counted
+// and refused, so nobody can lock the board's user out by failing.
+func (s *Server) refuse(w http.ResponseWriter, why string) {
+	s.mu.Lock()
+	now := time.Now()
+	recent := s.failures[:0]
+	for _, t := range s.failures {
+		if now.Sub(t) < time.Minute {
 			recent = append(recent, t)
 		}
 	}
-	s.failures[ip] = recent
-	return len(recent) >= MaxFailures
+	limited := len(recent) >= MaxFailures
+	if !limited {
+		recent = append(recent, now)
+	}
+	s.failures = recent
+	s.mu.Unlock()
+	if limited {
+		http.Error(w, "too many failed attempts; wait a minute", http.StatusTooManyRequests)
+		return
+	}
+	http.Error(w, why, http.StatusUnauthorized)
 }
 
-// sameOrigin says a request comes from the board's own page.
+// sameOrigin says a request comes from the board's own page: an Origin
+// of exactly http:// and the (checked) Host, or no Origin and not a
+// cross-site fetch.
 func sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	return origin == "" && r.Header.Get("Sec-Fetch-Site") != "cross-site" || origin == "http://"+r.Host
@@ -230,46 +436,144 @@ type card struct {
 	Answers []string     `json:"answers"`
 }
 
-// handleWS pushes the board's state: at once, after every state change,
-// and every half second for the live previews.
+// feed holds the latest state message; every client sends it from
+// there, so a client that is slow to read only misses states.
+type feed struct {
+	mu    sync.Mutex
+	msg   []byte
+	seq   uint64
+	ready chan struct{} // closed and replaced on every new message
+}
+
+func newFeed() *feed { return &feed{ready: make(chan struct{})} }
+
+func (f *feed) set(msg []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if bytes.Equal(msg, f.msg) {
+		return
+	}
+	f.msg, f.seq = msg, f.seq+1
+	close(f.ready)
+	f.ready = make(chan struct{})
+}
+
+func (f *feed) get() ([]byte, uint64, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.msg, f.seq, f.ready
+}
+
+// broadcast builds the board's state once for all clients: after every
+// state change, and every half second for the live previews, while any
+// client is connected.
+func (s *Server) broadcast() {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	var changed <-chan struct{}
+	stop := func() {}
+	defer func() { stop() }()
+	for {
+		s.mu.Lock()
+		n := s.clients
+		s.mu.Unlock()
+		switch {
+		case n > 0 && changed == nil:
+			changed, stop = s.b.Changed()
+		case n == 0 && changed != nil:
+			stop()
+			changed, stop = nil, func() {}
+		}
+		if n > 0 {
+			s.feed.set(s.state())
+			// A burst of changes is one new state, not one per change.
+			select {
+			case <-s.closed:
+				return
+			case <-time.After(MinInterval):
+			}
+		}
+		select {
+		case <-s.closed:
+			return
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Server) state() []byte {
+	cards := []card{}
+	for _, p := range s.b.Panes() {
+		scr, _ := s.b.StyledScreen(p.ID)
+		answers := []string{}
+		if p.State == "blocked" {
+			answers = s.b.AnswerNames(p.ID)
+		}
+		cards = append(cards, card{Pane: p, Screen: scr, Answers: answers})
+	}
+	msg, _ := json.Marshal(map[string]any{"type": "state", "panes": cards})
+	return msg
+}
+
+// wsOrigin says a WebSocket upgrade comes from the board's own page:
+// browsers always send Origin with one, and it must be exactly http://
+// and the (checked) Host.
+func wsOrigin(r *http.Request) bool {
+	return r.Header.Get("Origin") == "http://"+r.Host
+}
+
+// handleWS sends the latest state to one client whenever there is a new
+// one. A client that takes more than WriteTimeout over one message is
+// dropped; the others never wait for it.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
-	// coder/websocket refuses an Origin that is not the request's host.
-	c, err := websocket.Accept(w, r, nil)
+	if !wsOrigin(r) {
+		http.Error(w, "cross-origin WebSocket refused", http.StatusForbidden)
+		return
+	}
+	s.mu.Lock()
+	full, first := s.clients >= MaxClients, s.clients == 0
+	if !full {
+		s.clients++
+	}
+	s.mu.Unlock()
+	if full {
+		http.Error(w, fmt.Sprintf("the board has %d clients already; close some of its tabs", MaxClients), http.StatusServiceUnavailable)
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		s.clients--
+		s.mu.Unlock()
+	}()
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // the Origin was checked above
 	if err != nil {
 		return
 	}
 	defer c.CloseNow()
 	ctx := c.CloseRead(r.Context())
-	changed, stop := s.b.Changed()
-	defer stop()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	var last []byte
+	if first {
+		s.feed.set(s.state()) // nobody kept it up to date
+	}
+	msg, seq, ready := s.feed.get()
+	var sent uint64
 	for {
-		var cards []card
-		for _, p := range s.b.Panes() {
-			scr, _ := s.b.StyledScreen(p.ID)
-			answers := []string{}
-			if p.State == "blocked" {
-				answers = s.b.AnswerNames(p.ID)
-			}
-			cards = append(cards, card{Pane: p, Screen: scr, Answers: answers})
-		}
-		msg, _ := json.Marshal(map[string]any{"type": "state", "panes": cards})
-		if string(msg) != string(last) {
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if msg != nil && seq != sent {
+			wctx, cancel := context.WithTimeout(ctx, WriteTimeout)
 			err := c.Write(wctx, websocket.MessageText, msg)
 			cancel()
 			if err != nil {
 				return
 			}
-			last = msg
+			sent = seq
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-changed:
-		case <-tick.C:
+		case <-s.closed:
+			return
+		case <-ready:
 		}
+		msg, seq, ready = s.feed.get()
 	}
 }

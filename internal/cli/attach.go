@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/tty"
 )
 
@@ -48,8 +49,21 @@ func runAttach(ctx context.Context, std IO, args []string) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws://corral"+panePath(p.ID, "attach"), &websocket.DialOptions{HTTPClient: c.HTTPClient()})
+	// The daemon must answer the handshake in time; the session then lasts.
+	dctx, dcancel := context.WithTimeout(ctx, c.Timeout)
+	ws, resp, err := websocket.Dial(dctx, "ws://corral"+panePath(p.ID, "attach"), &websocket.DialOptions{HTTPClient: c.HTTPClient()})
+	timedOut := dctx.Err() == context.DeadlineExceeded
+	dcancel()
 	if err != nil {
+		switch {
+		case timedOut:
+			return fmt.Errorf("attach %s: %w within %v", pos[0], client.ErrNoAnswer, c.Timeout)
+		case resp != nil && resp.StatusCode/100 != 1 && resp.Body != nil:
+			var e api.Error
+			if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
+				return fmt.Errorf("attach %s: %s", pos[0], e.Error)
+			}
+		}
 		return fmt.Errorf("attach %s: %w", pos[0], err)
 	}
 	defer ws.CloseNow()

@@ -3,11 +3,16 @@ package cli
 import (
 	"context"
 	"fmt"
+	"html"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/server"
 	"github.com/corral-dev/corral/internal/tty"
 	tuiboard "github.com/corral-dev/corral/internal/tui"
 )
@@ -47,19 +52,91 @@ func runWebBoard(ctx context.Context, std IO, addr string, noBrowser, listenAny 
 	if err := c.Do(ctx, "POST", "/v1/board", api.BoardRequest{Addr: addr, ListenAny: listenAny}, &res); err != nil {
 		return apiError(err)
 	}
-	fmt.Fprintln(std.Stdout, res.URL)
+	urls := res.URLs
+	if len(urls) == 0 {
+		urls = []string{res.URL}
+	}
 	if listenAny {
-		fmt.Fprintln(std.Stderr, "corral board: warning: listening beyond loopback; anyone with the address and token can answer and kill your agents")
+		fmt.Fprintln(std.Stderr, "corral board: warning: listening beyond loopback; anyone who signs in at one of these addresses can answer and kill your agents")
 	}
 	if !res.Started {
 		fmt.Fprintln(std.Stderr, "corral board: the web board was already running; its address is unchanged")
 	}
 	if !noBrowser {
 		if opener, err := exec.LookPath("xdg-open"); err == nil {
-			_ = exec.Command(opener, res.URL).Start()
+			// A command line is readable by every local user
+			// (/proc/PID/cmdline): the browser gets the sign-in address
+			// through a page only the user can read.
+			page, err := launchPage(urls[0])
+			if err == nil {
+				err = exec.Command(opener, page).Start()
+			}
+			if err == nil {
+				for _, u := range urls {
+					fmt.Fprintln(std.Stdout, strings.SplitN(u, "?", 2)[0])
+				}
+				fmt.Fprintln(std.Stderr, "corral board: opened in your browser; for another browser, corral board --no-browser prints a one-time sign-in address")
+				return nil
+			}
+			fmt.Fprintf(std.Stderr, "corral board: cannot open a browser (%v); open the address below yourself\n", err)
 		}
 	}
+	for _, u := range urls {
+		fmt.Fprintln(std.Stdout, u)
+	}
+	fmt.Fprintln(std.Stderr, "corral board: the address signs you in once, within 2 minutes; run corral board again for another")
 	return nil
+}
+
+// launchPage writes a page that sends the browser on to signIn into a
+// folder only the user can read (the daemon's socket folder, or a new
+// private one) and returns its path.
+func launchPage(signIn string) (string, error) {
+	dir := filepath.Dir(server.SocketPath())
+	if !privateDir(dir) {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("corral-board-%d", os.Getuid()))
+		_ = os.Mkdir(dir, 0o700)
+	}
+	if !privateDir(dir) { // someone else's, or opened up
+		d, err := os.MkdirTemp("", "corral-board-")
+		if err != nil {
+			return "", fmt.Errorf("a private folder for the board's sign-in page: %w", err)
+		}
+		dir = d
+	}
+	f, err := os.CreateTemp(dir, ".board-*.html") // mode 0600
+	if err != nil {
+		return "", fmt.Errorf("the board's sign-in page: %w", err)
+	}
+	u := html.EscapeString(signIn)
+	_, err = fmt.Fprintf(f, `<!doctype html>
+<html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+<meta http-equiv="refresh" content="0; url=%s">
+<title>corral board</title></head>
+<body><p>Opening the corral board. If nothing happens, <a href="%s">open it</a> (this signs you in once, within 2 minutes of corral board).</p></body></html>
+`, u, u)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	page := filepath.Join(dir, "board.html")
+	if err == nil {
+		err = os.Rename(f.Name(), page)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("the board's sign-in page: %w", err)
+	}
+	return page, nil
+}
+
+// privateDir says dir is a folder of the user's that no one else may enter.
+func privateDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
 
 // demoAgents are the panes `corral demo` starts.

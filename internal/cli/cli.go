@@ -41,7 +41,7 @@ func init() {
 		{"status", "STATE [--kind K] [--progress N] [--app A] [--id ID] [--title T] [--msg M] [--tty]", "print an OSC 7501 status report for the terminal corral runs you in", runStatus},
 		{"demo", "[--keep]", "three built-in fake agents on the terminal board: nothing to install", runDemo},
 		{"board", "[--addr 127.0.0.1:PORT] [--no-browser] [--listen-any] | --tui", "serve the web board and print its address (--tui: the terminal board, also corral with no arguments)", runBoard},
-		{"exec", "[--name N] [--agent claude|codex|gemini|acp] [--mode pipe|pty-lite] [--timeout D] [--stall D] [--policy FILE] [--prompt P] [--env K=V]… [--json] -- CMD ARGS…", "run an agent headless as a job and relay its stream; exits with its status (124 on timeout)", runExec},
+		{"exec", "[--name N] [--agent claude|codex|gemini|acp] [--mode pipe|pty-lite] [--timeout D] [--stall D] [--policy FILE] [--prompt P] [--env K=V]… [--json] -- CMD ARGS…", "run an agent headless as a job and relay its stream; exit 0 only when the run succeeded, else the agent's own status, 1 (failed though the agent exited 0: no result, an error result), 124 (--timeout), 127 (could not start), 128+N (signal N killed the agent, or interrupted corral exec: the job is killed first)", runExec},
 		{"lab", "[--seed N] [--tasks N] [--json] [--osc7501]", "measure every way of telling \"waiting\" side by side on a fake agent, live", runLab},
 		{"verify", "[--agent A] [--record DIR] [--json] [-- CMD…]", "run an agent CLI through scripted turns against a loopback model and check corral's state at every step", runVerify},
 		{"serve", "", "run the daemon in the foreground (other commands start it when needed)", runServe},
@@ -194,8 +194,11 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 // parseSize reads "COLSxROWS".
 func parseSize(s string) (cols, rows int, err error) {
 	var c, r int
-	if _, err := fmt.Sscanf(s, "%dx%d", &c, &r); err != nil || c < 2 || r < 2 || c > 1000 || r > 1000 {
+	if _, err := fmt.Sscanf(s, "%dx%d", &c, &r); err != nil {
 		return 0, 0, usagef("size %q must be COLSxROWS, like 120x32", s)
+	}
+	if c < 2 || r < 2 || c > 1000 || r > 1000 {
+		return 0, 0, usagef("size %q: columns and rows must each be from 2 to 1000, like 120x32", s)
 	}
 	return c, r, nil
 }

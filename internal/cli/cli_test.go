@@ -90,6 +90,8 @@ func TestReplayErrors(t *testing.T) {
 		{[]string{"replay", "--agent", "nope", filepath.Join(casts, "codex/session.raw")}, 2, "unknown agent \"nope\"; corral rules list"},
 		{[]string{"replay", "/does/not/exist.cast"}, 1, "open recording"},
 		{[]string{"replay", "--size", "abc", "x"}, 2, "COLSxROWS"},
+		{[]string{"replay", "--size", "5000x20", "x"}, 2, "must each be from 2 to 1000"},
+		{[]string{"replay", "--size", "1x20", "x"}, 2, "must each be from 2 to 1000"},
 		{[]string{"replay", "--bogus", "x"}, 2, "flag provided but not defined"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 	}

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/headless"
 )
 
@@ -79,60 +83,158 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Signals are watched before the job exists, so none falls between.
+	// SIGPIPE: the reader of corral exec's output went away (| head).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
 	var p api.Pane
 	if err := c.Do(ctx, "POST", "/v1/jobs", req, &p); err != nil {
 		return apiError(err)
 	}
-	// corral's own exit ends the job.
-	stop := context.AfterFunc(ctx, func() {
-		_ = c.Do(context.Background(), "POST", panePath(p.ID, "kill"), api.KillRequest{Signal: "TERM"}, nil)
-	})
-	defer stop()
 	if !*asJSON {
 		fmt.Fprintf(std.Stderr, "corral exec: job %s (answer its permission requests with corral answer %s yes|no)\n", p.ID, p.ID)
 	}
-	body, err := c.Stream(ctx, "/v1/jobs/"+url.PathEscape(p.ID)+"/stream")
+	return followJob(ctx, std, c, p.ID, sigs, *asJSON)
+}
+
+// ExecEndWait bounds how long corral exec, interrupted, waits for the
+// daemon to confirm the job ended.
+const ExecEndWait = 10 * time.Second
+
+// followJob relays a job's stream until its outcome and returns the exit
+// status it calls for. An interrupt (a signal, or ctx ending) kills the
+// job and waits for the daemon to confirm its end before returning
+// 128+signal; a second signal stops the wait.
+func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-chan os.Signal, asJSON bool) error {
+	// The stream outlives ctx: after an interrupt it carries the outcome
+	// that confirms the job ended.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	body, err := c.Stream(sctx, "/v1/jobs/"+url.PathEscape(id)+"/stream")
 	if err != nil {
 		return apiError(err)
 	}
 	defer body.Close()
-	var outcome *headless.Outcome
-	lines := headless.NewLines(body)
-	for {
-		line, _, err := lines.Next()
-		if err != nil {
-			break
-		}
-		var probe struct {
-			Type    string            `json:"type"`
-			Outcome *headless.Outcome `json:"outcome"`
-		}
-		_ = json.Unmarshal(line, &probe)
-		if probe.Type == "outcome" {
-			outcome = probe.Outcome
-		}
-		if *asJSON {
-			fmt.Fprintln(std.Stdout, string(line))
-			continue
-		}
-		if outcome == nil {
-			var ev headless.Event
-			if json.Unmarshal(line, &ev) == nil {
-				fmt.Fprintln(std.Stdout, ev.String())
+	lines := make(chan []byte)
+	go func() {
+		defer close(lines)
+		r := headless.NewLines(body)
+		for {
+			line, _, err := r.Next()
+			if err != nil {
+				return
+			}
+			select {
+			case lines <- append([]byte(nil), line...):
+			case <-sctx.Done():
+				return
 			}
 		}
+	}()
+	var (
+		outcome     *headless.Outcome
+		interrupted os.Signal
+		forced      bool
+		gone        bool // the reader of stdout went away
+		ctxDone     = ctx.Done()
+		giveUp      <-chan time.Time
+		killed      = make(chan error, 1)
+	)
+	interrupt := func(sig os.Signal) {
+		if interrupted != nil {
+			return
+		}
+		interrupted = sig
+		giveUp = time.After(ExecEndWait)
+		go func() {
+			killed <- c.Do(sctx, "POST", panePath(id, "kill"), api.KillRequest{Signal: "TERM"}, nil)
+		}()
+	}
+read:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				break read
+			}
+			var probe struct {
+				Type    string            `json:"type"`
+				Outcome *headless.Outcome `json:"outcome"`
+			}
+			_ = json.Unmarshal(line, &probe)
+			if probe.Type == "outcome" {
+				outcome = probe.Outcome
+			}
+			switch {
+			case gone:
+			case asJSON:
+				fmt.Fprintln(std.Stdout, string(line))
+			case outcome == nil:
+				var ev headless.Event
+				if json.Unmarshal(line, &ev) == nil {
+					fmt.Fprintln(std.Stdout, ev.Summary())
+				}
+			}
+		case sig := <-sigs:
+			if sig == syscall.SIGPIPE {
+				gone = true // every later write would raise it again
+			}
+			if interrupted != nil {
+				if sig == syscall.SIGPIPE {
+					continue
+				}
+				forced = true // a second signal: stop waiting
+				break read
+			}
+			interrupt(sig)
+		case <-ctxDone:
+			ctxDone = nil
+			// The signal that ended ctx, if one did, is already here.
+			select {
+			case sig := <-sigs:
+				interrupt(sig)
+			default:
+				interrupt(os.Interrupt)
+			}
+		case err := <-killed:
+			if err != nil {
+				fmt.Fprintf(std.Stderr, "corral exec: kill job %s: %v\n", id, apiError(err))
+			}
+		case <-giveUp:
+			break read
+		}
+	}
+	if interrupted != nil {
+		code := 130
+		if s, ok := interrupted.(syscall.Signal); ok {
+			code = 128 + int(s)
+		}
+		if outcome == nil && (forced || !jobEnded(c, id)) {
+			return &exitError{code: code, err: fmt.Errorf("interrupted (%v); job %s did not confirm its end (waited up to %v): see corral ls, and corral kill %s --signal KILL", interrupted, id, ExecEndWait, id)}
+		}
+		return &exitError{code: code, err: fmt.Errorf("interrupted (%v); job %s was killed", interrupted, id)}
 	}
 	if outcome == nil {
-		if ctx.Err() != nil {
-			return &exitError{code: 130, err: fmt.Errorf("interrupted; job %s was killed", p.ID)}
-		}
 		return fmt.Errorf("the job's stream ended without its outcome; see corral ls")
 	}
-	if outcome.State != "done" && !*asJSON {
+	if outcome.State != "done" && !asJSON {
 		fmt.Fprintf(std.Stderr, "corral exec: %s\n", outcome.Reason)
 	}
-	if outcome.ExitCode != 0 {
-		return &exitError{code: outcome.ExitCode, err: fmt.Errorf("")}
+	code := outcome.ExitCode
+	if outcome.State != "done" && code == 0 {
+		code = headless.ExitFailed
+	}
+	if code != 0 {
+		return &exitError{code: code, err: fmt.Errorf("")}
 	}
 	return nil
+}
+
+// jobEnded asks the daemon whether the job has ended.
+func jobEnded(c *client.Client, id string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var p api.Pane
+	return c.Do(ctx, "GET", panePath(id, ""), nil, &p) == nil && p.ExitCode != nil
 }

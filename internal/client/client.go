@@ -20,10 +20,16 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 )
 
+// Timeout is how long a client waits for the daemon to answer: all of a
+// request's answer, or the start (the headers) of a stream.
+const Timeout = 10 * time.Second
+
 // Client is a connection to one daemon.
 type Client struct {
 	Socket string
-	http   *http.Client
+	// Timeout bounds every answer (default Timeout).
+	Timeout time.Duration
+	http    *http.Client
 }
 
 // New returns a client for the daemon at socket.
@@ -32,7 +38,15 @@ func New(socket string) *Client {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", socket)
 	}}
-	return &Client{Socket: socket, http: &http.Client{Transport: tr}}
+	return &Client{Socket: socket, Timeout: Timeout, http: &http.Client{Transport: tr}}
+}
+
+// ErrNoAnswer means a daemon took the request and did not answer in time.
+var ErrNoAnswer = errors.New("the daemon did not answer")
+
+// noAnswer is the error of a request the daemon did not answer in time.
+func (c *Client) noAnswer(method, path string) error {
+	return fmt.Errorf("%w within %v: %s %s; it may be stuck: corral shutdown ends it and its panes, and its log says more", ErrNoAnswer, c.Timeout, method, path)
 }
 
 // Error is an error the daemon answered with.
@@ -52,31 +66,77 @@ var ErrNoDaemon = errors.New("no corral daemon is running")
 // Do sends a request with in as its JSON body (nil for none) and decodes
 // the JSON answer into out (nil to discard).
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
-	resp, err := c.send(ctx, method, path, in)
+	resp, done, err := c.send(ctx, method, path, in)
 	if err != nil {
 		return err
 	}
+	defer done()
 	defer resp.Body.Close()
 	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
+		_, err = io.Copy(io.Discard, resp.Body)
+	} else {
+		err = json.NewDecoder(resp.Body).Decode(out)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err != nil {
+		if errors.Is(context.Cause(resp.Request.Context()), ErrNoAnswer) {
+			return c.noAnswer(method, path)
+		}
 		return fmt.Errorf("reading the daemon's answer to %s %s: %w", method, path, err)
 	}
 	return nil
 }
 
-// Stream sends a GET and returns the body for the caller to read.
+// Stream sends a GET and returns the body for the caller to read. The
+// daemon must start answering within the client's Timeout; the body then
+// takes as long as it takes.
 func (c *Client) Stream(ctx context.Context, path string) (io.ReadCloser, error) {
-	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	resp, done, err := c.send(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
+	done()
 	return resp.Body, nil
 }
 
-func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
+// send makes a request whose answer must come within c.Timeout; done stops
+// that clock (call it once the answer is read, or to let a stream run).
+func (c *Client) send(ctx context.Context, method, path string, in any) (resp *http.Response, done func(), err error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = Timeout
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	clock := time.AfterFunc(timeout, func() { cancel(ErrNoAnswer) })
+	defer func() {
+		if err != nil {
+			clock.Stop()
+			cancel(nil)
+		}
+	}()
+	resp, err = c.exchange(rctx, method, path, in)
+	if err != nil && errors.Is(context.Cause(rctx), ErrNoAnswer) {
+		err = c.noAnswer(method, path)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	// The stream's body keeps rctx until it is closed.
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(nil) }}
+	return resp, func() { clock.Stop() }, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+func (c *Client) exchange(ctx context.Context, method, path string, in any) (*http.Response, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -114,18 +174,23 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 // (for WebSocket dials).
 func (c *Client) HTTPClient() *http.Client { return c.http }
 
-// Ping reports whether a daemon answers.
+// Ping reports whether a daemon answers. It asks for the daemon's status,
+// which no pane can hold up.
 func (c *Client) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	return c.Do(ctx, http.MethodGet, "/v1/panes", nil, nil)
+	return c.Do(ctx, http.MethodGet, "/v1/status", nil, nil)
 }
 
 // EnsureDaemon starts `exe serve` in the background when no daemon
 // answers, and waits until it does. The daemon's output goes to logFile.
+// A daemon that takes requests but does not answer them is an error (with
+// where its log is), not a reason to start another.
 func (c *Client) EnsureDaemon(ctx context.Context, exe, logFile string) error {
-	if c.Ping(ctx) == nil {
+	err := c.Ping(ctx)
+	if err == nil {
 		return nil
+	}
+	if errors.Is(err, ErrNoAnswer) {
+		return fmt.Errorf("%w (log: %s)", err, logFile)
 	}
 	if err := os.MkdirAll(filepath.Dir(logFile), 0o700); err != nil {
 		return fmt.Errorf("start the daemon: %w", err)

@@ -140,16 +140,26 @@ func (l *Log) Close() error {
 
 // Since returns logged events at or after t, oldest first, and how many
 // malformed lines were skipped.
+//
+// The lock is held only while the files' bytes are read: decoding a full
+// log takes long (seconds under the race detector), and every Append, so
+// every pane's state change, would wait for it.
 func (l *Log) Since(t time.Time) ([]Event, int, error) {
+	var files [][]byte
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	for _, p := range []string{l.path + ".1", l.path} {
+		b, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.mu.Unlock()
+			return nil, 0, fmt.Errorf("event log: %w", err)
+		}
+		files = append(files, b)
+	}
+	l.mu.Unlock()
 	var out []Event
 	skipped := 0
-	for _, p := range []string{l.path + ".1", l.path} {
-		evs, bad, err := readFile(p)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, skipped, err
-		}
+	for _, b := range files {
+		evs, bad, _ := decode(bytes.NewReader(b))
 		skipped += bad
 		for _, e := range evs {
 			if !e.Time.Before(t) {

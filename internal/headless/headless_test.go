@@ -54,6 +54,8 @@ func fake(mode string) int {
 		fmt.Fprintln(w, initLine)
 		fmt.Fprint(w, `{"type":"assistant","message":{"content":[{"type":"te`) // dies mid-line
 		return 7
+	case "noresult0":
+		fmt.Fprintln(w, initLine)
 	case "iserror":
 		fmt.Fprintln(w, initLine)
 		fmt.Fprintln(w, `{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":9}`)
@@ -123,6 +125,15 @@ func fake(mode string) int {
 		fmt.Fprintln(w, " ❯ 1. Yes")
 		fmt.Fprintln(w, "   2. No")
 		fmt.Fprintln(w, " Esc to cancel · Tab to amend")
+		time.Sleep(time.Hour)
+	case "deaf":
+		// Never reads stdin, and asks for things corral answers on stdin
+		// until the pipe is full.
+		fmt.Fprintln(w, initLine)
+		for i := 0; i < 5000; i++ {
+			fmt.Fprintf(w, `{"type":"control_request","request_id":"c%d","request":{"subtype":"hook_callback"}}`+"\n", i)
+		}
+		fmt.Fprintln(w, `{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"}}}`)
 		time.Sleep(time.Hour)
 	case "acp":
 		return fakeACP(w)
@@ -194,6 +205,14 @@ func TestMissingResult(t *testing.T) {
 	}
 }
 
+// A run that ends without a result fails even when the agent exits 0.
+func TestMissingResultExitZero(t *testing.T) {
+	out, _ := run(t, "noresult0", Options{})
+	if out.State != "error" || out.ExitCode != ExitFailed || out.Reason != "exited without a result event (exit status 0)" {
+		t.Fatalf("outcome %+v", out)
+	}
+}
+
 func TestErrorResult(t *testing.T) {
 	out, _ := run(t, "iserror", Options{})
 	if out.State != "error" || out.Reason != "the result is an error: error_max_turns" || out.ExitCode != 1 {
@@ -223,9 +242,70 @@ func TestTimeoutKillsTheGroup(t *testing.T) {
 
 func TestStall(t *testing.T) {
 	var stalls int
-	out, _ := run(t, "quiet-then-done", Options{Stall: 100 * time.Millisecond, OnStall: func(time.Duration) { stalls++ }})
+	out, evs := run(t, "quiet-then-done", Options{Stall: 100 * time.Millisecond, OnStall: func(time.Duration) { stalls++ }})
 	if out.State != "done" || stalls == 0 {
 		t.Fatalf("outcome %+v, stalls %d", out, stalls)
+	}
+	// Each stall is an event of the run too, in its place in the stream
+	// (one may come before the first line, on a slow start).
+	got := types(evs)
+	if strings.Count(got, "stall") != stalls || !strings.HasSuffix(got, "init,stall,result") {
+		t.Fatalf("events %s, stalls %d", got, stalls)
+	}
+	if st := evs[len(evs)-2]; st.Text != "no output for 100ms" || st.Duration != 100 {
+		t.Fatalf("stall event %+v", st)
+	}
+}
+
+// An agent that does not read its stdin must not stop the run from
+// seeing its timeout, its cancellation or a permission answer.
+func TestDeafAgentCannotHoldTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		cancel  bool
+	}{{"timeout", 300 * time.Millisecond, false}, {"cancel", 0, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			asked := make(chan func(bool, string), 1)
+			o := Options{Agent: "claude", Argv: []string{os.Args[0]}, Env: []string{"FAKE_STREAM=deaf"}, Prompt: "go",
+				Timeout: tc.timeout, OnPermission: func(_ Event, answer func(bool, string)) { asked <- answer }}
+			ended := make(chan Outcome, 1)
+			start := time.Now()
+			go func() {
+				out, _ := Run(ctx, o)
+				ended <- out
+			}()
+			var out Outcome
+			select {
+			case answer := <-asked:
+				answered := make(chan struct{})
+				go func() { answer(true, "test"); close(answered) }()
+				select {
+				case <-answered:
+				case <-time.After(2 * time.Second):
+					t.Fatalf("answering a permission request waited on the agent's full stdin")
+				}
+				if tc.cancel {
+					cancel()
+				}
+				select {
+				case out = <-ended:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the run did not end within 10s")
+				}
+			case out = <-ended: // the timeout came first
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the run neither asked nor ended: stuck writing to the agent's stdin")
+			}
+			{
+				if out.State != "error" || out.ExitCode == 0 {
+					t.Fatalf("outcome %+v", out)
+				}
+				t.Logf("ended in %v: %s", time.Since(start), out.Reason)
+			}
+		})
 	}
 }
 

@@ -69,8 +69,29 @@ type rawLine struct {
 	truncated bool
 }
 
-// ExitTimeout is the exit status of a run killed at its timeout.
-const ExitTimeout = 124
+// Exit statuses of a run, besides the agent's own non-zero status (or
+// 128+N when a signal N killed it).
+const (
+	// ExitFailed is the status of a run that did not succeed while the
+	// agent exited 0: no result event, an error result, a prompt in
+	// pty-lite mode.
+	ExitFailed = 1
+	// ExitTimeout is the status of a run killed at its timeout.
+	ExitTimeout = 124
+)
+
+// EventStall says the run printed nothing for its Stall (Text says how
+// long, Duration in milliseconds). It is corral's, not the agent's.
+const EventStall EventType = "stall"
+
+// Summary is the event as one line for people: String, and corral's own
+// events.
+func (e Event) Summary() string {
+	if e.Type == EventStall {
+		return "stalled: " + e.Text
+	}
+	return e.String()
+}
 
 // MaxStderr bounds the stderr kept with a run (its end is kept).
 const MaxStderr = 1 << 20
@@ -180,22 +201,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		ended = true
 		emitMu.Unlock()
 	}()
-	var inMu sync.Mutex // guards stdin
-	send := func(b []byte) {
-		inMu.Lock()
-		defer inMu.Unlock()
-		if stdin != nil {
-			_, _ = stdin.Write(b)
-		}
-	}
-	closeIn := func() {
-		inMu.Lock()
-		defer inMu.Unlock()
-		if stdin != nil {
-			_ = stdin.Close()
-			stdin = nil
-		}
-	}
+	send, closeIn := stdinWriter(stdin)
 	defer closeIn()
 	if o.Prompt != "" && o.Agent != "acp" {
 		send(userMessage(o.Prompt))
@@ -298,7 +304,8 @@ loop:
 				case ev.Type == EventOther && ev.RequestID != "":
 					send(controlError(ev.RequestID, ev.Subtype))
 				case ev.Type == EventResult:
-					closeIn() // one prompt, one result: let the agent exit
+					closeIn()        // one prompt, one result: let the agent exit
+					stallTimer = nil // what follows a result is the agent exiting, not a stall
 				}
 			}
 		case <-activity:
@@ -306,6 +313,7 @@ loop:
 				stall.Reset(o.Stall)
 			}
 		case <-stallTimer:
+			emit(Event{Type: EventStall, Text: fmt.Sprintf("no output for %v", o.Stall), Duration: o.Stall.Milliseconds()})
 			if o.OnStall != nil {
 				o.OnStall(o.Stall)
 			}
@@ -351,7 +359,65 @@ loop:
 	default:
 		out.State = "done"
 	}
+	if out.State != "done" && out.ExitCode == 0 {
+		out.ExitCode = ExitFailed // a failed run never reads as a success
+	}
 	return out, nil
+}
+
+// stdinWriter writes to the agent's stdin from its own goroutine, so that
+// an agent that does not read its input never holds the run (its timeout,
+// its cancellation, a permission answer). close ends the input once what
+// is queued is written. With a nil stdin both do nothing.
+func stdinWriter(stdin io.WriteCloser) (send func([]byte), closeIn func()) {
+	if stdin == nil {
+		return func([]byte) {}, func() {}
+	}
+	var mu sync.Mutex // guards queue and closed
+	var queue [][]byte
+	closed := false
+	wake := make(chan struct{}, 1)
+	go func() {
+		for {
+			mu.Lock()
+			batch, done := queue, closed
+			queue = nil
+			mu.Unlock()
+			for _, b := range batch {
+				if _, err := stdin.Write(b); err != nil {
+					break // the agent is gone; Wait closes the pipe
+				}
+			}
+			if done && len(batch) == 0 {
+				_ = stdin.Close()
+				return
+			}
+			if len(batch) == 0 {
+				<-wake
+			}
+		}
+	}()
+	kick := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	send = func(b []byte) {
+		mu.Lock()
+		if !closed {
+			queue = append(queue, b)
+		}
+		mu.Unlock()
+		kick()
+	}
+	closeIn = func() {
+		mu.Lock()
+		closed = true
+		mu.Unlock()
+		kick()
+	}
+	return send, closeIn
 }
 
 func exitCode(err error) int {

@@ -31,10 +31,23 @@ type Info struct {
 	HooksIgnored int
 }
 
-// Info returns a copy of the pane's state.
+// Info returns a copy of the pane's state. A pane that does not answer
+// within LockWait gives its last copy.
 func (p *Pane) Info() Info {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	if !p.mu.lockWithin(LockWait) {
+		if in := p.last.Load(); in != nil {
+			return *in
+		}
+		p.mu.Lock() // only before the first copy, in Start
+	}
+	in := p.infoLocked()
+	p.mu.Unlock()
+	c := in
+	p.last.Store(&c)
+	return in
+}
+
+func (p *Pane) infoLocked() Info {
 	d, since := p.engine.Decision()
 	if since.IsZero() {
 		since = p.started
@@ -56,25 +69,19 @@ func (p *Pane) Info() Info {
 	return in
 }
 
-// Snapshot returns a copy of the visible screen.
-func (p *Pane) Snapshot() term.Snapshot {
-	p.mu.Lock()
-	t := p.engine.Terminal()
-	p.mu.Unlock()
-	return t.Snapshot()
-}
+// Snapshot returns a copy of the visible screen. The terminal has its own
+// lock, held only while one chunk of output is applied.
+func (p *Pane) Snapshot() term.Snapshot { return p.term.Snapshot() }
 
 // StyledRows returns the visible screen as styled runs.
-func (p *Pane) StyledRows() [][]term.Run {
-	p.mu.Lock()
-	t := p.engine.Terminal()
-	p.mu.Unlock()
-	return t.StyledRows()
-}
+func (p *Pane) StyledRows() [][]term.Run { return p.term.StyledRows() }
 
-// AnswerNames lists the named answers the pane's manifest defines.
+// AnswerNames lists the named answers the pane's manifest defines (none
+// when the pane does not answer within LockWait).
 func (p *Pane) AnswerNames() []string {
-	p.mu.Lock()
+	if !p.mu.lockWithin(LockWait) {
+		return nil
+	}
 	m := p.engine.Manifest()
 	p.mu.Unlock()
 	var out []string
@@ -87,25 +94,26 @@ func (p *Pane) AnswerNames() []string {
 }
 
 // ANSI returns the visible screen with colours, as escape sequences.
-func (p *Pane) ANSI() string {
-	p.mu.Lock()
-	t := p.engine.Terminal()
-	p.mu.Unlock()
-	return t.ANSI()
+func (p *Pane) ANSI() string { return p.term.ANSI() }
+
+// foreground is the terminal's foreground process group, as read outside
+// the pane's lock.
+type foreground struct {
+	pgrp int
+	name string
+	argv []string
 }
 
-// checkForegroundLocked reads the foreground process group; when it
-// changes, the agent is recognised from it (so `bash` then `claude` inside
-// it is Claude Code), and a shell back in the foreground means the agent
-// it ran has exited.
-func (p *Pane) checkForegroundLocked() {
-	pgrp, err := foregroundPgrp(p.ptmx)
-	if err != nil || pgrp <= 0 || pgrp == p.fgPgrp {
+// foregroundLocked records a new foreground process group: the agent is
+// recognised from it (so `bash` then `claude` inside it is Claude Code),
+// and a shell back in the foreground means the agent it ran has exited.
+func (p *Pane) foregroundLocked(fg foreground) {
+	pgrp, name, argv := fg.pgrp, fg.name, fg.argv
+	if pgrp == p.fgPgrp {
 		return
 	}
 	prev := p.fgPgrp
 	p.fgPgrp = pgrp
-	name, argv := processInfo(pgrp)
 	p.fgName = name
 	now := time.Now()
 	if p.cfg.Agent != "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/term"
 )
 
 // Config describes a pane to start.
@@ -52,6 +53,10 @@ var (
 	ErrNotBlocked = errors.New("the pane is not blocked")
 	ErrExited     = errors.New("the pane has exited")
 	ErrNoAnswer   = errors.New("no such answer")
+	// ErrNotReading says input gave up waiting for the program to read.
+	ErrNotReading = errors.New("the program is not reading its input")
+	// ErrBusy says a request gave up waiting for the pane.
+	ErrBusy = fmt.Errorf("the pane did not answer within %v: its read loop is busy or stuck; try again, see it with corral screen, or end it with corral kill", LockWait)
 )
 
 // Pane is one hosted program.
@@ -63,8 +68,13 @@ type Pane struct {
 	pid     int
 	done    chan struct{} // closed when the process group is reaped
 
+	// term is the engine's terminal, which has a lock of its own.
+	term *term.Terminal
+	// last is the newest Info, for a caller that cannot wait for mu.
+	last atomic.Pointer[Info]
+
 	// mu guards the fields that follow, and every call into engine.
-	mu       sync.Mutex
+	mu       lock
 	engine   *detect.Engine
 	name     string
 	agent    string // name of the manifest in use
@@ -83,10 +93,12 @@ type Pane struct {
 	// by mu.
 	watchers map[*Watcher]struct{}
 
-	// notify serialises OnChange calls: changes are queued under mu and
-	// delivered in order by whoever holds notifyMu.
+	// Changes are queued under mu and delivered in order, outside mu, by
+	// the delivery goroutine (woken by wake) and, at the end, by reap:
+	// whoever holds notifyMu. A request never waits for OnChange.
 	notifyMu sync.Mutex
 	queue    []detect.Change
+	wake     chan struct{}
 }
 
 // Start spawns the program.
@@ -121,15 +133,18 @@ func Start(cfg Config) (*Pane, error) {
 		return nil, err
 	}
 	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), name: cfg.Name,
-		input: make(chan []byte, InputQueue)}
+		input: make(chan []byte, InputQueue), mu: newLock(), wake: make(chan struct{}, 1)}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
+	p.term = p.engine.Terminal()
 	p.agent = p.engine.Manifest().Name
 	p.timer = time.AfterFunc(time.Hour, p.onTimer)
 	p.timer.Stop()
+	p.Info() // the first copy for p.last
 	go p.readLoop()
 	go p.writeLoop()
 	go p.sweepLoop()
+	go p.deliverLoop()
 	return p, nil
 }
 
@@ -181,7 +196,7 @@ func (p *Pane) enqueue(b []byte, wait time.Duration) error {
 	case <-p.done:
 		return ErrExited
 	case <-t.C:
-		return errors.New("the program is not reading its input")
+		return fmt.Errorf("%w (%d writes waiting); see it with corral screen", ErrNotReading, len(p.input))
 	}
 }
 
@@ -201,7 +216,7 @@ func (p *Pane) readLoop() {
 			p.scheduleLocked()
 			p.forwardLocked(buf[:n])
 			p.mu.Unlock()
-			p.deliver()
+			p.kick()
 		}
 		if err != nil {
 			// EIO after the child's side closes (Linux), 0 bytes on BSD.
@@ -258,7 +273,7 @@ func (p *Pane) onTimer() {
 	p.queueLocked(p.engine.Tick(time.Now()))
 	p.scheduleLocked()
 	p.mu.Unlock()
-	p.deliver()
+	p.kick()
 }
 
 // scheduleLocked arms the timer for the engine's next deadline.
@@ -279,24 +294,54 @@ func (p *Pane) scheduleLocked() {
 func (p *Pane) sweepLoop() {
 	t := time.NewTicker(p.cfg.Sweep)
 	defer t.Stop()
+	seen := 0 // the foreground group last looked up; only this loop changes it
 	for {
 		select {
 		case <-p.done:
 			return
 		case <-t.C:
+			// The ioctl and the /proc reads (which can wait on the other
+			// process) happen outside mu.
+			fg := foreground{}
+			if pgrp, err := foregroundPgrp(p.ptmx); err == nil && pgrp > 0 && pgrp != seen {
+				seen = pgrp
+				fg.pgrp = pgrp
+				fg.name, fg.argv = processInfo(pgrp)
+			}
 			p.mu.Lock()
 			if !p.exited {
-				p.checkForegroundLocked()
+				if fg.pgrp != 0 {
+					p.foregroundLocked(fg)
+				}
 				p.queueLocked(p.engine.Classify(time.Now()))
 				p.scheduleLocked()
 			}
 			p.mu.Unlock()
-			p.deliver()
+			p.kick()
 		}
 	}
 }
 
 func (p *Pane) queueLocked(cs []detect.Change) { p.queue = append(p.queue, cs...) }
+
+// kick wakes the delivery goroutine; it never waits.
+func (p *Pane) kick() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Pane) deliverLoop() {
+	for {
+		select {
+		case <-p.wake:
+			p.deliver()
+		case <-p.done:
+			return // reap delivered the last changes
+		}
+	}
+}
 
 // deliver hands queued changes to OnChange in order, outside mu.
 func (p *Pane) deliver() {
@@ -322,28 +367,30 @@ func (p *Pane) deliver() {
 // refuses while the pane is blocked, so a script never types into a prompt
 // by accident.
 func (p *Pane) Input(data []byte, guard bool) error {
-	p.mu.Lock()
+	if !p.mu.lockWithin(LockWait) {
+		return ErrBusy
+	}
 	if p.exited {
 		p.mu.Unlock()
 		return ErrExited
 	}
 	p.queueLocked(p.engine.Classify(time.Now()))
 	d, _ := p.engine.Decision()
+	p.mu.Unlock()
+	p.kick()
 	if guard && d.State == signal.Blocked {
-		p.mu.Unlock()
-		p.deliver()
 		return fmt.Errorf("%w (%s)", ErrBlocked, describe(d))
 	}
-	p.mu.Unlock()
-	p.deliver()
-	return p.enqueue(append([]byte(nil), data...), 2*time.Second)
+	return p.enqueue(append([]byte(nil), data...), InputWait)
 }
 
 // Answer types the manifest's keystrokes for choice ("yes", "always",
 // "no", "cancel" or an option number). It refuses unless the pane is
 // blocked, classifying first.
 func (p *Pane) Answer(choice string) (string, error) {
-	p.mu.Lock()
+	if !p.mu.lockWithin(LockWait) {
+		return "", ErrBusy
+	}
 	if p.exited {
 		p.mu.Unlock()
 		return "", ErrExited
@@ -353,41 +400,48 @@ func (p *Pane) Answer(choice string) (string, error) {
 	d, _ := p.engine.Decision()
 	if d.State != signal.Blocked {
 		p.mu.Unlock()
-		p.deliver()
+		p.kick()
 		return "", fmt.Errorf("%w (it is %s)", ErrNotBlocked, d.State)
 	}
 	m := p.engine.Manifest()
-	keys, ok := m.Keys(choice)
+	// The prompt a rule recognised may take its own keys.
+	keys, ok := m.KeysFor(d.Rule, choice)
 	if !ok {
 		p.mu.Unlock()
-		p.deliver()
+		p.kick()
 		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m))
 	}
 	p.queueLocked(p.engine.MarkSeen(now))
 	p.mu.Unlock()
-	p.deliver()
-	return keys, p.enqueue([]byte(keys), 2*time.Second)
+	p.kick()
+	return keys, p.enqueue([]byte(keys), InputWait)
 }
 
-// ApplyHook records what the agent's hook said.
+// ApplyHook records what the agent's hook said. A pane that does not
+// answer within LockWait misses the report: a hook must not hold its agent.
 func (p *Pane) ApplyHook(h detect.Hook) {
-	p.mu.Lock()
+	if !p.mu.lockWithin(LockWait) {
+		return
+	}
 	if !p.exited {
 		p.queueLocked(p.engine.ApplyHook(time.Now(), h))
 		p.scheduleLocked()
 	}
 	p.mu.Unlock()
-	p.deliver()
+	p.kick()
 }
 
-// MarkSeen says a person looked at the pane.
+// MarkSeen says a person looked at the pane (not waiting more than
+// LockWait for it).
 func (p *Pane) MarkSeen() {
-	p.mu.Lock()
+	if !p.mu.lockWithin(LockWait) {
+		return
+	}
 	if !p.exited {
 		p.queueLocked(p.engine.MarkSeen(time.Now()))
 	}
 	p.mu.Unlock()
-	p.deliver()
+	p.kick()
 }
 
 // Resize changes the PTY and terminal size.
@@ -395,7 +449,9 @@ func (p *Pane) Resize(cols, rows int) error {
 	if cols < 2 || rows < 2 || cols > 1000 || rows > 1000 {
 		return fmt.Errorf("size %dx%d is out of range", cols, rows)
 	}
-	p.mu.Lock()
+	if !p.mu.lockWithin(LockWait) {
+		return ErrBusy
+	}
 	defer p.mu.Unlock()
 	if p.exited {
 		return ErrExited
@@ -408,11 +464,18 @@ func (p *Pane) Resize(cols, rows int) error {
 
 // Kill signals the pane's whole process group.
 func (p *Pane) Kill(sig syscall.Signal) error {
-	p.mu.Lock()
-	exited := p.exited
-	p.mu.Unlock()
-	if exited {
+	select {
+	case <-p.done:
 		return nil
+	default:
+	}
+	// A busy pane is signalled all the same: ending it is the point.
+	if p.mu.lockWithin(LockWait) {
+		exited := p.exited
+		p.mu.Unlock()
+		if exited {
+			return nil
+		}
 	}
 	return killGroup(p.pid, sig)
 }

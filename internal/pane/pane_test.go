@@ -232,8 +232,13 @@ func TestKillLeavesNoOrphans(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("pane not reaped")
 	}
-	if n := proctest.GroupMembers(pgid); n != 0 {
-		t.Fatalf("%d processes of group %d left behind", n, pgid)
+	// The group got SIGKILL at the reap; dying takes the kernel a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for n := proctest.GroupMembers(pgid); n != 0; n = proctest.GroupMembers(pgid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of group %d left behind", n, pgid)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if in := p.Info(); in.Decision.State != signal.Exited || in.ExitCode != 128+int(syscall.SIGTERM) {
 		t.Fatalf("after kill: %+v", in.Decision)

@@ -22,7 +22,24 @@ type Watcher struct {
 // nothing lost in between.
 func (p *Pane) Watch() (initial []byte, w *Watcher) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	return p.watchLocked()
+}
+
+// WatchWithin is Watch, giving up with ErrBusy after LockWait.
+func (p *Pane) WatchWithin() (initial []byte, w *Watcher, err error) {
+	if !p.mu.lockWithin(LockWait) {
+		return nil, nil, ErrBusy
+	}
+	initial, w = p.watchLocked()
+	return initial, w, nil
+}
+
+// watchLocked registers a watcher and unlocks mu.
+func (p *Pane) watchLocked() (initial []byte, w *Watcher) {
+	defer func() {
+		p.mu.Unlock()
+		p.kick()
+	}()
 	t := p.engine.Terminal()
 	snap := t.Snapshot()
 	initial = []byte("\x1b[H\x1b[2J" + t.ANSI() + "\x1b[0m")
@@ -58,16 +75,26 @@ func itoa(n int) string {
 	return string(b[i:])
 }
 
-// Close stops the watcher.
+// Close stops the watcher. It never waits on a busy pane: the pane then
+// drops the watcher when it can.
 func (w *Watcher) Close() {
-	w.p.mu.Lock()
+	if !w.p.mu.lockWithin(LockWait) {
+		go func() {
+			w.p.mu.Lock()
+			defer w.p.mu.Unlock()
+			w.closeLocked("")
+		}()
+		return
+	}
 	defer w.p.mu.Unlock()
 	w.closeLocked("")
 }
 
 // Reason says why the pane closed the watcher ("" when its owner did).
 func (w *Watcher) Reason() string {
-	w.p.mu.Lock()
+	if !w.p.mu.lockWithin(LockWait) {
+		return ErrBusy.Error()
+	}
 	defer w.p.mu.Unlock()
 	return w.reason
 }
@@ -100,7 +127,9 @@ func (p *Pane) forwardLocked(b []byte) {
 // sequence), as if the program had printed them, without feeding the
 // pane's own screen.
 func (p *Pane) Notify(b []byte) {
-	p.mu.Lock()
+	if !p.mu.lockWithin(LockWait) {
+		return // a bell is not worth waiting for
+	}
 	defer p.mu.Unlock()
 	p.forwardLocked(b)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/pane"
 )
 
 // handleAttach joins a terminal to a pane over a WebSocket: binary messages
@@ -26,14 +27,20 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusConflict, "bad_request", errors.New("a headless job has no terminal to attach to; follow it with corral events --follow"))
 		return
 	}
+	// The watcher comes first: a busy pane is an answer (503), not a
+	// WebSocket that never speaks.
+	initial, watcher, err := p.WatchWithin()
+	if err != nil {
+		inputError(w, err)
+		return
+	}
+	defer watcher.Close()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return
 	}
 	defer c.CloseNow()
 	c.SetReadLimit(1 << 20)
-	initial, watcher := p.Watch()
-	defer watcher.Close()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 
@@ -51,8 +58,9 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 				}
 				continue
 			}
-			// A person at a terminal types what they mean: no guard.
-			if err := e.p.Input(data, false); err != nil {
+			// A person at a terminal types what they mean: no guard. Keys a
+			// busy program does not take are dropped; the session goes on.
+			if err := e.p.Input(data, false); errors.Is(err, pane.ErrExited) {
 				return
 			}
 		}

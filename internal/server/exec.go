@@ -83,34 +83,40 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
-	flusher, _ := w.(http.Flusher)
-	past, live := j.Stream()
-	if live != nil {
-		defer j.Unsubscribe(live)
+	rc := http.NewResponseController(w)
+	// Each write has a deadline: a reader that stopped reading is dropped,
+	// never waited for.
+	send := func(v any) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+		return enc.Encode(v) == nil && rc.Flush() == nil
 	}
-	for _, ev := range past {
-		_ = enc.Encode(ev)
-	}
-	if flusher != nil {
-		flusher.Flush()
-	}
-	for live != nil {
-		select {
-		case <-r.Context().Done():
-			return
-		case ev, ok := <-live:
-			if !ok {
-				live = nil
-				break
-			}
-			if enc.Encode(ev) != nil {
+	_ = rc.Flush() // the headers, at once: the client waits for them with a deadline
+	next := 0
+	for {
+		evs, after, missed, more, ended := j.Since(next)
+		if missed > 0 {
+			line := fmt.Sprintf("corral: this stream fell %d events behind the job and missed them", missed)
+			if !send(headless.Event{Type: headless.EventDiagnostic, Line: line}) {
 				return
 			}
-			if flusher != nil {
-				flusher.Flush()
+		}
+		for _, ev := range evs {
+			if !send(ev) {
+				return
 			}
 		}
+		next = after
+		if ended {
+			break
+		}
+		select {
+		case <-more:
+		case <-r.Context().Done():
+			return
+		}
 	}
-	<-j.Done()
-	_ = enc.Encode(map[string]any{"type": "outcome", "outcome": j.Outcome()})
+	send(map[string]any{"type": "outcome", "outcome": j.Outcome()})
 }
+
+// streamWriteWait bounds one write of a stream to its reader.
+const streamWriteWait = 10 * time.Second

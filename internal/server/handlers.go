@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,7 +57,9 @@ const EnterDelay = 50 * time.Millisecond
 
 // typeText types text (refused while blocked when guard is set), then,
 // with enter, Enter on its own a moment later: TUIs (Ink, ratatui) read a
-// burst of input as a paste, and a paste's Enter does not submit.
+// burst of input as a paste, and a paste's Enter does not submit. The
+// guard looks again before the Enter: a program that drew a dialog on
+// reading the text would take the Enter as its answer.
 func typeText(u unit, text string, enter, guard bool) error {
 	if err := u.Input([]byte(text), guard); err != nil {
 		return err
@@ -65,7 +68,10 @@ func typeText(u unit, text string, enter, guard bool) error {
 		return nil
 	}
 	time.Sleep(EnterDelay)
-	return u.Input([]byte("\r"), false)
+	if err := u.Input([]byte("\r"), guard); err != nil {
+		return fmt.Errorf("the text was typed but Enter was not: %w", err)
+	}
+	return nil
 }
 
 // MaxBody bounds a request body.
@@ -200,6 +206,8 @@ func inputError(w http.ResponseWriter, err error) {
 		fail(w, http.StatusConflict, "no_input", err)
 	case errors.Is(err, pane.ErrNoAnswer):
 		fail(w, http.StatusBadRequest, "no_answer", err)
+	case errors.Is(err, pane.ErrBusy), errors.Is(err, pane.ErrNotReading):
+		fail(w, http.StatusServiceUnavailable, "busy", err)
 	default:
 		fail(w, http.StatusInternalServerError, "internal", err)
 	}
@@ -308,22 +316,32 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		sub, backlog = s.hub.Subscribe(afterSeq)
 		defer sub.Close()
 	}
-	if v := q.Get("since"); v != "" {
-		since, err := time.Parse(time.RFC3339Nano, v)
+	var since time.Time
+	sinceSet := q.Get("since") != ""
+	if v := q.Get("since"); sinceSet {
+		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
 			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
 			return
 		}
+		since = t
+	}
+	// The answer starts before the log is read: reading a full log takes
+	// a while, and clients give the daemon 10 s to start answering.
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	if sinceSet {
 		evs, _, err := s.log.Since(since)
 		if err != nil {
-			fail(w, http.StatusInternalServerError, "internal", err)
+			_ = enc.Encode(map[string]string{"end": err.Error()})
 			return
 		}
 		backlog = evs
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	enc := json.NewEncoder(w)
-	flusher, _ := w.(http.Flusher)
 	for _, e := range backlog {
 		if e.Seq > after {
 			_ = enc.Encode(e)
@@ -361,10 +379,24 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// MaxEventSockets is how many event WebSockets the daemon serves at once.
+const MaxEventSockets = 128
+
+// eventSockets counts the open event WebSockets.
+var eventSockets atomic.Int32
+
 // handleEventsWS streams new events over a WebSocket, one JSON event per
 // text message. The socket is the user's own (mode 0600), so any origin
-// that reached it is the user's.
+// that reached it is the user's. Each client has its own queue in the hub
+// and its own writer: one that stops reading is dropped when its queue
+// fills, and never holds up a pane or another client.
 func (s *Server) handleEventsWS(w http.ResponseWriter, r *http.Request) {
+	if eventSockets.Add(1) > MaxEventSockets {
+		eventSockets.Add(-1)
+		fail(w, http.StatusServiceUnavailable, "busy", fmt.Errorf("the daemon serves %d event streams already; close some", MaxEventSockets))
+		return
+	}
+	defer eventSockets.Add(-1)
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return

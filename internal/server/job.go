@@ -36,7 +36,7 @@ type unit interface {
 // Limits on what a job keeps.
 const (
 	jobLines  = 500   // readable lines, for its screen
-	jobEvents = 10000 // events, for a stream that starts late
+	jobEvents = 10000 // events, for a stream that starts late or falls behind
 )
 
 // job is a headless run hosted by the daemon.
@@ -55,11 +55,15 @@ type job struct {
 	since    time.Time
 	pid      int
 	lines    []string
-	events   []headless.Event
-	subs     map[chan headless.Event]struct{}
-	pending  *permissionAsk
-	outcome  *headless.Outcome
-	session  string
+	// events holds the newest jobEvents (to twice that) events; base is
+	// the number of older ones dropped. grew is closed (and replaced) at
+	// each new event and at the end.
+	events  []headless.Event
+	base    int
+	grew    chan struct{}
+	pending *permissionAsk
+	outcome *headless.Outcome
+	session string
 }
 
 type permissionAsk struct {
@@ -74,7 +78,7 @@ var ErrNoInput = fmt.Errorf("a headless job takes no input; answer its permissio
 func startJob(id, name string, o headless.Options, onChange func(detect.Change)) *job {
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &job{id: id, name: name, agent: o.Agent, argv: o.Argv, dir: o.Dir, started: time.Now(), cancel: cancel,
-		done: make(chan struct{}), onChange: onChange, subs: map[chan headless.Event]struct{}{},
+		done: make(chan struct{}), onChange: onChange, grew: make(chan struct{}),
 		decision: signal.Decision{State: signal.Working, Source: signal.SourceStream}}
 	j.since = j.started
 	o.OnEvent = j.event
@@ -87,7 +91,7 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 		o.OnPermission = j.ask
 	}
 	o.OnStall = func(quiet time.Duration) {
-		j.line(fmt.Sprintf("stalled: no output for %v", quiet))
+		// The stall event itself reached the stream (and the screen) first.
 		j.set(signal.Decision{State: signal.Working, Kind: KindStalled, Source: signal.SourceStream, Message: fmt.Sprintf("stalled: no output for %v", quiet)})
 	}
 	go func() {
@@ -110,25 +114,26 @@ func (j *job) Input([]byte, bool) error { return ErrNoInput }
 // KindStalled marks a working job that has printed nothing for its --stall.
 const KindStalled = "stalled"
 
-// event records one stream event and hands it to subscribers.
+// event records one stream event and wakes the streams. Streams read the
+// kept events at their own pace: none is lost to a slow reader unless it
+// falls jobEvents behind.
 func (j *job) event(e headless.Event) {
-	j.line(e.String())
+	j.line(e.Summary())
 	j.mu.Lock()
 	if e.Type == headless.EventInit {
 		j.session = e.SessionID
 	}
 	stalled := j.decision.Kind == KindStalled
-	if len(j.events) < jobEvents {
-		j.events = append(j.events, e)
+	j.events = append(j.events, e)
+	if len(j.events) > 2*jobEvents { // dropped in halves: no copy per event
+		drop := len(j.events) - jobEvents
+		j.events = append([]headless.Event(nil), j.events[drop:]...)
+		j.base += drop
 	}
-	for c := range j.subs {
-		select {
-		case c <- e:
-		default: // a stream reader that fell behind misses events, never slows the job
-		}
-	}
+	close(j.grew)
+	j.grew = make(chan struct{})
 	j.mu.Unlock()
-	if e.Type == headless.EventDecision || stalled {
+	if e.Type == headless.EventDecision || (stalled && e.Type != headless.EventStall) {
 		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream})
 	}
 }
@@ -201,10 +206,8 @@ func (j *job) set(d signal.Decision) {
 func (j *job) finish(out headless.Outcome) {
 	j.mu.Lock()
 	j.outcome = &out
-	for c := range j.subs {
-		close(c)
-	}
-	j.subs = nil
+	close(j.grew)
+	j.grew = make(chan struct{})
 	j.mu.Unlock()
 	d := signal.Decision{State: signal.Done, Source: signal.SourceStream, ExitCode: out.ExitCode}
 	if out.State != "done" {
@@ -222,28 +225,18 @@ func (j *job) Outcome() *headless.Outcome {
 	return j.outcome
 }
 
-// Stream returns the events so far and a channel of the ones to come
-// (closed when the job ends; nil when it has ended).
-func (j *job) Stream() ([]headless.Event, chan headless.Event) {
+// Since returns the events from number next on (numbered from the job's
+// start), the number after them, how many of those asked for were dropped
+// (too old), a channel closed when there is more, and whether the job has
+// ended (then nothing follows what was returned).
+func (j *job) Since(next int) (evs []headless.Event, after, missed int, more <-chan struct{}, ended bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	past := append([]headless.Event(nil), j.events...)
-	if j.subs == nil {
-		return past, nil
+	if next < j.base {
+		missed, next = j.base-next, j.base
 	}
-	c := make(chan headless.Event, 1024)
-	j.subs[c] = struct{}{}
-	return past, c
-}
-
-// Unsubscribe stops a stream.
-func (j *job) Unsubscribe(c chan headless.Event) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if _, ok := j.subs[c]; ok {
-		delete(j.subs, c)
-		close(c)
-	}
+	evs = append([]headless.Event(nil), j.events[next-j.base:]...)
+	return evs, j.base + len(j.events), missed, j.grew, j.outcome != nil
 }
 
 func (j *job) Info() pane.Info {

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/board"
@@ -61,17 +62,29 @@ func (b boardBackend) AnswerNames(id string) []string {
 }
 
 func (b boardBackend) Changed() (<-chan struct{}, func()) {
-	sub, _ := b.s.hub.Subscribe(^uint64(0))
 	ch := make(chan struct{}, 1)
+	done := make(chan struct{})
 	go func() {
-		for range sub.C {
-			select {
-			case ch <- struct{}{}:
-			default:
+		// The hub drops a subscription that falls behind; the board then
+		// subscribes again rather than going deaf to changes.
+		for {
+			sub, _ := b.s.hub.Subscribe(^uint64(0))
+			for ok := true; ok; {
+				select {
+				case <-done:
+					sub.Close()
+					return
+				case _, ok = <-sub.C:
+					select {
+					case ch <- struct{}{}:
+					default:
+					}
+				}
 			}
 		}
 	}()
-	return ch, sub.Close
+	var once sync.Once
+	return ch, func() { once.Do(func() { close(done) }) }
 }
 
 // handleBoard starts the web board (once) and returns its address.
@@ -86,7 +99,8 @@ func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.board != nil {
-		reply(w, api.BoardResult{URL: s.board.URL, Started: false})
+		urls := s.board.SignIn()
+		reply(w, api.BoardResult{URL: urls[0], URLs: urls, Started: false})
 		return
 	}
 	b, err := board.Start(req.Addr, req.ListenAny, boardBackend{s})
@@ -99,5 +113,6 @@ func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.board = b
-	reply(w, api.BoardResult{URL: b.URL, Started: true})
+	urls := b.SignIn()
+	reply(w, api.BoardResult{URL: urls[0], URLs: urls, Started: true})
 }

@@ -23,7 +23,7 @@ function ago(since) {
 }
 
 async function post(id, what, body) {
-  const r = await fetch("/api/panes/" + encodeURIComponent(id) + "/" + what, {
+  const r = await fetch("api/panes/" + encodeURIComponent(id) + "/" + what, {
     method: "POST", headers: {"Content-Type": "application/json", "X-Corral": "1"}, body: JSON.stringify(body),
   });
   if (!r.ok) {
@@ -164,7 +164,8 @@ function update(next) {
 }
 
 function connect() {
-  const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+  // Every address is relative to the board's own /b/ID/ (its cookie's path).
+  const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + location.pathname.replace(/[^/]*$/, "") + "ws");
   ws.onmessage = ev => { const m = JSON.parse(ev.data); if (m.type === "state") update(m.panes || []); };
   ws.onclose = () => { document.getElementById("summary").textContent = "disconnected; retrying…"; setTimeout(connect, 1000); };
 }

@@ -1,0 +1,83 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A daemon that takes a request and never answers is reported within the
+// client's timeout, for a request, a stream's start, and the check that
+// would otherwise start a second daemon; one that answers a stream's start
+// may then take its time.
+func TestDaemonThatDoesNotAnswer(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	defer close(hold)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/stuck", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	})
+	mux.HandleFunc("/slow-body", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		time.Sleep(600 * time.Millisecond)
+		w.Write([]byte("late\n"))
+	})
+	mux.HandleFunc("/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	c := New(sock)
+	c.Timeout = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"request", func() error { return c.Do(context.Background(), "POST", "/stuck", map[string]string{}, nil) }},
+		{"stream", func() error { _, err := c.Stream(context.Background(), "/stuck"); return err }},
+		{"ensure", func() error {
+			return c.EnsureDaemon(context.Background(), "/nonexistent/corral", filepath.Join(dir, "log"))
+		}},
+	} {
+		start := time.Now()
+		err := tc.call()
+		took := time.Since(start)
+		if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "the daemon did not answer within 300ms") || took > 2*time.Second {
+			t.Errorf("%s: %v after %v", tc.name, err, took)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "log")); err == nil {
+		t.Error("EnsureDaemon tried to start a second daemon")
+	}
+	body, err := c.Stream(context.Background(), "/slow-body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	b := make([]byte, 16)
+	n, err := body.Read(b)
+	if string(b[:n]) != "late\n" {
+		t.Fatalf("a stream past the client's timeout: %q %v", b[:n], err)
+	}
+}
