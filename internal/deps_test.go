@@ -35,12 +35,13 @@ func TestDependencyBoundaries(t *testing.T) {
 		"client":        {"api"},
 		"server":        {"agents", "api", "board", "detect", "eventlog", "headless", "notify", "pane", "rules", "safefile", "signal", "term", "tomlfile"},
 		"board":         {"api", "term"},
-		"cli":           {"agents", "api", "client", "headless", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui"},
+		"cli":           {"agents", "api", "client", "headless", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui", "verify"},
 		"headless":      {"rules", "safefile", "term", "tomlfile"},
 		"tomlfile":      nil,
 		"safefile":      nil,
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
+		"verify":        {"agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "signal", "status", "term"},
 	}
 	for pkg, ok := range allowed {
 		imports := goList(t, "{{join .Imports \"\\n\"}}", "./"+pkg)
