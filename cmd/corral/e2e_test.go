@@ -642,3 +642,25 @@ func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
 		t.Fatalf("a send took %v, longer than a read of the log (%v)", longest, read)
 	}
 }
+
+// A busy program reads its input late; text and Enter read together are a
+// paste to a TUI, whose Enter does not submit. send --enter types the
+// Enter only once the program has read the text.
+func TestSendEnterArrivesOnItsOwn(t *testing.T) {
+	e := newEnv(t)
+	script := `stty raw -echo; sleep 1; a=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); ` +
+		`b=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); printf 'first:%s\r\nsecond:%s\r\n' "$a" "$b"; sleep 60`
+	e.must("run", "--name", "slow", "--", "sh", "-c", script)
+	e.must("send", "slow", "hello", "--enter")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.must("screen", "slow"), "second:") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the program never read twice:\n%s", e.must("screen", "slow"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	screen := e.must("screen", "slow")
+	if !strings.Contains(screen, "first: h e l l o") || !strings.Contains(screen, `second: \r`) {
+		t.Fatalf("text and Enter were not read apart:\n%s", screen)
+	}
+}

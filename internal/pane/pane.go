@@ -88,6 +88,8 @@ type Pane struct {
 
 	input          chan []byte // to writeLoop
 	droppedReplies atomic.Int64
+	// unwritten counts input queued or being written to the program.
+	unwritten atomic.Int64
 
 	// watchers get the program's raw output (attached terminals); guarded
 	// by mu.
@@ -154,9 +156,11 @@ func Start(cfg Config) (*Pane, error) {
 type replyWriter struct{ p *Pane }
 
 func (w replyWriter) Write(b []byte) (int, error) {
+	w.p.unwritten.Add(1)
 	select {
 	case w.p.input <- append([]byte(nil), b...):
 	default:
+		w.p.unwritten.Add(-1)
 		w.p.droppedReplies.Add(1)
 	}
 	return len(b), nil
@@ -169,7 +173,9 @@ func (p *Pane) writeLoop() {
 	for {
 		select {
 		case b := <-p.input:
-			if _, err := p.ptmx.Write(b); err != nil {
+			_, err := p.ptmx.Write(b)
+			p.unwritten.Add(-1)
+			if err != nil {
 				return
 			}
 		case <-p.done:
@@ -183,6 +189,7 @@ const InputQueue = 256
 
 // enqueue queues bytes for the program, waiting at most wait for room.
 func (p *Pane) enqueue(b []byte, wait time.Duration) error {
+	p.unwritten.Add(1)
 	select {
 	case p.input <- b:
 		return nil
@@ -194,9 +201,35 @@ func (p *Pane) enqueue(b []byte, wait time.Duration) error {
 	case p.input <- b:
 		return nil
 	case <-p.done:
+		p.unwritten.Add(-1)
 		return ErrExited
 	case <-t.C:
+		p.unwritten.Add(-1)
 		return fmt.Errorf("%w (%d writes waiting); see it with corral screen", ErrNotReading, len(p.input))
+	}
+}
+
+// AwaitRead waits, at most max, until the program has read every byte
+// typed so far: written to the terminal and taken from it. It reports
+// whether it has. A TUI reads a burst of input as a paste and does not
+// submit a paste's Enter; an Enter typed after the text was read arrives
+// on its own.
+func (p *Pane) AwaitRead(max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	for {
+		if p.unwritten.Load() == 0 {
+			if n, err := unreadInput(p.ptmx); err != nil || n == 0 {
+				return true // a terminal that cannot say is not waited on
+			}
+		}
+		select {
+		case <-p.done:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }
 

@@ -66,3 +66,23 @@ func processInfo(pid int) (name string, argv []string) {
 	}
 	return name, argv
 }
+
+// unreadInput returns how many bytes of its input the program has not yet
+// read from its terminal. It asks through a short-lived descriptor of the
+// terminal's own side (TIOCGPTPEER), never kept: a held descriptor would
+// keep the terminal open after the program exits.
+func unreadInput(m *os.File) (int, error) {
+	var n int
+	err := control(m, func(fd int) error {
+		peer, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER,
+			uintptr(unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC))
+		if errno != 0 {
+			return errno
+		}
+		defer unix.Close(int(peer))
+		var err error
+		n, err = unix.IoctlGetInt(int(peer), unix.TIOCINQ)
+		return err
+	})
+	return n, err
+}

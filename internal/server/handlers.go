@@ -52,8 +52,13 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
-// EnterDelay separates typed text from the Enter that submits it.
-const EnterDelay = 50 * time.Millisecond
+// EnterDelay separates typed text, once the program has read it, from the
+// Enter that submits it; EnterReadWait bounds the wait for that read (a
+// busy program reads late, and text and Enter read together are a paste).
+const (
+	EnterDelay    = 50 * time.Millisecond
+	EnterReadWait = 2 * time.Second
+)
 
 // typeText types text (refused while blocked when guard is set), then,
 // with enter, Enter on its own a moment later: TUIs (Ink, ratatui) read a
@@ -66,6 +71,9 @@ func typeText(u unit, text string, enter, guard bool) error {
 	}
 	if !enter {
 		return nil
+	}
+	if r, ok := u.(interface{ AwaitRead(time.Duration) bool }); ok {
+		r.AwaitRead(EnterReadWait)
 	}
 	time.Sleep(EnterDelay)
 	if err := u.Input([]byte("\r"), guard); err != nil {
