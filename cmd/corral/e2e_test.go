@@ -461,14 +461,16 @@ func TestEventsWebSocket(t *testing.T) {
 }
 
 // An agent's hook reports its prompt before the dialog that reads the
-// answer is drawn; keys typed in between are lost (a TUI drops them). An
-// answer waits for the prompt on screen.
+// answer is drawn, and a dialog just drawn may drop keys for a moment
+// (Claude Code does); keys typed then are lost. An answer waits for the
+// prompt on screen, and for the manifest's answer_settle after it.
 func TestAnswerWaitsForThePrompt(t *testing.T) {
 	e := newEnv(t)
 	script := `echo '{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make"}}' | ` + corralBin + ` hook --agent claude-code
 sleep 0.5
 stty -icanon -echo min 0 time 0; cat >/dev/null
 printf '%s\n' '────────────────────' ' Bash command' '   make' ' Do you want to proceed?' ' ❯ 1. Yes' '   2. No' '' ' Esc to cancel · Tab to amend'
+sleep 0.25; cat >/dev/null
 stty min 1; ans=$(dd bs=1 count=1 2>/dev/null); printf 'answered:%s\n' "$ans"; sleep 60`
 	e.must("run", "--name", "w", "--agent", "claude-code", "--", "sh", "-c", script)
 	e.must("wait", "w", "--state", "blocked", "--timeout", "10s")
