@@ -118,3 +118,35 @@ func TestSocketFolderHijack(t *testing.T) {
 	}
 	e.runWithin(10*time.Second, "shutdown")
 }
+
+// A pane's program inherits nothing of the daemon's: no other pane's
+// terminal, no socket, no log. Only its own terminal, as 0, 1 and 2.
+func TestPaneInheritsNoDescriptors(t *testing.T) {
+	e := newEnv(t)
+	e.runWithin(15*time.Second, "run", "--name", "first", "--", "sleep", "60")
+	e.runWithin(15*time.Second, "exec", "--name", "job", "--timeout", "60s", "--", "sh", "-c", "sleep 30") // a job's pipes
+	// ls itself lists its own descriptors: no shell in between to add its own.
+	e.must("run", "--name", "probe", "--", "ls", "-l", "/proc/self/fd/")
+	e.must("wait", "probe", "--state", "exited", "--timeout", "10s")
+	screen := e.must("screen", "probe")
+	listed := 0
+	for _, line := range strings.Split(screen, "\n") {
+		before, target, ok := strings.Cut(line, " -> ")
+		if !ok {
+			continue
+		}
+		listed++
+		fields := strings.Fields(before)
+		fd := fields[len(fields)-1]
+		if (fd == "0" || fd == "1" || fd == "2") && strings.HasPrefix(target, "/dev/pts/") {
+			continue
+		}
+		if strings.HasPrefix(target, "/proc/") { // ls's own listing
+			continue
+		}
+		t.Errorf("the pane's program inherited fd %s -> %s", fd, target)
+	}
+	if listed < 3 {
+		t.Fatalf("no listing:\n%s", screen)
+	}
+}

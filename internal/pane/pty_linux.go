@@ -12,9 +12,11 @@ import (
 // NOTE: pty.Start returns the master in blocking mode, so read deadlines
 // are ignored and Close does not unblock a pending Read. Later ioctls go
 // through SyscallConn().Control, never Fd() (which would make it blocking
-// again).
+// again). The duplicate is close-on-exec: a plain dup would be inherited
+// by every later pane's program, which could then type into this pane and
+// read its output, and would keep it open after the daemon dies.
 func nonBlocking(m *os.File) (*os.File, error) {
-	fd, err := unix.Dup(int(m.Fd()))
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("dup pty: %w", err)
