@@ -108,8 +108,11 @@ func Start(cfg Config) (*Pane, error) {
 	if len(cfg.Argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
-	if cfg.Cols <= 0 || cfg.Rows <= 0 {
+	if cfg.Cols == 0 && cfg.Rows == 0 {
 		cfg.Cols, cfg.Rows = 120, 32
+	}
+	if err := CheckSize(cfg.Cols, cfg.Rows); err != nil {
+		return nil, err
 	}
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
@@ -477,10 +480,25 @@ func (p *Pane) MarkSeen() {
 	p.kick()
 }
 
+// A pane's size, in columns and rows, wherever it comes from.
+const (
+	MinSize = 2
+	MaxSize = 1000
+)
+
+// CheckSize refuses a size outside MinSize..MaxSize: a terminal's cells
+// cost memory, and the PTY holds sizes in 16 bits.
+func CheckSize(cols, rows int) error {
+	if cols < MinSize || rows < MinSize || cols > MaxSize || rows > MaxSize {
+		return fmt.Errorf("size %dx%d is out of range: columns and rows must each be from %d to %d", cols, rows, MinSize, MaxSize)
+	}
+	return nil
+}
+
 // Resize changes the PTY and terminal size.
 func (p *Pane) Resize(cols, rows int) error {
-	if cols < 2 || rows < 2 || cols > 1000 || rows > 1000 {
-		return fmt.Errorf("size %dx%d is out of range", cols, rows)
+	if err := CheckSize(cols, rows); err != nil {
+		return err
 	}
 	if !p.mu.lockWithin(LockWait) {
 		return ErrBusy
@@ -510,7 +528,15 @@ func (p *Pane) Kill(sig syscall.Signal) error {
 			return nil
 		}
 	}
-	return killGroup(p.pid, sig)
+	if err := killGroup(p.pid, sig); err != nil {
+		return err
+	}
+	// A stopped group (SIGSTOP, Ctrl-Z) holds every signal but SIGKILL
+	// until it runs again: wake it so the signal lands.
+	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT && sig != 0 {
+		return killGroup(p.pid, syscall.SIGCONT)
+	}
+	return nil
 }
 
 // Close ends the pane: SIGHUP to its group, SIGKILL after grace, and waits
