@@ -286,6 +286,8 @@ func (p *Pane) reap() {
 	p.timer.Stop()
 	p.queueLocked(p.engine.SetProcess(p.exitedAt, signal.Process{PaneExited: true, ExitCode: code}))
 	p.mu.Unlock()
+	// Only the last screen is needed now: release the emulator.
+	p.term.Freeze()
 	p.deliver()
 	_ = p.ptmx.Close()
 	p.mu.Lock()
