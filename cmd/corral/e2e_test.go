@@ -461,14 +461,16 @@ func TestEventsWebSocket(t *testing.T) {
 }
 
 // An agent's hook reports its prompt before the dialog that reads the
-// answer is drawn; keys typed in between are lost (a TUI drops them). An
-// answer waits for the prompt on screen.
+// answer is drawn, and a dialog just drawn may drop keys for a moment
+// (Claude Code does); keys typed then are lost. An answer waits for the
+// prompt on screen, and for the manifest's answer_settle after it.
 func TestAnswerWaitsForThePrompt(t *testing.T) {
 	e := newEnv(t)
 	script := `echo '{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make"}}' | ` + corralBin + ` hook --agent claude-code
 sleep 0.5
 stty -icanon -echo min 0 time 0; cat >/dev/null
 printf '%s\n' '────────────────────' ' Bash command' '   make' ' Do you want to proceed?' ' ❯ 1. Yes' '   2. No' '' ' Esc to cancel · Tab to amend'
+sleep 0.25; cat >/dev/null
 stty min 1; ans=$(dd bs=1 count=1 2>/dev/null); printf 'answered:%s\n' "$ans"; sleep 60`
 	e.must("run", "--name", "w", "--agent", "claude-code", "--", "sh", "-c", script)
 	e.must("wait", "w", "--state", "blocked", "--timeout", "10s")
@@ -640,5 +642,27 @@ func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
 	t.Logf("one read of the log: %v; the longest send during reads: %v", read.Round(time.Millisecond), longest.Round(time.Millisecond))
 	if longest > read+200*time.Millisecond {
 		t.Fatalf("a send took %v, longer than a read of the log (%v)", longest, read)
+	}
+}
+
+// A busy program reads its input late; text and Enter read together are a
+// paste to a TUI, whose Enter does not submit. send --enter types the
+// Enter only once the program has read the text.
+func TestSendEnterArrivesOnItsOwn(t *testing.T) {
+	e := newEnv(t)
+	script := `stty raw -echo; sleep 1; a=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); ` +
+		`b=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); printf 'first:%s\r\nsecond:%s\r\n' "$a" "$b"; sleep 60`
+	e.must("run", "--name", "slow", "--", "sh", "-c", script)
+	e.must("send", "slow", "hello", "--enter")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.must("screen", "slow"), "second:") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the program never read twice:\n%s", e.must("screen", "slow"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	screen := e.must("screen", "slow")
+	if !strings.Contains(screen, "first: h e l l o") || !strings.Contains(screen, `second: \r`) {
+		t.Fatalf("text and Enter were not read apart:\n%s", screen)
 	}
 }

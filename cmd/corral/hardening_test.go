@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/client"
 )
 
 // runWithin runs corral and fails the test if it does not end in time.
@@ -117,4 +120,85 @@ func TestSocketFolderHijack(t *testing.T) {
 		t.Fatalf("a fresh private folder was refused (exit %d):\n%s", code, out)
 	}
 	e.runWithin(10*time.Second, "shutdown")
+}
+
+// A pane's program inherits nothing of the daemon's: no other pane's
+// terminal, no socket, no log. Only its own terminal, as 0, 1 and 2.
+func TestPaneInheritsNoDescriptors(t *testing.T) {
+	e := newEnv(t)
+	e.runWithin(15*time.Second, "run", "--name", "first", "--", "sleep", "60")
+	e.runWithin(15*time.Second, "exec", "--name", "job", "--timeout", "60s", "--", "sh", "-c", "sleep 30") // a job's pipes
+	// ls itself lists its own descriptors: no shell in between to add its own.
+	e.must("run", "--name", "probe", "--", "ls", "-l", "/proc/self/fd/")
+	e.must("wait", "probe", "--state", "exited", "--timeout", "10s")
+	screen := e.must("screen", "probe")
+	listed := 0
+	for _, line := range strings.Split(screen, "\n") {
+		before, target, ok := strings.Cut(line, " -> ")
+		if !ok {
+			continue
+		}
+		listed++
+		fields := strings.Fields(before)
+		fd := fields[len(fields)-1]
+		if (fd == "0" || fd == "1" || fd == "2") && strings.HasPrefix(target, "/dev/pts/") {
+			continue
+		}
+		if strings.HasPrefix(target, "/proc/") { // ls's own listing
+			continue
+		}
+		t.Errorf("the pane's program inherited fd %s -> %s", fd, target)
+	}
+	if listed < 3 {
+		t.Fatalf("no listing:\n%s", screen)
+	}
+}
+
+// A stopped pane still ends when killed: the signal is followed by
+// SIGCONT.
+func TestKillStoppedPane(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "stopped", "--", "sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.1; done")
+	e.must("kill", "stopped", "--signal", "STOP")
+	time.Sleep(200 * time.Millisecond)
+	e.must("kill", "stopped", "--signal", "TERM")
+	if _, errs, code := e.run("wait", "stopped", "--state", "exited", "--timeout", "5s"); code != 0 {
+		t.Fatalf("a stopped pane outlived kill (%s)", errs)
+	}
+}
+
+// Every size and field entering through the API is bounded, as the CLI's
+// flags are.
+func TestAPIBoundsNewPanes(t *testing.T) {
+	e := newEnv(t)
+	e.must("ls") // start the daemon
+	c := client.New(filepath.Join(e.dir, "s.sock"))
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		req  api.RunRequest
+		want string
+	}{
+		{"huge", api.RunRequest{Command: []string{"true"}, Cols: 3000, Rows: 3000}, "from 2 to 1000"},
+		{"wide", api.RunRequest{Command: []string{"true"}, Cols: 65537, Rows: 24}, "from 2 to 1000"},
+		{"negative", api.RunRequest{Command: []string{"true"}, Cols: -5, Rows: 24}, "from 2 to 1000"},
+		{"one side", api.RunRequest{Command: []string{"true"}, Cols: 80}, "from 2 to 1000"},
+		{"long name", api.RunRequest{Command: []string{"true"}, Name: strings.Repeat("n", 65)}, "at most 64"},
+		{"NUL", api.RunRequest{Command: []string{"tr\x00ue"}}, "NUL"},
+	} {
+		err := c.Do(ctx, "POST", "/v1/panes", tt.req, nil)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v; want an error saying %q", tt.name, err, tt.want)
+		}
+	}
+	// A body past the limit is refused whole.
+	big := api.RunRequest{Command: []string{"true"}, Env: []string{"X=" + strings.Repeat("x", 2<<20)}}
+	if err := c.Do(ctx, "POST", "/v1/panes", big, nil); err == nil {
+		t.Error("a 2 MB request was taken")
+	}
+	var ps []api.Pane
+	c.Do(ctx, "GET", "/v1/panes", nil, &ps)
+	if len(ps) != 0 {
+		t.Fatalf("panes were started: %+v", ps)
+	}
 }

@@ -13,6 +13,7 @@ func runServe(ctx context.Context, std IO, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
+	server.CloseOnExecInherited()
 	logger := log.New(std.Stderr, "corral: ", log.LstdFlags)
 	cfg, err := server.LoadConfig(server.ConfigPath())
 	if err != nil {

@@ -120,6 +120,9 @@ type Engine struct {
 	// msgFallback: the current block's message was made up from the
 	// screen because no signal said what it asks; a real one replaces it.
 	msgFallback bool
+	// promptShown is when the screen rules first saw the current prompt
+	// (zero while they see none).
+	promptShown time.Time
 
 	progress      int // OSC 9;4 value, -1 none
 	progressState int
@@ -172,6 +175,10 @@ func (e *Engine) SetManifest(m *rules.Manifest, now time.Time) []Change {
 	e.manifest, e.fixed = m, true
 	return e.classify(now)
 }
+
+// PromptShown is when the screen rules first saw the prompt now on
+// screen; zero when they see none.
+func (e *Engine) PromptShown() time.Time { return e.promptShown }
 
 // Decision returns the current state and since when.
 func (e *Engine) Decision() (signal.Decision, time.Time) { return e.cur, e.since }
@@ -428,6 +435,11 @@ func (e *Engine) classifyLocked(now time.Time) {
 		}
 	}
 	verdict := e.manifest.Classify(scr)
+	if verdict.State != rules.Blocked {
+		e.promptShown = time.Time{}
+	} else if e.promptShown.IsZero() {
+		e.promptShown = now
+	}
 	in := signal.Inputs{}
 	if verdict.Rule != "" && e.cfg.Signals&SignalScreen != 0 {
 		in.Screen = signal.Screen{State: signal.State(verdict.State), Kind: verdict.Kind, Rule: verdict.Rule, Message: verdict.Message}

@@ -456,3 +456,24 @@ func TestPromptLineFromTheScreen(t *testing.T) {
 		t.Fatalf("no question: %q", got)
 	}
 }
+
+// PromptShown is when the screen rules first saw the prompt now on screen.
+func TestPromptShown(t *testing.T) {
+	e, _ := newToy(t)
+	e.ApplyHook(at(0), hook(signal.Blocked, "permission", "approve Bash: ls"))
+	if !e.PromptShown().IsZero() {
+		t.Fatal("a hook's prompt counted as shown")
+	}
+	e.Feed(at(300), []byte("Allow ls?"))
+	tickUntil(e, at(400))
+	e.Feed(at(500), []byte(" "))
+	tickUntil(e, at(600))
+	if got := e.PromptShown(); !got.Equal(at(320)) {
+		t.Fatalf("shown at %v", got.Sub(t0))
+	}
+	e.Feed(at(700), []byte("\r\x1b[K⠋ esc to interrupt"))
+	tickUntil(e, at(800))
+	if !e.PromptShown().IsZero() {
+		t.Fatal("still shown after it was erased")
+	}
+}

@@ -29,6 +29,11 @@ type Info struct {
 	// HooksIgnored counts hook reports that decided nothing: unknown
 	// events, bad payloads, another conversation's.
 	HooksIgnored int
+	// PromptShown is when the screen first showed the current prompt
+	// (zero when it shows none); AnswerSettle is how long the agent's
+	// prompts need on screen before they take keys.
+	PromptShown  time.Time
+	AnswerSettle time.Duration
 }
 
 // Info returns a copy of the pane's state. A pane that does not answer
@@ -58,6 +63,7 @@ func (p *Pane) infoLocked() Info {
 		Records: p.engine.Records()}
 	c := p.engine.Counters()
 	in.HooksIgnored = c.HooksIgnored + c.HooksOtherConversation
+	in.PromptShown, in.AnswerSettle = p.engine.PromptShown(), p.engine.Manifest().AnswerSettle
 	for _, r := range in.Records {
 		if r.ID == "" && r.Progress >= 0 {
 			in.Progress = r.Progress

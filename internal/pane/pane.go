@@ -88,6 +88,8 @@ type Pane struct {
 
 	input          chan []byte // to writeLoop
 	droppedReplies atomic.Int64
+	// unwritten counts input queued or being written to the program.
+	unwritten atomic.Int64
 
 	// watchers get the program's raw output (attached terminals); guarded
 	// by mu.
@@ -106,8 +108,11 @@ func Start(cfg Config) (*Pane, error) {
 	if len(cfg.Argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
-	if cfg.Cols <= 0 || cfg.Rows <= 0 {
+	if cfg.Cols == 0 && cfg.Rows == 0 {
 		cfg.Cols, cfg.Rows = 120, 32
+	}
+	if err := CheckSize(cfg.Cols, cfg.Rows); err != nil {
+		return nil, err
 	}
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
@@ -154,9 +159,11 @@ func Start(cfg Config) (*Pane, error) {
 type replyWriter struct{ p *Pane }
 
 func (w replyWriter) Write(b []byte) (int, error) {
+	w.p.unwritten.Add(1)
 	select {
 	case w.p.input <- append([]byte(nil), b...):
 	default:
+		w.p.unwritten.Add(-1)
 		w.p.droppedReplies.Add(1)
 	}
 	return len(b), nil
@@ -169,7 +176,9 @@ func (p *Pane) writeLoop() {
 	for {
 		select {
 		case b := <-p.input:
-			if _, err := p.ptmx.Write(b); err != nil {
+			_, err := p.ptmx.Write(b)
+			p.unwritten.Add(-1)
+			if err != nil {
 				return
 			}
 		case <-p.done:
@@ -183,6 +192,7 @@ const InputQueue = 256
 
 // enqueue queues bytes for the program, waiting at most wait for room.
 func (p *Pane) enqueue(b []byte, wait time.Duration) error {
+	p.unwritten.Add(1)
 	select {
 	case p.input <- b:
 		return nil
@@ -194,9 +204,35 @@ func (p *Pane) enqueue(b []byte, wait time.Duration) error {
 	case p.input <- b:
 		return nil
 	case <-p.done:
+		p.unwritten.Add(-1)
 		return ErrExited
 	case <-t.C:
+		p.unwritten.Add(-1)
 		return fmt.Errorf("%w (%d writes waiting); see it with corral screen", ErrNotReading, len(p.input))
+	}
+}
+
+// AwaitRead waits, at most max, until the program has read every byte
+// typed so far: written to the terminal and taken from it. It reports
+// whether it has. A TUI reads a burst of input as a paste and does not
+// submit a paste's Enter; an Enter typed after the text was read arrives
+// on its own.
+func (p *Pane) AwaitRead(max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	for {
+		if p.unwritten.Load() == 0 {
+			if n, err := unreadInput(p.ptmx); err != nil || n == 0 {
+				return true // a terminal that cannot say is not waited on
+			}
+		}
+		select {
+		case <-p.done:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }
 
@@ -250,6 +286,8 @@ func (p *Pane) reap() {
 	p.timer.Stop()
 	p.queueLocked(p.engine.SetProcess(p.exitedAt, signal.Process{PaneExited: true, ExitCode: code}))
 	p.mu.Unlock()
+	// Only the last screen is needed now: release the emulator.
+	p.term.Freeze()
 	p.deliver()
 	_ = p.ptmx.Close()
 	p.mu.Lock()
@@ -444,10 +482,25 @@ func (p *Pane) MarkSeen() {
 	p.kick()
 }
 
+// A pane's size, in columns and rows, wherever it comes from.
+const (
+	MinSize = 2
+	MaxSize = 1000
+)
+
+// CheckSize refuses a size outside MinSize..MaxSize: a terminal's cells
+// cost memory, and the PTY holds sizes in 16 bits.
+func CheckSize(cols, rows int) error {
+	if cols < MinSize || rows < MinSize || cols > MaxSize || rows > MaxSize {
+		return fmt.Errorf("size %dx%d is out of range: columns and rows must each be from %d to %d", cols, rows, MinSize, MaxSize)
+	}
+	return nil
+}
+
 // Resize changes the PTY and terminal size.
 func (p *Pane) Resize(cols, rows int) error {
-	if cols < 2 || rows < 2 || cols > 1000 || rows > 1000 {
-		return fmt.Errorf("size %dx%d is out of range", cols, rows)
+	if err := CheckSize(cols, rows); err != nil {
+		return err
 	}
 	if !p.mu.lockWithin(LockWait) {
 		return ErrBusy
@@ -477,7 +530,15 @@ func (p *Pane) Kill(sig syscall.Signal) error {
 			return nil
 		}
 	}
-	return killGroup(p.pid, sig)
+	if err := killGroup(p.pid, sig); err != nil {
+		return err
+	}
+	// A stopped group (SIGSTOP, Ctrl-Z) holds every signal but SIGKILL
+	// until it runs again: wake it so the signal lands.
+	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT && sig != 0 {
+		return killGroup(p.pid, syscall.SIGCONT)
+	}
+	return nil
 }
 
 // Close ends the pane: SIGHUP to its group, SIGKILL after grace, and waits

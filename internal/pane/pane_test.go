@@ -177,11 +177,16 @@ func TestExitStatusAndScreenKept(t *testing.T) {
 	if in.ExitCode != 3 || in.Decision.ExitCode != 3 || !in.Exited {
 		t.Fatalf("exit: %+v", in)
 	}
-	if !strings.Contains(p.Snapshot().Text(), "? for shortcuts") {
+	<-p.Done()
+	if !strings.Contains(p.Snapshot().Text(), "? for shortcuts") || !strings.Contains(p.ANSI(), "for shortcuts") || len(p.StyledRows()) == 0 {
 		t.Fatal("the last screen was not kept after exit")
 	}
 	if err := p.Input([]byte("x"), false); !errors.Is(err, ErrExited) {
 		t.Fatalf("input after exit: %v", err)
+	}
+	// Only the last screen is kept: the emulator is released.
+	if _, err := p.term.Write([]byte("x")); err == nil || p.term.Scrollback(1) != nil {
+		t.Fatal("the exited pane kept its emulator")
 	}
 }
 

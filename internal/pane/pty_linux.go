@@ -12,9 +12,11 @@ import (
 // NOTE: pty.Start returns the master in blocking mode, so read deadlines
 // are ignored and Close does not unblock a pending Read. Later ioctls go
 // through SyscallConn().Control, never Fd() (which would make it blocking
-// again).
+// again). The duplicate is close-on-exec: a plain dup would be inherited
+// by every later pane's program, which could then type into this pane and
+// read its output, and would keep it open after the daemon dies.
 func nonBlocking(m *os.File) (*os.File, error) {
-	fd, err := unix.Dup(int(m.Fd()))
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("dup pty: %w", err)
@@ -65,4 +67,24 @@ func processInfo(pid int) (name string, argv []string) {
 		argv = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 	}
 	return name, argv
+}
+
+// unreadInput returns how many bytes of its input the program has not yet
+// read from its terminal. It asks through a short-lived descriptor of the
+// terminal's own side (TIOCGPTPEER), never kept: a held descriptor would
+// keep the terminal open after the program exits.
+func unreadInput(m *os.File) (int, error) {
+	var n int
+	err := control(m, func(fd int) error {
+		peer, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER,
+			uintptr(unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC))
+		if errno != 0 {
+			return errno
+		}
+		defer unix.Close(int(peer))
+		var err error
+		n, err = unix.IoctlGetInt(int(peer), unix.TIOCINQ)
+		return err
+	})
+	return n, err
 }

@@ -53,6 +53,8 @@ const (
 	MaxDetect        = 16
 	DefaultConfirm   = 300 * time.Millisecond
 	MaxConfirm       = 10 * time.Second
+	DefaultSettle    = 150 * time.Millisecond
+	MaxSettle        = 5 * time.Second
 )
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -75,6 +77,9 @@ type Manifest struct {
 	// IdleConfirm is how long a screen must keep saying "idle" before a
 	// working pane is called idle (a spinner frame can blank for a moment).
 	IdleConfirm time.Duration
+	// AnswerSettle is how long a prompt must have been on screen before
+	// keys answer it: a dialog just drawn may not be reading keys yet.
+	AnswerSettle time.Duration
 
 	Rules   []Rule
 	Answers map[string]string
@@ -119,7 +124,8 @@ type detectSection struct {
 }
 
 type timingSection struct {
-	IdleConfirm string `toml:"idle_confirm"`
+	IdleConfirm  string `toml:"idle_confirm"`
+	AnswerSettle string `toml:"answer_settle"`
 }
 
 type ruleSection struct {
@@ -170,7 +176,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 
 	m := &Manifest{
 		Name: f.Name, Display: f.Display, Description: f.Description, Evidence: f.Evidence,
-		Source: source, Processes: f.Detect.Process, IdleConfirm: DefaultConfirm,
+		Source: source, Processes: f.Detect.Process, IdleConfirm: DefaultConfirm, AnswerSettle: DefaultSettle,
 		Answers: map[string]string{},
 	}
 	if !idPattern.MatchString(f.Name) {
@@ -199,6 +205,14 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	if f.Detect.Screen != "" {
 		if m.screen, err = compile(f.Detect.Screen); err != nil {
 			fail(-1, "screen", "detect.screen: %v", err)
+		}
+	}
+	if f.Timing.AnswerSettle != "" {
+		d, err := time.ParseDuration(f.Timing.AnswerSettle)
+		if err != nil || d < 0 || d > MaxSettle {
+			fail(-1, "answer_settle", "timing.answer_settle %q must be a duration from 0 to %v (like \"400ms\")", f.Timing.AnswerSettle, MaxSettle)
+		} else {
+			m.AnswerSettle = d
 		}
 	}
 	if f.Timing.IdleConfirm != "" {

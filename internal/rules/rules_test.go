@@ -177,6 +177,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown answer", "name = \"x\"\n[answers]\nmaybe = \"m\"\n", "3:1", "unknown answer"},
 		{"option without {n}", "name = \"x\"\n[answers]\noption = \"1\"\n", "3:1", "{n}"},
 		{"bad duration", "name = \"x\"\n[timing]\nidle_confirm = \"soon\"\n", "3:1", "idle_confirm"},
+		{"bad settle", "name = \"x\"\n[timing]\nanswer_settle = \"9s\"\n", "3:1", "answer_settle"},
 		{"answers on idle", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"idle\"\npattern = 'x'\nanswers = { yes = \"y\" }\n", "6:1", "answers are only for blocked"},
 		{"bad rule answer", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"blocked\"\npattern = 'x'\nanswers = { yes = \"\" }\n", "6:1", "rule a: answers.yes"},
 		{"pattern too long", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"idle\"\npattern = '" + strings.Repeat("a", MaxPatternBytes+1) + "'\n", "5:1", "limit"},

@@ -10,20 +10,33 @@ import (
 // answers to be on screen.
 const PromptDrawWait = 1500 * time.Millisecond
 
-// answer types a pane's answer once its prompt is drawn. An agent's own
-// report of a prompt (a PermissionRequest hook, an OSC 7501 "blocked")
-// comes before the dialog that reads the keys exists: keys typed then are
-// lost, or land in the input box. So while the pane is blocked on a report
-// and the screen does not yet show the prompt, wait for the screen (at
-// most PromptDrawWait; an agent whose prompt corral's rules do not know is
-// answered after that).
+// answer types a pane's answer once its prompt can take it. An agent's
+// own report of a prompt (a PermissionRequest hook, an OSC 7501 "blocked")
+// comes before the dialog that reads the keys exists, and a dialog just
+// drawn may not read keys yet (Claude Code drops them for a moment): keys
+// typed then are lost, or land in the input box. So while the pane is
+// blocked, wait until the screen has shown the prompt for the manifest's
+// answer_settle — at most PromptDrawWait for the prompt to appear; an
+// agent whose prompt corral's rules do not know is answered after that.
 func (e *entry) answer(choice string) (string, error) {
 	if p, ok := e.asPane(); ok {
-		for end := time.Now().Add(PromptDrawWait); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			d := p.Info().Decision
-			if d.State != signal.Blocked || d.Source == signal.SourceScreen {
+		start := time.Now()
+		for {
+			in := p.Info()
+			if in.Decision.State != signal.Blocked {
+				break // Answer refuses it
+			}
+			now := time.Now()
+			if !in.PromptShown.IsZero() {
+				if ready := in.PromptShown.Add(in.AnswerSettle); now.Before(ready) {
+					time.Sleep(ready.Sub(now))
+				}
 				break
 			}
+			if now.Sub(start) > PromptDrawWait {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	return e.p.Answer(choice)

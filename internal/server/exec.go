@@ -21,6 +21,10 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
 		return
 	}
+	if err := checkRunFields(api.RunRequest{Name: req.Name, Command: req.Command, Cwd: req.Cwd, Env: req.Env}); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
 	switch req.Agent {
 	case "claude", "codex", "gemini":
 	case "acp":

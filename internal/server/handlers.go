@@ -52,8 +52,13 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
-// EnterDelay separates typed text from the Enter that submits it.
-const EnterDelay = 50 * time.Millisecond
+// EnterDelay separates typed text, once the program has read it, from the
+// Enter that submits it; EnterReadWait bounds the wait for that read (a
+// busy program reads late, and text and Enter read together are a paste).
+const (
+	EnterDelay    = 50 * time.Millisecond
+	EnterReadWait = 2 * time.Second
+)
 
 // typeText types text (refused while blocked when guard is set), then,
 // with enter, Enter on its own a moment later: TUIs (Ink, ratatui) read a
@@ -67,6 +72,9 @@ func typeText(u unit, text string, enter, guard bool) error {
 	if !enter {
 		return nil
 	}
+	if r, ok := u.(interface{ AwaitRead(time.Duration) bool }); ok {
+		r.AwaitRead(EnterReadWait)
+	}
 	time.Sleep(EnterDelay)
 	if err := u.Input([]byte("\r"), guard); err != nil {
 		return fmt.Errorf("the text was typed but Enter was not: %w", err)
@@ -76,6 +84,33 @@ func typeText(u unit, text string, enter, guard bool) error {
 
 // MaxBody bounds a request body.
 const MaxBody = 1 << 20
+
+// Bounds on what a new pane's request may carry, besides MaxBody.
+const (
+	MaxNameLen  = 64
+	MaxArgs     = 4096
+	MaxEnvVars  = 4096
+	MaxFieldLen = 64 << 10
+)
+
+// checkRunFields bounds each field of a new pane's request.
+func checkRunFields(req api.RunRequest) error {
+	if len([]rune(req.Name)) > MaxNameLen || strings.ContainsAny(req.Name, "\x00\n\r\t") {
+		return fmt.Errorf("name must be at most %d characters, on one line", MaxNameLen)
+	}
+	if len(req.Command) > MaxArgs || len(req.Env) > MaxEnvVars {
+		return fmt.Errorf("at most %d command words and %d environment variables", MaxArgs, MaxEnvVars)
+	}
+	for _, f := range append(append([]string{req.Cwd}, req.Command...), req.Env...) {
+		if len(f) > MaxFieldLen || strings.ContainsRune(f, 0) {
+			return fmt.Errorf("a command word, environment variable or folder is longer than %d bytes or holds a NUL byte", MaxFieldLen)
+		}
+	}
+	if req.Cols != 0 || req.Rows != 0 {
+		return pane.CheckSize(req.Cols, req.Rows)
+	}
+	return nil
+}
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
@@ -128,6 +163,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(req.Command) == 0 {
 		fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
+		return
+	}
+	if err := checkRunFields(req); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
 	if req.Agent != "" {
@@ -216,6 +255,7 @@ func inputError(w http.ResponseWriter, err error) {
 var signals = map[string]syscall.Signal{
 	"": syscall.SIGTERM, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL, "HUP": syscall.SIGHUP,
 	"INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
+	"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT,
 }
 
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {

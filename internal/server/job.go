@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/headless"
@@ -35,8 +36,12 @@ type unit interface {
 
 // Limits on what a job keeps.
 const (
-	jobLines  = 500   // readable lines, for its screen
-	jobEvents = 10000 // events, for a stream that starts late or falls behind
+	jobLines   = 500  // readable lines, for its screen
+	jobLineMax = 4096 // bytes of one readable line
+	// jobBacklogKeep is how long a finished job keeps its events for a
+	// stream that comes late; then only its outcome and screen stay.
+	jobBacklogKeep = time.Minute
+	jobEvents      = 10000 // events, for a stream that starts late or falls behind
 )
 
 // job is a headless run hosted by the daemon.
@@ -149,6 +154,13 @@ func (j *job) line(s string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, l := range strings.Split(s, "\n") {
+		if len(l) > jobLineMax {
+			cut := jobLineMax
+			for cut > 0 && !utf8.RuneStart(l[cut]) {
+				cut--
+			}
+			l = l[:cut] + "…"
+		}
 		j.lines = append(j.lines, l)
 	}
 	if len(j.lines) > jobLines {
@@ -216,6 +228,17 @@ func (j *job) finish(out headless.Outcome) {
 	j.line("outcome: " + out.State + " " + out.Reason)
 	j.set(d)
 	close(j.done)
+	time.AfterFunc(jobBacklogKeep, j.releaseEvents)
+}
+
+// releaseEvents lets go of a finished job's kept events (a single line of
+// an agent's output may be megabytes); a stream that starts later learns
+// how many it missed.
+func (j *job) releaseEvents() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.base += len(j.events)
+	j.events = nil
 }
 
 // Outcome returns how the job ended (nil while it runs).

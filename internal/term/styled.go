@@ -27,6 +27,13 @@ type Run struct {
 func (t *Terminal) StyledRows() [][]Run {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if f := t.frozen; f != nil {
+		out := make([][]Run, len(f.styled))
+		for i, r := range f.styled {
+			out[i] = append([]Run(nil), r...)
+		}
+		return out
+	}
 	cols, rows := t.emu.Width(), t.emu.Height()
 	out := make([][]Run, rows)
 	for y := range rows {

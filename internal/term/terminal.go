@@ -56,8 +56,11 @@ type Terminal struct {
 	// but its terminator (BEL or ST) is not known yet.
 	statusQueryPending bool
 	closed             bool
-	panics             int
-	lastPanic          string
+	// frozen is the last screen of a terminal whose program ended; the
+	// emulator (cells, scrollback) is released and these copies answer.
+	frozen    *frozenScreen
+	panics    int
+	lastPanic string
 	// rows caches the text of each visible row between snapshots; only rows
 	// the emulator marked touched are rebuilt. rowsValid is cleared when the
 	// emulator's touch marks cannot be trusted (screen switch, reset,
@@ -203,6 +206,37 @@ func (t *Terminal) Close() error {
 	return nil
 }
 
+type frozenScreen struct {
+	snap   Snapshot
+	ansi   string
+	styled [][]Run
+}
+
+// Freeze keeps copies of the visible screen and releases the emulator:
+// its cells, its scrollback and its goroutine. A pane whose program ended
+// needs only its last screen, and an emulator can hold hundreds of
+// megabytes. Later writes fail like after Close; Snapshot, ANSI and
+// StyledRows answer from the copies; Scrollback is empty.
+func (t *Terminal) Freeze() {
+	snap, ansi, styled := t.Snapshot(), t.ANSI(), t.StyledRows()
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	t.frozen = &frozenScreen{snap: snap, ansi: ansi, styled: styled}
+	stopEmulator(t.emu)
+	t.mu.Unlock()
+	t.drainWG.Wait()
+	t.mu.Lock()
+	t.emu, t.rows = nil, nil
+	t.mu.Unlock()
+	t.drainMu.Lock()
+	t.drained = nil
+	t.drainMu.Unlock()
+}
+
 // stopEmulator ends the emulator's drain goroutine by closing the pipe it
 // reads. NOTE: Emulator.Close would do that too, but it writes a field that
 // Emulator.Read reads without a lock: a data race with the drain goroutine.
@@ -255,6 +289,11 @@ func (s Snapshot) Text() string { return strings.Join(s.Lines, "\n") }
 func (t *Terminal) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if f := t.frozen; f != nil {
+		s := f.snap
+		s.Lines = append([]string(nil), f.snap.Lines...)
+		return s
+	}
 	cols, rows := t.emu.Width(), t.emu.Height()
 	s := Snapshot{
 		Cols:         cols,
@@ -311,6 +350,9 @@ func (t *Terminal) rowTextLocked(y, cols int) string {
 func (t *Terminal) ANSI() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.frozen != nil {
+		return t.frozen.ansi
+	}
 	return strings.ReplaceAll(t.emu.Render(), "\n", "\r\n")
 }
 
@@ -318,6 +360,9 @@ func (t *Terminal) ANSI() string {
 func (t *Terminal) Scrollback(n int) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.frozen != nil {
+		return nil
+	}
 	sb := t.emu.Scrollback()
 	if sb == nil {
 		return nil

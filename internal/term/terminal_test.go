@@ -407,3 +407,29 @@ func TestInvalidUTF8(t *testing.T) {
 		})
 	}
 }
+
+// A frozen terminal answers with its last screen and has let go of the
+// emulator.
+func TestFreeze(t *testing.T) {
+	term, _, _ := newTest(t, 20, 4)
+	feed(t, term, nil, "\x1b]2;done\a\x1b[31mred\x1b[0m line\r\nsecond")
+	before, ansi, styled := term.Snapshot(), term.ANSI(), term.StyledRows()
+	term.Freeze()
+	after := term.Snapshot()
+	if after.Text() != before.Text() || after.Title != "done" || term.ANSI() != ansi || len(term.StyledRows()) != len(styled) {
+		t.Fatalf("frozen screen differs:\n%q\n%q", before.Text(), after.Text())
+	}
+	after.Lines[0] = "changed"
+	if term.Snapshot().Lines[0] != before.Lines[0] {
+		t.Fatal("a snapshot shares the frozen copy")
+	}
+	if _, err := term.Write([]byte("more")); err == nil {
+		t.Fatal("a frozen terminal took output")
+	}
+	if term.emu != nil || term.Scrollback(10) != nil {
+		t.Fatal("the emulator was kept")
+	}
+	term.Resize(30, 5)
+	term.Freeze()
+	term.Close()
+}
