@@ -108,24 +108,14 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 		}
 	}
 
-	var model *mockmodel.Server
-	switch p.API {
-	case APIAnthropic:
-		model, err = mockmodel.Start(shellCommands[p.API])
-	case APIGemini:
-		model, err = mockmodel.StartGemini(shellCommands[p.API])
-	case APIResponses:
-		model, err = mockmodel.StartResponses(shellCommands[p.API])
-	case APIChat:
-		model, err = mockmodel.StartChat(shellCommands[p.API])
-	}
+	model, err := startModel(p.API)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scripted model server: %w", err)
 	}
 	modelURL := ""
 	if model != nil {
 		defer model.Close()
-		model.Default = mockmodel.StepProse
+		modelURL = model.URL
 	}
 	hookLog := filepath.Join(dir, "hooks.ndjson")
 	env := []string{"HOME=" + home, "CORRAL_HOOK_LOG=" + hookLog}
@@ -205,6 +195,27 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 		res.Steps[i].Right = rec.Steps[i].Right
 	}
 	return res, rec, nil
+}
+
+// startModel starts the scripted model server for an API (nil for none).
+// A turn without a step keyword is prose.
+func startModel(api API) (*mockmodel.Server, error) {
+	var model *mockmodel.Server
+	var err error
+	switch api {
+	case APIAnthropic:
+		model, err = mockmodel.Start(shellCommands[api])
+	case APIGemini:
+		model, err = mockmodel.StartGemini(shellCommands[api])
+	case APIResponses:
+		model, err = mockmodel.StartResponses(shellCommands[api])
+	case APIChat:
+		model, err = mockmodel.StartChat(shellCommands[api])
+	}
+	if model != nil {
+		model.Default = mockmodel.StepProse
+	}
+	return model, err
 }
 
 // daemon is the run's private corral daemon.

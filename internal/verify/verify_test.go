@@ -292,3 +292,24 @@ func TestAgentsMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Every profile that talks to a model gets a scripted server that answers
+// on its URL.
+func TestStartModel(t *testing.T) {
+	for _, p := range Profiles {
+		m, err := startModel(p.API)
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		if p.API == APINone {
+			if m != nil {
+				t.Errorf("%s: a model server for no API", p.Name)
+			}
+			continue
+		}
+		if m == nil || !strings.HasPrefix(m.URL, "http://127.0.0.1:") {
+			t.Fatalf("%s: no server URL", p.Name)
+		}
+		m.Close()
+	}
+}
