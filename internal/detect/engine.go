@@ -117,6 +117,10 @@ type Engine struct {
 	// a turn's end, never by a done report that is merely still standing.
 	doneUnseen bool
 	doneEdge   bool
+	// interruptAt is when a person last typed a key that stops a turn
+	// (Esc, Ctrl-C) or refuses a prompt: the turn end that follows is
+	// their own doing, seen as it happens.
+	interruptAt time.Time
 	// msgFallback: the current block's message was made up from the
 	// screen because no signal said what it asks; a real one replaces it.
 	msgFallback bool
@@ -414,6 +418,17 @@ func hookOutlived(h *hookReport, screen signal.State, now time.Time) bool {
 	return false
 }
 
+// InterruptWindow is how long after a person's interrupt a turn's end is
+// taken as theirs.
+const InterruptWindow = 5 * time.Second
+
+// NoteInterrupt says a person typed a key that stops a turn or refuses a
+// prompt (Esc, Ctrl-C): a turn that ends within InterruptWindow ends idle,
+// not done — they saw it end, they ended it.
+func (e *Engine) NoteInterrupt(now time.Time) {
+	e.interruptAt = now
+}
+
 // MarkSeen says a person looked at the pane (attached, read its screen,
 // answered it): done becomes idle, until another turn ends.
 func (e *Engine) MarkSeen(now time.Time) []Change {
@@ -468,7 +483,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 		}
 	}
 	e.idlePending = false
-	next = e.applyDone(next)
+	next = e.applyDone(next, now)
 	fallback := false
 	if next.State == signal.Blocked {
 		if e.cur.State == signal.Blocked && next.Source == signal.SourceScreen && e.cur.Kind == next.Kind &&
@@ -498,19 +513,27 @@ func (e *Engine) classifyLocked(now time.Time) {
 // from working to idle says so too. Once seen, done reads as idle until
 // another turn ends: a done report that is only still standing (re-sent,
 // or read again at the next classification) raises nothing.
-func (e *Engine) applyDone(next signal.Decision) signal.Decision {
+func (e *Engine) applyDone(next signal.Decision, now time.Time) signal.Decision {
 	edge := e.doneEdge
 	e.doneEdge = false
 	if next.Source == signal.SourceProcess {
 		return next
 	}
 	inTurn := e.cur.State == signal.Working || e.cur.State == signal.Blocked
+	interrupted := !e.interruptAt.IsZero() && now.Sub(e.interruptAt) < InterruptWindow
+	turnEnded := func() {
+		if interrupted {
+			e.interruptAt = time.Time{} // the person's own interrupt: seen
+			return
+		}
+		e.doneUnseen = true
+	}
 	switch next.State {
 	case signal.Working, signal.Blocked:
 		e.doneUnseen = false
 	case signal.Done:
 		if edge || inTurn {
-			e.doneUnseen = true
+			turnEnded()
 		}
 		if !e.doneUnseen {
 			next.State = signal.Idle
@@ -520,7 +543,7 @@ func (e *Engine) applyDone(next signal.Decision) signal.Decision {
 			break
 		}
 		if e.cur.State == signal.Working {
-			e.doneUnseen = true // a turn ended on screen
+			turnEnded() // a turn ended on screen
 		}
 		if e.doneUnseen && (e.cur.State == signal.Working || e.cur.State == signal.Done) {
 			next.State = signal.Done

@@ -477,3 +477,31 @@ func TestPromptShown(t *testing.T) {
 		t.Fatal("still shown after it was erased")
 	}
 }
+
+// A turn a person interrupted (Esc, Ctrl-C, a refused prompt) ends idle:
+// they saw it end. A turn that ends on its own later is done again.
+func TestInterruptedTurnEndsIdle(t *testing.T) {
+	set, _ := rules.Loader{Embedded: fstest.MapFS{"toy.toml": {Data: []byte(toyManifest)}}}.Load(nil)
+	e := New(Config{Cols: 40, Rows: 6, Rules: set, Agent: "toy", MarkDone: true})
+	defer e.Close()
+	e.Feed(at(0), []byte("\r\x1b[K⠋ esc to interrupt"))
+	tickUntil(e, at(100))
+	e.NoteInterrupt(at(1000))
+	e.Feed(at(1100), []byte("\r\x1b[K? for shortcuts"))
+	if got := states(tickUntil(e, at(2000))); got != "idle@1.42s" {
+		t.Fatalf("interrupted turn: %s", got)
+	}
+	// The next turn ends on its own, long after: done.
+	e.Feed(at(10000), []byte("\r\x1b[K⠋ esc to interrupt"))
+	tickUntil(e, at(10100))
+	e.Feed(at(11000), []byte("\r\x1b[K? for shortcuts"))
+	if got := states(tickUntil(e, at(12000))); got != "done@11.32s" {
+		t.Fatalf("a turn that ended on its own: %s", got)
+	}
+	// The program's own done right after an interrupt is the same.
+	e.Feed(at(13000), []byte("\x1b]7501;state=working\a"))
+	e.NoteInterrupt(at(13500))
+	if got := states(e.Feed(at(13600), []byte("\x1b]7501;state=done\a"))); got != "idle@13.6s" {
+		t.Fatalf("reported done after an interrupt: %s", got)
+	}
+}
