@@ -12,6 +12,7 @@ package detect
 
 import (
 	"io"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/rules"
@@ -422,6 +423,14 @@ func hookOutlived(h *hookReport, screen signal.State, now time.Time) bool {
 // taken as theirs.
 const InterruptWindow = 5 * time.Second
 
+// IsInterrupt reports whether typed bytes stop a turn or refuse a prompt:
+// Esc pressed on its own (once or twice), or Ctrl-C. An escape sequence
+// (an arrow key) is not one.
+func IsInterrupt(b []byte) bool {
+	s := string(b)
+	return s == "\x1b" || s == "\x1b\x1b" || strings.Contains(s, "\x03")
+}
+
 // NoteInterrupt says a person typed a key that stops a turn or refuses a
 // prompt (Esc, Ctrl-C): a turn that ends within InterruptWindow ends idle,
 // not done — they saw it end, they ended it.
@@ -521,6 +530,9 @@ func (e *Engine) applyDone(next signal.Decision, now time.Time) signal.Decision 
 	}
 	inTurn := e.cur.State == signal.Working || e.cur.State == signal.Blocked
 	interrupted := !e.interruptAt.IsZero() && now.Sub(e.interruptAt) < InterruptWindow
+	if inTurn && next.State != signal.Working && next.State != signal.Blocked {
+		e.interruptAt = time.Time{} // the turn the interrupt was for is over
+	}
 	turnEnded := func() {
 		if interrupted {
 			e.interruptAt = time.Time{} // the person's own interrupt: seen

@@ -504,4 +504,16 @@ func TestInterruptedTurnEndsIdle(t *testing.T) {
 	if got := states(e.Feed(at(13600), []byte("\x1b]7501;state=done\a"))); got != "idle@13.6s" {
 		t.Fatalf("reported done after an interrupt: %s", got)
 	}
+	// The interrupted turn ends idle by the program's word; the next turn,
+	// though it ends within the window, is done.
+	e.Feed(at(14000), []byte("\x1b]7501;state=working\a"))
+	e.NoteInterrupt(at(14100))
+	e.Feed(at(14200), []byte("\x1b]7501;state=idle\a"))
+	e.Feed(at(14500), []byte("\x1b]7501;state=working\a"))
+	if got := states(e.Feed(at(15000), []byte("\x1b]7501;state=done\a"))); got != "done@15s" {
+		t.Fatalf("the turn after an interrupted one: %s", got)
+	}
+	if !IsInterrupt([]byte("\x1b")) || !IsInterrupt([]byte("\x03")) || IsInterrupt([]byte("\x1b[A")) || IsInterrupt([]byte("x")) {
+		t.Fatal("IsInterrupt")
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -416,7 +415,7 @@ func (p *Pane) Input(data []byte, guard bool) error {
 	now := time.Now()
 	p.queueLocked(p.engine.Classify(now))
 	d, _ := p.engine.Decision()
-	if isInterrupt(data) && !(guard && d.State == signal.Blocked) {
+	if detect.IsInterrupt(data) && !(guard && d.State == signal.Blocked) {
 		p.engine.NoteInterrupt(now)
 	}
 	p.mu.Unlock()
@@ -455,20 +454,12 @@ func (p *Pane) Answer(choice string) (string, error) {
 		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m))
 	}
 	p.queueLocked(p.engine.MarkSeen(now))
-	if isInterrupt([]byte(keys)) {
+	if choice == rules.AnswerNo || choice == rules.AnswerCancel || detect.IsInterrupt([]byte(keys)) {
 		p.engine.NoteInterrupt(now) // a refusal ends the turn, or lets it go on
 	}
 	p.mu.Unlock()
 	p.kick()
 	return keys, p.enqueue([]byte(keys), InputWait)
-}
-
-// isInterrupt reports whether typed bytes stop a turn or refuse a prompt:
-// Esc pressed on its own (once or twice), or Ctrl-C. An escape sequence
-// (an arrow key) is not one.
-func isInterrupt(b []byte) bool {
-	s := string(b)
-	return s == "\x1b" || s == "\x1b\x1b" || strings.Contains(s, "\x03")
 }
 
 // ApplyHook records what the agent's hook said. A pane that does not

@@ -83,6 +83,17 @@ func (dr *driver) send(ctx context.Context, text string, enter bool) error {
 	return nil
 }
 
+// answer answers the pane's prompt through corral, as `corral answer` does.
+func (dr *driver) answer(ctx context.Context, choice string) error {
+	var res api.AnswerResult
+	err := dr.d.c.Do(ctx, "POST", "/v1/panes/"+dr.pane+"/answer", api.AnswerRequest{Choice: choice}, &res)
+	if err != nil {
+		return fmt.Errorf("answer %s: %w", choice, err)
+	}
+	dr.cap.input(time.Now(), res.Keys)
+	return nil
+}
+
 // drive runs the steps one after another. It never waits on corral's
 // answer where the agent reports for itself: the agent's own report paces
 // the scenario then; otherwise corral's state (or the deadline) does.
@@ -97,6 +108,11 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 			text, _ := p.turnText(s, dr.work)
 			run.Action = fmt.Sprintf("type %q", text)
 			if err := dr.submit(ctx, text); err != nil {
+				return nil, err
+			}
+		case s.Key == KeyNo && p.Keys[KeyNo] == "":
+			// A refusal goes the way a person's does: corral answer no.
+			if err := dr.answer(ctx, rules.AnswerNo); err != nil {
 				return nil, err
 			}
 		case s.Key != KeyNone:

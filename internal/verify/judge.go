@@ -117,9 +117,10 @@ func Replay(rec *Recording, set *rules.Set, signals detect.Signals) []Point {
 	e := detect.New(detect.Config{Cols: rec.Cols, Rows: rec.Rows, Rules: set, Agent: rec.Rules, Signals: signals, MarkDone: true})
 	defer e.Close()
 	type item struct {
-		at   time.Duration
-		out  string
-		hook *Hook
+		at        time.Duration
+		out       string
+		hook      *Hook
+		interrupt bool
 	}
 	var items []item
 	for _, ev := range rec.Cast.Events {
@@ -129,6 +130,12 @@ func Replay(rec *Recording, set *rules.Set, signals detect.Signals) []Point {
 	}
 	for i := range rec.Hooks {
 		items = append(items, item{at: dur(rec.Hooks[i].At), hook: &rec.Hooks[i]})
+	}
+	// A person's refusal or interrupt, as the pane notes it when typed.
+	for _, s := range rec.Steps {
+		if s.Action == "press "+string(KeyNo) || s.Action == "press "+string(KeyInterrupt) {
+			items = append(items, item{at: dur(s.Start), interrupt: true})
+		}
 	}
 	var last time.Duration
 	for _, s := range rec.Steps {
@@ -164,6 +171,10 @@ func Replay(rec *Recording, set *rules.Set, signals detect.Signals) []Point {
 	for _, it := range items {
 		advance(it.at)
 		now := replay.Epoch.Add(it.at)
+		if it.interrupt {
+			e.NoteInterrupt(now)
+			continue
+		}
 		if it.hook == nil {
 			add(e.Feed(now, []byte(it.out)))
 			continue
