@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,6 +21,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/term"
@@ -67,6 +70,10 @@ type Pane struct {
 	started time.Time
 	pid     int
 	done    chan struct{} // closed when the process group is reaped
+	// readDone is closed when the read loop has ended.
+	readDone chan struct{}
+	// group finds every process the program started, wherever it went.
+	group procs.Group
 
 	// term is the engine's terminal, which has a lock of its own.
 	term *term.Terminal
@@ -117,7 +124,7 @@ func Start(cfg Config) (*Pane, error) {
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
 	}
-	path, err := exec.LookPath(cfg.Argv[0])
+	path, err := resolve(cfg.Argv[0], cfg.Dir, cfg.Env)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
@@ -126,8 +133,16 @@ func Start(cfg Config) (*Pane, error) {
 	cmd.Dir = cfg.Dir
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLORTERM=truecolor")
 	cmd.Env = append(cmd.Env, cfg.Env...)
-	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cfg.Cols), Rows: uint16(cfg.Rows)},
-		&syscall.SysProcAttr{Setsid: true, Setctty: true})
+	var ptmx *os.File
+	_, err = procs.Spawn(func() (int, error) {
+		var err error
+		ptmx, err = pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cfg.Cols), Rows: uint16(cfg.Rows)},
+			&syscall.SysProcAttr{Setsid: true, Setctty: true})
+		if err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
@@ -135,9 +150,10 @@ func Start(cfg Config) (*Pane, error) {
 	if err != nil {
 		killGroup(cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		procs.Release(cmd.Process.Pid)
 		return nil, err
 	}
-	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), name: cfg.Name,
+	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
 		input: make(chan []byte, InputQueue), mu: newLock(), wake: make(chan struct{}, 1)}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
@@ -146,7 +162,12 @@ func Start(cfg Config) (*Pane, error) {
 	p.timer = time.AfterFunc(time.Hour, p.onTimer)
 	p.timer.Stop()
 	p.Info() // the first copy for p.last
+	p.group = procs.Group{Root: p.pid}
+	if cfg.ID != "" {
+		p.group.Mark = "CORRAL_PANE=" + cfg.ID
+	}
 	go p.readLoop()
+	go p.reap()
 	go p.writeLoop()
 	go p.sweepLoop()
 	go p.deliverLoop()
@@ -255,17 +276,33 @@ func (p *Pane) readLoop() {
 			p.kick()
 		}
 		if err != nil {
-			// EIO after the child's side closes (Linux), 0 bytes on BSD.
+			// EIO after the child's side closes (Linux), 0 bytes on BSD;
+			// or reap closed the PTY.
 			break
 		}
 	}
-	p.reap()
+	close(p.readDone)
 }
 
-// reap waits for the process, ends the rest of its group, and records the
-// exit.
+// DrainWait bounds how long the end of a program's output is read after
+// every process of its pane has been ended.
+const DrainWait = time.Second
+
+// reap waits for the program to exit, ends every process it left (in its
+// group, its session, or gone elsewhere: a grandchild that left with
+// setsid keeps the terminal open, so the end of file is not waited for),
+// and records the exit.
 func (p *Pane) reap() {
+	procs.WaitExit(p.pid)
+	// Everything it left (a background job of a shell, a daemon it
+	// started) goes too, found while the program is a zombie: its pid
+	// cannot be reused until Wait.
+	killGroup(p.pid, syscall.SIGHUP)
+	p.group.Signal(syscall.SIGHUP)
+	killGroup(p.pid, syscall.SIGKILL)
+	p.group.KillAll(5 * time.Second)
 	err := p.cmd.Wait()
+	procs.Release(p.pid)
 	code := 0
 	if err != nil {
 		var ee *exec.ExitError
@@ -278,9 +315,13 @@ func (p *Pane) reap() {
 			code = -1
 		}
 	}
-	// Children left in the group (a background job of a shell) go too.
-	killGroup(p.pid, syscall.SIGHUP)
-	killGroup(p.pid, syscall.SIGKILL)
+	select {
+	case <-p.readDone:
+	case <-time.After(DrainWait):
+		// Something holds the terminal still: stop reading it.
+		_ = p.ptmx.Close()
+		<-p.readDone
+	}
 	p.mu.Lock()
 	p.exited, p.exitCode, p.exitedAt = true, code, time.Now()
 	p.timer.Stop()
@@ -533,6 +574,8 @@ func (p *Pane) Kill(sig syscall.Signal) error {
 	if err := killGroup(p.pid, sig); err != nil {
 		return err
 	}
+	// Processes that left the group (setsid, their own group) too.
+	p.group.Signal(sig)
 	// A stopped group (SIGSTOP, Ctrl-Z) holds every signal but SIGKILL
 	// until it runs again: wake it so the signal lands.
 	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT && sig != 0 {
@@ -552,6 +595,36 @@ func (p *Pane) Close(grace time.Duration) {
 	}
 	_ = p.Kill(syscall.SIGKILL)
 	<-p.done
+}
+
+// resolve finds the program to run as the user who typed it would: a
+// name with a slash relative to dir, a bare name on the PATH of env (the
+// caller's, when the request carries it), else the daemon's.
+func resolve(name, dir string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) && dir != "" {
+			name = filepath.Join(dir, name)
+		}
+		return exec.LookPath(name)
+	}
+	path := os.Getenv("PATH")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) && dir != "" {
+			d = filepath.Join(dir, d)
+		}
+		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not on the PATH (%s)", name, path)
 }
 
 func killGroup(pgid int, sig syscall.Signal) error {
