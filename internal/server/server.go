@@ -72,8 +72,13 @@ type Server struct {
 	// reserved holds the ids (and names) of panes being started outside
 	// mu; they are taken until registered or given up.
 	reserved map[string]string
-	closing  bool
-	shutdown sync.Once
+	// spawning counts the starts in flight; stop waits for them (a while)
+	// so that what they start is ended with the rest.
+	spawning sync.WaitGroup
+	// collected is set once stop has taken the list of panes to end.
+	collected bool
+	closing   bool
+	shutdown  sync.Once
 }
 
 type entry struct {
@@ -199,6 +204,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	return nil
 }
 
+// SpawnWait bounds how long shutdown waits for the starts in flight.
+const SpawnWait = 5 * time.Second
+
 // Shutdown asks Serve to end.
 func (s *Server) Shutdown() {
 	if s.cancel != nil {
@@ -213,6 +221,18 @@ func (s *Server) stop() {
 	s.shutdown.Do(func() {
 		s.mu.Lock()
 		s.closing = true
+		s.mu.Unlock()
+		spawned := make(chan struct{})
+		go func() {
+			s.spawning.Wait()
+			close(spawned)
+		}()
+		select {
+		case <-spawned:
+		case <-time.After(SpawnWait):
+		}
+		s.mu.Lock()
+		s.collected = true
 		var all []unit
 		for _, e := range s.panes {
 			all = append(all, e.p)
@@ -311,6 +331,7 @@ func (s *Server) reserve(name string) (string, *rules.Set, error) {
 	}
 	id := s.newIDLocked()
 	s.reserved[id] = name
+	s.spawning.Add(1)
 	return id, s.rules, nil
 }
 
@@ -318,16 +339,18 @@ func (s *Server) unreserve(id string) {
 	s.mu.Lock()
 	delete(s.reserved, id)
 	s.mu.Unlock()
+	s.spawning.Done()
 }
 
-// register adds a started unit under its reserved id. A daemon that began
-// shutting down meanwhile ends it instead.
+// register adds a started unit under its reserved id. Once the daemon's
+// shutdown has taken its list of panes to end, it ends the unit instead.
 func (s *Server) register(id string, e *entry) bool {
+	defer s.spawning.Done()
 	s.mu.Lock()
 	delete(s.reserved, id)
-	if s.closing {
+	if s.collected {
 		s.mu.Unlock()
-		go e.p.Close(s.opts.KillGrace)
+		e.p.Close(s.opts.KillGrace)
 		return false
 	}
 	s.panes[id] = e
