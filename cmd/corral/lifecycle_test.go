@@ -211,12 +211,20 @@ func TestPruneExitedPanes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(conf, "config.toml"), []byte("[panes]\nprune_after = \"1s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.must("run", "--name", "old", "--", "true")
 	e.must("run", "--name", "running", "--", "sleep", "19.1")
-	e.must("wait", "old", "--state", "exited", "--timeout", "5s")
-	waitFor(t, 10*time.Second, "the exited pane to be pruned", func() bool { return !e.has("old") })
+	e.must("run", "--name", "old", "--", "true")
+	waitFor(t, 20*time.Second, "the exited pane to be pruned", func() bool { return !e.has("old") })
 	if !e.has("running") {
 		t.Fatal("a running pane was pruned")
+	}
+	var ev struct{ Name, State, Previous string }
+	for _, l := range strings.Split(strings.TrimSpace(e.must("events", "--since", "1m")), "\n") {
+		if json.Unmarshal([]byte(l), &ev) == nil && ev.Name == "old" && ev.State == "removed" {
+			break
+		}
+	}
+	if ev.Name != "old" || ev.State != "removed" || ev.Previous != "exited" {
+		t.Fatalf("last event of the pruned pane: %+v", ev)
 	}
 }
 
