@@ -267,6 +267,12 @@ func TestRunResolvesWhereTyped(t *testing.T) {
 	screen(runIn(work, "run", "--", "./script.sh"), "from-script-"+work)
 	screen(runIn(e.dir, "run", "--cwd", "work", "--", "./script.sh"), "from-script-"+work)
 	screen(runIn(e.dir, "run", "--", "mytool"), "from-mytool")
+	// corral exec too.
+	if err := os.WriteFile(filepath.Join(bin, "myagent"), []byte("#!/bin/sh\necho '"+initJSON+"'; echo '"+resultJSON+"'\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runIn(work, "exec", "--agent", "claude", "--", "myagent")
+	runIn(work, "exec", "--agent", "claude", "--", "../mybin/myagent")
 }
 
 // A spawn that waits (here on a FIFO where the Gemini integration looks

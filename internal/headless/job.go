@@ -113,7 +113,13 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if len(o.Argv) == 0 {
 		return Outcome{}, errors.New("no command to run")
 	}
-	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
+	// Found as the caller would: relative to Dir, on the PATH of Env.
+	path, err := procs.Resolve(o.Argv[0], o.Dir, o.Env)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
+	}
+	cmd := exec.Command(path, o.Argv[1:]...)
+	cmd.Args[0] = o.Argv[0]
 	cmd.Dir = o.Dir
 	cmd.Env = append(os.Environ(), o.Env...)
 	if o.Mark != "" {

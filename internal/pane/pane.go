@@ -11,8 +11,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -124,7 +122,7 @@ func Start(cfg Config) (*Pane, error) {
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
 	}
-	path, err := resolve(cfg.Argv[0], cfg.Dir, cfg.Env)
+	path, err := procs.Resolve(cfg.Argv[0], cfg.Dir, cfg.Env)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
@@ -595,36 +593,6 @@ func (p *Pane) Close(grace time.Duration) {
 	}
 	_ = p.Kill(syscall.SIGKILL)
 	<-p.done
-}
-
-// resolve finds the program to run as the user who typed it would: a
-// name with a slash relative to dir, a bare name on the PATH of env (the
-// caller's, when the request carries it), else the daemon's.
-func resolve(name, dir string, env []string) (string, error) {
-	if strings.Contains(name, "/") {
-		if !filepath.IsAbs(name) && dir != "" {
-			name = filepath.Join(dir, name)
-		}
-		return exec.LookPath(name)
-	}
-	path := os.Getenv("PATH")
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) && dir != "" {
-			d = filepath.Join(dir, d)
-		}
-		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%q is not on the PATH (%s)", name, path)
 }
 
 func killGroup(pgid int, sig syscall.Signal) error {

@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,3 +279,33 @@ const (
 	wExited  = 4
 	wNoWait  = 0x01000000
 )
+
+// Resolve finds the program to run as the user who typed it would: a
+// name with a slash relative to dir, a bare name on the PATH of env (the
+// caller's, when the request carries it), else the daemon's.
+func Resolve(name, dir string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) && dir != "" {
+			name = filepath.Join(dir, name)
+		}
+		return exec.LookPath(name)
+	}
+	path := os.Getenv("PATH")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) && dir != "" {
+			d = filepath.Join(dir, d)
+		}
+		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not on the PATH (%s)", name, path)
+}
