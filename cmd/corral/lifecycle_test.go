@@ -129,7 +129,7 @@ func TestSetsidGrandchildLeftBehindNowhere(t *testing.T) {
 // its output, and leaves no process behind, in whatever group or session.
 func TestExecTimeoutLeavesNothing(t *testing.T) {
 	e := newEnv(t)
-	script := "echo '" + initJSON + "'; setsid sleep 16.1 & (set -m; sleep 16.2 & wait) & sleep 16.3"
+	script := "echo '" + initJSON + "'; setsid sleep 16.1 & perl -e 'setpgrp(0,0); exec @ARGV' sleep 16.2 & sleep 16.3"
 	start := time.Now()
 	_, code := e.runWithin(10*time.Second, "exec", "--agent", "claude", "--timeout", "2s", "--", "sh", "-c", script)
 	took := time.Since(start)

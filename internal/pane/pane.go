@@ -569,11 +569,12 @@ func (p *Pane) Kill(sig syscall.Signal) error {
 			return nil
 		}
 	}
+	// Processes that left the group (setsid, their own group) too: found
+	// first, while they are still below the program.
+	p.group.Signal(sig)
 	if err := killGroup(p.pid, sig); err != nil {
 		return err
 	}
-	// Processes that left the group (setsid, their own group) too.
-	p.group.Signal(sig)
 	// A stopped group (SIGSTOP, Ctrl-Z) holds every signal but SIGKILL
 	// until it runs again: wake it so the signal lands.
 	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT && sig != 0 {
