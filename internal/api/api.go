@@ -99,6 +99,8 @@ type RunRequest struct {
 	Rows    int      `json:"rows"`
 	Agent   string   `json:"agent"`
 	Env     []string `json:"env"`
+	// Remove removes the pane when its program exits (corral run --rm).
+	Remove bool `json:"remove,omitempty"`
 }
 
 // Screen is GET /v1/panes/{id}/screen.
@@ -142,7 +144,8 @@ type KillRequest struct {
 type Error struct {
 	Error string `json:"error"`
 	// Code is machine-readable: not_found, blocked, not_blocked, exited,
-	// bad_request, no_answer, internal.
+	// bad_request, no_answer, running (corral rm of a running pane),
+	// internal.
 	Code string `json:"code"`
 }
 

@@ -79,6 +79,9 @@ func runExec(ctx context.Context, std IO, args []string) error {
 		return err
 	}
 	req.Cwd = dir
+	if !hasVar(env, "PATH") { // the command is found on the caller's PATH
+		req.Env = append([]string{"PATH=" + os.Getenv("PATH")}, req.Env...)
+	}
 	c, err := connect(ctx)
 	if err != nil {
 		return err

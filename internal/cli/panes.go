@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -71,6 +73,7 @@ func runRun(ctx context.Context, std IO, args []string) error {
 	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
 	asJSON := fs.Bool("json", false, "print the pane as JSON")
 	attach := fs.Bool("attach", false, "attach to the new pane at once")
+	remove := fs.Bool("rm", false, "remove the pane when its program exits")
 	var env envList
 	fs.Var(&env, "env", "K=V to add to the program's environment (repeatable)")
 	// Everything after "--" is the command, flags included.
@@ -98,18 +101,27 @@ func runRun(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The command is found and run as it would be here: from this
+	// folder (a relative --cwd is relative to it) and this PATH.
+	here, err := os.Getwd()
+	if err != nil {
+		return err
+	}
 	dir := *cwd
 	if dir == "" {
-		if dir, err = os.Getwd(); err != nil {
-			return err
-		}
+		dir = here
+	} else if !filepath.IsAbs(dir) {
+		dir = filepath.Join(here, dir)
+	}
+	if !hasVar(env, "PATH") {
+		env = append(envList{"PATH=" + os.Getenv("PATH")}, env...)
 	}
 	c, err := connect(ctx)
 	if err != nil {
 		return err
 	}
 	var p api.Pane
-	if err := c.Do(ctx, "POST", "/v1/panes", api.RunRequest{Name: *name, Command: command, Cwd: dir, Cols: cols, Rows: rows, Agent: *agent, Env: env}, &p); err != nil {
+	if err := c.Do(ctx, "POST", "/v1/panes", api.RunRequest{Name: *name, Command: command, Cwd: dir, Cols: cols, Rows: rows, Agent: *agent, Env: env, Remove: *remove}, &p); err != nil {
 		return apiError(err)
 	}
 	if *asJSON {
@@ -123,6 +135,56 @@ func runRun(ctx context.Context, std IO, args []string) error {
 		return runAttach(ctx, std, []string{p.ID})
 	}
 	return nil
+}
+
+// hasVar says whether env (K=V entries) sets key.
+func hasVar(env []string, key string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// runRm removes ended panes and jobs; --force ends running ones first.
+func runRm(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("rm", std)
+	force := fs.Bool("force", false, "end running panes first (SIGHUP, then SIGKILL)")
+	asJSON := fs.Bool("json", false, "print the removed panes as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("need one or more pane ids or names")
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	path := ""
+	if *force {
+		path = "?force=1"
+	}
+	var removed []api.Pane
+	var failed error
+	for _, ref := range pos {
+		var p api.Pane
+		if err := c.Do(ctx, "DELETE", panePath(ref, "")+path, nil, &p); err != nil {
+			err = apiError(err)
+			fmt.Fprintf(std.Stderr, "corral rm: %s: %v\n", ref, err)
+			failed = &exitError{code: 1, err: errors.New("")}
+			continue
+		}
+		removed = append(removed, p)
+	}
+	if *asJSON {
+		if err := printJSON(std, removed); err != nil {
+			return err
+		}
+	}
+	return failed
 }
 
 func runLs(ctx context.Context, std IO, args []string) error {

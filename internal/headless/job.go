@@ -13,6 +13,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/term"
 )
@@ -39,6 +40,10 @@ type Options struct {
 	OnPermission func(req Event, answer func(allow bool, by string))
 	// OnStart receives the process id once it runs.
 	OnStart func(pid int)
+	// Mark is an environment entry ("CORRAL_JOB=ID") added to the run's
+	// environment, by which the processes it starts are found and ended
+	// wherever they went (see procs.Group).
+	Mark string
 
 	// Mode is "pipe" (the default) or "pty-lite": stdout is a PTY (1000
 	// columns, so lines do not wrap) for programs that block-buffer a pipe;
@@ -48,6 +53,10 @@ type Options struct {
 	Mode        string
 	PromptRules *rules.Manifest
 }
+
+// DrainWait bounds how long the end of a run's output is read once every
+// process of the run has been ended.
+const DrainWait = 2 * time.Second
 
 // PTYLiteCols is the width of a pty-lite terminal.
 const PTYLiteCols = 1000
@@ -104,9 +113,18 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if len(o.Argv) == 0 {
 		return Outcome{}, errors.New("no command to run")
 	}
-	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
+	// Found as the caller would: relative to Dir, on the PATH of Env.
+	path, err := procs.Resolve(o.Argv[0], o.Dir, o.Env)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
+	}
+	cmd := exec.Command(path, o.Argv[1:]...)
+	cmd.Args[0] = o.Argv[0]
 	cmd.Dir = o.Dir
 	cmd.Env = append(os.Environ(), o.Env...)
+	if o.Mark != "" {
+		cmd.Env = append(cmd.Env, o.Mark)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout io.Reader
 	var ptyTTY *os.File
@@ -143,7 +161,12 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if err := cmd.Start(); err != nil {
+	if _, err := procs.Spawn(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	}); err != nil {
 		return Outcome{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
 	}
 	if ptyTTY != nil {
@@ -153,7 +176,26 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if o.OnStart != nil {
 		o.OnStart(pgid)
 	}
-	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	// Every process of the run goes, in its group or gone elsewhere
+	// (setsid, a group of its own): they would hold its output open.
+	group := procs.Group{Root: pgid, Mark: o.Mark}
+	kill := func() {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		group.KillAll(5 * time.Second)
+	}
+	// Once the agent has exited, what it left must not hold its output
+	// open. Processes are found by the agent's pid only while it is a
+	// zombie (the pid cannot be reused then): never after Wait.
+	var waitMu sync.Mutex
+	waited := false
+	go func() {
+		procs.WaitExit(pgid)
+		waitMu.Lock()
+		defer waitMu.Unlock()
+		if !waited {
+			kill()
+		}
+	}()
 
 	var errBuf tailBuffer
 	errDone := make(chan struct{})
@@ -332,10 +374,25 @@ loop:
 		for range lines {
 		}
 	}()
-	<-readDone
-	<-errDone
+	drained := make(chan struct{})
+	go func() {
+		<-readDone
+		<-errDone
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(DrainWait):
+		// Something unfound holds the output open; Wait closes our ends.
+	}
+	procs.WaitExit(pgid)
+	kill() // anything the agent started goes too
+	waitMu.Lock()
+	waited = true
+	waitMu.Unlock()
 	waitErr := cmd.Wait()
-	kill() // anything the agent started in its group goes too
+	procs.Release(pgid)
+	<-drained
 	out.Stderr = errBuf.String()
 	out.ExitCode = exitCode(waitErr)
 

@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/term"
@@ -67,6 +68,10 @@ type Pane struct {
 	started time.Time
 	pid     int
 	done    chan struct{} // closed when the process group is reaped
+	// readDone is closed when the read loop has ended.
+	readDone chan struct{}
+	// group finds every process the program started, wherever it went.
+	group procs.Group
 
 	// term is the engine's terminal, which has a lock of its own.
 	term *term.Terminal
@@ -117,7 +122,7 @@ func Start(cfg Config) (*Pane, error) {
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
 	}
-	path, err := exec.LookPath(cfg.Argv[0])
+	path, err := procs.Resolve(cfg.Argv[0], cfg.Dir, cfg.Env)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
@@ -126,8 +131,16 @@ func Start(cfg Config) (*Pane, error) {
 	cmd.Dir = cfg.Dir
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLORTERM=truecolor")
 	cmd.Env = append(cmd.Env, cfg.Env...)
-	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cfg.Cols), Rows: uint16(cfg.Rows)},
-		&syscall.SysProcAttr{Setsid: true, Setctty: true})
+	var ptmx *os.File
+	_, err = procs.Spawn(func() (int, error) {
+		var err error
+		ptmx, err = pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cfg.Cols), Rows: uint16(cfg.Rows)},
+			&syscall.SysProcAttr{Setsid: true, Setctty: true})
+		if err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
@@ -135,9 +148,10 @@ func Start(cfg Config) (*Pane, error) {
 	if err != nil {
 		killGroup(cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		procs.Release(cmd.Process.Pid)
 		return nil, err
 	}
-	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), name: cfg.Name,
+	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
 		input: make(chan []byte, InputQueue), mu: newLock(), wake: make(chan struct{}, 1)}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
@@ -146,7 +160,12 @@ func Start(cfg Config) (*Pane, error) {
 	p.timer = time.AfterFunc(time.Hour, p.onTimer)
 	p.timer.Stop()
 	p.Info() // the first copy for p.last
+	p.group = procs.Group{Root: p.pid}
+	if cfg.ID != "" {
+		p.group.Mark = "CORRAL_PANE=" + cfg.ID
+	}
 	go p.readLoop()
+	go p.reap()
 	go p.writeLoop()
 	go p.sweepLoop()
 	go p.deliverLoop()
@@ -255,17 +274,33 @@ func (p *Pane) readLoop() {
 			p.kick()
 		}
 		if err != nil {
-			// EIO after the child's side closes (Linux), 0 bytes on BSD.
+			// EIO after the child's side closes (Linux), 0 bytes on BSD;
+			// or reap closed the PTY.
 			break
 		}
 	}
-	p.reap()
+	close(p.readDone)
 }
 
-// reap waits for the process, ends the rest of its group, and records the
-// exit.
+// DrainWait bounds how long the end of a program's output is read after
+// every process of its pane has been ended.
+const DrainWait = time.Second
+
+// reap waits for the program to exit, ends every process it left (in its
+// group, its session, or gone elsewhere: a grandchild that left with
+// setsid keeps the terminal open, so the end of file is not waited for),
+// and records the exit.
 func (p *Pane) reap() {
+	procs.WaitExit(p.pid)
+	// Everything it left (a background job of a shell, a daemon it
+	// started) goes too, found while the program is a zombie: its pid
+	// cannot be reused until Wait.
+	killGroup(p.pid, syscall.SIGHUP)
+	p.group.Signal(syscall.SIGHUP)
+	killGroup(p.pid, syscall.SIGKILL)
+	p.group.KillAll(5 * time.Second)
 	err := p.cmd.Wait()
+	procs.Release(p.pid)
 	code := 0
 	if err != nil {
 		var ee *exec.ExitError
@@ -278,9 +313,13 @@ func (p *Pane) reap() {
 			code = -1
 		}
 	}
-	// Children left in the group (a background job of a shell) go too.
-	killGroup(p.pid, syscall.SIGHUP)
-	killGroup(p.pid, syscall.SIGKILL)
+	select {
+	case <-p.readDone:
+	case <-time.After(DrainWait):
+		// Something holds the terminal still: stop reading it.
+		_ = p.ptmx.Close()
+		<-p.readDone
+	}
 	p.mu.Lock()
 	p.exited, p.exitCode, p.exitedAt = true, code, time.Now()
 	p.timer.Stop()
@@ -537,6 +576,9 @@ func (p *Pane) Kill(sig syscall.Signal) error {
 			return nil
 		}
 	}
+	// Processes that left the group (setsid, their own group) too: found
+	// first, while they are still below the program.
+	p.group.Signal(sig)
 	if err := killGroup(p.pid, sig); err != nil {
 		return err
 	}

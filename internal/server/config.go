@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"time"
 
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/rules"
@@ -15,6 +16,30 @@ import (
 // Config is the user's config file, $XDG_CONFIG_HOME/corral/config.toml.
 type Config struct {
 	Notify notify.Config `toml:"notify"`
+	Panes  PanesConfig   `toml:"panes"`
+}
+
+// PanesConfig is the [panes] table.
+type PanesConfig struct {
+	// PruneAfter removes panes and jobs this long after they ended
+	// ("24h"; "0", the default, never).
+	PruneAfter Duration `toml:"prune_after"`
+}
+
+// Duration is a duration written as a string ("90s", "24h").
+type Duration time.Duration
+
+// D is the duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalText reads "24h", "90s" or "0".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil || v < 0 {
+		return fmt.Errorf("%q is not a duration like 24h, 90m or 0 (never)", b)
+	}
+	*d = Duration(v)
+	return nil
 }
 
 // ConfigPath is where the config file is read from: beside the user's

@@ -36,6 +36,7 @@ func (s *Server) routes() http.Handler {
 		{"POST /v1/panes/{id}/send", s.handleSend},
 		{"POST /v1/panes/{id}/answer", s.handleAnswer},
 		{"POST /v1/panes/{id}/kill", s.handleKill},
+		{"DELETE /v1/panes/{id}", s.handleRemove},     // ?force=1 ends a running one first
 		{"GET /v1/panes/{id}/attach", s.handleAttach}, // WebSocket: output out, input in
 		{"GET /v1/events", s.handleEvents},            // NDJSON; ?since=RFC3339&follow=1&after=SEQ
 		{"GET /v1/events/ws", s.handleEventsWS},       // WebSocket, one event per text message
@@ -176,12 +177,15 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p, err := s.start(pane.Config{Name: req.Name, Argv: req.Command, Dir: req.Cwd, Env: req.Env,
-		Cols: req.Cols, Rows: req.Rows, Agent: req.Agent})
+		Cols: req.Cols, Rows: req.Rows, Agent: req.Agent}, req.Remove)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
-	e, _ := s.find(p.ID())
+	e, err := s.find(p.ID())
+	if err != nil { // --rm, and it has already ended and gone
+		e = &entry{p: p, name: req.Name}
+	}
 	reply(w, paneJSON(e))
 }
 
@@ -288,6 +292,25 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	case <-time.After(2 * time.Second):
 	}
 	reply(w, paneJSON(e))
+}
+
+// handleRemove removes an ended pane or job (?force=1: ends it first).
+func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
+	e := s.lookup(w, r)
+	if e == nil {
+		return
+	}
+	out := paneJSON(e)
+	if err := s.remove(e.p.ID(), r.URL.Query().Get("force") == "1"); err != nil {
+		code, status := "internal", http.StatusInternalServerError
+		if errors.Is(err, errStillRunning) {
+			code, status = "running", http.StatusConflict
+		}
+		fail(w, status, code, err)
+		return
+	}
+	out.State = StateRemoved
+	reply(w, out)
 }
 
 // handleHook takes a report from an agent's hook. It must carry the pane's

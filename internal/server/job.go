@@ -68,6 +68,7 @@ type job struct {
 	grew    chan struct{}
 	pending *permissionAsk
 	outcome *headless.Outcome
+	endedAt time.Time
 	session string
 }
 
@@ -218,6 +219,7 @@ func (j *job) set(d signal.Decision) {
 func (j *job) finish(out headless.Outcome) {
 	j.mu.Lock()
 	j.outcome = &out
+	j.endedAt = time.Now()
 	close(j.grew)
 	j.grew = make(chan struct{})
 	j.mu.Unlock()
@@ -239,6 +241,13 @@ func (j *job) releaseEvents() {
 	defer j.mu.Unlock()
 	j.base += len(j.events)
 	j.events = nil
+}
+
+// EndedAt is when the job ended (zero while it runs).
+func (j *job) EndedAt() time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.endedAt
 }
 
 // Outcome returns how the job ended (nil while it runs).

@@ -28,6 +28,7 @@ import (
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/signal"
 )
@@ -68,8 +69,16 @@ type Server struct {
 	board         *board.Server // the web board, once started
 	panes         map[string]*entry
 	order         []string // pane ids in start order
-	closing       bool
-	shutdown      sync.Once
+	// reserved holds the ids (and names) of panes being started outside
+	// mu; they are taken until registered or given up.
+	reserved map[string]string
+	// spawning counts the starts in flight; stop waits for them (a while)
+	// so that what they start is ended with the rest.
+	spawning sync.WaitGroup
+	// collected is set once stop has taken the list of panes to end.
+	collected bool
+	closing   bool
+	shutdown  sync.Once
 }
 
 type entry struct {
@@ -142,7 +151,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
-		panes: map[string]*entry{}, done: make(chan struct{})}
+		panes: map[string]*entry{}, reserved: map[string]string{}, done: make(chan struct{})}
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
 		if e, err := s.find(id); err == nil {
@@ -174,6 +183,13 @@ func (s *Server) Serve(ctx context.Context) error {
 			s.opts.Logf("rules: %v", err)
 		}
 	}()
+	// Orphans of panes and jobs come to the daemon, where they are found
+	// and ended with their pane, and reaped.
+	if err := procs.Subreaper(); err != nil {
+		s.opts.Logf("%v: processes that leave a pane's session are found by their environment only", err)
+	}
+	go procs.ReapLoop(time.Second, s.done)
+	go s.pruneLoop(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.ln) }()
 	select {
@@ -187,6 +203,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.stop()
 	return nil
 }
+
+// SpawnWait bounds how long shutdown waits for the starts in flight.
+const SpawnWait = 5 * time.Second
 
 // Shutdown asks Serve to end.
 func (s *Server) Shutdown() {
@@ -202,6 +221,18 @@ func (s *Server) stop() {
 	s.shutdown.Do(func() {
 		s.mu.Lock()
 		s.closing = true
+		s.mu.Unlock()
+		spawned := make(chan struct{})
+		go func() {
+			s.spawning.Wait()
+			close(spawned)
+		}()
+		select {
+		case <-spawned:
+		case <-time.After(SpawnWait):
+		}
+		s.mu.Lock()
+		s.collected = true
 		var all []unit
 		for _, e := range s.panes {
 			all = append(all, e.p)
@@ -252,7 +283,8 @@ func (s *Server) newIDLocked() string {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
 		id := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:5]
-		if _, taken := s.panes[id]; !taken && s.byNameLocked(id) == nil {
+		_, reserved := s.reserved[id]
+		if _, taken := s.panes[id]; !taken && !reserved && s.byNameLocked(id) == nil {
 			return id
 		}
 	}
@@ -265,6 +297,66 @@ func (s *Server) byNameLocked(name string) *entry {
 		}
 	}
 	return nil
+}
+
+// takenLocked says why a name cannot be given to a new pane ("" when it
+// can).
+func (s *Server) takenLocked(name string) error {
+	if name == "" {
+		return nil
+	}
+	taken := s.byNameLocked(name) != nil
+	for _, n := range s.reserved {
+		taken = taken || n == name
+	}
+	if _, ok := s.panes[name]; ok {
+		taken = true
+	}
+	if taken {
+		return fmt.Errorf("a pane named %s exists; pick another --name, or remove it with corral rm %s", name, name)
+	}
+	return nil
+}
+
+// reserve takes an id and the name for a pane or job about to start;
+// register or unreserve gives them back.
+func (s *Server) reserve(name string) (string, *rules.Set, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return "", nil, errors.New("the daemon is shutting down")
+	}
+	if err := s.takenLocked(name); err != nil {
+		return "", nil, err
+	}
+	id := s.newIDLocked()
+	s.reserved[id] = name
+	s.spawning.Add(1)
+	return id, s.rules, nil
+}
+
+func (s *Server) unreserve(id string) {
+	s.mu.Lock()
+	delete(s.reserved, id)
+	s.mu.Unlock()
+	s.spawning.Done()
+}
+
+// register adds a started unit under its reserved id. Once the daemon's
+// shutdown has taken its list of panes to end, it ends the unit instead.
+func (s *Server) register(id string, e *entry) bool {
+	defer s.spawning.Done()
+	s.mu.Lock()
+	delete(s.reserved, id)
+	if s.collected {
+		s.mu.Unlock()
+		e.p.Close(s.opts.KillGrace)
+		return false
+	}
+	s.panes[id] = e
+	s.order = append(s.order, id)
+	s.mu.Unlock()
+	return true
 }
 
 // find resolves an id or a name.
@@ -280,19 +372,16 @@ func (s *Server) find(ref string) (*entry, error) {
 	return nil, fmt.Errorf("no pane named %s; see corral ls", ref)
 }
 
-// start runs a new pane.
-func (s *Server) start(cfg pane.Config) (*pane.Pane, error) {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		return nil, errors.New("the daemon is shutting down")
+// start runs a new pane; with remove, it is removed when its program
+// exits. The program is started outside mu: integration files are written
+// and the fork happens while other requests go on.
+func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
+	id, set, err := s.reserve(cfg.Name)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Name != "" && s.byNameLocked(cfg.Name) != nil {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("a pane named %s exists; pick another --name", cfg.Name)
-	}
-	cfg.ID = s.newIDLocked()
-	cfg.Rules = s.rules
+	cfg.ID = id
+	cfg.Rules = set
 	name := cfg.Name
 	token := newToken()
 	cfg.Env = append(cfg.Env, "CORRAL_PANE="+cfg.ID, "CORRAL_TOKEN="+token, "CORRAL_SOCKET="+s.opts.Socket)
@@ -313,22 +402,34 @@ func (s *Server) start(cfg pane.Config) (*pane.Pane, error) {
 		}
 	}
 	files := launch.Files
+	registered := make(chan bool, 1)
 	cfg.OnExit = func(*pane.Pane) {
 		for _, f := range files {
 			_ = os.Remove(f)
+		}
+		if remove {
+			go func() {
+				if <-registered {
+					_ = s.remove(id, false)
+				}
+			}()
 		}
 	}
 	cfg.OnChange = func(p *pane.Pane, c detect.Change) { s.record(p.ID(), name, p.Info().Agent, c) }
 	p, err := pane.Start(cfg)
 	if err != nil {
-		s.mu.Unlock()
-		cfg.OnExit(nil)
+		s.unreserve(id)
+		for _, f := range files {
+			_ = os.Remove(f)
+		}
 		return nil, err
 	}
 	e := &entry{p: p, name: name, token: token, launch: &launch}
-	s.panes[cfg.ID] = e
-	s.order = append(s.order, cfg.ID)
-	s.mu.Unlock()
+	ok := s.register(id, e)
+	registered <- ok
+	if !ok {
+		return nil, errors.New("the daemon is shutting down")
+	}
 	if launch.Watch {
 		go e.watchIntegration(p)
 	}
@@ -406,18 +507,100 @@ func (e *entry) asPane() (*pane.Pane, bool) {
 
 // startJob registers and runs a headless job.
 func (s *Server) startJob(name string, o headless.Options) (*job, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
+	id, _, err := s.reserve(name)
+	if err != nil {
+		return nil, err
+	}
+	agent := o.Agent
+	o.Mark = "CORRAL_JOB=" + id
+	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) })
+	if !s.register(id, &entry{p: j, name: name, agent: o.Agent}) {
 		return nil, errors.New("the daemon is shutting down")
 	}
-	if name != "" && s.byNameLocked(name) != nil {
-		return nil, fmt.Errorf("a pane named %s exists; pick another --name", name)
-	}
-	id := s.newIDLocked()
-	agent := o.Agent
-	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) })
-	s.panes[id] = &entry{p: j, name: name, agent: o.Agent}
-	s.order = append(s.order, id)
 	return j, nil
+}
+
+// ErrRunning is returned by remove for a pane whose program runs.
+var errStillRunning = errors.New("is still running; end it with corral kill, or remove it with corral rm --force")
+
+// remove forgets an ended pane or job: its name is free again, and what
+// it held (screen, events, watchers) goes with its entry. With force, a
+// running one is ended first. A "removed" event says so.
+func (s *Server) remove(ref string, force bool) error {
+	e, err := s.find(ref)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-e.p.Done():
+	default:
+		if !force {
+			return fmt.Errorf("pane %s %w", ref, errStillRunning)
+		}
+		e.p.Close(s.opts.KillGrace)
+	}
+	id := e.p.ID()
+	s.mu.Lock()
+	if s.panes[id] != e {
+		s.mu.Unlock()
+		return nil // removed meanwhile
+	}
+	delete(s.panes, id)
+	for i, o := range s.order {
+		if o == id {
+			s.order = append(s.order[:i:i], s.order[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	in := e.p.Info()
+	ev := eventlog.Event{Time: time.Now(), Pane: id, Name: e.name, Agent: in.Agent, State: StateRemoved,
+		Previous: string(in.Decision.State), PreviousKind: in.Decision.Kind}
+	ev, err = s.log.Append(ev)
+	if err != nil {
+		s.opts.Logf("event log: %v", err)
+	}
+	s.hub.Publish(ev)
+	return nil
+}
+
+// StateRemoved is the state of the event that says a pane or job was
+// removed; no pane is ever in it.
+const StateRemoved = "removed"
+
+// pruneLoop removes panes and jobs ended longer ago than the config's
+// [panes] prune_after.
+func (s *Server) pruneLoop(ctx context.Context) {
+	after := s.opts.Config.Panes.PruneAfter.D()
+	if after <= 0 {
+		return
+	}
+	every := min(max(after/4, 10*time.Millisecond), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, e := range s.list() {
+			select {
+			case <-e.p.Done():
+			default:
+				continue
+			}
+			if at := endedAt(e.p); !at.IsZero() && time.Since(at) >= after {
+				_ = s.remove(e.p.ID(), false)
+			}
+		}
+	}
+}
+
+// endedAt is when a pane's program or a job ended.
+func endedAt(u unit) time.Time {
+	if j, ok := u.(*job); ok {
+		return j.EndedAt()
+	}
+	return u.Info().ExitedAt
 }

@@ -1,0 +1,311 @@
+// Package procs finds and ends every process a pane or job started, on
+// Linux through /proc: the process tree below its first process, the
+// processes of its session or group, and the orphans the daemon (a child
+// subreaper) adopted that carry its mark in their environment. It also
+// reaps those adopted orphans, which nothing else waits for.
+package procs
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// proc is one line of the process table.
+type proc struct {
+	pid, ppid, pgid, sid int
+	state                byte
+}
+
+// table reads every process's parent, group, session and state.
+func table() map[int]proc {
+	entries, _ := os.ReadDir("/proc")
+	out := make(map[int]proc, len(entries))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// "pid (comm) S ppid pgrp session …": comm may hold spaces and ')'.
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 >= len(s) {
+			continue
+		}
+		f := strings.Fields(s[i+2:])
+		if len(f) < 4 {
+			continue
+		}
+		p := proc{pid: pid, state: f[0][0]}
+		p.ppid, _ = strconv.Atoi(f[1])
+		p.pgid, _ = strconv.Atoi(f[2])
+		p.sid, _ = strconv.Atoi(f[3])
+		out[pid] = p
+	}
+	return out
+}
+
+// hasMark reports whether the process's environment holds mark (a whole
+// "K=V" entry).
+func hasMark(pid int, mark string) bool {
+	if mark == "" {
+		return false
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	for _, kv := range bytes.Split(data, []byte{0}) {
+		if string(kv) == mark {
+			return true
+		}
+	}
+	return false
+}
+
+// Subreaper makes the calling process a child subreaper: orphaned
+// descendants are re-parented to it instead of init, where Descendants
+// finds them and Reap waits for them.
+func Subreaper() error {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", e)
+	}
+	subreaper.Store(true)
+	return nil
+}
+
+const prSetChildSubreaper = 36
+
+var subreaper atomic.Bool
+
+// Group of a unit's processes: Root is its first process (leader of its
+// own session or group); Mark is an environment entry every process it
+// starts inherits ("CORRAL_PANE=k3f9q"), which finds the adopted orphans
+// that left its session.
+type Group struct {
+	Root int
+	Mark string
+}
+
+// Descendants returns the live processes that belong to g, Root included
+// while it lives: its process tree, its session and group, and the
+// daemon's adopted orphans (and their trees) that carry g.Mark or belong
+// to its session.
+func (g Group) Descendants() []int {
+	return g.descendants(table())
+}
+
+func (g Group) descendants(t map[int]proc) []int {
+	children := map[int][]int{}
+	for _, p := range t {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	self := os.Getpid()
+	seen := map[int]bool{}
+	var queue []int
+	add := func(pid int) {
+		if pid > 1 && pid != self && !seen[pid] {
+			seen[pid] = true
+			queue = append(queue, pid)
+		}
+	}
+	if _, ok := t[g.Root]; ok {
+		add(g.Root)
+	}
+	for _, p := range t {
+		if p.sid == g.Root || p.pgid == g.Root {
+			add(p.pid)
+		}
+	}
+	owned := ownedSet()
+	for _, c := range children[self] {
+		if !owned[c] && hasMark(c, g.Mark) {
+			add(c)
+		}
+	}
+	for i := 0; i < len(queue); i++ {
+		for _, c := range children[queue[i]] {
+			add(c)
+		}
+	}
+	var out []int
+	for _, pid := range queue {
+		if t[pid].state != 'Z' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// Signal sends sig to every process of g (and SIGCONT after it, so a
+// stopped process takes it) and returns how many it found.
+func (g Group) Signal(sig syscall.Signal) int {
+	pids := g.Descendants()
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, sig)
+		if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != 0 {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	return len(pids)
+}
+
+// KillAll sends SIGKILL to every process of g until none is left (a
+// process may fork while it is being killed), for at most max. It
+// reports whether none is left.
+func (g Group) KillAll(max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	for {
+		if g.Signal(syscall.SIGKILL) == 0 {
+			return true
+		}
+		Reap()
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The daemon's own children, started by os/exec, whose exit status their
+// Cmd.Wait collects: Reap must leave them alone. Starting holds ownMu for
+// reading from before the fork until the child is recorded, and Reap holds
+// it for writing, so Reap never sees an unrecorded child of ours.
+var (
+	ownMu sync.RWMutex
+	owned = map[int]bool{}
+)
+
+// Spawn runs start (which forks a child and returns its pid, or an error)
+// and records the child as the daemon's own until Release.
+func Spawn(start func() (int, error)) (int, error) {
+	ownMu.RLock()
+	defer ownMu.RUnlock()
+	pid, err := start()
+	if err == nil && pid > 0 {
+		ownedMu.Lock()
+		owned[pid] = true
+		ownedMu.Unlock()
+	}
+	return pid, err
+}
+
+// Release forgets a child Spawn recorded, once it has been waited for.
+func Release(pid int) {
+	ownedMu.Lock()
+	delete(owned, pid)
+	ownedMu.Unlock()
+}
+
+var ownedMu sync.Mutex // guards owned's map itself
+
+func ownedSet() map[int]bool {
+	ownedMu.Lock()
+	defer ownedMu.Unlock()
+	out := make(map[int]bool, len(owned))
+	for k := range owned {
+		out[k] = true
+	}
+	return out
+}
+
+// Reap waits for the daemon's adopted orphans that have ended, so none
+// stays a zombie. It leaves alone the children os/exec waits for: those
+// Spawn recorded, and those in the daemon's own process group (a
+// notification command). It returns how many it reaped.
+func Reap() int {
+	if !subreaper.Load() {
+		return 0
+	}
+	ownMu.Lock()
+	defer ownMu.Unlock()
+	self, myGroup := os.Getpid(), syscall.Getpgrp()
+	own := ownedSet()
+	n := 0
+	for _, p := range table() {
+		if p.ppid != self || p.state != 'Z' || own[p.pid] || p.pgid == myGroup {
+			continue
+		}
+		var ws syscall.WaitStatus
+		if got, err := syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil); err == nil && got == p.pid {
+			n++
+		}
+	}
+	return n
+}
+
+// ReapLoop reaps adopted orphans every interval until stop is closed.
+func ReapLoop(interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			Reap()
+			return
+		case <-t.C:
+			Reap()
+		}
+	}
+}
+
+// WaitExit blocks until process pid (a child of the caller) has exited,
+// without collecting its status: the caller's Wait still gets it.
+func WaitExit(pid int) {
+	for {
+		var info [128]byte // siginfo_t
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pWaitPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wExited|wNoWait, 0, 0)
+		if e != syscall.EINTR {
+			return
+		}
+	}
+}
+
+const (
+	pWaitPID = 1
+	wExited  = 4
+	wNoWait  = 0x01000000
+)
+
+// Resolve finds the program to run as the user who typed it would: a
+// name with a slash relative to dir, a bare name on the PATH of env (the
+// caller's, when the request carries it), else the daemon's.
+func Resolve(name, dir string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) && dir != "" {
+			name = filepath.Join(dir, name)
+		}
+		return exec.LookPath(name)
+	}
+	path := os.Getenv("PATH")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) && dir != "" {
+			d = filepath.Join(dir, d)
+		}
+		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not on the PATH (%s)", name, path)
+}
