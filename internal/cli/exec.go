@@ -193,11 +193,12 @@ read:
 			interrupt(sig)
 		case <-ctxDone:
 			ctxDone = nil
-			// The signal that ended ctx, if one did, is already here.
+			// The signal that ended ctx, if one did, reaches sigs too, but
+			// not always first: wait a moment for it to say which it was.
 			select {
 			case sig := <-sigs:
 				interrupt(sig)
-			default:
+			case <-time.After(200 * time.Millisecond):
 				interrupt(os.Interrupt)
 			}
 		case err := <-killed:
