@@ -70,8 +70,9 @@ var Profiles = []*Profile{
 	{Name: "copilot", Rules: "copilot", Binary: "copilot", Package: "@github/copilot", Version: "1.0.102", API: APIChat,
 		Args: []string{"--allow-tool", "shell(echo)", "--allow-tool", "shell(sleep)"}, Ready: "? help", Home: copilotHome,
 		Prelude: map[string]string{"Do you trust the files in this folder?": "1"},
-		// Its question is a form without option numbers: Enter takes the first.
-		Keys: map[Key]string{KeyOption: "\r"}},
+		// Its question is a form without option numbers: Enter takes the
+		// first. Its footer says "esc esc interrupt": one Esc only arms it.
+		Keys: map[Key]string{KeyOption: "\r", KeyInterrupt: "\x1b" + pause + "\x1b"}},
 	// The built-in fake agent (`corral fake-agent`): it draws Claude Code's
 	// screens, so Claude Code's rules read it.
 	{Name: "fake-agent", Rules: "claude-code", Binary: "corral", Ready: "? for shortcuts",
