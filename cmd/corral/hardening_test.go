@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,5 +201,34 @@ func TestAPIBoundsNewPanes(t *testing.T) {
 	c.Do(ctx, "GET", "/v1/panes", nil, &ps)
 	if len(ps) != 0 {
 		t.Fatalf("panes were started: %+v", ps)
+	}
+}
+
+// corral version tells the client's build from the daemon's.
+func TestVersionAgainstTheDaemon(t *testing.T) {
+	e := newEnv(t)
+	if out, _ := e.runWithin(10*time.Second, "--version"); !strings.Contains(out, "daemon: not running") {
+		t.Fatalf("no daemon:\n%s", out)
+	}
+	e.must("ls") // starts the daemon from corralBin
+	if out, _ := e.runWithin(10*time.Second, "version"); !strings.Contains(out, "daemon: the same build") {
+		t.Fatalf("same build:\n%s", out)
+	}
+	// Another build: the same program with a byte more.
+	other := filepath.Join(e.dir, "corral-other")
+	data, err := os.ReadFile(corralBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(other, append(data, 0), 0o755)
+	cmd := exec.Command(other, "version", "--json")
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	out, err := cmd.Output()
+	var v struct {
+		Client, Daemon struct{ Binary string }
+		Same           *bool
+	}
+	if err != nil || json.Unmarshal(out, &v) != nil || v.Same == nil || *v.Same || v.Client.Binary == v.Daemon.Binary {
+		t.Fatalf("another build (%v):\n%s", err, out)
 	}
 }

@@ -6,6 +6,7 @@ package api
 import (
 	"encoding/json"
 
+	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/eventlog"
 )
 
@@ -72,10 +73,12 @@ type HookRequest struct {
 
 // Status is GET /v1/status: the daemon itself.
 type Status struct {
-	Socket       string `json:"socket"`
-	PID          int    `json:"pid"`
-	Panes        int    `json:"panes"`
-	HooksRefused int64  `json:"hooks_refused"`
+	Socket       string         `json:"socket"`
+	PID          int            `json:"pid"`
+	Panes        int            `json:"panes"`
+	HooksRefused int64          `json:"hooks_refused"`
+	Build        buildinfo.Info `json:"build"`
+	Started      string         `json:"started"` // RFC 3339
 }
 
 // Record is an OSC 7501 record a pane's program reported.

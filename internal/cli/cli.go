@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/tty"
 )
 
@@ -56,7 +59,7 @@ func init() {
 		{"kill", "ID [--signal S] [--json]", "signal a pane's whole process group", runKill},
 		{"rm", "ID… [--force] [--json]", "remove ended panes and jobs, freeing their names (--force ends running ones first)", runRm},
 		{"shutdown", "", "stop the daemon and every pane", runShutdown},
-		{"version", "", "print corral's version", runVersion},
+		{"version", "[--json]", "print this build and the running daemon's, and whether they differ", runVersion},
 		{"integrate", "[gemini [--remove]]", "add (or --remove) corral's Gemini CLI extension, the one integration that needs a file; alone: how each agent gets corral's hooks", runIntegrate},
 		{"hook", "[--agent A] [PAYLOAD]", "forward an agent hook's report to the daemon (agents run this; it always exits 0)", runHook},
 		{"fake-agent", "[--osc7501] [--command CMD]", "", runFakeAgent}, // hidden: demos and tests
@@ -95,6 +98,9 @@ func Run(ctx context.Context, args []string, io IO) int {
 	name, rest := args[0], args[1:]
 	if name == "-h" || name == "--help" {
 		name = "help"
+	}
+	if name == "--version" {
+		name = "version"
 	}
 	cmd, ok := lookup(name)
 	if !ok {
@@ -156,8 +162,39 @@ func runHelp(_ context.Context, io IO, args []string) error {
 	return nil
 }
 
-func runVersion(_ context.Context, io IO, _ []string) error {
-	fmt.Fprintf(io.Stdout, "corral %s\n", Version)
+// runVersion prints this build and the running daemon's (without starting
+// one), and says when they differ: the daemon keeps running the binary it
+// was started from until it is restarted.
+func runVersion(ctx context.Context, io IO, args []string) error {
+	fs := newFlags("version", io)
+	asJSON := fs.Bool("json", false, "print as JSON: {\"client\", \"daemon\", \"same\"}")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	client := buildinfo.Self()
+	if Version != "dev" {
+		client.Version = Version
+	}
+	var st api.Status
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	running := clientNoStart().Do(dctx, "GET", "/v1/status", nil, &st) == nil
+	if *asJSON {
+		out := map[string]any{"client": client, "daemon": nil, "same": nil}
+		if running {
+			out["daemon"], out["same"] = st.Build, client.Same(st.Build)
+		}
+		return printJSON(io, out)
+	}
+	fmt.Fprintln(io.Stdout, client)
+	switch {
+	case !running:
+		fmt.Fprintln(io.Stdout, "daemon: not running")
+	case client.Same(st.Build):
+		fmt.Fprintf(io.Stdout, "daemon: the same build (pid %d, started %s)\n", st.PID, st.Started)
+	default:
+		fmt.Fprintf(io.Stdout, "daemon: another build — %s (pid %d, started %s); corral shutdown and the next command starts this one (it ends every pane)\n", st.Build, st.PID, st.Started)
+	}
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
@@ -348,7 +349,8 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	reply(w, api.Status{Socket: s.opts.Socket, PID: os.Getpid(), Panes: len(s.list()), HooksRefused: s.hooksRefused.Load()})
+	reply(w, api.Status{Socket: s.opts.Socket, PID: os.Getpid(), Panes: len(s.list()), HooksRefused: s.hooksRefused.Load(),
+		Build: buildinfo.Self(), Started: s.started.UTC().Format(time.RFC3339)})
 }
 
 func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {

@@ -57,6 +57,8 @@ type Server struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	started time.Time // when the daemon started
+
 	// hooksRefused counts hook reports refused for a wrong or missing token.
 	hooksRefused atomic.Int64
 
@@ -150,7 +152,7 @@ func New(opts Options) (*Server, error) {
 		elog.Close()
 		return nil, err
 	}
-	s := &Server{opts: opts, log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
+	s := &Server{opts: opts, started: time.Now(), log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
 		panes: map[string]*entry{}, reserved: map[string]string{}, done: make(chan struct{})}
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {

@@ -1,0 +1,99 @@
+// Package buildinfo says which build of corral is running: the module
+// version and commit it was built from, and a fingerprint of the binary
+// itself, so a client can tell when the daemon runs another build.
+package buildinfo
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"runtime/debug"
+	"sync"
+)
+
+// Info describes a build.
+type Info struct {
+	Version  string `json:"version"`            // the module version, "(devel)" for a local build
+	Commit   string `json:"commit,omitempty"`   // the VCS revision, when the build recorded it
+	Time     string `json:"time,omitempty"`     // the commit's time
+	Modified bool   `json:"modified,omitempty"` // built from a tree with uncommitted changes
+	Go       string `json:"go"`
+	// Binary is the first 12 hex digits of the running executable's
+	// SHA-256: two builds differ here even when nothing else says so.
+	Binary string `json:"binary"`
+}
+
+var (
+	once sync.Once
+	self Info
+)
+
+// Self returns this process's build.
+func Self() Info {
+	once.Do(func() {
+		self = Info{Version: "(devel)"}
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			self.Version, self.Go = bi.Main.Version, bi.GoVersion
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					self.Commit = s.Value
+				case "vcs.time":
+					self.Time = s.Value
+				case "vcs.modified":
+					self.Modified = s.Value == "true"
+				}
+			}
+		}
+		self.Binary = fingerprint()
+	})
+	return self
+}
+
+func fingerprint() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// String is one line: "corral (devel) commit 1a2b3c4d5e6f (modified), go1.26.8, binary 0123456789ab".
+func (i Info) String() string {
+	s := "corral " + i.Version
+	if i.Commit != "" {
+		c := i.Commit
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		s += " commit " + c
+		if i.Modified {
+			s += " (modified)"
+		}
+	}
+	if i.Go != "" {
+		s += ", " + i.Go
+	}
+	if i.Binary != "" {
+		s += ", binary " + i.Binary
+	}
+	return s
+}
+
+// Same reports whether two builds are the same binary.
+func (i Info) Same(o Info) bool {
+	if i.Binary != "" && o.Binary != "" {
+		return i.Binary == o.Binary
+	}
+	return i.Version == o.Version && i.Commit == o.Commit && i.Modified == o.Modified
+}
