@@ -172,11 +172,14 @@ type BoardResult struct {
 
 // ExecRequest starts a headless job: POST /v1/jobs.
 type ExecRequest struct {
-	Name      string   `json:"name"`
-	Agent     string   `json:"agent"` // claude, codex or gemini
-	Command   []string `json:"command"`
-	Cwd       string   `json:"cwd"`
-	Env       []string `json:"env"`
+	Name    string   `json:"name"`
+	Agent   string   `json:"agent"` // claude, codex or gemini
+	Command []string `json:"command"`
+	Cwd     string   `json:"cwd"`
+	Env     []string `json:"env"`
+	// CallerEnv is the caller's whole environment: the job's starts from
+	// it (Env added), not from the daemon's. Absent, the daemon's is used.
+	CallerEnv []string `json:"caller_env,omitempty"`
 	TimeoutMS int64    `json:"timeout_ms"`
 	StallMS   int64    `json:"stall_ms"`
 	// Policy is a policy file's text; PolicySource names it in errors.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -19,10 +20,13 @@ import (
 
 // Options describe a headless run.
 type Options struct {
-	Agent   string // "claude", "codex" or "gemini": how to read its stream
-	Argv    []string
-	Dir     string
-	Env     []string
+	Agent string // "claude", "codex" or "gemini": how to read its stream
+	Argv  []string
+	Dir   string
+	Env   []string
+	// BaseEnv, when not nil, is the environment Env is added to instead of
+	// corral's own (a job runs with its caller's).
+	BaseEnv []string
 	Timeout time.Duration // past this the run is killed and ends in error (124)
 	Stall   time.Duration // no output for this long: OnStall is called
 	OnEvent func(Event)   // every event, in order
@@ -106,7 +110,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
 	cmd.Dir = o.Dir
-	cmd.Env = append(os.Environ(), o.Env...)
+	cmd.Env = append(baseEnv(o.BaseEnv), o.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout io.Reader
 	var ptyTTY *os.File
@@ -157,8 +161,9 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 
 	var errBuf tailBuffer
 	errDone := make(chan struct{})
+	errLines := make(chan string, 16)
 	go func() {
-		_, _ = io.Copy(&errBuf, stderr)
+		_, _ = io.Copy(io.MultiWriter(&errBuf, &stderrLines{out: errLines}), stderr)
 		close(errDone)
 	}()
 
@@ -255,6 +260,8 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		stallTimer = stall.C
 	}
 	timedOut, cancelled := false, false
+	parser := NewParser(o.Agent)
+	lastErr := ""       // the last line on stderr, to say why a run is quiet
 	var recent []string // the last lines that were not events, for prompt recognition
 	prompted := ""
 loop:
@@ -271,7 +278,7 @@ loop:
 			case acp != nil:
 				evs = acp.onLine(raw.line)
 			default:
-				evs = []Event{Parse(o.Agent, raw.line)}
+				evs = parser.Parse(raw.line)
 			}
 			for _, ev := range evs {
 				switch ev.Type {
@@ -312,8 +319,15 @@ loop:
 			if stall != nil {
 				stall.Reset(o.Stall)
 			}
+		case l := <-errLines:
+			if ev, ok := StderrEvent(l); ok {
+				emit(ev)
+			}
+			if strings.TrimSpace(l) != "" {
+				lastErr = clip(strings.TrimSpace(l))
+			}
 		case <-stallTimer:
-			emit(Event{Type: EventStall, Text: fmt.Sprintf("no output for %v", o.Stall), Duration: o.Stall.Milliseconds()})
+			emit(Event{Type: EventStall, Text: stallText(o.Stall, lastErr), Duration: o.Stall.Milliseconds()})
 			if o.OnStall != nil {
 				o.OnStall(o.Stall)
 			}
@@ -352,7 +366,7 @@ loop:
 	case out.Result == nil:
 		out.State, out.Reason = "error", fmt.Sprintf("exited without a result event (exit status %d)", out.ExitCode)
 	case out.Result.IsError:
-		out.State, out.Reason = "error", "the result is an error: "+out.Result.Subtype
+		out.State, out.Reason = "error", ResultReason(out.Result)
 		if out.ExitCode == 0 {
 			out.ExitCode = 1
 		}
@@ -454,4 +468,11 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+func baseEnv(env []string) []string {
+	if env == nil {
+		return os.Environ()
+	}
+	return append([]string(nil), env...)
 }
