@@ -87,9 +87,7 @@ func TestRecordRealStreams(t *testing.T) {
 		{agent: "qwen", name: "shell", wait: 60 * time.Second, argv: qwen("-p", "corral:shell run it", "--output-format", "stream-json")},
 		{agent: "qwen", name: "shell_yolo", wait: 60 * time.Second, argv: qwen("-p", "corral:shell run it", "--output-format", "stream-json", "--yolo")},
 		{agent: "qwen", name: "edit_yolo", wait: 60 * time.Second, argv: qwen("-p", "corral:edit write the file", "--output-format", "stream-json", "--yolo")},
-		{agent: "qwen", name: "lost", lost: true, wait: 25 * time.Second, argv: qwen("-p", "corral:prose say hello", "--output-format", "stream-json")},
-		{agent: "qwen", name: "relay", wait: 60 * time.Second, argv: qwen("--input-format", "stream-json", "--output-format", "stream-json", "--permission-prompt-tool", "stdio"),
-			stdin: string(userMessage("corral:shell run it"))},
+		{agent: "qwen", name: "lost", lost: true, wait: 40 * time.Second, argv: qwen("-p", "corral:prose say hello", "--output-format", "stream-json")},
 	}
 	out := filepath.Join("..", "..", "testdata", "headless")
 	for _, r := range recs {

@@ -1,0 +1,119 @@
+package headless
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRecordedStreams reads the real CLIs' streams (testdata/headless,
+// recorded by TestRecordRealStreams) into events and an outcome, as a job
+// reads them: the recording is replayed by a real process.
+func TestRecordedStreams(t *testing.T) {
+	for _, c := range []struct {
+		file, agent string
+		types       string // the events, in order
+		state       string // the outcome
+		check       func(t *testing.T, evs []Event, out Outcome)
+	}{
+		{file: "codex/prose", agent: "codex", types: "init,warning,other,assistant,result", state: "done",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if u := out.Result.Usage; u == nil || u.Input != 10 || u.Output != 5 {
+					t.Errorf("usage %+v", u)
+				}
+			}},
+		{file: "codex/edit", agent: "codex", types: "init,warning,other,tool_use,tool_result,assistant,result", state: "done",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if e := evs[3]; e.Tool != "edit" || e.Input != "add /work/corral-mock.txt" || len(e.Files) != 1 {
+					t.Errorf("edit %+v", e)
+				}
+				if e := evs[4]; e.IsError || e.Files[0] != "/work/corral-mock.txt" {
+					t.Errorf("edit result %+v", e)
+				}
+			}},
+		{file: "codex/shell", agent: "codex", types: "init,warning,other,assistant,result", state: "done"},
+		// The model server was gone: Codex waits for the network for ever,
+		// saying so on stdout; the recording ends where it was killed.
+		{file: "codex/lost", agent: "codex", types: "init,warning,other,retry,retry,retry", state: "error",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if !strings.Contains(evs[3].Text, "waiting for network") || !strings.Contains(out.Reason, "without a result") {
+					t.Errorf("retry %+v, reason %q", evs[3], out.Reason)
+				}
+			}},
+		{file: "gemini/prose", agent: "gemini", types: "init,other,assistant,result", state: "done",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				r := out.Result
+				if !evs[2].Delta || r.Duration != 169 || r.Usage == nil || r.Usage.Input != 20 {
+					t.Errorf("delta %+v result %+v", evs[2], r)
+				}
+				if s := r.String(); s != "done: success, 169 ms, 20 tokens in, 10 out" {
+					t.Errorf("summary %q", s)
+				}
+			}},
+		{file: "gemini/shell_yolo", agent: "gemini", types: "init,other,assistant,result", state: "done"},
+		// Gemini CLI retries on stderr only; stdout stops after the prompt.
+		{file: "gemini/lost", agent: "gemini", types: "init,other", state: "error"},
+		{file: "qwen/prose", agent: "qwen", types: "init,assistant,result", state: "done"},
+		{file: "qwen/shell", agent: "qwen", types: "init,assistant,result", state: "done"},
+		{file: "qwen/shell_yolo", agent: "qwen", types: "init,tool_use,tool_result,assistant,result", state: "done"},
+		{file: "qwen/edit_yolo", agent: "qwen", types: "init,tool_use,tool_result,assistant,result", state: "done",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if evs[1].Tool != "write_file" || out.Result.Turns != 2 {
+					t.Errorf("tool %+v result %+v", evs[1], out.Result)
+				}
+			}},
+		// Qwen Code reports a lost model server as a successful answer.
+		{file: "qwen/lost", agent: "qwen", types: "init,assistant,result", state: "error",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if out.Result.Subtype != "api_error" || !strings.Contains(out.Reason, "Connection error") {
+					t.Errorf("result %+v reason %q", out.Result, out.Reason)
+				}
+			}},
+		// Read with the wrong --agent, the stream says what it is.
+		{file: "qwen/prose", agent: "gemini", types: "warning,init,assistant,result", state: "done"},
+		{file: "codex/prose", agent: "claude", types: "warning,init,warning,other,assistant,result", state: "done"},
+		{file: "gemini/prose", agent: "auto", types: "warning,init,other,assistant,result", state: "done"},
+	} {
+		t.Run(c.file+"_as_"+c.agent, func(t *testing.T) {
+			path, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "headless", c.file+".jsonl"))
+			if _, err := os.Stat(path); err != nil {
+				t.Fatal(err)
+			}
+			var evs []Event
+			out, err := Run(context.Background(), Options{Agent: c.agent, Argv: []string{"cat", path}, Timeout: 20 * time.Second,
+				OnEvent: func(e Event) { evs = append(evs, e) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := types(evs); got != c.types || out.State != c.state {
+				t.Fatalf("events %s (want %s), outcome %+v (want %s)", got, c.types, out, c.state)
+			}
+			if c.check != nil {
+				c.check(t, evs, out)
+			}
+		})
+	}
+}
+
+// TestStderrRetries: Gemini CLI's retries, on stderr only, are events.
+func TestStderrRetries(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "headless", "gemini", "lost.stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(data), "\n") {
+		if e, ok := StderrEvent(l); ok {
+			n++
+			if e.Type != EventRetry || !strings.HasPrefix(e.Text, "Attempt") {
+				t.Errorf("%+v", e)
+			}
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d retries, want 4", n)
+	}
+}
