@@ -42,6 +42,9 @@ func TestRecordRealStreams(t *testing.T) {
 		wait        time.Duration // how long to let it run
 		argv        func(url, home, work string) ([]string, []string)
 		stdin       string
+		unescalated bool   // Codex: a shell step that does not ask to leave the sandbox
+		acp         string // the prompt, for an ACP run (corral's side of it is Run's)
+		policy      string // the policy answering an ACP run's permission requests
 	}
 	codex := func(prompt string, extra ...string) func(url, home, work string) ([]string, []string) {
 		return func(url, home, work string) ([]string, []string) {
@@ -78,10 +81,20 @@ func TestRecordRealStreams(t *testing.T) {
 		{agent: "codex", name: "prose", wait: 60 * time.Second, argv: codex("corral:prose say hello")},
 		{agent: "codex", name: "shell", wait: 60 * time.Second, argv: codex("corral:shell run it")},
 		{agent: "codex", name: "edit", wait: 60 * time.Second, argv: codex("corral:edit write the file", "--sandbox", "workspace-write")},
-		{agent: "codex", name: "shell_fails", wait: 60 * time.Second, argv: codex("corral:shell run it", "--sandbox", "danger-full-access")},
+		{agent: "codex", name: "shell_fails", wait: 60 * time.Second, unescalated: true, argv: codex("corral:shell run it", "--sandbox", "workspace-write")},
 		{agent: "codex", name: "lost", lost: true, wait: 25 * time.Second, argv: codex("corral:prose say hello")},
-		{agent: "gemini", name: "prose", wait: 60 * time.Second, argv: gemini("-p", "say hello", "--output-format", "stream-json")},
-		{agent: "gemini", name: "shell_yolo", wait: 60 * time.Second, argv: gemini("-p", "run it", "--output-format", "stream-json", "--yolo")},
+		{agent: "gemini", name: "prose", wait: 60 * time.Second, argv: gemini("-p", "corral:prose say hello", "--output-format", "stream-json")},
+		{agent: "gemini", name: "shell", wait: 60 * time.Second, argv: gemini("-p", "corral:shell run it", "--output-format", "stream-json")},
+		{agent: "gemini", name: "shell_yolo", wait: 60 * time.Second, argv: gemini("-p", "corral:shell run it", "--output-format", "stream-json", "--yolo")},
+		{agent: "gemini", name: "edit_yolo", wait: 60 * time.Second, argv: gemini("-p", "corral:edit write the file", "--output-format", "stream-json", "--yolo")},
+		{agent: "gemini", name: "acp_shell_allowed", wait: 60 * time.Second, argv: gemini("--experimental-acp"), acp: "corral:shell run it",
+			policy: "[[rule]]\ntool = \"execute\"\ninput = \"^touch \"\ndecision = \"allow\"\n"},
+		{agent: "gemini", name: "acp_edit_denied", wait: 60 * time.Second, argv: gemini("--experimental-acp"), acp: "corral:edit write the file",
+			policy: "[[rule]]\ntool = \"execute\"\ndecision = \"allow\"\n"},
+		{agent: "qwen", name: "acp_shell_allowed", wait: 60 * time.Second, argv: qwen("--acp"), acp: "corral:shell run it",
+			policy: "[[rule]]\ntool = \"execute\"\ninput = \"touch\"\ndecision = \"allow\"\n"},
+		{agent: "qwen", name: "acp_edit_denied", wait: 60 * time.Second, argv: qwen("--acp"), acp: "corral:edit write the file",
+			policy: "[[rule]]\ntool = \"execute\"\ndecision = \"allow\"\n"},
 		{agent: "gemini", name: "lost", lost: true, wait: 25 * time.Second, argv: gemini("-p", "say hello", "--output-format", "stream-json")},
 		{agent: "qwen", name: "prose", wait: 60 * time.Second, argv: qwen("-p", "corral:prose say hello", "--output-format", "stream-json")},
 		{agent: "qwen", name: "shell", wait: 60 * time.Second, argv: qwen("-p", "corral:shell run it", "--output-format", "stream-json")},
@@ -98,11 +111,13 @@ func TestRecordRealStreams(t *testing.T) {
 		t.Run(id, func(t *testing.T) {
 			var model *mockmodel.Server
 			var err error
-			switch r.agent {
-			case "codex":
+			switch {
+			case r.agent == "codex" && r.unescalated:
+				model, err = mockmodel.StartResponsesUnescalated("touch corral-shell.txt && exit 3")
+			case r.agent == "codex":
 				model, err = mockmodel.StartResponses("touch corral-shell.txt && exit 3")
-			case "gemini":
-				model, err = mockmodel.StartGemini("touch corral-shell.txt && ls")
+			case r.agent == "gemini":
+				model, err = mockmodel.StartGeminiSteps("touch corral-shell.txt && exit 3")
 			default:
 				model, err = mockmodel.StartChat("touch corral-shell.txt && exit 3")
 			}
@@ -121,6 +136,28 @@ func TestRecordRealStreams(t *testing.T) {
 			os.MkdirAll(agentHome, 0o700)
 			os.MkdirAll(work, 0o700)
 			argv, env := r.argv(model.URL, agentHome, work)
+			dir := filepath.Join(out, r.agent)
+			os.MkdirAll(dir, 0o755)
+			clean := func(b []byte) []byte { // the recording's folders, not this machine's
+				return bytes.ReplaceAll(bytes.ReplaceAll(b, []byte(work), []byte("/work")), []byte(agentHome), []byte("/home"))
+			}
+			if r.acp != "" {
+				pol, err := ParsePolicy("record", []byte(r.policy))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tap := filepath.Join(private, "stdout")
+				var evs []string
+				res, err := Run(context.Background(), Options{Agent: "acp", Prompt: r.acp, Policy: pol, Dir: work, Timeout: r.wait,
+					Argv: append([]string{"sh", "-c", `"$@" | tee "$TAP"`, "sh"}, argv...),
+					Env:  append([]string{"HOME=" + agentHome, "NO_COLOR=1", "TAP=" + tap}, env...),
+					OnEvent: func(e Event) { evs = append(evs, e.Summary()) }})
+				t.Logf("%s: %+v %v\n%s", id, res, err, strings.Join(evs, "\n"))
+				data, _ := os.ReadFile(tap)
+				os.WriteFile(filepath.Join(dir, r.name+".jsonl"), clean(data), 0o644)
+				os.WriteFile(filepath.Join(dir, r.name+".stderr"), clean([]byte(res.Stderr)), 0o644)
+				return
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), r.wait)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -138,11 +175,6 @@ func TestRecordRealStreams(t *testing.T) {
 			}
 			err = cmd.Run()
 			t.Logf("%s: %v; %d bytes out, %d bytes err", id, err, stdout.Len(), stderr.Len())
-			dir := filepath.Join(out, r.agent)
-			os.MkdirAll(dir, 0o755)
-			clean := func(b []byte) []byte { // the recording's folders, not this machine's
-				return bytes.ReplaceAll(bytes.ReplaceAll(b, []byte(work), []byte("/work")), []byte(agentHome), []byte("/home"))
-			}
 			os.WriteFile(filepath.Join(dir, r.name+".jsonl"), clean(stdout.Bytes()), 0o644)
 			os.WriteFile(filepath.Join(dir, r.name+".stderr"), clean(stderr.Bytes()), 0o644)
 		})

@@ -34,7 +34,14 @@ func TestRecordedStreams(t *testing.T) {
 					t.Errorf("edit result %+v", e)
 				}
 			}},
+		// codex exec rejects a request to leave the sandbox (stderr says so).
 		{file: "codex/shell", agent: "codex", types: "init,warning,other,assistant,result", state: "done"},
+		{file: "codex/shell_fails", agent: "codex", types: "init,warning,other,tool_use,tool_result,assistant,result", state: "done",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if e := evs[4]; !e.IsError || e.Subtype != "exit 3" || e.String() != "result (failed, exit 3): " {
+					t.Errorf("failed command's result %+v", e)
+				}
+			}},
 		// The model server was gone: Codex waits for the network for ever,
 		// saying so on stdout; the recording ends where it was killed.
 		{file: "codex/lost", agent: "codex", types: "init,warning,other,retry,retry,retry", state: "error",
@@ -46,19 +53,48 @@ func TestRecordedStreams(t *testing.T) {
 		{file: "gemini/prose", agent: "gemini", types: "init,other,assistant,result", state: "done",
 			check: func(t *testing.T, evs []Event, out Outcome) {
 				r := out.Result
-				if !evs[2].Delta || r.Duration != 169 || r.Usage == nil || r.Usage.Input != 20 {
+				if !evs[2].Delta || r.Duration == 0 || r.Usage == nil || r.Usage.Input != 20 {
 					t.Errorf("delta %+v result %+v", evs[2], r)
 				}
-				if s := r.String(); s != "done: success, 169 ms, 20 tokens in, 10 out" {
+				if s := r.String(); !strings.HasPrefix(s, "done: success, ") || !strings.HasSuffix(s, " ms, 20 tokens in, 10 out") {
 					t.Errorf("summary %q", s)
 				}
 			}},
-		{file: "gemini/shell_yolo", agent: "gemini", types: "init,other,assistant,result", state: "done"},
+		// Without --yolo, gemini -p has no shell tool: the call fails.
+		{file: "gemini/shell", agent: "gemini", types: "init,other,tool_use,tool_result,assistant,result", state: "done",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if e := evs[3]; !e.IsError || !strings.Contains(e.Text, "not found") {
+					t.Errorf("tool result %+v", e)
+				}
+				if out.Result.ToolCalls != 1 || !strings.Contains(out.Result.String(), "1 tool calls") {
+					t.Errorf("result %+v", out.Result)
+				}
+			}},
+		{file: "gemini/shell_yolo", agent: "gemini", types: "init,other,tool_use,tool_result,assistant,result", state: "done",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if e := evs[2]; e.Tool != "run_shell_command" || e.Input != "touch corral-shell.txt && exit 3" {
+					t.Errorf("tool use %+v", e)
+				}
+				if e := evs[3]; !e.IsError || e.Subtype != "exit 3" {
+					t.Errorf("a command that exited 3 is a failed result: %+v", e)
+				}
+			}},
+		{file: "gemini/edit_yolo", agent: "gemini", types: "init,other,tool_use,tool_result,assistant,result", state: "done",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if e := evs[2]; e.Tool != "write_file" || e.Input != "corral-mock.txt" {
+					t.Errorf("tool use %+v", e)
+				}
+			}},
 		// Gemini CLI retries on stderr only; stdout stops after the prompt.
 		{file: "gemini/lost", agent: "gemini", types: "init,other", state: "error"},
 		{file: "qwen/prose", agent: "qwen", types: "init,assistant,result", state: "done"},
 		{file: "qwen/shell", agent: "qwen", types: "init,assistant,result", state: "done"},
-		{file: "qwen/shell_yolo", agent: "qwen", types: "init,tool_use,tool_result,assistant,result", state: "done"},
+		{file: "qwen/shell_yolo", agent: "qwen", types: "init,tool_use,tool_result,assistant,result", state: "done",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if e := evs[2]; !e.IsError || e.Subtype != "exit 3" {
+					t.Errorf("a command that exited 3 is a failed result: %+v", e)
+				}
+			}},
 		{file: "qwen/edit_yolo", agent: "qwen", types: "init,tool_use,tool_result,assistant,result", state: "done",
 			check: func(t *testing.T, evs []Event, out Outcome) {
 				if evs[1].Tool != "write_file" || out.Result.Turns != 2 {
@@ -115,5 +151,49 @@ func TestStderrRetries(t *testing.T) {
 	}
 	if n != 4 {
 		t.Fatalf("%d retries, want 4", n)
+	}
+}
+
+// TestRecordedACP replays the agents' side of real ACP sessions (Gemini
+// CLI --experimental-acp, Qwen Code --acp): their permission requests have
+// no rawInput, so the tool is the call's kind and the input its title or
+// the file it edits, and a policy's input rule matches them.
+func TestRecordedACP(t *testing.T) {
+	const policy = "[[rule]]\ntool = \"execute\"\ninput = \"^touch \"\ndecision = \"allow\"\n"
+	for _, c := range []struct {
+		file, tool, input string
+		allow             bool
+	}{
+		{"gemini/acp_shell_allowed", "execute", "touch corral-shell.txt && exit 3", true},
+		{"gemini/acp_edit_denied", "edit", "/work/corral-mock.txt", false},
+		{"qwen/acp_shell_allowed", "execute", "touch corral-shell.txt && exit 3", true},
+		{"qwen/acp_edit_denied", "edit", "/work/corral-mock.txt", false},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			pol, err := ParsePolicy("test", []byte(policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "headless", c.file+".jsonl"))
+			var decided []Event
+			var text strings.Builder
+			out, err := Run(context.Background(), Options{Agent: "acp", Prompt: "corral:shell", Policy: pol,
+				Argv: []string{"cat", path}, Timeout: 20 * time.Second,
+				OnEvent: func(e Event) {
+					switch e.Type {
+					case EventDecision:
+						decided = append(decided, e)
+					case EventText:
+						text.WriteString(e.Text)
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.State != "done" || len(decided) != 1 || decided[0].Tool != c.tool || decided[0].Input != c.input ||
+				decided[0].Allow != c.allow || !strings.Contains(text.String(), "Done. The tool ran.") {
+				t.Fatalf("outcome %+v, decisions %+v, text %q", out, decided, text.String())
+			}
+		})
 	}
 }

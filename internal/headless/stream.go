@@ -248,6 +248,17 @@ func apiErrorText(s string) bool {
 	return strings.HasPrefix(s, "[API Error") || strings.HasPrefix(s, "API Error:")
 }
 
+// commandExit is how Gemini CLI and Qwen Code report a shell command's
+// non-zero status in a tool result they call a success.
+var commandExit = regexp.MustCompile(`(?m)^Command exited with code:? (\d+)`)
+
+// exitStatus marks a tool result whose command exited non-zero as failed.
+func exitStatus(e *Event) {
+	if m := commandExit.FindStringSubmatch(e.Text); m != nil && m[1] != "0" {
+		e.IsError, e.Subtype = true, "exit "+m[1]
+	}
+}
+
 // parseClaude reads `claude -p --output-format stream-json --verbose`, and
 // Qwen Code's stream, which has the same shape.
 func parseClaude(m map[string]json.RawMessage) Event {
@@ -291,7 +302,9 @@ func parseClaude(m map[string]json.RawMessage) Event {
 			case "tool_use":
 				return Event{Type: EventToolUse, Tool: c.Name, Input: compact(c.Input)}
 			case "tool_result":
-				return Event{Type: EventToolResult, Text: clip(compact(c.Content)), IsError: c.IsError}
+				e := Event{Type: EventToolResult, Text: clip(compact(c.Content)), IsError: c.IsError}
+				exitStatus(&e)
+				return e
 			}
 		}
 	case "control_request":
@@ -505,6 +518,7 @@ func parseGemini(m map[string]json.RawMessage) Event {
 		if e.IsError && r.Error.Message != "" {
 			e.Text = clip(r.Error.Message)
 		}
+		exitStatus(&e)
 		return e
 	case "error":
 		return Event{Type: EventWarning, Subtype: str(m, "severity"), Text: clip(str(m, "message"))}
