@@ -149,8 +149,8 @@ func TestRecordRealStreams(t *testing.T) {
 				tap := filepath.Join(private, "stdout")
 				var evs []string
 				res, err := Run(context.Background(), Options{Agent: "acp", Prompt: r.acp, Policy: pol, Dir: work, Timeout: r.wait,
-					Argv: append([]string{"sh", "-c", `"$@" | tee "$TAP"`, "sh"}, argv...),
-					Env:  append([]string{"HOME=" + agentHome, "NO_COLOR=1", "TAP=" + tap}, env...),
+					Argv:    append([]string{"sh", "-c", `"$@" | tee "$TAP"`, "sh"}, argv...),
+					Env:     append([]string{"HOME=" + agentHome, "NO_COLOR=1", "TAP=" + tap}, env...),
 					OnEvent: func(e Event) { evs = append(evs, e.Summary()) }})
 				t.Logf("%s: %+v %v\n%s", id, res, err, strings.Join(evs, "\n"))
 				data, _ := os.ReadFile(tap)
