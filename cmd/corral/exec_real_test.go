@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,11 +27,13 @@ func TestRealExec(t *testing.T) {
 		// lost: the server is closed before the run.
 		server string
 		lost   bool
-		flags  []string
-		argv   func(bin string) []string
-		code   int
-		want   []string // in stdout and stderr together
-		not    []string
+		// interrupt: corral exec gets SIGINT once its output shows a tool call.
+		interrupt bool
+		flags     []string
+		argv      func(bin string) []string
+		code      int
+		want      []string // in stdout and stderr together
+		not       []string
 	}
 	allowTouch := "[[rule]]\ntool = \"execute\"\ninput = \"^touch \"\ndecision = \"allow\"\n"
 	agents := []struct {
@@ -63,6 +64,9 @@ func TestRealExec(t *testing.T) {
 				{name: "timeout", server: "responses-unescalated", flags: []string{"--timeout", "4s"}, argv: func(b string) []string {
 					return []string{b, "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "corral:slow wait"}
 				}, code: 124, want: []string{"tool shell: ", "timed out after 4s"}},
+				{name: "interrupt", server: "responses-unescalated", interrupt: true, argv: func(b string) []string {
+					return []string{b, "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "corral:slow wait"}
+				}, code: 130, want: []string{"tool shell: ", "was killed"}},
 				{name: "lost", server: "responses", lost: true, flags: []string{"--timeout", "8s"}, argv: func(b string) []string {
 					return []string{b, "exec", "--json", "--skip-git-repo-check", "corral:prose say hello"}
 				}, code: 124, want: []string{"retrying the model API: Reconnecting", "timed out"}, not: []string{"error: error"}},
@@ -90,6 +94,9 @@ func TestRealExec(t *testing.T) {
 				{name: "timeout", server: "gemini", flags: []string{"--timeout", "4s"}, argv: func(b string) []string {
 					return []string{b, "-p", "corral:slow wait", "--output-format", "stream-json", "--yolo"}
 				}, code: 124, want: []string{"timed out after 4s"}},
+				{name: "interrupt", server: "gemini", interrupt: true, argv: func(b string) []string {
+					return []string{b, "-p", "corral:slow wait", "--output-format", "stream-json", "--yolo"}
+				}, code: 130, want: []string{"tool run_shell_command: ", "was killed"}},
 				{name: "lost", server: "gemini", lost: true, flags: []string{"--timeout", "15s", "--stall", "5s"}, argv: func(b string) []string {
 					return []string{b, "-p", "corral:prose say hello", "--output-format", "stream-json"}
 				}, code: 124, want: []string{"retrying the model API: Attempt 1 failed", "timed out"}},
@@ -120,6 +127,9 @@ func TestRealExec(t *testing.T) {
 				{name: "timeout", server: "chat", flags: []string{"--timeout", "4s"}, argv: func(b string) []string {
 					return []string{b, "-p", "corral:slow wait", "--output-format", "stream-json", "--yolo"}
 				}, code: 124, want: []string{"timed out after 4s"}},
+				{name: "interrupt", server: "chat", interrupt: true, argv: func(b string) []string {
+					return []string{b, "-p", "corral:slow wait", "--output-format", "stream-json", "--yolo"}
+				}, code: 130, want: []string{"tool run_shell_command: ", "was killed"}},
 				{name: "lost", server: "chat", lost: true, flags: []string{"--timeout", "30s"}, argv: func(b string) []string {
 					return []string{b, "-p", "corral:prose say hello", "--output-format", "stream-json"}
 				}, code: 1, want: []string{"error: api_error [API Error: Connection error"}},
@@ -173,7 +183,7 @@ func TestRealExec(t *testing.T) {
 					args = append(append(args, "--"), c.argv(bin)...)
 					cmd := exec.Command(corralBin, args...)
 					cmd.Env, cmd.Dir = e.vars, work
-					var out bytes.Buffer
+					var out lockedBuffer
 					cmd.Stdout, cmd.Stderr = &out, &out
 					start := time.Now()
 					if err := cmd.Start(); err != nil {
@@ -181,6 +191,16 @@ func TestRealExec(t *testing.T) {
 					}
 					done := make(chan error, 1)
 					go func() { done <- cmd.Wait() }()
+					if c.interrupt {
+						for !strings.Contains(out.String(), "tool ") {
+							select {
+							case err := <-done:
+								t.Fatalf("corral exec ended (%v) before the tool call:\n%s", err, out.String())
+							case <-time.After(50 * time.Millisecond):
+							}
+						}
+						cmd.Process.Signal(syscall.SIGINT)
+					}
 					select {
 					case err = <-done:
 					case <-time.After(120 * time.Second):

@@ -265,6 +265,9 @@ func (r *readable) show(ev headless.Event) {
 		return
 	}
 	if ev.Type == headless.EventText && ev.Delta {
+		if ev.Text == "" {
+			return
+		}
 		if !r.inDelta {
 			fmt.Fprint(r.w, "assistant: ")
 			r.inDelta = true

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -323,8 +322,8 @@ loop:
 			if ev, ok := StderrEvent(l); ok {
 				emit(ev)
 			}
-			if strings.TrimSpace(l) != "" {
-				lastErr = clip(strings.TrimSpace(l))
+			if n := notableStderr(l); n != "" {
+				lastErr = n
 			}
 		case <-stallTimer:
 			emit(Event{Type: EventStall, Text: stallText(o.Stall, lastErr), Duration: o.Stall.Milliseconds()})

@@ -703,3 +703,13 @@ func stallText(quiet time.Duration, lastErr string) string {
 	}
 	return fmt.Sprintf("no output for %v; last on stderr: %s", quiet, lastErr)
 }
+
+// notableStderr is a stderr line worth naming as the last thing a quiet
+// run said: not blank, not a stack frame ("at …").
+func notableStderr(line string) string {
+	t := strings.TrimSpace(line)
+	if t == "" || strings.HasPrefix(t, "at ") {
+		return ""
+	}
+	return clip(t)
+}
