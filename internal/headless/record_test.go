@@ -82,6 +82,7 @@ func TestRecordRealStreams(t *testing.T) {
 		{agent: "codex", name: "shell", wait: 60 * time.Second, argv: codex("corral:shell run it")},
 		{agent: "codex", name: "edit", wait: 60 * time.Second, argv: codex("corral:edit write the file", "--sandbox", "workspace-write")},
 		{agent: "codex", name: "shell_fails", wait: 60 * time.Second, unescalated: true, argv: codex("corral:shell run it", "--sandbox", "workspace-write")},
+		{agent: "codex", name: "refused", unescalated: true, wait: 40 * time.Second, argv: codex("corral-fail say hello")},
 		{agent: "codex", name: "lost", lost: true, wait: 25 * time.Second, argv: codex("corral:prose say hello")},
 		{agent: "gemini", name: "prose", wait: 60 * time.Second, argv: gemini("-p", "corral:prose say hello", "--output-format", "stream-json")},
 		{agent: "gemini", name: "shell", wait: 60 * time.Second, argv: gemini("-p", "corral:shell run it", "--output-format", "stream-json")},
@@ -95,11 +96,13 @@ func TestRecordRealStreams(t *testing.T) {
 			policy: "[[rule]]\ntool = \"execute\"\ninput = \"touch\"\ndecision = \"allow\"\n"},
 		{agent: "qwen", name: "acp_edit_denied", wait: 60 * time.Second, argv: qwen("--acp"), acp: "corral:edit write the file",
 			policy: "[[rule]]\ntool = \"execute\"\ndecision = \"allow\"\n"},
+		{agent: "gemini", name: "refused", wait: 40 * time.Second, argv: gemini("-p", "corral-fail say hello", "--output-format", "stream-json")},
 		{agent: "gemini", name: "lost", lost: true, wait: 25 * time.Second, argv: gemini("-p", "say hello", "--output-format", "stream-json")},
 		{agent: "qwen", name: "prose", wait: 60 * time.Second, argv: qwen("-p", "corral:prose say hello", "--output-format", "stream-json")},
 		{agent: "qwen", name: "shell", wait: 60 * time.Second, argv: qwen("-p", "corral:shell run it", "--output-format", "stream-json")},
 		{agent: "qwen", name: "shell_yolo", wait: 60 * time.Second, argv: qwen("-p", "corral:shell run it", "--output-format", "stream-json", "--yolo")},
 		{agent: "qwen", name: "edit_yolo", wait: 60 * time.Second, argv: qwen("-p", "corral:edit write the file", "--output-format", "stream-json", "--yolo")},
+		{agent: "qwen", name: "refused", wait: 40 * time.Second, argv: qwen("-p", "corral-fail say hello", "--output-format", "stream-json")},
 		{agent: "qwen", name: "lost", lost: true, wait: 40 * time.Second, argv: qwen("-p", "corral:prose say hello", "--output-format", "stream-json")},
 	}
 	out := filepath.Join("..", "..", "testdata", "headless")
@@ -119,7 +122,7 @@ func TestRecordRealStreams(t *testing.T) {
 			case r.agent == "gemini":
 				model, err = mockmodel.StartGeminiSteps("touch corral-shell.txt && exit 3")
 			default:
-				model, err = mockmodel.StartChat("touch corral-shell.txt && exit 3")
+				model, err = mockmodel.StartChatRefusing("touch corral-shell.txt && exit 3")
 			}
 			if err != nil {
 				t.Fatal(err)

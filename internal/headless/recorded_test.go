@@ -42,6 +42,25 @@ func TestRecordedStreams(t *testing.T) {
 					t.Errorf("failed command's result %+v", e)
 				}
 			}},
+		// The model API refused the request (HTTP 400): the agent's own words.
+		{file: "codex/refused", agent: "codex", types: "init,warning,other,result,result", state: "error",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if out.Reason != "the result is an error: turn.failed: the mock model refuses this request (corral-fail)" {
+					t.Errorf("reason %q", out.Reason)
+				}
+			}},
+		{file: "gemini/refused", agent: "gemini", types: "init,other,result", state: "error",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if !strings.HasPrefix(out.Reason, "the result is an error: error: [API Error: ") || !strings.Contains(out.Reason, "refuses this request") {
+					t.Errorf("reason %q", out.Reason)
+				}
+			}},
+		{file: "qwen/refused", agent: "qwen", types: "init,assistant,result", state: "error",
+			check: func(t *testing.T, evs []Event, out Outcome) {
+				if out.Reason != "the result is an error: api_error: [API Error: 400 the mock model refuses this request (corral-fail)]" {
+					t.Errorf("reason %q", out.Reason)
+				}
+			}},
 		// The model server was gone: Codex waits for the network for ever,
 		// saying so on stdout; the recording ends where it was killed.
 		{file: "codex/lost", agent: "codex", types: "init,warning,other,retry,retry,retry", state: "error",
@@ -195,5 +214,44 @@ func TestRecordedACP(t *testing.T) {
 				t.Fatalf("outcome %+v, decisions %+v, text %q", out, decided, text.String())
 			}
 		})
+	}
+}
+
+// TestParseLines covers what the recordings do not: items and fields the
+// agents' own code shows they write.
+func TestParseLines(t *testing.T) {
+	for _, c := range []struct {
+		agent, line string
+		want        Event
+	}{
+		{"codex", `{"type":"item.started","item":{"id":"i","type":"mcp_tool_call","server":"docs","tool":"search","arguments":{"query":"x"},"status":"in_progress"}}`,
+			Event{Type: EventToolUse, Tool: "mcp:docs/search", Input: `{"query":"x"}`}},
+		{"codex", `{"type":"item.completed","item":{"id":"i","type":"mcp_tool_call","server":"docs","tool":"search","error":{"message":"no server"},"status":"failed"}}`,
+			Event{Type: EventToolResult, Tool: "mcp:docs/search", Text: "no server", IsError: true}},
+		{"codex", `{"type":"item.started","item":{"id":"i","type":"web_search","query":"go 1.26"}}`,
+			Event{Type: EventToolUse, Tool: "web_search", Input: "go 1.26"}},
+		{"codex", `{"type":"item.completed","item":{"id":"i","type":"file_change","changes":[{"path":"a.go","kind":"update"}],"status":"failed"}}`,
+			Event{Type: EventToolResult, Tool: "edit", Text: "failed: update a.go", IsError: true, Files: []string{"a.go"}}},
+		{"codex", `{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}`,
+			Event{Type: EventRetry, Subtype: "reconnecting", Text: "Reconnecting... 1/5 (stream disconnected before completion)"}},
+		{"gemini", `{"type":"result","status":"error","error":{"type":"FatalTurnLimitedError","message":"Reached max session turns"},"stats":{"duration_ms":5,"tool_calls":2}}`,
+			Event{Type: EventResult, Subtype: "error", IsError: true, Text: "Reached max session turns", Duration: 5, ToolCalls: 2}},
+		{"gemini", `{"type":"tool_result","tool_id":"t","status":"error","output":"","error":{"type":"x","message":"denied"}}`,
+			Event{Type: EventToolResult, Subtype: "error", IsError: true, Text: "denied"}},
+		{"gemini", `{"type":"error","severity":"warning","message":"Loop detected"}`,
+			Event{Type: EventWarning, Subtype: "warning", Text: "Loop detected"}},
+		// A result that does not say it succeeded did not.
+		{"qwen", `{"type":"result","result":"ok"}`,
+			Event{Type: EventResult, Subtype: "incomplete", IsError: true, Text: "ok"}},
+		{"claude", `{"type":"result","subtype":"success","is_error":false,"result":"API Error: 529 overloaded"}`,
+			Event{Type: EventResult, Subtype: "api_error", IsError: true, Text: "API Error: 529 overloaded"}},
+		{"claude", `{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"error":"overloaded"}`,
+			Event{Type: EventRetry, Subtype: "api_retry", Text: "attempt 2/10 overloaded"}},
+	} {
+		got := Parse(c.agent, []byte(c.line))
+		if got.String() != c.want.String() || got.Type != c.want.Type || got.IsError != c.want.IsError || got.Subtype != c.want.Subtype ||
+			got.Duration != c.want.Duration || got.ToolCalls != c.want.ToolCalls || strings.Join(got.Files, ",") != strings.Join(c.want.Files, ",") {
+			t.Errorf("%s %s:\n got %+v\nwant %+v", c.agent, c.line, got, c.want)
+		}
 	}
 }

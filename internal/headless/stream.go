@@ -487,9 +487,23 @@ func parseCodex(m map[string]json.RawMessage) Event {
 		if t == "error" && strings.HasPrefix(msg, "Reconnecting") {
 			return Event{Type: EventRetry, Subtype: "reconnecting", Text: clip(msg)}
 		}
-		return Event{Type: EventResult, IsError: true, Subtype: t, Text: clip(msg)}
+		return Event{Type: EventResult, IsError: true, Subtype: t, Text: clip(innerMessage(msg))}
 	}
 	return Event{Type: EventOther}
+}
+
+// innerMessage is the message of an API error body quoted whole as a
+// message (Codex: "{\"error\":{\"message\":…}}"), or msg.
+func innerMessage(msg string) string {
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if strings.HasPrefix(msg, "{") && json.Unmarshal([]byte(msg), &body) == nil && body.Error.Message != "" {
+		return body.Error.Message
+	}
+	return msg
 }
 
 // parseGemini reads `gemini -p --output-format stream-json`.
