@@ -31,7 +31,7 @@ func TestRealExec(t *testing.T) {
 		interrupt bool
 		flags     []string
 		argv      func(bin string) []string
-		code      int
+		code      int      // -1: any non-zero status
 		want      []string // in stdout and stderr together
 		not       []string
 	}
@@ -64,6 +64,9 @@ func TestRealExec(t *testing.T) {
 				{name: "timeout", server: "responses-unescalated", flags: []string{"--timeout", "4s"}, argv: func(b string) []string {
 					return []string{b, "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "corral:slow wait"}
 				}, code: 124, want: []string{"tool shell: ", "timed out after 4s"}},
+				{name: "refused", server: "responses-unescalated", argv: func(b string) []string {
+					return []string{b, "exec", "--json", "--skip-git-repo-check", "corral-fail say hello"}
+				}, code: -1, want: []string{"the result is an error: turn.failed: the mock model refuses this request"}},
 				{name: "interrupt", server: "responses-unescalated", interrupt: true, argv: func(b string) []string {
 					return []string{b, "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "corral:slow wait"}
 				}, code: 130, want: []string{"tool shell: ", "was killed"}},
@@ -94,6 +97,9 @@ func TestRealExec(t *testing.T) {
 				{name: "timeout", server: "gemini", flags: []string{"--timeout", "4s"}, argv: func(b string) []string {
 					return []string{b, "-p", "corral:slow wait", "--output-format", "stream-json", "--yolo"}
 				}, code: 124, want: []string{"timed out after 4s"}},
+				{name: "refused", server: "gemini", argv: func(b string) []string {
+					return []string{b, "-p", "corral-fail say hello", "--output-format", "stream-json"}
+				}, code: -1, want: []string{"the result is an error: error: API Error: the mock model refuses this request"}},
 				{name: "interrupt", server: "gemini", interrupt: true, argv: func(b string) []string {
 					return []string{b, "-p", "corral:slow wait", "--output-format", "stream-json", "--yolo"}
 				}, code: 130, want: []string{"tool run_shell_command: ", "was killed"}},
@@ -127,6 +133,9 @@ func TestRealExec(t *testing.T) {
 				{name: "timeout", server: "chat", flags: []string{"--timeout", "4s"}, argv: func(b string) []string {
 					return []string{b, "-p", "corral:slow wait", "--output-format", "stream-json", "--yolo"}
 				}, code: 124, want: []string{"timed out after 4s"}},
+				{name: "refused", server: "chat", argv: func(b string) []string {
+					return []string{b, "-p", "corral-fail say hello", "--output-format", "stream-json"}
+				}, code: 1, want: []string{"the result is an error: api_error: [API Error: 400 the mock model refuses this request"}},
 				{name: "interrupt", server: "chat", interrupt: true, argv: func(b string) []string {
 					return []string{b, "-p", "corral:slow wait", "--output-format", "stream-json", "--yolo"}
 				}, code: 130, want: []string{"tool run_shell_command: ", "was killed"}},
@@ -160,7 +169,7 @@ func TestRealExec(t *testing.T) {
 					case "gemini":
 						model, err = mockmodel.StartGeminiSteps("touch corral-shell.txt && exit 3")
 					default:
-						model, err = mockmodel.StartChat("touch corral-shell.txt && exit 3")
+						model, err = mockmodel.StartChatRefusing("touch corral-shell.txt && exit 3")
 					}
 					if err != nil {
 						t.Fatal(err)
@@ -212,7 +221,7 @@ func TestRealExec(t *testing.T) {
 						code = ee.ExitCode()
 					}
 					t.Logf("%s/%s: exit %d in %v\n%s", a.name, c.name, code, time.Since(start).Round(100*time.Millisecond), out.String())
-					if code != c.code {
+					if code != c.code && !(c.code == -1 && code != 0) {
 						t.Errorf("exit status %d, want %d", code, c.code)
 					}
 					for _, w := range c.want {

@@ -51,7 +51,7 @@ func TestRecordedStreams(t *testing.T) {
 			}},
 		{file: "gemini/refused", agent: "gemini", types: "init,other,result", state: "error",
 			check: func(t *testing.T, evs []Event, out Outcome) {
-				if !strings.HasPrefix(out.Reason, "the result is an error: error: [API Error: ") || !strings.Contains(out.Reason, "refuses this request") {
+				if out.Reason != "the result is an error: error: API Error: the mock model refuses this request (corral-fail)" {
 					t.Errorf("reason %q", out.Reason)
 				}
 			}},

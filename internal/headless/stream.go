@@ -493,15 +493,20 @@ func parseCodex(m map[string]json.RawMessage) Event {
 }
 
 // innerMessage is the message of an API error body quoted whole as a
-// message (Codex: "{\"error\":{\"message\":…}}"), or msg.
+// message (Codex: "{\"error\":{\"message\":…}}"; Gemini CLI: "[API
+// Error: {…}]"), or msg.
 func innerMessage(msg string) string {
 	var body struct {
 		Error struct {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if strings.HasPrefix(msg, "{") && json.Unmarshal([]byte(msg), &body) == nil && body.Error.Message != "" {
-		return body.Error.Message
+	inner, prefix := msg, ""
+	if rest, ok := strings.CutPrefix(msg, "[API Error: "); ok && strings.HasSuffix(rest, "]") {
+		inner, prefix = strings.TrimSuffix(rest, "]"), "API Error: "
+	}
+	if strings.HasPrefix(inner, "{") && json.Unmarshal([]byte(inner), &body) == nil && body.Error.Message != "" {
+		return prefix + body.Error.Message
 	}
 	return msg
 }
@@ -550,7 +555,7 @@ func parseGemini(m map[string]json.RawMessage) Event {
 			} `json:"stats"`
 		}
 		_ = json.Unmarshal(mustJSON(m), &r)
-		return Event{Type: EventResult, Subtype: r.Status, IsError: r.Status != "success", Text: clip(r.Error.Message),
+		return Event{Type: EventResult, Subtype: r.Status, IsError: r.Status != "success", Text: clip(innerMessage(r.Error.Message)),
 			Duration: r.Stats.Duration, ToolCalls: r.Stats.ToolCalls, Usage: r.Stats.usage()}
 	}
 	return Event{Type: EventOther}
