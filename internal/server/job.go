@@ -69,6 +69,8 @@ type job struct {
 	pending *permissionAsk
 	outcome *headless.Outcome
 	session string
+	// textOpen: the last screen line is a streamed text that goes on.
+	textOpen bool
 }
 
 type permissionAsk struct {
@@ -123,7 +125,7 @@ const KindStalled = "stalled"
 // kept events at their own pace: none is lost to a slow reader unless it
 // falls jobEvents behind.
 func (j *job) event(e headless.Event) {
-	j.line(e.Summary())
+	j.screenLine(e)
 	j.mu.Lock()
 	if e.Type == headless.EventInit {
 		j.session = e.SessionID
@@ -148,6 +150,26 @@ func (j *job) Session() string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.session
+}
+
+// screenLine puts an event on the job's screen: pieces of a streamed text
+// on one line, nothing for events corral has no use for.
+func (j *job) screenLine(e headless.Event) {
+	if !e.Readable() || e.Type == headless.EventText && e.Delta && e.Text == "" {
+		return
+	}
+	j.mu.Lock()
+	open := j.textOpen && len(j.lines) > 0
+	j.textOpen = e.Type == headless.EventText && e.Delta
+	if open && j.textOpen {
+		last := j.lines[len(j.lines)-1]
+		j.lines = j.lines[:len(j.lines)-1]
+		j.mu.Unlock()
+		j.line(last + e.Text)
+		return
+	}
+	j.mu.Unlock()
+	j.line(e.Summary())
 }
 
 func (j *job) line(s string) {
