@@ -29,13 +29,15 @@ func TestRealExec(t *testing.T) {
 		lost   bool
 		// interrupt: corral exec gets SIGINT once its output shows a tool call.
 		interrupt bool
-		flags     []string
-		argv      func(bin string) []string
-		code      int      // -1: any non-zero status
-		want      []string // in stdout and stderr together
-		not       []string
+		// answer: corral answer JOB ANSWER once the output shows a permission request.
+		answer string
+		flags  []string
+		argv   func(bin string) []string
+		code   int      // -1: any non-zero status
+		want   []string // in stdout and stderr together
+		not    []string
 	}
-	allowTouch := "[[rule]]\ntool = \"execute\"\ninput = \"^touch \"\ndecision = \"allow\"\n"
+	allowTouch := "[[rule]]\ntool = \"execute|run_shell_command\"\ninput = \"^touch \"\ndecision = \"allow\"\n"
 	agents := []struct {
 		name, envVar, pkg string
 		setup             func(home, url string) []string // writes config, returns --env values
@@ -124,6 +126,18 @@ func TestRealExec(t *testing.T) {
 				{name: "tool", server: "chat", argv: func(b string) []string {
 					return []string{b, "-p", "corral:shell run it", "--output-format", "stream-json", "--yolo"}
 				}, want: []string{"tool run_shell_command: ", "result (failed, exit 3)", "done: success, 2 turns"}},
+				{name: "relay-policy-allowed", server: "chat", flags: []string{"--policy", "POLICY"}, argv: func(b string) []string {
+					return []string{b, "-p", "corral:shell run it", "--output-format", "stream-json"}
+				}, want: []string{"permission? run_shell_command: touch", "allowed run_shell_command", "result (failed, exit 3)", "done: success"}},
+				{name: "relay-policy-denied", server: "chat", flags: []string{"--policy", "POLICY"}, argv: func(b string) []string {
+					return []string{b, "-p", "corral:edit write it", "--output-format", "stream-json"}
+				}, want: []string{"permission? write_file: ", "denied write_file", "done: success"}},
+				{name: "relay-answered-yes", server: "chat", answer: "yes", argv: func(b string) []string {
+					return []string{b, "-p", "corral:shell run it", "--output-format", "stream-json"}
+				}, want: []string{"permission? run_shell_command: touch", "allowed run_shell_command", "(corral answer yes)", "done: success"}},
+				{name: "relay-answered-no", server: "chat", answer: "no", argv: func(b string) []string {
+					return []string{b, "-p", "corral:shell run it", "--output-format", "stream-json"}
+				}, want: []string{"denied run_shell_command", "(corral answer no)", "done: success"}},
 				{name: "acp-allowed", server: "chat", flags: []string{"--agent", "acp", "--prompt", "corral:shell run it", "--policy", "POLICY"},
 					argv: func(b string) []string { return []string{b, "--acp"} },
 					want: []string{"allowed execute: touch corral-shell.txt && exit 3", "assistant: Done. The tool ran.", "done: end_turn"}},
@@ -200,6 +214,16 @@ func TestRealExec(t *testing.T) {
 					}
 					done := make(chan error, 1)
 					go func() { done <- cmd.Wait() }()
+					if c.answer != "" {
+						for !strings.Contains(out.String(), "permission? ") {
+							select {
+							case err := <-done:
+								t.Fatalf("corral exec ended (%v) before the permission request:\n%s", err, out.String())
+							case <-time.After(50 * time.Millisecond):
+							}
+						}
+						e.must("answer", a.name+"-"+c.name, c.answer)
+					}
 					if c.interrupt {
 						for !strings.Contains(out.String(), "tool ") {
 							select {

@@ -208,7 +208,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	send, closeIn := stdinWriter(stdin)
 	defer closeIn()
 	if o.Prompt != "" && o.Agent != "acp" {
-		send(userMessage(o.Prompt))
+		send(RelayOpening(o.Agent, o.Prompt))
 	}
 	var acp *acpClient
 	if o.Agent == "acp" {

@@ -44,6 +44,7 @@ func TestRecordRealStreams(t *testing.T) {
 		stdin       string
 		unescalated bool   // Codex: a shell step that does not ask to leave the sandbox
 		acp         string // the prompt, for an ACP run (corral's side of it is Run's)
+		relay       string // the prompt, for a run through Qwen Code's permission relay
 		policy      string // the policy answering an ACP run's permission requests
 	}
 	codex := func(prompt string, extra ...string) func(url, home, work string) ([]string, []string) {
@@ -92,6 +93,10 @@ func TestRecordRealStreams(t *testing.T) {
 			policy: "[[rule]]\ntool = \"execute\"\ninput = \"^touch \"\ndecision = \"allow\"\n"},
 		{agent: "gemini", name: "acp_edit_denied", wait: 60 * time.Second, argv: gemini("--experimental-acp"), acp: "corral:edit write the file",
 			policy: "[[rule]]\ntool = \"execute\"\ndecision = \"allow\"\n"},
+		{agent: "qwen", name: "relay_shell_allowed", wait: 60 * time.Second, argv: qwen("--input-format", "stream-json", "--output-format", "stream-json", "--channel", "SDK"),
+			relay: "corral:shell run it", policy: "[[rule]]\ntool = \"run_shell_command\"\ninput = \"^touch \"\ndecision = \"allow\"\n"},
+		{agent: "qwen", name: "relay_edit_denied", wait: 60 * time.Second, argv: qwen("--input-format", "stream-json", "--output-format", "stream-json", "--channel", "SDK"),
+			relay: "corral:edit write the file", policy: "[[rule]]\ntool = \"run_shell_command\"\ndecision = \"allow\"\n"},
 		{agent: "qwen", name: "acp_shell_allowed", wait: 60 * time.Second, argv: qwen("--acp"), acp: "corral:shell run it",
 			policy: "[[rule]]\ntool = \"execute\"\ninput = \"touch\"\ndecision = \"allow\"\n"},
 		{agent: "qwen", name: "acp_edit_denied", wait: 60 * time.Second, argv: qwen("--acp"), acp: "corral:edit write the file",
@@ -144,14 +149,18 @@ func TestRecordRealStreams(t *testing.T) {
 			clean := func(b []byte) []byte { // the recording's folders, not this machine's
 				return bytes.ReplaceAll(bytes.ReplaceAll(b, []byte(work), []byte("/work")), []byte(agentHome), []byte("/home"))
 			}
-			if r.acp != "" {
+			if r.acp != "" || r.relay != "" {
 				pol, err := ParsePolicy("record", []byte(r.policy))
 				if err != nil {
 					t.Fatal(err)
 				}
 				tap := filepath.Join(private, "stdout")
 				var evs []string
-				res, err := Run(context.Background(), Options{Agent: "acp", Prompt: r.acp, Policy: pol, Dir: work, Timeout: r.wait,
+				agent, prompt := "acp", r.acp
+				if r.relay != "" {
+					agent, prompt = r.agent, r.relay
+				}
+				res, err := Run(context.Background(), Options{Agent: agent, Prompt: prompt, Policy: pol, Dir: work, Timeout: r.wait,
 					Argv:    append([]string{"sh", "-c", `"$@" | tee "$TAP"`, "sh"}, argv...),
 					Env:     append([]string{"HOME=" + agentHome, "NO_COLOR=1", "TAP=" + tap}, env...),
 					OnEvent: func(e Event) { evs = append(evs, e.Summary()) }})

@@ -255,3 +255,49 @@ func TestParseLines(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedQwenRelay replays Qwen Code's side of its permission relay
+// (Claude Code's control protocol, after an initialize request).
+func TestRecordedQwenRelay(t *testing.T) {
+	const policy = "[[rule]]\ntool = \"run_shell_command\"\ninput = \"^touch \"\ndecision = \"allow\"\n"
+	for _, c := range []struct {
+		file, tool, input string
+		allow             bool
+	}{
+		{"qwen/relay_shell_allowed", "run_shell_command", "touch corral-shell.txt && exit 3", true},
+		{"qwen/relay_edit_denied", "write_file", "/work/corral-mock.txt", false},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			pol, _ := ParsePolicy("test", []byte(policy))
+			path, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "headless", c.file+".jsonl"))
+			var decided []Event
+			out, err := Run(context.Background(), Options{Agent: "qwen", Prompt: "corral:shell", Policy: pol,
+				Argv: []string{"cat", path}, Timeout: 20 * time.Second,
+				OnEvent: func(e Event) {
+					if e.Type == EventDecision {
+						decided = append(decided, e)
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.State != "done" || len(decided) != 1 || decided[0].Tool != c.tool || decided[0].Input != c.input || decided[0].Allow != c.allow {
+				t.Fatalf("outcome %+v, decisions %+v", out, decided)
+			}
+		})
+	}
+}
+
+func TestQwenRelayArgv(t *testing.T) {
+	argv, prompt, ok := QwenRelay([]string{"qwen", "-p", "fix it", "--output-format", "stream-json"}, "")
+	if !ok || prompt != "fix it" || strings.Join(argv, " ") != "qwen --output-format stream-json --input-format stream-json --channel SDK" {
+		t.Fatalf("%q %q %v", argv, prompt, ok)
+	}
+	open := string(RelayOpening("qwen", "fix it"))
+	if !strings.HasPrefix(open, `{"request":{"hooks":null,"subtype":"initialize"}`) || !strings.Contains(open, "\n{\"message\"") {
+		t.Fatalf("opening %q", open)
+	}
+	if _, _, ok := QwenRelay([]string{"qwen", "--output-format", "stream-json"}, ""); ok {
+		t.Fatal("no prompt, no relay")
+	}
+}

@@ -66,10 +66,19 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	if req.Agent == "acp" {
 		o.Prompt = req.Prompt
 	}
-	// Only Claude Code takes --permission-prompt-tool: Qwen Code, which
-	// writes the same stream, refuses it (its relay is ACP: qwen --acp).
-	if req.Agent == "claude" && !req.NoRelay && !isQwen(req.Command) {
+	// Qwen Code writes Claude Code's stream but refuses its relay flags:
+	// it has a relay of its own.
+	if req.Agent == "claude" && isQwen(req.Command) {
+		req.Agent, o.Agent = "qwen", "qwen"
+	}
+	switch {
+	case req.NoRelay:
+	case req.Agent == "claude":
 		if argv, prompt, ok := headless.ClaudeRelay(req.Command, req.Prompt); ok {
+			o.Argv, o.Prompt = argv, prompt
+		}
+	case req.Agent == "qwen":
+		if argv, prompt, ok := headless.QwenRelay(req.Command, req.Prompt); ok {
 			o.Argv, o.Prompt = argv, prompt
 		}
 	}
