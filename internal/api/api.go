@@ -172,14 +172,11 @@ type BoardResult struct {
 
 // ExecRequest starts a headless job: POST /v1/jobs.
 type ExecRequest struct {
-	Name    string   `json:"name"`
-	Agent   string   `json:"agent"` // claude, codex or gemini
-	Command []string `json:"command"`
-	Cwd     string   `json:"cwd"`
-	Env     []string `json:"env"`
-	// CallerEnv is the caller's whole environment: the job's starts from
-	// it (Env added), not from the daemon's. Absent, the daemon's is used.
-	CallerEnv []string `json:"caller_env,omitempty"`
+	Name      string   `json:"name"`
+	Agent     string   `json:"agent"` // claude, codex or gemini
+	Command   []string `json:"command"`
+	Cwd       string   `json:"cwd"`
+	Env       []string `json:"env"`
 	TimeoutMS int64    `json:"timeout_ms"`
 	StallMS   int64    `json:"stall_ms"`
 	// Policy is a policy file's text; PolicySource names it in errors.
@@ -191,4 +188,8 @@ type ExecRequest struct {
 	NoRelay bool   `json:"no_relay"`
 	// Mode is "pipe" (default) or "pty-lite".
 	Mode string `json:"mode"`
+
+	// CallerEnv is the caller's whole environment: the job's starts from
+	// it (Env added), not from the daemon's. Absent, the daemon's is used.
+	CallerEnv []string `json:"caller_env,omitempty"`
 }

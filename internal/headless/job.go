@@ -19,13 +19,10 @@ import (
 
 // Options describe a headless run.
 type Options struct {
-	Agent string // "claude", "codex" or "gemini": how to read its stream
-	Argv  []string
-	Dir   string
-	Env   []string
-	// BaseEnv, when not nil, is the environment Env is added to instead of
-	// corral's own (a job runs with its caller's).
-	BaseEnv []string
+	Agent   string // "claude", "codex" or "gemini": how to read its stream
+	Argv    []string
+	Dir     string
+	Env     []string
 	Timeout time.Duration // past this the run is killed and ends in error (124)
 	Stall   time.Duration // no output for this long: OnStall is called
 	OnEvent func(Event)   // every event, in order
@@ -50,6 +47,10 @@ type Options struct {
 	// a prompt PromptRules recognise on the output ends the run at once.
 	Mode        string
 	PromptRules *rules.Manifest
+
+	// BaseEnv, when not nil, is the environment Env is added to instead of
+	// corral's own (a job runs with its caller's).
+	BaseEnv []string
 }
 
 // PTYLiteCols is the width of a pty-lite terminal.
@@ -467,11 +468,4 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
-}
-
-func baseEnv(env []string) []string {
-	if env == nil {
-		return os.Environ()
-	}
-	return append([]string(nil), env...)
 }
