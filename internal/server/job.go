@@ -121,6 +121,9 @@ func (j *job) Input([]byte, bool) error { return ErrNoInput }
 // KindStalled marks a working job that has printed nothing for its --stall.
 const KindStalled = "stalled"
 
+// KindRetrying marks a working job whose agent retries the model API.
+const KindRetrying = "retrying"
+
 // event records one stream event and wakes the streams. Streams read the
 // kept events at their own pace: none is lost to a slow reader unless it
 // falls jobEvents behind.
@@ -130,7 +133,7 @@ func (j *job) event(e headless.Event) {
 	if e.Type == headless.EventInit {
 		j.session = e.SessionID
 	}
-	stalled := j.decision.Kind == KindStalled
+	stalled := j.decision.Kind == KindStalled || j.decision.Kind == KindRetrying
 	j.events = append(j.events, e)
 	if len(j.events) > 2*jobEvents { // dropped in halves: no copy per event
 		drop := len(j.events) - jobEvents
@@ -140,7 +143,11 @@ func (j *job) event(e headless.Event) {
 	close(j.grew)
 	j.grew = make(chan struct{})
 	j.mu.Unlock()
-	if e.Type == headless.EventDecision || (stalled && e.Type != headless.EventStall) {
+	switch {
+	case e.Type == headless.EventRetry:
+		// The run is waiting on the model API: say so until it goes on.
+		j.set(signal.Decision{State: signal.Working, Kind: KindRetrying, Source: signal.SourceStream, Message: e.Summary()})
+	case e.Type == headless.EventDecision || (stalled && e.Type != headless.EventStall):
 		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream})
 	}
 }
