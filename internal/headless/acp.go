@@ -84,10 +84,15 @@ func (c *acpClient) onLine(line []byte) []Event {
 	case "session/prompt":
 		var r struct {
 			StopReason string `json:"stopReason"`
+			Meta       struct {
+				Quota struct {
+					Tokens rawUsage `json:"token_count"`
+				} `json:"quota"`
+			} `json:"_meta"`
 		}
 		_ = json.Unmarshal(m.Result, &r)
 		ok := r.StopReason == "end_turn" || r.StopReason == "max_turn_requests" || r.StopReason == "max_tokens"
-		return []Event{{Type: EventResult, Subtype: r.StopReason, IsError: !ok, SessionID: c.session}}
+		return []Event{{Type: EventResult, Subtype: r.StopReason, IsError: !ok, SessionID: c.session, Usage: r.Meta.Quota.Tokens.usage()}}
 	}
 	return nil
 }

@@ -183,7 +183,7 @@ func TestGoodRun(t *testing.T) {
 		!strings.Contains(out.Stderr, "some stderr noise") || out.Result.Turns != 2 || out.Result.CostUSD != 0.0123 {
 		t.Fatalf("outcome %+v", out)
 	}
-	if evs[3].Tool != "Bash" || evs[3].Input != `{"command":"ls"}` {
+	if evs[3].Tool != "Bash" || evs[3].Input != "ls" {
 		t.Fatalf("tool use %+v", evs[3])
 	}
 }

@@ -213,6 +213,10 @@ func TestRecordedACP(t *testing.T) {
 				decided[0].Allow != c.allow || !strings.Contains(text.String(), "Done. The tool ran.") {
 				t.Fatalf("outcome %+v, decisions %+v, text %q", out, decided, text.String())
 			}
+			// Gemini CLI tells the turn's tokens in the prompt's answer.
+			if strings.HasPrefix(c.file, "gemini/") && (out.Result.Usage == nil || out.Result.Usage.Input != 20) {
+				t.Fatalf("outcome %+v, decisions %+v, text %q", out, decided, text.String())
+			}
 		})
 	}
 }

@@ -300,7 +300,7 @@ func parseClaude(m map[string]json.RawMessage) Event {
 			case "text":
 				return Event{Type: EventText, Text: c.Text}
 			case "tool_use":
-				return Event{Type: EventToolUse, Tool: c.Name, Input: compact(c.Input)}
+				return Event{Type: EventToolUse, Tool: c.Name, Input: toolDetail(c.Input)}
 			case "tool_result":
 				e := Event{Type: EventToolResult, Text: clip(compact(c.Content)), IsError: c.IsError}
 				exitStatus(&e)
