@@ -128,7 +128,22 @@ func TestSocketFolderHijack(t *testing.T) {
 func TestPaneInheritsNoDescriptors(t *testing.T) {
 	e := newEnv(t)
 	e.runWithin(15*time.Second, "run", "--name", "first", "--", "sleep", "60")
-	e.runWithin(15*time.Second, "exec", "--name", "job", "--timeout", "60s", "--", "sh", "-c", "sleep 30") // a job's pipes
+	// A job's pipes, open while the probe runs (corral exec follows the job
+	// to its end, so it runs beside the test).
+	job := exec.Command(corralBin, "exec", "--name", "job", "--timeout", "60s", "--", "sh", "-c", "sleep 30")
+	job.Env = e.vars
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { job.Process.Kill(); job.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, _, code := e.run("wait", "job", "--state", "working", "--timeout", "1s"); code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job never ran")
+		}
+	}
 	// ls itself lists its own descriptors: no shell in between to add its own.
 	e.must("run", "--name", "probe", "--", "ls", "-l", "/proc/self/fd/")
 	e.must("wait", "probe", "--state", "exited", "--timeout", "10s")

@@ -194,4 +194,8 @@ type ExecRequest struct {
 	NoRelay bool   `json:"no_relay"`
 	// Mode is "pipe" (default) or "pty-lite".
 	Mode string `json:"mode"`
+
+	// CallerEnv is the caller's whole environment: the job's starts from
+	// it (Env added), not from the daemon's. Absent, the daemon's is used.
+	CallerEnv []string `json:"caller_env,omitempty"`
 }

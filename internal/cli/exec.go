@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/signal"
@@ -22,7 +23,7 @@ import (
 func runExec(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("exec", std)
 	name := fs.String("name", "", "a name to use instead of the id")
-	agent := fs.String("agent", "", "how to talk to it: claude, codex or gemini (their streams), or acp (the Agent Client Protocol); default from the command's name")
+	agent := fs.String("agent", "", "how to read it: claude, codex, gemini or qwen (their streams), auto (the stream says), or acp (the Agent Client Protocol); default from the command's name, else auto")
 	mode := fs.String("mode", "pipe", "pipe, or pty-lite: a PTY on stdout for programs that block-buffer a pipe (no permission relay)")
 	timeout := fs.Duration("timeout", 0, "kill the run after this long (exit 124)")
 	stall := fs.Duration("stall", 0, "say so when the run prints nothing for this long")
@@ -49,9 +50,12 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	}
 	if *agent == "" {
 		*agent = strings.TrimSuffix(filepath.Base(command[0]), ".js")
+		if headless.FormatOf(*agent) == "" {
+			*agent = "auto"
+		}
 	}
 	switch *agent {
-	case "claude", "codex", "gemini":
+	case "claude", "codex", "gemini", "qwen", "auto":
 	case "acp":
 		if *prompt == "" {
 			return usagef("an ACP agent (--agent acp) takes its prompt from --prompt")
@@ -60,7 +64,7 @@ func runExec(ctx context.Context, std IO, args []string) error {
 			return usagef("an ACP agent talks over stdin and stdout: use --mode pipe")
 		}
 	default:
-		return usagef("--agent %q: use claude, codex, gemini or acp", *agent)
+		return usagef("--agent %q: use claude, codex, gemini, qwen, auto or acp", *agent)
 	}
 	req := api.ExecRequest{Name: *name, Agent: *agent, Command: command, TimeoutMS: timeout.Milliseconds(),
 		StallMS: stall.Milliseconds(), Prompt: *prompt, Env: env, Mode: *mode}
@@ -78,10 +82,9 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	req.Cwd = dir
-	if !hasVar(env, "PATH") { // the command is found on the caller's PATH
-		req.Env = append([]string{"PATH=" + os.Getenv("PATH")}, req.Env...)
-	}
+	// The job runs as the command would here: in this folder, with this
+	// environment (not the daemon's), --env added.
+	req.Cwd, req.CallerEnv = dir, os.Environ()
 	c, err := connect(ctx)
 	if err != nil {
 		return err
@@ -135,6 +138,7 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 			}
 		}
 	}()
+	view := &readable{w: std.Stdout}
 	var (
 		outcome     *headless.Outcome
 		interrupted os.Signal
@@ -176,8 +180,10 @@ read:
 			case outcome == nil:
 				var ev headless.Event
 				if json.Unmarshal(line, &ev) == nil {
-					fmt.Fprintln(std.Stdout, ev.Summary())
+					view.show(ev)
 				}
+			default:
+				view.end()
 			}
 		case sig := <-sigs:
 			if sig == syscall.SIGPIPE {
@@ -209,6 +215,7 @@ read:
 			break read
 		}
 	}
+	view.end()
 	if interrupted != nil {
 		code := 130
 		if s, ok := interrupted.(syscall.Signal); ok {
@@ -224,6 +231,9 @@ read:
 	}
 	if outcome.State != "done" && !asJSON {
 		fmt.Fprintf(std.Stderr, "corral exec: %s\n", outcome.Reason)
+		if tail := stderrTail(outcome.Stderr, 12); tail != "" {
+			fmt.Fprintf(std.Stderr, "corral exec: the agent's stderr ends:\n%s\n", tail)
+		}
 	}
 	code := outcome.ExitCode
 	if outcome.State != "done" && code == 0 {
@@ -241,4 +251,56 @@ func jobEnded(c *client.Client, id string) bool {
 	defer cancel()
 	var p api.Pane
 	return c.Do(ctx, "GET", panePath(id, ""), nil, &p) == nil && p.ExitCode != nil
+}
+
+// readable prints a job's events for people: one line each, the pieces
+// of a streamed text joined on one line, and nothing for events corral
+// has no use for (they stay in --json).
+type readable struct {
+	w       io.Writer
+	inDelta bool
+}
+
+func (r *readable) show(ev headless.Event) {
+	if !ev.Readable() {
+		return
+	}
+	if ev.Type == headless.EventText && ev.Delta {
+		if ev.Text == "" {
+			return
+		}
+		if !r.inDelta {
+			fmt.Fprint(r.w, "assistant: ")
+			r.inDelta = true
+		}
+		fmt.Fprint(r.w, ev.Text)
+		return
+	}
+	r.end()
+	fmt.Fprintln(r.w, ev.Summary())
+}
+
+// end closes a streamed text's line.
+func (r *readable) end() {
+	if r.inDelta {
+		fmt.Fprintln(r.w)
+		r.inDelta = false
+	}
+}
+
+// stderrTail is the last n non-empty lines of an agent's stderr, without
+// stack frames (a JavaScript trace says little to whoever runs the job).
+func stderrTail(stderr string, n int) string {
+	var keep []string
+	for _, l := range strings.Split(stderr, "\n") {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "at ") {
+			continue
+		}
+		keep = append(keep, "  "+strings.TrimRight(l, "\r"))
+	}
+	if len(keep) > n {
+		keep = keep[len(keep)-n:]
+	}
+	return strings.Join(keep, "\n")
 }

@@ -84,10 +84,15 @@ func (c *acpClient) onLine(line []byte) []Event {
 	case "session/prompt":
 		var r struct {
 			StopReason string `json:"stopReason"`
+			Meta       struct {
+				Quota struct {
+					Tokens rawUsage `json:"token_count"`
+				} `json:"quota"`
+			} `json:"_meta"`
 		}
 		_ = json.Unmarshal(m.Result, &r)
 		ok := r.StopReason == "end_turn" || r.StopReason == "max_turn_requests" || r.StopReason == "max_tokens"
-		return []Event{{Type: EventResult, Subtype: r.StopReason, IsError: !ok, SessionID: c.session}}
+		return []Event{{Type: EventResult, Subtype: r.StopReason, IsError: !ok, SessionID: c.session, Usage: r.Meta.Quota.Tokens.usage()}}
 	}
 	return nil
 }
@@ -95,23 +100,24 @@ func (c *acpClient) onLine(line []byte) []Event {
 func (c *acpClient) update(params json.RawMessage) Event {
 	var p struct {
 		Update struct {
-			Kind    string `json:"sessionUpdate"`
-			Content struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-			Title    string          `json:"title"`
-			Status   string          `json:"status"`
-			RawInput json.RawMessage `json:"rawInput"`
+			Kind    string          `json:"sessionUpdate"`
+			Content json.RawMessage `json:"content"`
+			Status  string          `json:"status"`
+			acpToolCall
 		} `json:"update"`
 	}
 	_ = json.Unmarshal(params, &p)
 	u := p.Update
 	switch u.Kind {
 	case "agent_message_chunk":
-		return Event{Type: EventText, Text: u.Content.Text}
+		var text struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(u.Content, &text)
+		return Event{Type: EventText, Text: text.Text, Delta: true}
 	case "tool_call":
-		return Event{Type: EventToolUse, Tool: u.Title, Input: compact(u.RawInput)}
+		_ = json.Unmarshal(u.Content, &u.acpToolCall.Content)
+		return Event{Type: EventToolUse, Tool: u.tool(), Input: u.input()}
 	case "tool_call_update":
 		if u.Status == "completed" || u.Status == "failed" {
 			return Event{Type: EventToolResult, Text: u.Status, IsError: u.Status == "failed"}
@@ -126,20 +132,67 @@ type acpOption struct {
 	Kind     string `json:"kind"`
 }
 
+// acpToolCall is what ACP says of a tool call. Gemini CLI sends no
+// rawInput: the tool is its kind and the input its title or content.
+type acpToolCall struct {
+	Title    string          `json:"title"`
+	Kind     string          `json:"kind"`
+	RawInput json.RawMessage `json:"rawInput"`
+	Content  []struct {
+		Type    string `json:"type"`
+		Path    string `json:"path"`
+		Content struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"content"`
+	Locations []struct {
+		Path string `json:"path"`
+	} `json:"locations"`
+}
+
+func (t acpToolCall) tool() string {
+	if t.Kind != "" {
+		return t.Kind
+	}
+	return t.Title
+}
+
+func (t acpToolCall) input() string {
+	if len(t.RawInput) > 0 && string(t.RawInput) != "null" && string(t.RawInput) != "{}" {
+		return toolDetail(t.RawInput)
+	}
+	for _, c := range t.Content {
+		if c.Type == "diff" && c.Path != "" {
+			return clip(c.Path)
+		}
+	}
+	if t.Title != "" {
+		return clip(t.Title)
+	}
+	for _, l := range t.Locations {
+		if l.Path != "" {
+			return clip(l.Path)
+		}
+	}
+	for _, c := range t.Content {
+		if c.Content.Text != "" {
+			return clip(c.Content.Text)
+		}
+	}
+	return ""
+}
+
 // permission turns session/request_permission into a permission event;
 // its options ride along for the answer.
 func (c *acpClient) permission(m acpMessage) Event {
 	var p struct {
-		ToolCall struct {
-			Title    string          `json:"title"`
-			RawInput json.RawMessage `json:"rawInput"`
-		} `json:"toolCall"`
-		Options []acpOption `json:"options"`
+		ToolCall acpToolCall `json:"toolCall"`
+		Options  []acpOption `json:"options"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	opts, _ := json.Marshal(p.Options)
-	return Event{Type: EventPermission, RequestID: string(m.ID), Tool: p.ToolCall.Title,
-		Input: toolDetail(p.ToolCall.RawInput), rawInput: opts}
+	return Event{Type: EventPermission, RequestID: string(m.ID), Tool: p.ToolCall.tool(),
+		Input: p.ToolCall.input(), rawInput: opts}
 }
 
 type rpcError struct {

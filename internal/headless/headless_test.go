@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -182,7 +183,7 @@ func TestGoodRun(t *testing.T) {
 		!strings.Contains(out.Stderr, "some stderr noise") || out.Result.Turns != 2 || out.Result.CostUSD != 0.0123 {
 		t.Fatalf("outcome %+v", out)
 	}
-	if evs[3].Tool != "Bash" || evs[3].Input != `{"command":"ls"}` {
+	if evs[3].Tool != "Bash" || evs[3].Input != "ls" {
 		t.Fatalf("tool use %+v", evs[3])
 	}
 }
@@ -340,14 +341,29 @@ func TestParseGemini(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, l := range []string{initLine, textLine, toolLine, resultLine, `{"type":"item.completed","item":{}}`, "garbage"} {
-		f.Add("claude", l)
-		f.Add("codex", l)
+	seeds := []string{initLine, textLine, toolLine, resultLine, `{"type":"item.completed","item":{}}`, "garbage"}
+	// The first lines of every recording of the real CLIs.
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "headless", "*", "*.jsonl"))
+	for _, name := range files {
+		data, _ := os.ReadFile(name)
+		for i, l := range strings.Split(string(data), "\n") {
+			if i < 8 && l != "" {
+				seeds = append(seeds, l)
+			}
+		}
+	}
+	for _, l := range seeds {
+		for _, agent := range []string{"claude", "codex", "gemini", "qwen", "auto"} {
+			f.Add(agent, l)
+		}
 	}
 	f.Fuzz(func(t *testing.T, agent, line string) {
-		e := Parse(agent, []byte(line))
-		if len(e.Line) > clipLine+4 || len(e.Text) > clipLine+4 && e.Type != EventText && e.Type != EventResult {
-			t.Fatalf("unbounded event %+v", e)
+		p := NewParser(agent)
+		evs := append(p.Parse([]byte(line)), Parse(agent, []byte(line)))
+		for _, e := range evs {
+			if len(e.Line) > clipLine+4 || len(e.Text) > clipLine+4 && e.Type != EventText && e.Type != EventResult {
+				t.Fatalf("unbounded event %+v", e)
+			}
 		}
 	})
 }

@@ -52,6 +52,10 @@ type Options struct {
 	// a prompt PromptRules recognise on the output ends the run at once.
 	Mode        string
 	PromptRules *rules.Manifest
+
+	// BaseEnv, when not nil, is the environment Env is added to instead of
+	// corral's own (a job runs with its caller's).
+	BaseEnv []string
 }
 
 // DrainWait bounds how long the end of a run's output is read once every
@@ -113,15 +117,16 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if len(o.Argv) == 0 {
 		return Outcome{}, errors.New("no command to run")
 	}
-	// Found as the caller would: relative to Dir, on the PATH of Env.
-	path, err := procs.Resolve(o.Argv[0], o.Dir, o.Env)
+	// Found as the caller would: relative to Dir, on the caller's PATH.
+	env := append(baseEnv(o.BaseEnv), o.Env...)
+	path, err := procs.Resolve(o.Argv[0], o.Dir, env)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
 	}
 	cmd := exec.Command(path, o.Argv[1:]...)
 	cmd.Args[0] = o.Argv[0]
 	cmd.Dir = o.Dir
-	cmd.Env = append(os.Environ(), o.Env...)
+	cmd.Env = env
 	if o.Mark != "" {
 		cmd.Env = append(cmd.Env, o.Mark)
 	}
@@ -199,8 +204,9 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 
 	var errBuf tailBuffer
 	errDone := make(chan struct{})
+	errLines := make(chan string, 16)
 	go func() {
-		_, _ = io.Copy(&errBuf, stderr)
+		_, _ = io.Copy(io.MultiWriter(&errBuf, &stderrLines{out: errLines}), stderr)
 		close(errDone)
 	}()
 
@@ -246,7 +252,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	send, closeIn := stdinWriter(stdin)
 	defer closeIn()
 	if o.Prompt != "" && o.Agent != "acp" {
-		send(userMessage(o.Prompt))
+		send(RelayOpening(o.Agent, o.Prompt))
 	}
 	var acp *acpClient
 	if o.Agent == "acp" {
@@ -297,6 +303,8 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		stallTimer = stall.C
 	}
 	timedOut, cancelled := false, false
+	parser := NewParser(o.Agent)
+	lastErr := ""       // the last line on stderr, to say why a run is quiet
 	var recent []string // the last lines that were not events, for prompt recognition
 	prompted := ""
 loop:
@@ -313,7 +321,7 @@ loop:
 			case acp != nil:
 				evs = acp.onLine(raw.line)
 			default:
-				evs = []Event{Parse(o.Agent, raw.line)}
+				evs = parser.Parse(raw.line)
 			}
 			for _, ev := range evs {
 				switch ev.Type {
@@ -354,8 +362,15 @@ loop:
 			if stall != nil {
 				stall.Reset(o.Stall)
 			}
+		case l := <-errLines:
+			if ev, ok := StderrEvent(l); ok {
+				emit(ev)
+			}
+			if n := notableStderr(l); n != "" {
+				lastErr = n
+			}
 		case <-stallTimer:
-			emit(Event{Type: EventStall, Text: fmt.Sprintf("no output for %v", o.Stall), Duration: o.Stall.Milliseconds()})
+			emit(Event{Type: EventStall, Text: stallText(o.Stall, lastErr), Duration: o.Stall.Milliseconds()})
 			if o.OnStall != nil {
 				o.OnStall(o.Stall)
 			}
@@ -409,7 +424,7 @@ loop:
 	case out.Result == nil:
 		out.State, out.Reason = "error", fmt.Sprintf("exited without a result event (exit status %d)", out.ExitCode)
 	case out.Result.IsError:
-		out.State, out.Reason = "error", "the result is an error: "+out.Result.Subtype
+		out.State, out.Reason = "error", ResultReason(out.Result)
 		if out.ExitCode == 0 {
 			out.ExitCode = 1
 		}

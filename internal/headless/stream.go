@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
+	"time"
 )
 
 // EventType names what a line said.
@@ -27,6 +29,7 @@ const (
 	EventPermission EventType = "permission"  // the agent asks to use a tool (control protocol)
 	EventDecision   EventType = "decision"    // corral's answer to a permission request
 	EventDiagnostic EventType = "diagnostic"  // a line that is not an event (kept, counted)
+	EventWarning    EventType = "warning"     // the agent warns and goes on (Text says what)
 	EventOther      EventType = "other"       // a JSON line corral has no use for
 )
 
@@ -42,6 +45,12 @@ type Event struct {
 	CostUSD   float64   `json:"cost_usd,omitempty"`
 	Duration  int64     `json:"duration_ms,omitempty"`
 	Turns     int       `json:"turns,omitempty"`
+	ToolCalls int       `json:"tool_calls,omitempty"`
+	Usage     *Usage    `json:"usage,omitempty"`
+	// Delta marks a piece of a text that goes on in the next text event.
+	Delta bool `json:"delta,omitempty"`
+	// Files are the files a tool wrote.
+	Files []string `json:"files,omitempty"`
 	// Line is the raw line for diagnostics (clipped).
 	Line string `json:"line,omitempty"`
 	// RequestID names a permission request; Allow and By say how it was
@@ -97,24 +106,124 @@ func (l *Lines) Next() (line []byte, truncated bool, err error) {
 	}
 }
 
-// Parse reads one line of agent's stream ("claude", "codex" or "gemini").
-// A line that is not a JSON object is a diagnostic, never an error.
+// Formats are the stream formats corral reads: Claude Code's stream-json
+// (which Qwen Code writes too), codex exec --json, and Gemini CLI's
+// stream-json.
+const (
+	FormatClaude = "claude"
+	FormatCodex  = "codex"
+	FormatGemini = "gemini"
+)
+
+// FormatOf is the stream format an agent name stands for ("" when corral
+// does not know it).
+func FormatOf(agent string) string {
+	switch agent {
+	case "claude", "qwen":
+		return FormatClaude
+	case "codex":
+		return FormatCodex
+	case "gemini":
+		return FormatGemini
+	}
+	return ""
+}
+
+// Parse reads one line of agent's stream ("claude", "qwen", "codex" or
+// "gemini"). A line that is not a JSON object is a diagnostic, never an
+// error.
 func Parse(agent string, line []byte) Event {
+	m, ok := object(line)
+	if !ok {
+		return diagnostic(line)
+	}
+	return parseAs(FormatOf(agent), m)
+}
+
+func object(line []byte) (map[string]json.RawMessage, bool) {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return diagnostic(line)
+		return nil, false
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &m); err != nil {
-		return diagnostic(line)
+		return nil, false
 	}
-	switch agent {
-	case "codex":
+	return m, true
+}
+
+func parseAs(format string, m map[string]json.RawMessage) Event {
+	switch format {
+	case FormatCodex:
 		return parseCodex(m)
-	case "gemini":
+	case FormatGemini:
 		return parseGemini(m)
 	}
 	return parseClaude(m)
+}
+
+// Parser reads one run's stream. The format named by the agent is a
+// guess: the first line whose shape says which format it is settles it,
+// and a run whose stream is another agent's is read as that one (with a
+// warning event saying so).
+type Parser struct {
+	format  string
+	settled bool
+}
+
+// NewParser reads the stream of agent (any name; an unknown one waits for
+// the stream to say its format, reading Claude's meanwhile).
+func NewParser(agent string) *Parser {
+	f := FormatOf(agent)
+	if f == "" {
+		f = FormatClaude
+	}
+	return &Parser{format: f}
+}
+
+// Format is the format the stream is read as.
+func (p *Parser) Format() string { return p.format }
+
+// Parse reads one line into its events.
+func (p *Parser) Parse(line []byte) []Event {
+	m, ok := object(line)
+	if !ok {
+		return []Event{diagnostic(line)}
+	}
+	var evs []Event
+	if !p.settled {
+		if f := DetectFormat(m); f != "" {
+			p.settled = true
+			if f != p.format {
+				evs = append(evs, Event{Type: EventWarning, Subtype: "format",
+					Text: fmt.Sprintf("the stream is in %s's format, not %s's: reading it as %s's", f, p.format, f)})
+				p.format = f
+			}
+		}
+	}
+	return append(evs, parseAs(p.format, m))
+}
+
+// DetectFormat says which format a stream line is in, from the fields only
+// that format has ("" when the line does not tell).
+func DetectFormat(m map[string]json.RawMessage) string {
+	t := str(m, "type")
+	_, hasMessage := m["message"]
+	_, hasSubtype := m["subtype"]
+	_, hasRole := m["role"]
+	_, hasStatus := m["status"]
+	switch {
+	case t == "thread.started" || t == "turn.started" || t == "turn.completed" || t == "turn.failed" || strings.HasPrefix(t, "item."):
+		return FormatCodex
+	case t == "system" && hasSubtype, t == "control_request",
+		(t == "assistant" || t == "user") && hasMessage,
+		t == "result" && hasSubtype:
+		return FormatClaude
+	case t == "init" && !hasSubtype, t == "message" && hasRole, t == "tool_use" && m["tool_name"] != nil,
+		t == "result" && hasStatus:
+		return FormatGemini
+	}
+	return ""
 }
 
 func diagnostic(line []byte) Event {
@@ -131,7 +240,27 @@ func str(m map[string]json.RawMessage, key string) string {
 	return s
 }
 
-// parseClaude reads `claude -p --output-format stream-json --verbose`.
+// apiErrorText is a result text that is the agent reporting a failed model
+// request as if it were the answer (Qwen Code: "[API Error: Connection
+// error]").
+func apiErrorText(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.HasPrefix(s, "[API Error") || strings.HasPrefix(s, "API Error:")
+}
+
+// commandExit is how Gemini CLI and Qwen Code report a shell command's
+// non-zero status in a tool result they call a success.
+var commandExit = regexp.MustCompile(`(?m)^Command exited with code:? (\d+)`)
+
+// exitStatus marks a tool result whose command exited non-zero as failed.
+func exitStatus(e *Event) {
+	if m := commandExit.FindStringSubmatch(e.Text); m != nil && m[1] != "0" {
+		e.IsError, e.Subtype = true, "exit "+m[1]
+	}
+}
+
+// parseClaude reads `claude -p --output-format stream-json --verbose`, and
+// Qwen Code's stream, which has the same shape.
 func parseClaude(m map[string]json.RawMessage) Event {
 	switch str(m, "type") {
 	case "system":
@@ -139,7 +268,20 @@ func parseClaude(m map[string]json.RawMessage) Event {
 		case "init":
 			return Event{Type: EventInit, SessionID: str(m, "session_id")}
 		case "api_retry":
-			return Event{Type: EventRetry, Subtype: "api_retry"}
+			var r struct {
+				Attempt int    `json:"attempt"`
+				Max     int    `json:"max_retries"`
+				Error   string `json:"error"`
+			}
+			_ = json.Unmarshal(mustJSON(m), &r)
+			text := ""
+			if r.Attempt > 0 {
+				text = fmt.Sprintf("attempt %d/%d", r.Attempt, r.Max)
+			}
+			if r.Error != "" {
+				text = strings.TrimSpace(text + " " + r.Error)
+			}
+			return Event{Type: EventRetry, Subtype: "api_retry", Text: clip(text)}
 		}
 	case "assistant", "user":
 		var msg struct {
@@ -158,9 +300,11 @@ func parseClaude(m map[string]json.RawMessage) Event {
 			case "text":
 				return Event{Type: EventText, Text: c.Text}
 			case "tool_use":
-				return Event{Type: EventToolUse, Tool: c.Name, Input: compact(c.Input)}
+				return Event{Type: EventToolUse, Tool: c.Name, Input: toolDetail(c.Input)}
 			case "tool_result":
-				return Event{Type: EventToolResult, Text: clip(compact(c.Content)), IsError: c.IsError}
+				e := Event{Type: EventToolResult, Text: clip(compact(c.Content)), IsError: c.IsError}
+				exitStatus(&e)
+				return e
 			}
 		}
 	case "control_request":
@@ -180,45 +324,151 @@ func parseClaude(m map[string]json.RawMessage) Event {
 		return Event{Type: EventOther, RequestID: req.RequestID, Subtype: req.Request.Subtype}
 	case "result":
 		var r struct {
-			Subtype  string  `json:"subtype"`
-			IsError  bool    `json:"is_error"`
-			Cost     float64 `json:"total_cost_usd"`
-			Duration int64   `json:"duration_ms"`
-			Turns    int     `json:"num_turns"`
-			Result   string  `json:"result"`
-			Session  string  `json:"session_id"`
+			Subtype  *string  `json:"subtype"`
+			IsError  *bool    `json:"is_error"`
+			Cost     float64  `json:"total_cost_usd"`
+			Duration int64    `json:"duration_ms"`
+			Turns    int      `json:"num_turns"`
+			Result   string   `json:"result"`
+			Error    string   `json:"error"`
+			Session  string   `json:"session_id"`
+			Usage    rawUsage `json:"usage"`
 		}
 		_ = json.Unmarshal(mustJSON(m), &r)
-		return Event{Type: EventResult, Subtype: r.Subtype, IsError: r.IsError, CostUSD: r.Cost, Duration: r.Duration,
-			Turns: r.Turns, Text: r.Result, SessionID: r.Session}
+		e := Event{Type: EventResult, CostUSD: r.Cost, Duration: r.Duration, Turns: r.Turns, Text: r.Result,
+			SessionID: r.Session, Usage: r.Usage.usage()}
+		if r.Subtype != nil {
+			e.Subtype = *r.Subtype
+		}
+		switch {
+		case r.Subtype == nil || r.IsError == nil:
+			// Success is said, never assumed.
+			e.IsError = true
+			if e.Subtype == "" {
+				e.Subtype = "incomplete"
+			}
+			if e.Text == "" {
+				e.Text = "the result line has no subtype or is_error"
+			}
+		case *r.IsError || *r.Subtype != "success":
+			e.IsError = true
+		case apiErrorText(r.Result):
+			e.IsError, e.Subtype = true, "api_error"
+		}
+		if e.IsError && e.Text == "" {
+			e.Text = r.Error
+		}
+		return e
 	}
 	return Event{Type: EventOther}
 }
 
+// rawUsage is token usage as the agents write it.
+type rawUsage struct {
+	Input       int64 `json:"input_tokens"`
+	Output      int64 `json:"output_tokens"`
+	Cached      int64 `json:"cached_input_tokens"`
+	CacheRead   int64 `json:"cache_read_input_tokens"`
+	GeminiCache int64 `json:"cached"`
+}
+
+func (u rawUsage) usage() *Usage {
+	if u == (rawUsage{}) {
+		return nil
+	}
+	return &Usage{Input: u.Input, Output: u.Output, Cached: u.Cached + u.CacheRead + u.GeminiCache}
+}
+
+// Usage counts a run's tokens.
+type Usage struct {
+	Input  int64 `json:"input_tokens"`
+	Output int64 `json:"output_tokens"`
+	Cached int64 `json:"cached_tokens,omitempty"`
+}
+
+// codexItem is an item of codex exec --json.
+type codexItem struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Message  string `json:"message"`
+	Command  string `json:"command"`
+	Output   string `json:"aggregated_output"`
+	ExitCode *int   `json:"exit_code"`
+	Status   string `json:"status"`
+	Changes  []struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+	} `json:"changes"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Query string `json:"query"`
+}
+
 // parseCodex reads `codex exec --json`.
 func parseCodex(m map[string]json.RawMessage) Event {
-	switch str(m, "type") {
+	t := str(m, "type")
+	switch t {
 	case "thread.started":
 		return Event{Type: EventInit, SessionID: str(m, "thread_id")}
 	case "item.completed", "item.started":
-		var it struct {
-			Type    string `json:"type"`
-			Text    string `json:"text"`
-			Command string `json:"command"`
-			Output  string `json:"aggregated_output"`
-		}
+		var it codexItem
 		_ = json.Unmarshal(m["item"], &it)
+		started := t == "item.started"
+		failed := it.Status == "failed" || it.Status == "declined"
 		switch it.Type {
 		case "agent_message":
 			return Event{Type: EventText, Text: it.Text}
+		case "error":
+			// An item, not the turn's end: Codex goes on (a fallback, a warning).
+			return Event{Type: EventWarning, Text: clip(it.Message)}
 		case "command_execution":
-			if str(m, "type") == "item.started" {
-				return Event{Type: EventToolUse, Tool: "shell", Input: it.Command}
+			if started {
+				return Event{Type: EventToolUse, Tool: "shell", Input: clip(it.Command)}
 			}
-			return Event{Type: EventToolResult, Text: clip(it.Output)}
+			e := Event{Type: EventToolResult, Tool: "shell", Text: clip(it.Output), IsError: failed}
+			if it.ExitCode != nil && *it.ExitCode != 0 {
+				e.IsError = true
+				e.Subtype = fmt.Sprintf("exit %d", *it.ExitCode)
+			}
+			return e
+		case "file_change":
+			var desc []string
+			var files []string
+			for _, c := range it.Changes {
+				desc = append(desc, c.Kind+" "+c.Path)
+				files = append(files, c.Path)
+			}
+			if started {
+				return Event{Type: EventToolUse, Tool: "edit", Input: clip(strings.Join(desc, ", ")), Files: files}
+			}
+			return Event{Type: EventToolResult, Tool: "edit", Text: clip(it.Status + ": " + strings.Join(desc, ", ")), Files: files, IsError: failed}
+		case "mcp_tool_call":
+			tool := "mcp:" + it.Server + "/" + it.Tool
+			if started {
+				return Event{Type: EventToolUse, Tool: tool, Input: toolDetail(it.Arguments)}
+			}
+			e := Event{Type: EventToolResult, Tool: tool, Text: clip(compact(it.Result)), IsError: failed}
+			if it.Error != nil {
+				e.IsError, e.Text = true, clip(it.Error.Message)
+			}
+			return e
+		case "web_search":
+			if started {
+				return Event{Type: EventToolUse, Tool: "web_search", Input: clip(it.Query)}
+			}
+			return Event{Type: EventToolResult, Tool: "web_search", Text: clip(it.Query), IsError: failed}
 		}
 	case "turn.completed":
-		return Event{Type: EventResult, Subtype: "success"}
+		var r struct {
+			Usage rawUsage `json:"usage"`
+		}
+		_ = json.Unmarshal(mustJSON(m), &r)
+		return Event{Type: EventResult, Subtype: "success", Usage: r.Usage.usage()}
 	case "turn.failed", "error":
 		var e struct {
 			Message string `json:"message"`
@@ -231,9 +481,34 @@ func parseCodex(m map[string]json.RawMessage) Event {
 		if msg == "" {
 			msg = e.Error.Message
 		}
-		return Event{Type: EventResult, IsError: true, Subtype: str(m, "type"), Text: msg}
+		// Codex says it is retrying the model API as an error event and
+		// goes on: "Reconnecting... 2/5 (…)", "Reconnecting... waiting for
+		// network (…)".
+		if t == "error" && strings.HasPrefix(msg, "Reconnecting") {
+			return Event{Type: EventRetry, Subtype: "reconnecting", Text: clip(msg)}
+		}
+		return Event{Type: EventResult, IsError: true, Subtype: t, Text: clip(innerMessage(msg))}
 	}
 	return Event{Type: EventOther}
+}
+
+// innerMessage is the message of an API error body quoted whole as a
+// message (Codex: "{\"error\":{\"message\":…}}"; Gemini CLI: "[API
+// Error: {…}]"), or msg.
+func innerMessage(msg string) string {
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	inner, prefix := msg, ""
+	if rest, ok := strings.CutPrefix(msg, "[API Error: "); ok && strings.HasSuffix(rest, "]") {
+		inner, prefix = strings.TrimSuffix(rest, "]"), "API Error: "
+	}
+	if strings.HasPrefix(inner, "{") && json.Unmarshal([]byte(inner), &body) == nil && body.Error.Message != "" {
+		return prefix + body.Error.Message
+	}
+	return msg
 }
 
 // parseGemini reads `gemini -p --output-format stream-json`.
@@ -243,17 +518,45 @@ func parseGemini(m map[string]json.RawMessage) Event {
 		return Event{Type: EventInit, SessionID: str(m, "session_id")}
 	case "message":
 		if str(m, "role") == "assistant" {
-			return Event{Type: EventText, Text: str(m, "content")}
+			var delta bool
+			_ = json.Unmarshal(m["delta"], &delta)
+			return Event{Type: EventText, Text: str(m, "content"), Delta: delta}
 		}
 	case "tool_use":
-		return Event{Type: EventToolUse, Tool: str(m, "tool_name"), Input: compact(m["parameters"])}
+		return Event{Type: EventToolUse, Tool: str(m, "tool_name"), Input: toolDetail(m["parameters"])}
 	case "tool_result":
-		return Event{Type: EventToolResult, Text: clip(str(m, "output"))}
+		var r struct {
+			Status string `json:"status"`
+			Output string `json:"output"`
+			Error  struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(mustJSON(m), &r)
+		e := Event{Type: EventToolResult, Text: clip(r.Output), Subtype: r.Status, IsError: r.Status != "" && r.Status != "success"}
+		if e.IsError && r.Error.Message != "" {
+			e.Text = clip(r.Error.Message)
+		}
+		exitStatus(&e)
+		return e
 	case "error":
-		return Event{Type: EventDiagnostic, Line: str(m, "message")}
+		return Event{Type: EventWarning, Subtype: str(m, "severity"), Text: clip(str(m, "message"))}
 	case "result":
-		status := str(m, "status")
-		return Event{Type: EventResult, Subtype: status, IsError: status != "" && status != "success"}
+		var r struct {
+			Status string `json:"status"`
+			Error  struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+			Stats struct {
+				rawUsage
+				Duration  int64 `json:"duration_ms"`
+				ToolCalls int   `json:"tool_calls"`
+			} `json:"stats"`
+		}
+		_ = json.Unmarshal(mustJSON(m), &r)
+		return Event{Type: EventResult, Subtype: r.Status, IsError: r.Status != "success", Text: clip(innerMessage(r.Error.Message)),
+			Duration: r.Stats.Duration, ToolCalls: r.Stats.ToolCalls, Usage: r.Stats.usage()}
 	}
 	return Event{Type: EventOther}
 }
@@ -306,14 +609,41 @@ func (e Event) String() string {
 	case EventToolUse:
 		return fmt.Sprintf("tool %s: %s", e.Tool, e.Input)
 	case EventToolResult:
+		if e.IsError {
+			if e.Subtype != "" {
+				return fmt.Sprintf("result (failed, %s): %s", e.Subtype, e.Text)
+			}
+			return "result (failed): " + e.Text
+		}
 		return "result: " + e.Text
 	case EventRetry:
+		if e.Text != "" {
+			return "retrying the model API: " + e.Text
+		}
 		return "retrying the model API"
+	case EventWarning:
+		return "warning: " + e.Text
 	case EventResult:
 		if e.IsError {
-			return fmt.Sprintf("error: %s %s", e.Subtype, e.Text)
+			return strings.TrimSpace(fmt.Sprintf("error: %s %s", e.Subtype, e.Text))
 		}
-		return fmt.Sprintf("done: %s, %d turns, %d ms, $%.4f", e.Subtype, e.Turns, e.Duration, e.CostUSD)
+		parts := []string{"done: " + e.Subtype}
+		if e.Turns > 0 {
+			parts = append(parts, fmt.Sprintf("%d turns", e.Turns))
+		}
+		if e.ToolCalls > 0 {
+			parts = append(parts, fmt.Sprintf("%d tool calls", e.ToolCalls))
+		}
+		if e.Duration > 0 {
+			parts = append(parts, fmt.Sprintf("%d ms", e.Duration))
+		}
+		if e.Usage != nil {
+			parts = append(parts, fmt.Sprintf("%d tokens in, %d out", e.Usage.Input, e.Usage.Output))
+		}
+		if e.CostUSD > 0 {
+			parts = append(parts, fmt.Sprintf("$%.4f", e.CostUSD))
+		}
+		return strings.Join(parts, ", ")
 	case EventDiagnostic:
 		return "(not an event) " + e.Line
 	case EventPermission:
@@ -326,4 +656,79 @@ func (e Event) String() string {
 		return fmt.Sprintf("%s %s: %s (%s)", verb, e.Tool, e.Input, e.By)
 	}
 	return string(e.Type)
+}
+
+// Readable says whether the event belongs in the readable view: events
+// corral has no use for stay in --json only.
+func (e Event) Readable() bool { return e.Type != EventOther }
+
+// ResultReason is an error result as a reason for the outcome: the
+// agent's own words where it gave some.
+func ResultReason(r *Event) string {
+	msg := "the result is an error: " + r.Subtype
+	if r.Text != "" {
+		msg += ": " + r.Text
+	}
+	return msg
+}
+
+// stderrRetry matches the lines in which agents that say so only on
+// stderr retry the model API (Gemini CLI: "Attempt 2 failed. Retrying
+// with backoff... Error: …").
+var stderrRetry = regexp.MustCompile(`^(?:Attempt \d+ failed\. Retrying|Retrying (?:after|in|with)|.*\bretrying\b.*\battempt\b)`)
+
+// StderrEvent reads one stderr line: a retry of the model API is an event
+// (the run is not silent, it is waiting); anything else is not.
+func StderrEvent(line string) (Event, bool) {
+	line = strings.TrimSpace(line)
+	if stderrRetry.MatchString(line) {
+		return Event{Type: EventRetry, Subtype: "stderr", Text: clip(line)}, true
+	}
+	return Event{}, false
+}
+
+// stderrLines splits what is written to it into lines and offers each to
+// out without ever blocking the writer (a full channel drops the line:
+// stderr is kept whole elsewhere).
+type stderrLines struct {
+	out  chan<- string
+	part []byte
+}
+
+func (s *stderrLines) Write(p []byte) (int, error) {
+	s.part = append(s.part, p...)
+	for {
+		i := bytes.IndexByte(s.part, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(s.part[:i])
+		s.part = s.part[i+1:]
+		select {
+		case s.out <- line:
+		default:
+		}
+	}
+	if len(s.part) > clipLine {
+		s.part = s.part[:0] // a line this long is no retry notice
+	}
+	return len(p), nil
+}
+
+// stallText says a run is quiet, and what it last said on stderr.
+func stallText(quiet time.Duration, lastErr string) string {
+	if lastErr == "" {
+		return fmt.Sprintf("no output for %v", quiet)
+	}
+	return fmt.Sprintf("no output for %v; last on stderr: %s", quiet, lastErr)
+}
+
+// notableStderr is a stderr line worth naming as the last thing a quiet
+// run said: not blank, not a stack frame ("at …").
+func notableStderr(line string) string {
+	t := strings.TrimSpace(line)
+	if t == "" || strings.HasPrefix(t, "at ") {
+		return ""
+	}
+	return clip(t)
 }

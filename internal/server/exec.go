@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
@@ -25,18 +27,22 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
+	if err := checkRunFields(api.RunRequest{Env: req.CallerEnv}); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("caller environment: %w", err))
+		return
+	}
 	switch req.Agent {
-	case "claude", "codex", "gemini":
+	case "claude", "codex", "gemini", "qwen", "auto":
 	case "acp":
 		if req.Prompt == "" {
 			fail(w, http.StatusBadRequest, "bad_request", errors.New("an ACP agent takes its prompt from --prompt"))
 			return
 		}
 	default:
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use claude, codex, gemini or acp", req.Agent))
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use claude, codex, gemini, qwen, auto or acp", req.Agent))
 		return
 	}
-	o := headless.Options{Agent: req.Agent, Argv: req.Command, Dir: req.Cwd, Env: req.Env,
+	o := headless.Options{Agent: req.Agent, Argv: req.Command, Dir: req.Cwd, Env: req.Env, BaseEnv: req.CallerEnv,
 		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Stall: time.Duration(req.StallMS) * time.Millisecond}
 	if req.Policy != "" {
 		p, err := headless.ParsePolicy(req.PolicySource, []byte(req.Policy))
@@ -50,7 +56,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	case "", "pipe":
 	case "pty-lite":
 		o.Mode = "pty-lite"
-		manifest := map[string]string{"claude": "claude-code", "codex": "codex", "gemini": "gemini"}[req.Agent]
+		manifest := map[string]string{"claude": "claude-code", "codex": "codex", "gemini": "gemini", "qwen": "qwen-code"}[req.Agent]
 		o.PromptRules, _ = s.currentRules().ByName(manifest)
 		req.NoRelay = true // no stdin in pty-lite mode
 	default:
@@ -60,8 +66,19 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	if req.Agent == "acp" {
 		o.Prompt = req.Prompt
 	}
-	if req.Agent == "claude" && !req.NoRelay {
+	// Qwen Code writes Claude Code's stream but refuses its relay flags:
+	// it has a relay of its own.
+	if req.Agent == "claude" && isQwen(req.Command) {
+		req.Agent, o.Agent = "qwen", "qwen"
+	}
+	switch {
+	case req.NoRelay:
+	case req.Agent == "claude":
 		if argv, prompt, ok := headless.ClaudeRelay(req.Command, req.Prompt); ok {
+			o.Argv, o.Prompt = argv, prompt
+		}
+	case req.Agent == "qwen":
+		if argv, prompt, ok := headless.QwenRelay(req.Command, req.Prompt); ok {
 			o.Argv, o.Prompt = argv, prompt
 		}
 	}
@@ -124,3 +141,8 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 
 // streamWriteWait bounds one write of a stream to its reader.
 const streamWriteWait = 10 * time.Second
+
+// isQwen says whether a command runs Qwen Code, whatever --agent says.
+func isQwen(argv []string) bool {
+	return len(argv) > 0 && strings.TrimSuffix(filepath.Base(argv[0]), ".js") == "qwen"
+}

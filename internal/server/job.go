@@ -70,6 +70,8 @@ type job struct {
 	outcome *headless.Outcome
 	endedAt time.Time
 	session string
+	// textOpen: the last screen line is a streamed text that goes on.
+	textOpen bool
 }
 
 type permissionAsk struct {
@@ -120,16 +122,19 @@ func (j *job) Input([]byte, bool) error { return ErrNoInput }
 // KindStalled marks a working job that has printed nothing for its --stall.
 const KindStalled = "stalled"
 
+// KindRetrying marks a working job whose agent retries the model API.
+const KindRetrying = "retrying"
+
 // event records one stream event and wakes the streams. Streams read the
 // kept events at their own pace: none is lost to a slow reader unless it
 // falls jobEvents behind.
 func (j *job) event(e headless.Event) {
-	j.line(e.Summary())
+	j.screenLine(e)
 	j.mu.Lock()
 	if e.Type == headless.EventInit {
 		j.session = e.SessionID
 	}
-	stalled := j.decision.Kind == KindStalled
+	stalled := j.decision.Kind == KindStalled || j.decision.Kind == KindRetrying
 	j.events = append(j.events, e)
 	if len(j.events) > 2*jobEvents { // dropped in halves: no copy per event
 		drop := len(j.events) - jobEvents
@@ -139,7 +144,11 @@ func (j *job) event(e headless.Event) {
 	close(j.grew)
 	j.grew = make(chan struct{})
 	j.mu.Unlock()
-	if e.Type == headless.EventDecision || (stalled && e.Type != headless.EventStall) {
+	switch {
+	case e.Type == headless.EventRetry:
+		// The run is waiting on the model API: say so until it goes on.
+		j.set(signal.Decision{State: signal.Working, Kind: KindRetrying, Source: signal.SourceStream, Message: e.Summary()})
+	case e.Type == headless.EventDecision || (stalled && e.Type != headless.EventStall):
 		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream})
 	}
 }
@@ -149,6 +158,26 @@ func (j *job) Session() string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.session
+}
+
+// screenLine puts an event on the job's screen: pieces of a streamed text
+// on one line, nothing for events corral has no use for.
+func (j *job) screenLine(e headless.Event) {
+	if !e.Readable() || e.Type == headless.EventText && e.Delta && e.Text == "" {
+		return
+	}
+	j.mu.Lock()
+	open := j.textOpen && len(j.lines) > 0
+	j.textOpen = e.Type == headless.EventText && e.Delta
+	if open && j.textOpen {
+		last := j.lines[len(j.lines)-1]
+		j.lines = j.lines[:len(j.lines)-1]
+		j.mu.Unlock()
+		j.line(last + e.Text)
+		return
+	}
+	j.mu.Unlock()
+	j.line(e.Summary())
 }
 
 func (j *job) line(s string) {
