@@ -147,7 +147,12 @@ func TestFakeAgentTurnAndPrompt(t *testing.T) {
 	if _, err := p.Answer("yes"); !errors.Is(err, ErrNotBlocked) {
 		t.Fatalf("answer while not blocked: %v", err)
 	}
-	// No idle flashed between the answer and the work it allowed.
+	// No idle flashed between the answer and the work it allowed. Changes
+	// reach OnChange from their own goroutine: wait for the last one.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.HasSuffix(rec.states(), ",done") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if got := rec.states(); !strings.Contains(got, "blocked,working,done") {
 		t.Fatalf("changes %s", got)
 	}

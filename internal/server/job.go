@@ -134,7 +134,11 @@ func (j *job) event(e headless.Event) {
 	if e.Type == headless.EventInit {
 		j.session = e.SessionID
 	}
-	stalled := j.decision.Kind == KindStalled || j.decision.Kind == KindRetrying
+	stalled := j.decision.Kind == KindStalled
+	// A retry ends when the model answers: an init or a warning says
+	// nothing of that (stdout and stderr are read apart, so a retry on
+	// stderr may be handled before an init line printed first).
+	retrying := j.decision.Kind == KindRetrying && e.Type != headless.EventInit && e.Type != headless.EventWarning
 	j.events = append(j.events, e)
 	if len(j.events) > 2*jobEvents { // dropped in halves: no copy per event
 		drop := len(j.events) - jobEvents
@@ -148,7 +152,7 @@ func (j *job) event(e headless.Event) {
 	case e.Type == headless.EventRetry:
 		// The run is waiting on the model API: say so until it goes on.
 		j.set(signal.Decision{State: signal.Working, Kind: KindRetrying, Source: signal.SourceStream, Message: e.Summary()})
-	case e.Type == headless.EventDecision || (stalled && e.Type != headless.EventStall):
+	case e.Type == headless.EventDecision || ((stalled || retrying) && e.Type != headless.EventStall):
 		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream})
 	}
 }
