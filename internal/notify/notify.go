@@ -117,6 +117,17 @@ func Text(ev eventlog.Event) string {
 	return fmt.Sprintf("%s · %s · %s", name, ev.Agent, why)
 }
 
+// Forget drops a removed pane's cooldowns.
+func (n *Notifier) Forget(pane string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for key := range n.last {
+		if strings.HasPrefix(key, pane+"\x00") {
+			delete(n.last, key)
+		}
+	}
+}
+
 // Event considers one state change and sends what it deserves. It never
 // blocks on a sink.
 func (n *Notifier) Event(ev eventlog.Event) bool {

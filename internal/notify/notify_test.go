@@ -66,6 +66,20 @@ func TestWhichEventsNotify(t *testing.T) {
 	if n.Event(eventlog.Event{Pane: "p3", State: "blocked", Previous: "blocked", Message: "x"}) {
 		t.Fatal("not a change into blocked")
 	}
+	// A removed pane's cooldowns go with it (its id is not reused, but the
+	// entries would pile up).
+	n.Forget("p2")
+	n.mu.Lock()
+	for key := range n.last {
+		if strings.HasPrefix(key, "p2\x00") {
+			t.Errorf("p2's cooldown kept after Forget: %q", key)
+		}
+	}
+	kept := len(n.last)
+	n.mu.Unlock()
+	if kept == 0 {
+		t.Error("Forget dropped another pane's cooldowns")
+	}
 	if len(attached) != 3 || !strings.HasPrefix(attached[0], "p1:\a\x1b]9;fp · claude-code · approve Bash: ls -la /tmp\x1b\\\x1b]777;notify;corral: blocked;") {
 		t.Fatalf("attached: %q", attached)
 	}

@@ -555,6 +555,7 @@ func (s *Server) remove(ref string, force bool) error {
 		}
 	}
 	s.mu.Unlock()
+	s.notify.Forget(id)
 	in := e.p.Info()
 	ev := eventlog.Event{Time: time.Now(), Pane: id, Name: e.name, Agent: in.Agent, State: StateRemoved,
 		Previous: string(in.Decision.State), PreviousKind: in.Decision.Kind}
