@@ -84,7 +84,7 @@ var HeadlessAgents = []*HeadlessAgent{
 		{Name: "relay-policy-allowed", Server: "messages", Flags: []string{"--policy", "POLICY"}, Args: claudeP("corral:shell run it", "--permission-mode", "default"),
 			Expect: "allowed by the policy; done, exit 0", Want: []string{"allowed Bash: touch", "done: success"}},
 		{Name: "relay-policy-denied", Server: "messages", Flags: []string{"--policy", "POLICY"}, Args: claudeP("corral:edit write it", "--permission-mode", "default"),
-			Expect: "denied by the policy; done, exit 0", Want: []string{"denied ", "done: success"}},
+			Expect: "denied by the policy; done, exit 0", Want: []string{"denied Write: ", "done: success"}},
 		{Name: "timeout", Server: "messages", Flags: []string{"--timeout", "4s"}, Args: claudeP("corral:slow wait", "--permission-mode", "default", "--allowedTools", "Bash"),
 			Expect: "killed at the timeout, exit 124", Code: 124, Want: []string{"timed out after 4s"}},
 		{Name: "interrupt", Server: "messages", Interrupt: true, Args: claudeP("corral:slow wait", "--permission-mode", "default", "--allowedTools", "Bash"),
@@ -483,7 +483,7 @@ func runHeadlessCase(ctx context.Context, exe, bin, dir, policy string, env []st
 	} else if waitErr != nil {
 		return r, fmt.Errorf("corral exec: %w", waitErr)
 	}
-	r.Output = out.String()
+	r.Output = strings.ReplaceAll(out.String(), policy, "policy.toml")
 	r.Right = r.Exit == c.Code || (c.Code == -1 && r.Exit != 0)
 	for _, w := range c.Want {
 		if !strings.Contains(r.Output, w) {
