@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 
 	"github.com/corral-dev/corral/internal/rules"
@@ -97,6 +98,12 @@ func runVerifyHeadless(ctx context.Context, std IO, agent string, command []stri
 	var results []*verify.HeadlessResult
 	wrong, total := 0, 0
 	for _, a := range agents {
+		if agent == "" {
+			if _, err := exec.LookPath(a.BinaryName()); err != nil {
+				fmt.Fprintf(std.Stderr, "corral verify: no %s on PATH: %s not run\n", a.BinaryName(), a.Profile)
+				continue
+			}
+		}
 		r, err := verify.RunHeadless(ctx, verify.HeadlessOptions{Agent: a, Command: bin, Exe: exe, Only: only, Log: std.Stderr})
 		if err != nil {
 			return err

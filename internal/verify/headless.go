@@ -97,6 +97,8 @@ var HeadlessAgents = []*HeadlessAgent{
 			Expect: "done, exit 0", Want: []string{"done: success", "assistant: Hello.", "tokens in"}, Not: []string{"\nother", "error"}},
 		{Name: "tool", Server: "responses-unescalated", Args: codexExec("--sandbox", "workspace-write", "corral:shell run it"),
 			Expect: "done, exit 0; the tool's failure shown", Want: []string{"result (failed, exit 3)", "tool shell: ", "done: success"}},
+		{Name: "edit", Server: "responses", Args: codexExec("--sandbox", "workspace-write", "corral:edit write it"),
+			Expect: "done, exit 0; the edit shown", Want: []string{"tool edit: add ", "corral-mock.txt", "done: success"}},
 		{Name: "timeout", Server: "responses-unescalated", Flags: []string{"--timeout", "4s"}, Args: codexExec("--sandbox", "workspace-write", "corral:slow wait"),
 			Expect: "killed at the timeout, exit 124", Code: 124, Want: []string{"timed out after 4s", "tool shell: "}},
 		{Name: "refused", Server: "responses-unescalated", Args: codexExec(mockmodel.FailWord + " say hello"),
@@ -127,6 +129,9 @@ var HeadlessAgents = []*HeadlessAgent{
 	{Profile: "qwen-code", Home: qwenHeadlessHome, Cases: []HeadlessCase{
 		{Name: "plain", Server: "chat", Args: streamP("corral:prose say hello"),
 			Expect: "done, exit 0", Want: []string{"done: success, 1 turns", "assistant: Hello."}},
+		// The wrong --agent: the stream says it is Claude's format.
+		{Name: "wrong-agent", Server: "chat", Flags: []string{"--agent", "gemini"}, Args: streamP("corral:prose say hello"),
+			Expect: "a warning on the format; done, exit 0", Want: []string{"warning: the stream is in claude's format", "done: success"}},
 		{Name: "tool", Server: "chat", Args: streamP("corral:shell run it", "--yolo"),
 			Expect: "done, exit 0; the tool's failure shown", Want: []string{"result (failed, exit 3)", "tool run_shell_command: ", "done: success, 2 turns"}},
 		{Name: "relay-policy-allowed", Server: "chat", Flags: []string{"--policy", "POLICY"}, Args: streamP("corral:shell run it"),
@@ -195,6 +200,17 @@ func HeadlessAgentFor(name string) (*HeadlessAgent, error) {
 		names = append(names, a.Profile)
 	}
 	return nil, fmt.Errorf("%s has no headless mode verify knows; headless agents: %s", p.Name, strings.Join(names, ", "))
+}
+
+// BinaryName is the agent's binary, looked for on PATH.
+func (a *HeadlessAgent) BinaryName() string {
+	if a.Binary != "" {
+		return a.Binary
+	}
+	if p, err := ProfileFor(a.Profile, nil); err == nil {
+		return p.Binary
+	}
+	return ""
 }
 
 // HeadlessOptions configure a headless run.
@@ -483,7 +499,7 @@ func runHeadlessCase(ctx context.Context, exe, bin, dir, policy string, env []st
 	} else if waitErr != nil {
 		return r, fmt.Errorf("corral exec: %w", waitErr)
 	}
-	r.Output = strings.ReplaceAll(out.String(), policy, "policy.toml")
+	r.Output = strings.ReplaceAll(strings.ReplaceAll(out.String(), policy, "policy.toml"), dir, "<tmp>")
 	r.Right = r.Exit == c.Code || (c.Code == -1 && r.Exit != 0)
 	for _, w := range c.Want {
 		if !strings.Contains(r.Output, w) {
