@@ -33,6 +33,9 @@ func runVerify(ctx context.Context, std IO, args []string) error {
 		return usagef("unexpected %q; the command goes after --", pos[0])
 	}
 	if *headlessRun {
+		if *record != "" {
+			return usagef("--record saves a pane run; --headless has none")
+		}
 		return runVerifyHeadless(ctx, std, *agent, command, *cases, *asJSON, *markdown)
 	}
 	p, err := verify.ProfileFor(*agent, command)
@@ -127,6 +130,9 @@ func runVerifyHeadless(ctx context.Context, std IO, agent string, command []stri
 		}
 	case markdown:
 		verify.HeadlessMatrix(std.Stdout, results)
+	}
+	if len(results) == 0 {
+		return fmt.Errorf("no agent with a headless mode is on PATH (claude, codex, gemini, qwen): install one, or name one with --agent A -- /path/to/its/binary")
 	}
 	if total == 0 {
 		return usagef("no headless case named %q", cases)

@@ -388,7 +388,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// caseWait bounds one case: the slowest measured case ends within 40s.
+// caseWait bounds one case: the slowest measured case ends within 20s.
 const caseWait = 120 * time.Second
 
 func runHeadlessCase(ctx context.Context, exe, bin, dir, policy string, env []string, agent string,

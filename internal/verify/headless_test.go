@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 }
 
 // fakeClaude speaks Claude Code's stream-json by its prompt: "hello" ends
-// a turn, "slow" starts a tool call and sleeps, "fail" reports an error.
+// a turn, "slow" starts a tool call and sleeps, "ask" asks permission
+// for a command, "fail" reports an error.
 const fakeClaude = `#!/bin/sh
 if [ "$1" = "--version" ]; then echo "9.9.9 (Claude Code)"; exit 0; fi
 echo '{"type":"system","subtype":"init","session_id":"s1","tools":[],"model":"fake"}'
@@ -41,6 +42,10 @@ case "$line" in
 *slow*)
 	echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"sleep 30"}}]}}'
 	exec sleep 30 ;;
+*ask*)
+	echo '{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"touch x"}}}'
+	read -r answer
+	echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"session_id":"s1","result":"asked"}' ;;
 *fail*)
 	echo '{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":1,"session_id":"s1","result":"it broke"}'
 	exit 1 ;;
@@ -67,6 +72,8 @@ func TestRunHeadless(t *testing.T) {
 		{Name: "plain", Args: []string{"-p", "hello"}, Want: []string{"done: success", "assistant: Hello."}},
 		{Name: "timeout", Flags: []string{"--timeout", "1s"}, Args: []string{"-p", "slow"}, Code: 124, Want: []string{"timed out after 1s", "tool Bash: sleep 30"}},
 		{Name: "interrupt", Interrupt: true, Args: []string{"-p", "slow"}, Code: 130, Want: []string{"was killed"}},
+		{Name: "answered", Answer: "no", Args: []string{"-p", "ask"}, Want: []string{"denied Bash: touch x (corral answer no)", "done: success"}},
+		{Name: "policy", Flags: []string{"--policy", "POLICY"}, Args: []string{"-p", "ask"}, Want: []string{"allowed Bash: touch x (policy.toml", "done: success"}},
 		{Name: "failed", Args: []string{"-p", "fail"}, Code: -1, Want: []string{"it broke"}},
 		// Wrong on purpose: the run fails, the case wants success.
 		{Name: "wrong", Args: []string{"-p", "fail"}, Want: []string{"done: success"}, Not: []string{"it broke"}},
@@ -76,7 +83,7 @@ func TestRunHeadless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Version != "9.9.9" || res.Agent != "claude-code" || len(res.Cases) != 5 {
+	if res.Version != "9.9.9" || res.Agent != "claude-code" || len(res.Cases) != 7 {
 		t.Fatalf("result: %+v", res)
 	}
 	for _, c := range res.Cases {
@@ -84,7 +91,7 @@ func TestRunHeadless(t *testing.T) {
 			t.Errorf("%s: right %v, exit %d, missing %q, unwanted %q:\n%s", c.Name, c.Right, c.Exit, c.Missing, c.Unwant, c.Output)
 		}
 	}
-	if w := res.Cases[4]; len(w.Missing) != 1 || len(w.Unwant) != 1 || w.Exit == 0 {
+	if w := res.Cases[6]; len(w.Missing) != 1 || len(w.Unwant) != 1 || w.Exit == 0 {
 		t.Errorf("wrong case: %+v", w)
 	}
 	if res.OK() {
@@ -92,7 +99,7 @@ func TestRunHeadless(t *testing.T) {
 	}
 	var out strings.Builder
 	verify.PrintHeadless(&out, res)
-	if !strings.Contains(out.String(), "right: 4/5") || !strings.Contains(out.String(), "wrong  ✗") {
+	if !strings.Contains(out.String(), "right: 6/7") || !strings.Contains(out.String(), "wrong  ✗") {
 		t.Errorf("table:\n%s", out.String())
 	}
 	only, err := verify.RunHeadless(context.Background(), verify.HeadlessOptions{Agent: agent, Command: bin, Exe: exe, Only: []string{"plain"}})
