@@ -326,9 +326,16 @@ func TestHooks(t *testing.T) {
 		HooksRefused                 int64 `json:"hooks_refused"`
 		HooksIgnored                 int   `json:"hooks_ignored"`
 	}
-	json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
-	if len(ps) != 1 || ps[0].State != "blocked" || ps[0].Source != "hook" || ps[0].Message != "approve Bash: ls -la /tmp" ||
-		ps[0].HooksRefused != 1 || ps[0].HooksIgnored != len(ignored) {
+	ok := func() bool {
+		ps = nil
+		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+		return len(ps) == 1 && ps[0].State == "blocked" && ps[0].Source == "hook" && ps[0].Message == "approve Bash: ls -la /tmp" &&
+			ps[0].HooksRefused == 1 && ps[0].HooksIgnored == len(ignored)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !ok() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !ok() {
 		t.Fatalf("after hooks: %+v\n%s", ps, e.must("screen", "h"))
 	}
 }
