@@ -301,3 +301,18 @@ func TestScreenProblem(t *testing.T) {
 		}
 	}
 }
+
+// corral's own fake agent misses no hooks: it only draws agents' screens.
+func TestFakeAgentMissesNoHooks(t *testing.T) {
+	l := IntegrateRun([]string{"/opt/corral", "fake-agent", "--auto"}, Options{Hook: []string{"/opt/corral", "hook"}, Dir: t.TempDir()})
+	for agent, why := range l.Missing {
+		if agent != "gemini" {
+			t.Errorf("%s missing: %s", agent, why)
+		}
+	}
+	// Another program of that name is not corral's.
+	l = IntegrateRun([]string{"/elsewhere/corral", "fake-agent"}, Options{Hook: []string{"/opt/corral", "hook"}, Dir: t.TempDir()})
+	if l.Missing["claude-code"] == "" {
+		t.Error("a program that is not corral's own fake agent was exempted")
+	}
+}
