@@ -62,7 +62,7 @@ func (p *Pane) infoLocked() Info {
 		Exited: p.exited, ExitCode: p.exitCode, ExitedAt: p.exitedAt, Foreground: p.fgName, Progress: -1,
 		Records: p.engine.Records()}
 	c := p.engine.Counters()
-	in.HooksIgnored = c.HooksIgnored + c.HooksOtherConversation
+	in.HooksIgnored = c.HooksIgnored + c.HooksOtherConversation + int(p.hooksDropped.Load())
 	in.PromptShown, in.AnswerSettle = p.engine.PromptShown(), p.engine.Manifest().AnswerSettle
 	for _, r := range in.Records {
 		if r.ID == "" && r.Progress >= 0 {

@@ -95,6 +95,10 @@ type Pane struct {
 	droppedReplies atomic.Int64
 	// unwritten counts input queued or being written to the program.
 	unwritten atomic.Int64
+	// hooks queues hook reports for hookLoop, started with the first.
+	hooks        chan detect.Hook
+	hooksOnce    sync.Once
+	hooksDropped atomic.Int64
 
 	// watchers get the program's raw output (attached terminals); guarded
 	// by mu.
@@ -501,18 +505,41 @@ func (p *Pane) Answer(choice string) (string, error) {
 	return keys, p.enqueue([]byte(keys), InputWait)
 }
 
-// ApplyHook records what the agent's hook said. A pane that does not
-// answer within LockWait misses the report: a hook must not hold its agent.
+// HookQueue bounds the hook reports waiting for a busy pane.
+const HookQueue = 64
+
+// ApplyHook records what the agent's hook said. It never waits on the
+// pane (a hook must not hold its agent) and never drops a report while
+// the pane is merely busy (a lost prompt is the worst mistake): reports
+// are applied in order by the pane's hook loop. Only a queue that is full
+// drops one, and counts it.
 func (p *Pane) ApplyHook(h detect.Hook) {
-	if !p.mu.lockWithin(LockWait) {
-		return
+	p.hooksOnce.Do(func() {
+		p.hooks = make(chan detect.Hook, HookQueue)
+		go p.hookLoop()
+	})
+	select {
+	case p.hooks <- h:
+	default:
+		p.hooksDropped.Add(1)
 	}
-	if !p.exited {
-		p.queueLocked(p.engine.ApplyHook(time.Now(), h))
-		p.scheduleLocked()
+}
+
+func (p *Pane) hookLoop() {
+	for {
+		select {
+		case h := <-p.hooks:
+			p.mu.Lock()
+			if !p.exited {
+				p.queueLocked(p.engine.ApplyHook(time.Now(), h))
+				p.scheduleLocked()
+			}
+			p.mu.Unlock()
+			p.kick()
+		case <-p.done:
+			return
+		}
 	}
-	p.mu.Unlock()
-	p.kick()
 }
 
 // MarkSeen says a person looked at the pane (not waiting more than

@@ -145,3 +145,22 @@ func (w *Watcher) closeIfAny() {
 		w.Close()
 	}
 }
+
+// A hook report that comes while the pane is busy is applied once it is
+// free, never dropped, and its caller never waits.
+func TestHookWhileBusyIsKept(t *testing.T) {
+	p, _ := startFake(t, "claude-code")
+	awaitScreen(t, p, "? for shortcuts")
+	p.mu.Lock() // busy past LockWait
+	start := time.Now()
+	p.ApplyHook(detect.Hook{State: signal.Blocked, Kind: "permission", Message: "approve Bash: make"})
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("the hook's caller waited %v", d)
+	}
+	time.Sleep(LockWait + 200*time.Millisecond)
+	p.mu.Unlock()
+	in := await(t, p, "blocked by the hook", inState(signal.Blocked))
+	if in.Decision.Source != signal.SourceHook || in.Decision.Message != "approve Bash: make" {
+		t.Fatalf("after the pane was free: %+v", in.Decision)
+	}
+}
