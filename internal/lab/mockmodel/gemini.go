@@ -104,6 +104,12 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 			part = map[string]any{"text": "Here is a short answer in prose."}
 		}
 	}
+	writeGeminiPart(w, r, part)
+}
+
+// writeGeminiPart answers a Gemini API request with one candidate part,
+// as SSE for streamGenerateContent and as JSON otherwise.
+func writeGeminiPart(w http.ResponseWriter, r *http.Request, part map[string]any) {
 	b, _ := json.Marshal(map[string]any{
 		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
 		"usageMetadata": map[string]int{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},

@@ -113,15 +113,5 @@ func (s *Server) handleGeminiSteps(w http.ResponseWriter, r *http.Request) {
 	default:
 		part = map[string]any{"text": "Hello. This is a short answer from the mock model."}
 	}
-	b, _ := json.Marshal(map[string]any{
-		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
-		"usageMetadata": map[string]int{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-	})
-	if strings.Contains(r.URL.Path, ":streamGenerateContent") {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprintf(w, "data: %s\r\n\r\n", b)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
+	writeGeminiPart(w, r, part)
 }
