@@ -20,7 +20,7 @@ import (
 func runBoard(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("board", std)
 	tui := fs.Bool("tui", false, "the terminal board instead of the web board")
-	addr := fs.String("addr", "127.0.0.1:0", "where the web board listens (loopback; port 0 picks one)")
+	addr := fs.String("addr", "127.0.0.1:0", "the `HOST:PORT` the web board listens on (loopback; port 0 picks one)")
 	noBrowser := fs.Bool("no-browser", false, "print the address without opening a browser")
 	listenAny := fs.Bool("listen-any", false, "allow an address other than loopback (anyone who can reach it and has the token can drive your agents)")
 	if _, err := parse(fs, args); err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
@@ -26,44 +27,63 @@ type IO struct {
 // StdIO is the process's standard streams.
 func StdIO() IO { return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr} }
 
+// command is one row of the commands table. A command declares its flags
+// in its own function (newFlags, then parse); `corral help CMD`,
+// `corral CMD --help` and completion read them from there, so a row holds
+// only what no flag set knows.
 type command struct {
-	name    string
-	args    string
+	name    string // "rules list": a subcommand, shown on its parent's page
+	group   string // where corral help lists it; "" hides it
+	args    string // the synopsis after the name; flags are listed from the flag set
 	summary string
+	example string // one or more command lines, one per line
 	run     func(ctx context.Context, io IO, args []string) error
 }
+
+// The groups of corral help, in order.
+const (
+	grpEveryday = "Everyday commands"
+	grpPanes    = "Panes and the daemon"
+	grpAgents   = "Agents, rules and recordings"
+	grpOther    = "Other commands"
+	grpSub      = "subcommand" // listed on the parent's page only
+)
+
+var groups = []string{grpEveryday, grpPanes, grpAgents, grpOther}
 
 // commands is the CLI, one row per command.
 var commands []command
 
 func init() {
 	commands = []command{
-		{"replay", "[--agent A] [--json] [--screen-only] [--size COLSxROWS] FILE", "run the state engine over a recording and print its state timeline", runReplay},
-		{"explain", "[--agent A] [--json] [--at SECONDS] [--size COLSxROWS] FILE|-", "show a screen, every rule tried on it, and which matched and why", runExplain},
-		{"rules", "check [DIR] | list [--json]", "validate manifests, or list those in force and where they come from", runRules},
-		{"status", "STATE [--kind K] [--progress N] [--app A] [--id ID] [--title T] [--msg M] [--tty]", "print an OSC 7501 status report for the terminal corral runs you in", runStatus},
-		{"demo", "[--keep]", "three built-in fake agents on the terminal board: nothing to install", runDemo},
-		{"board", "[--addr 127.0.0.1:PORT] [--no-browser] [--listen-any] | --tui", "serve the web board and print its address (--tui: the terminal board, also corral with no arguments)", runBoard},
-		{"exec", "[--name N] [--agent claude|codex|gemini|acp] [--mode pipe|pty-lite] [--timeout D] [--stall D] [--policy FILE] [--prompt P] [--env K=V]… [--json] -- CMD ARGS…", "run an agent headless as a job and relay its stream; exit 0 only when the run succeeded, else the agent's own status, 1 (failed though the agent exited 0: no result, an error result), 124 (--timeout), 127 (could not start), 128+N (signal N killed the agent, or interrupted corral exec: the job is killed first)", runExec},
-		{"lab", "[--seed N] [--tasks N] [--json] [--osc7501]", "measure every way of telling \"waiting\" side by side on a fake agent, live", runLab},
-		{"verify", "[--agent A] [--record DIR] [--json] [-- CMD…] | --headless [--agent A] [--case C,…] [--json|--markdown]", "run an agent CLI through scripted turns (or headless jobs) against a loopback model and check corral at every step", runVerify},
-		{"serve", "", "run the daemon in the foreground (other commands start it when needed)", runServe},
-		{"run", "[--name N] [--cwd DIR] [--size COLSxROWS] [--agent A] [--env K=V]… [--rm] [--attach] [--json] -- CMD ARGS…", "start a program in a new pane and print its id (--rm: remove the pane when it exits)", runRun},
-		{"ls", "[--json]", "list panes and their states", runLs},
-		{"screen", "ID [--ansi] [--json]", "print a pane's screen (marks a finished turn seen)", runScreen},
-		{"attach", "ID [--detach-key ^\\]", "join a pane's terminal: keys, paste, resize and output pass through; Ctrl-\\ detaches", runAttach},
-		{"send", "ID TEXT [--enter] [--force] [--json]", "type into a pane; refused (exit 3) while it is blocked", runSend},
-		{"answer", "ID CHOICE [--json]", "answer a pane's prompt: yes, always, no, cancel or an option number; refused (exit 3) unless blocked", runAnswer},
-		{"wait", "ID… --state S[,S…] [--timeout D] [--json]", "wait until the panes reach a state (exit 124 on timeout)", runWait},
-		{"events", "[--since T] [--follow]", "print state changes as NDJSON", runEvents},
-		{"kill", "ID [--signal S] [--json]", "signal a pane's whole process group", runKill},
-		{"rm", "ID… [--force] [--json]", "remove ended panes and jobs, freeing their names (--force ends running ones first)", runRm},
-		{"shutdown", "", "stop the daemon and every pane", runShutdown},
-		{"version", "[--json]", "print this build and the running daemon's, and whether they differ", runVersion},
-		{"integrate", "[gemini [--remove]]", "add (or --remove) corral's Gemini CLI extension, the one integration that needs a file; alone: how each agent gets corral's hooks", runIntegrate},
-		{"hook", "[--agent A] [PAYLOAD]", "forward an agent hook's report to the daemon (agents run this; it always exits 0)", runHook},
-		{"fake-agent", "[--osc7501] [--command CMD]", "", runFakeAgent}, // hidden: demos and tests
-		{"help", "[COMMAND]", "show help", runHelp},
+		{name: "run", group: grpEveryday, args: "[flags] -- CMD ARGS…", summary: "start a program in a new pane and print its id (--rm: remove the pane when it exits)", example: "corral run --name api -- claude\ncorral run --rm --attach -- bash", run: runRun},
+		{name: "ls", group: grpEveryday, args: "[flags]", summary: "list panes and their states", example: "corral ls --json", run: runLs},
+		{name: "attach", group: grpEveryday, args: "ID [flags]", summary: "join a pane's terminal: keys, paste, resize and output pass through; Ctrl-\\ detaches", example: "corral attach api", run: runAttach},
+		{name: "answer", group: grpEveryday, args: "ID CHOICE [flags]", summary: "answer a pane's prompt: yes, always, no, cancel or an option number; refused (exit 3) unless blocked", example: "corral answer api yes", run: runAnswer},
+		{name: "send", group: grpEveryday, args: "ID TEXT [flags]", summary: "type into a pane; refused (exit 3) while it is blocked", example: "corral send api 'run the tests' --enter", run: runSend},
+		{name: "wait", group: grpEveryday, args: "ID… --state S[,S…] [flags]", summary: "wait until the panes reach a state (exit 124 on timeout)", example: "corral wait api web --state idle,blocked --timeout 10m", run: runWait},
+		{name: "board", group: grpEveryday, args: "[flags]", summary: "serve the web board and print its address (--tui: the terminal board, also corral with no arguments)", example: "corral board --no-browser\ncorral board --tui", run: runBoard},
+		{name: "screen", group: grpPanes, args: "ID [flags]", summary: "print a pane's screen (marks a finished turn seen)", example: "corral screen api --ansi", run: runScreen},
+		{name: "events", group: grpPanes, args: "[flags]", summary: "print state changes as NDJSON", example: "corral events --since 1h\ncorral events --follow", run: runEvents},
+		{name: "kill", group: grpPanes, args: "ID [flags]", summary: "signal a pane's whole process group", example: "corral kill api --signal INT", run: runKill},
+		{name: "rm", group: grpPanes, args: "ID… [flags]", summary: "remove ended panes and jobs, freeing their names (--force ends running ones first)", example: "corral rm api web --force", run: runRm},
+		{name: "serve", group: grpPanes, summary: "run the daemon in the foreground (other commands start it when needed)", example: "corral serve", run: runServe},
+		{name: "shutdown", group: grpPanes, summary: "stop the daemon and every pane", example: "corral shutdown", run: runShutdown},
+		{name: "exec", group: grpAgents, args: "[flags] -- CMD ARGS…", summary: "run an agent headless as a job and relay its stream; exit 0 only when the run succeeded, else the agent's own status, 1 (failed though the agent exited 0: no result, an error result), 124 (--timeout), 127 (could not start), 128+N (signal N killed the agent, or interrupted corral exec: the job is killed first)", example: "corral exec --timeout 10m -- claude -p 'fix the build' --output-format stream-json --verbose", run: runExec},
+		{name: "rules", group: grpAgents, args: "check [DIR|FILE] | list [flags]", summary: "validate manifests, or list those in force and where they come from", example: "corral rules check ~/.config/corral/rules\ncorral rules list --json", run: runRules},
+		{name: "rules check", group: grpSub, args: "[DIR|FILE] [flags]", summary: "validate rule manifests: a folder, a file, or the built-in and your own (exit 1 if any is broken)", example: "corral rules check ~/.config/corral/rules/codex.toml", run: runRulesCheck},
+		{name: "rules list", group: grpSub, args: "[flags]", summary: "list the manifests in force and where they come from (the running daemon's, else what it would load)", example: "corral rules list --json", run: runRulesList},
+		{name: "explain", group: grpAgents, args: "[flags] FILE|-", summary: "show a screen, every rule tried on it, and which matched and why", example: "corral screen api | corral explain -", run: runExplain},
+		{name: "replay", group: grpAgents, args: "[flags] FILE", summary: "run the state engine over a recording and print its state timeline", example: "corral replay --json session.cast", run: runReplay},
+		{name: "verify", group: grpAgents, args: "[flags] [-- CMD…] | --headless [flags]", summary: "run an agent CLI through scripted turns (or headless jobs) against a loopback model and check corral at every step", example: "corral verify --agent claude-code\ncorral verify --headless --agent codex --case deny", run: runVerify},
+		{name: "integrate", group: grpAgents, args: "[gemini [flags]]", summary: "add (or --remove) corral's Gemini CLI extension, the one integration that needs a file; alone: how each agent gets corral's hooks", example: "corral integrate gemini", run: runIntegrate},
+		{name: "status", group: grpAgents, args: "STATE [flags]", summary: "print an OSC 7501 status report for the terminal corral runs you in", example: "corral status working --progress 40 --msg 'building'\ncorral status blocked --kind question --msg 'deploy to prod?'", run: runStatus},
+		{name: "demo", group: grpOther, args: "[flags]", summary: "three built-in fake agents on the terminal board: nothing to install", example: "corral demo", run: runDemo},
+		{name: "lab", group: grpOther, args: "[flags]", summary: "measure every way of telling \"waiting\" side by side on a fake agent, live", example: "corral lab --tasks 10 --osc7501", run: runLab},
+		{name: "version", group: grpOther, args: "[flags]", summary: "print this build and the running daemon's, and whether they differ", example: "corral version --json", run: runVersion},
+		{name: "help", group: grpOther, args: "[COMMAND]", summary: "show the commands, or a command's flags and an example", example: "corral help run", run: runHelp},
+		{name: "hook", group: grpAgents, args: "[flags] [PAYLOAD]", summary: "forward an agent hook's report to the daemon (agents run this; it always exits 0)", example: "echo '{\"hook_event_name\": \"Stop\"}' | corral hook --agent claude-code", run: runHook},
+		{name: "fake-agent", args: "[--osc7501] [--command CMD]", run: runFakeAgent}, // demos and tests
 	}
 }
 
@@ -80,11 +100,14 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // usageError marks a mistake in the command line.
-type usageError struct{ msg string }
+type usageError struct {
+	msg string
+	cmd string // the (sub)command whose synopsis to show; "" the one run
+}
 
 func (e *usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
 // Run runs one command line and returns the exit status.
 func Run(ctx context.Context, args []string, io IO) int {
@@ -96,15 +119,21 @@ func Run(ctx context.Context, args []string, io IO) int {
 		args = []string{"board", "--tui"}
 	}
 	name, rest := args[0], args[1:]
-	if name == "-h" || name == "--help" {
+	switch name {
+	case "-h", "--help", "-help":
 		name = "help"
-	}
-	if name == "--version" {
+	case "--version", "-version":
 		name = "version"
 	}
 	cmd, ok := lookup(name)
-	if !ok {
-		fmt.Fprintf(io.Stderr, "corral: unknown command %q; see corral help\n", name)
+	if !ok || strings.Contains(name, " ") {
+		msg := fmt.Sprintf("corral: unknown command %q", name)
+		if strings.HasPrefix(name, "-") {
+			msg = fmt.Sprintf("corral: %s goes after a command, like corral run %s", dashed(name), dashed(name))
+		} else if near := closest(name, commandNames()); near != "" {
+			msg += fmt.Sprintf("; did you mean corral %s?", near)
+		}
+		fmt.Fprintf(io.Stderr, "%s\nRun corral help for the commands.\n", msg)
 		return 2
 	}
 	err := cmd.run(ctx, io, rest)
@@ -117,7 +146,11 @@ func Run(ctx context.Context, args []string, io IO) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(io.Stderr, "corral %s: %s\nusage: corral %s %s\n", cmd.name, ue.msg, cmd.name, cmd.args)
+		page := cmd
+		if ue.cmd != "" {
+			page, _ = lookup(ue.cmd)
+		}
+		fmt.Fprintf(io.Stderr, "corral %s: %s\nusage: %s\nRun corral help %s for the flags and an example.\n", page.name, ue.msg, synopsis(page), page.name)
 		return 2
 	case errors.As(err, &ee):
 		if ee.err != nil && ee.err.Error() != "" {
@@ -131,35 +164,22 @@ func Run(ctx context.Context, args []string, io IO) int {
 
 func lookup(name string) (command, bool) {
 	for _, c := range commands {
-		if c.name == name {
+		if c.name == name && c.run != nil {
 			return c, true
 		}
 	}
 	return command{}, false
 }
 
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: corral COMMAND [ARGS]")
-	fmt.Fprintln(w)
+// commandNames are the commands a user may type first.
+func commandNames() []string {
+	var names []string
 	for _, c := range commands {
-		if c.summary != "" {
-			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		if c.group != "" && c.group != grpSub {
+			names = append(names, c.name)
 		}
 	}
-	fmt.Fprintln(w, "\nRun corral help COMMAND for a command's flags.")
-}
-
-func runHelp(_ context.Context, io IO, args []string) error {
-	if len(args) == 0 {
-		printUsage(io.Stdout)
-		return nil
-	}
-	c, ok := lookup(args[0])
-	if !ok {
-		return usagef("unknown command %q", args[0])
-	}
-	fmt.Fprintf(io.Stdout, "usage: corral %s %s\n\n%s\n", c.name, c.args, c.summary)
-	return nil
+	return names
 }
 
 // runVersion prints this build and the running daemon's (without starting
@@ -196,37 +216,6 @@ func runVersion(ctx context.Context, io IO, args []string) error {
 		fmt.Fprintf(io.Stdout, "daemon: another build — %s (pid %d, started %s); corral shutdown and the next command starts this one (it ends every pane)\n", st.Build, st.PID, st.Started)
 	}
 	return nil
-}
-
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name string, io IO) *flag.FlagSet {
-	fs := flag.NewFlagSet("corral "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Stderr)
-	return fs
-}
-
-// parse parses flags that may come before, between or after positional
-// arguments, and returns the positional ones. "--" ends flags.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			// The flag package has already said what was wrong.
-			return nil, &exitError{code: 2, err: errors.New("")}
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }
 
 // parseSize reads "COLSxROWS".

@@ -92,7 +92,7 @@ func TestReplayErrors(t *testing.T) {
 		{[]string{"replay", "--size", "abc", "x"}, 2, "COLSxROWS"},
 		{[]string{"replay", "--size", "5000x20", "x"}, 2, "must each be from 2 to 1000"},
 		{[]string{"replay", "--size", "1x20", "x"}, 2, "must each be from 2 to 1000"},
-		{[]string{"replay", "--bogus", "x"}, 2, "flag provided but not defined"},
+		{[]string{"replay", "--bogus", "x"}, 2, "unknown flag --bogus"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 	}
 	for _, tt := range tests {

@@ -27,11 +27,11 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	mode := fs.String("mode", "pipe", "pipe, or pty-lite: a PTY on stdout for programs that block-buffer a pipe (no permission relay)")
 	timeout := fs.Duration("timeout", 0, "kill the run after this long (exit 124)")
 	stall := fs.Duration("stall", 0, "say so when the run prints nothing for this long")
-	policyFile := fs.String("policy", "", "a TOML policy that answers permission requests (deny when nothing matches)")
+	policyFile := fs.String("policy", "", "a TOML policy `FILE` that answers permission requests (deny when nothing matches)")
 	prompt := fs.String("prompt", "", "the prompt, when it is not after -p in the command")
 	asJSON := fs.Bool("json", false, "print events as NDJSON, then the outcome")
 	var env envList
-	fs.Var(&env, "env", "K=V to add to the agent's environment (repeatable)")
+	fs.Var(&env, "env", "`K=V` to add to the agent's environment (repeatable)")
 	var command []string
 	for i, a := range args {
 		if a == "--" {

@@ -46,8 +46,8 @@ func runExplain(_ context.Context, std IO, args []string) error {
 	fs := newFlags("explain", std)
 	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
-	size := fs.String("size", "120x32", "screen size for raw byte files (casts carry their own)")
-	atSec := fs.Float64("at", 0, "explain the screen this many seconds into a cast (default: its end)")
+	size := fs.String("size", "120x32", "screen size `COLSxROWS` for raw byte files (casts carry their own)")
+	atSec := fs.Float64("at", 0, "explain the screen this many `SECONDS` into a cast (default: its end)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,10 @@ func runHook(ctx context.Context, std IO, args []string) error {
 	agent := fs.String("agent", "claude-code", "the agent whose payload this is: claude-code, codex or gemini")
 	pos, err := parse(fs, args)
 	if err != nil {
+		var p *probed
+		if errors.As(err, &p) {
+			return err
+		}
 		return nil
 	}
 	var payload []byte

@@ -68,14 +68,14 @@ func (e *envList) Set(v string) error {
 func runRun(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("run", std)
 	name := fs.String("name", "", "a name to use instead of the id")
-	cwd := fs.String("cwd", "", "working folder (default: the current one)")
-	size := fs.String("size", "120x32", "terminal size COLSxROWS")
+	cwd := fs.String("cwd", "", "the `DIR` to run in (default: the current one)")
+	size := fs.String("size", "120x32", "terminal size `COLSxROWS`")
 	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
 	asJSON := fs.Bool("json", false, "print the pane as JSON")
 	attach := fs.Bool("attach", false, "attach to the new pane at once")
 	remove := fs.Bool("rm", false, "remove the pane when its program exits")
 	var env envList
-	fs.Var(&env, "env", "K=V to add to the program's environment (repeatable)")
+	fs.Var(&env, "env", "`K=V` to add to the program's environment (repeatable)")
 	// Everything after "--" is the command, flags included.
 	var command []string
 	for i, a := range args {
@@ -325,7 +325,7 @@ func parseSince(s string) (time.Time, error) {
 
 func runEvents(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("events", std)
-	since := fs.String("since", "", "logged events from this long ago (1h) or this time (RFC 3339)")
+	since := fs.String("since", "", "logged events from this long ago (1h) or this `TIME` (RFC 3339)")
 	follow := fs.Bool("follow", false, "keep printing new events")
 	_ = fs.Bool("json", true, "events are always NDJSON")
 	if _, err := parse(fs, args); err != nil {

@@ -26,7 +26,7 @@ func runReplay(_ context.Context, io IO, args []string) error {
 	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
 	asJSON := fs.Bool("json", false, "print one JSON object per change")
 	screenOnly := fs.Bool("screen-only", false, "ignore the program's own OSC 7501 reports")
-	size := fs.String("size", "120x32", "screen size for raw byte files (casts carry their own)")
+	size := fs.String("size", "120x32", "screen size `COLSxROWS` for raw byte files (casts carry their own)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -21,17 +21,22 @@ func runRules(ctx context.Context, std IO, args []string) error {
 		return usagef("say check or list")
 	}
 	switch args[0] {
-	case "check":
-		return runRulesCheck(std, args[1:])
-	case "list":
-		return runRulesList(ctx, std, args[1:])
+	case "-h", "--help", "-help":
+		c, _ := lookup("rules")
+		return printPage(ctx, std.Stdout, c)
+	case probeArg:
+		return &probed{newFlags("rules", std)}
 	}
-	return usagef("unknown rules command %q; use check or list", args[0])
+	c, ok := lookup("rules " + args[0])
+	if !ok {
+		return usagef("unknown rules command %q; use check or list", args[0])
+	}
+	return c.run(ctx, std, args[1:])
 }
 
 // runRulesCheck validates every manifest in DIR (default: the user's rules
 // folder, then the built-in ones) and exits 1 if any is broken.
-func runRulesCheck(std IO, args []string) error {
+func runRulesCheck(_ context.Context, std IO, args []string) error {
 	fs := newFlags("rules check", std)
 	pos, err := parse(fs, args)
 	if err != nil {

@@ -14,10 +14,10 @@ import (
 func runVerify(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("verify", std)
 	agent := fs.String("agent", "", "the agent to verify: "+fmt.Sprint(verify.Names()))
-	record := fs.String("record", "", "save the run (asciicast with truth markers, hook timeline, steps) in this folder")
+	record := fs.String("record", "", "save the run (asciicast with truth markers, hook timeline, steps) in this `DIR`")
 	asJSON := fs.Bool("json", false, "print the judged steps as JSON")
 	headlessRun := fs.Bool("headless", false, "run the headless cases (corral exec) of --agent, or of every agent with a headless mode")
-	cases := fs.String("case", "", "with --headless: only these cases (comma-separated)")
+	cases := fs.String("case", "", "with --headless: only these `CASES` (comma-separated)")
 	markdown := fs.Bool("markdown", false, "with --headless: print the tables as Markdown (docs/agents.md)")
 	// Everything after "--" is the command, flags included.
 	var command []string

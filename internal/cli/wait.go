@@ -28,7 +28,7 @@ var knownStates = map[string]bool{"working": true, "blocked": true, "idle": true
 // runWait waits until every named pane is in one of the states.
 func runWait(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("wait", std)
-	states := fs.String("state", "", "states to wait for, comma-separated: working, blocked, idle, done, error, exited")
+	states := fs.String("state", "", "`STATES` to wait for, comma-separated: working, blocked, idle, done, error, exited")
 	timeout := fs.Duration("timeout", 0, "give up after this long (exit 124); 0 waits forever")
 	asJSON := fs.Bool("json", false, "print the panes as JSON when reached")
 	pos, err := parse(fs, args)
