@@ -81,9 +81,11 @@ func init() {
 		{name: "demo", group: grpOther, args: "[flags]", summary: "three built-in fake agents on the terminal board: nothing to install", example: "corral demo", run: runDemo},
 		{name: "lab", group: grpOther, args: "[flags]", summary: "measure every way of telling \"waiting\" side by side on a fake agent, live", example: "corral lab --tasks 10 --osc7501", run: runLab},
 		{name: "version", group: grpOther, args: "[flags]", summary: "print this build and the running daemon's, and whether they differ", example: "corral version --json", run: runVersion},
+		{name: "completion", group: grpOther, args: "bash|zsh|fish", summary: "print a shell completion script: commands, flags, and pane ids and names from the running daemon", example: "source <(corral completion bash)\ncorral completion fish > ~/.config/fish/completions/corral.fish", run: runCompletion},
 		{name: "help", group: grpOther, args: "[COMMAND]", summary: "show the commands, or a command's flags and an example", example: "corral help run", run: runHelp},
 		{name: "hook", group: grpAgents, args: "[flags] [PAYLOAD]", summary: "forward an agent hook's report to the daemon (agents run this; it always exits 0)", example: "echo '{\"hook_event_name\": \"Stop\"}' | corral hook --agent claude-code", run: runHook},
 		{name: "fake-agent", args: "[--osc7501] [--command CMD]", run: runFakeAgent}, // demos and tests
+		{name: completeCmd, run: runComplete},                                        // the completion scripts' helper
 	}
 }
 
