@@ -23,11 +23,15 @@ func runBoard(ctx context.Context, std IO, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:0", "the `HOST:PORT` the web board listens on (loopback; port 0 picks one)")
 	noBrowser := fs.Bool("no-browser", false, "print the address without opening a browser")
 	listenAny := fs.Bool("listen-any", false, "allow an address other than loopback (anyone who can reach it and has the token can drive your agents)")
+	asJSON := fs.Bool("json", false, "print the sign-in addresses as JSON, {\"url\", \"urls\", \"started\"}, and open no browser")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
+	if *tui && *asJSON {
+		return usagef("--json goes with the web board, not --tui")
+	}
 	if !*tui {
-		return runWebBoard(ctx, std, *addr, *noBrowser, *listenAny)
+		return runWebBoard(ctx, std, *addr, *noBrowser, *listenAny, *asJSON)
 	}
 	if !tty.IsTerminal(int(os.Stdin.Fd())) {
 		return usagef("the terminal board needs a terminal; for scripts use corral ls --json or corral events --follow")
@@ -43,7 +47,7 @@ func runBoard(ctx context.Context, std IO, args []string) error {
 	return tuiboard.Run(ctx, c, exe, "")
 }
 
-func runWebBoard(ctx context.Context, std IO, addr string, noBrowser, listenAny bool) error {
+func runWebBoard(ctx context.Context, std IO, addr string, noBrowser, listenAny, asJSON bool) error {
 	c, err := connect(ctx)
 	if err != nil {
 		return err
@@ -55,6 +59,10 @@ func runWebBoard(ctx context.Context, std IO, addr string, noBrowser, listenAny 
 	urls := res.URLs
 	if len(urls) == 0 {
 		urls = []string{res.URL}
+	}
+	if asJSON {
+		res.URLs = urls
+		return printJSON(std, res)
 	}
 	if listenAny {
 		fmt.Fprintln(std.Stderr, "corral board: warning: listening beyond loopback; anyone who signs in at one of these addresses can answer and kill your agents")

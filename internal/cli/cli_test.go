@@ -35,15 +35,15 @@ func TestReplayJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	var changes []map[string]any
+	if err := json.Unmarshal([]byte(out), &changes); err != nil {
+		t.Fatalf("not one JSON array: %v\n%s", err, out)
+	}
 	var states []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(line), &obj); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
+	for _, obj := range changes {
 		for _, key := range []string{"t", "state", "kind", "source", "rule", "message"} {
 			if _, ok := obj[key]; !ok {
-				t.Fatalf("line %q lacks %q", line, key)
+				t.Fatalf("change %v lacks %q", obj, key)
 			}
 		}
 		states = append(states, obj["state"].(string)+"/"+obj["kind"].(string)+"/"+obj["rule"].(string))
@@ -73,9 +73,12 @@ func TestReplayRawFromStdin(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if last := lines[len(lines)-1]; !strings.Contains(last, `"state":"blocked"`) || !strings.Contains(last, `"rule":"approval"`) {
-		t.Fatalf("last change %s", last)
+	var changes []replayChange
+	if err := json.Unmarshal([]byte(out), &changes); err != nil || len(changes) == 0 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if last := changes[len(changes)-1]; last.State != "blocked" || last.Rule != "approval" {
+		t.Fatalf("last change %+v", last)
 	}
 }
 

@@ -167,7 +167,7 @@ func runRm(ctx context.Context, std IO, args []string) error {
 	if *force {
 		path = "?force=1"
 	}
-	var removed []api.Pane
+	removed := []api.Pane{}
 	var failed error
 	for _, ref := range pos {
 		var p api.Pane
@@ -207,14 +207,7 @@ func runLs(ctx context.Context, std IO, args []string) error {
 	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
 	for _, p := range panes {
-		state := p.State
-		if p.Kind != "" {
-			state += "/" + p.Kind
-		}
-		if p.ExitCode != nil {
-			state += fmt.Sprintf(" (%d)", *p.ExitCode)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, state, age(p.Since), p.Source, p.Message)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, paneState(p), age(p.Since), p.Source, p.Message)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -309,7 +302,16 @@ func runKill(ctx context.Context, std IO, args []string) error {
 	if len(pos) != 1 {
 		return usagef("need one pane id or name")
 	}
-	return paneAction(ctx, std, pos[0], "kill", api.KillRequest{Signal: *sig}, &api.Pane{}, *asJSON)
+	// The daemon answers once the pane has exited, or after 2 s.
+	var p api.Pane
+	if err := paneAction(ctx, std, pos[0], "kill", api.KillRequest{Signal: *sig}, &p, *asJSON); err != nil {
+		return err
+	}
+	if p.State != "exited" {
+		fmt.Fprintf(std.Stderr, "corral kill: %s is still running (%s) after SIG%s; corral kill %s --signal KILL ends it\n",
+			pos[0], p.State, strings.TrimPrefix(strings.ToUpper(*sig), "SIG"), pos[0])
+	}
+	return nil
 }
 
 // parseSince reads a duration ago ("1h") or a time (RFC 3339).

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -11,7 +10,7 @@ import (
 	"github.com/corral-dev/corral/internal/rules"
 )
 
-// replayChange is one line of `corral replay --json`. Its shape is stable.
+// replayChange is one change in `corral replay --json`. Its shape is stable.
 type replayChange struct {
 	T       float64 `json:"t"`
 	State   string  `json:"state"`
@@ -24,7 +23,7 @@ type replayChange struct {
 func runReplay(_ context.Context, io IO, args []string) error {
 	fs := newFlags("replay", io)
 	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
-	asJSON := fs.Bool("json", false, "print one JSON object per change")
+	asJSON := fs.Bool("json", false, "print the changes as a JSON array")
 	screenOnly := fs.Bool("screen-only", false, "ignore the program's own OSC 7501 reports")
 	size := fs.String("size", "120x32", "screen size `COLSxROWS` for raw byte files (casts carry their own)")
 	pos, err := parse(fs, args)
@@ -42,13 +41,14 @@ func runReplay(_ context.Context, io IO, args []string) error {
 	defer res.Close()
 
 	if *asJSON {
-		enc := json.NewEncoder(io.Stdout)
+		changes := []replayChange{}
 		for _, c := range res.Changes {
 			d := c.Decision
-			if err := enc.Encode(replayChange{T: replay.Offset(c.At).Seconds(), State: string(d.State), Kind: d.Kind,
-				Source: string(d.Source), Rule: d.Rule, Message: d.Message}); err != nil {
-				return err
-			}
+			changes = append(changes, replayChange{T: replay.Offset(c.At).Seconds(), State: string(d.State), Kind: d.Kind,
+				Source: string(d.Source), Rule: d.Rule, Message: d.Message})
+		}
+		if err := printJSON(io, changes); err != nil {
+			return err
 		}
 	} else {
 		fmt.Fprintf(io.Stdout, "agent: %s (%s)\n", res.Engine.Manifest().Name, res.Engine.Manifest().Source)

@@ -38,6 +38,7 @@ func runRules(ctx context.Context, std IO, args []string) error {
 // folder, then the built-in ones) and exits 1 if any is broken.
 func runRulesCheck(_ context.Context, std IO, args []string) error {
 	fs := newFlags("rules check", std)
+	asJSON := fs.Bool("json", false, "print as JSON, the shape of rules list --json: {\"manifests\": [...], \"problems\": [...]}")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -80,15 +81,21 @@ func runRulesCheck(_ context.Context, std IO, args []string) error {
 			}
 		}
 	}
-	broken := 0
+	out := api.Rules{Manifests: []api.Manifest{}, Problems: []string{}}
 	for _, s := range sources {
 		ms, err := s.list()
 		for _, m := range ms {
-			fmt.Fprintf(std.Stdout, "ok      %-12s %2d rules  %s\n", m.Name, len(m.Rules), m.Source)
+			out.Manifests = append(out.Manifests, api.Manifest{Name: m.Name, Rules: len(m.Rules), Processes: append([]string{}, m.Processes...), Source: m.Source})
+			if !*asJSON {
+				fmt.Fprintf(std.Stdout, "ok      %-12s %2d rules  %s\n", m.Name, len(m.Rules), m.Source)
+			}
 		}
 		if err != nil {
 			for _, e := range flatten(err) {
-				broken++
+				out.Problems = append(out.Problems, e.Error())
+				if *asJSON {
+					continue
+				}
 				fmt.Fprintf(std.Stdout, "BROKEN  %v\n", e)
 				var re *rules.Error
 				if errors.As(e, &re) && re.Snippet != "" {
@@ -97,8 +104,13 @@ func runRulesCheck(_ context.Context, std IO, args []string) error {
 			}
 		}
 	}
-	if broken > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d problem(s); fix them and run corral rules check again", broken)}
+	if *asJSON {
+		if err := printJSON(std, out); err != nil {
+			return err
+		}
+	}
+	if n := len(out.Problems); n > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d problem(s); fix them and run corral rules check again", n)}
 	}
 	return nil
 }

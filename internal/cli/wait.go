@@ -74,21 +74,8 @@ func runWait(ctx context.Context, std IO, args []string) error {
 			pending[p.ID] = ref
 		}
 	}
-	dec := json.NewDecoder(body)
-	for len(pending) > 0 {
-		var ev api.Event
-		if err := dec.Decode(&ev); err != nil {
-			return waitError(ctx, fmt.Errorf("the event stream ended: %v", err))
-		}
-		if _, ok := pending[ev.Pane]; ok && want[ev.State] {
-			delete(pending, ev.Pane)
-			var p api.Pane
-			if err := c.Do(ctx, "GET", panePath(ev.Pane, ""), nil, &p); err == nil {
-				panes[p.ID] = p
-			}
-		}
-	}
-	if *asJSON {
+	// The panes in the order asked, as last known.
+	result := func() []api.Pane {
 		out := []api.Pane{}
 		for _, ref := range pos {
 			for _, p := range panes {
@@ -97,14 +84,63 @@ func runWait(ctx context.Context, std IO, args []string) error {
 				}
 			}
 		}
-		return printJSON(std, out)
+		return out
+	}
+	dec := json.NewDecoder(body)
+	for len(pending) > 0 {
+		var ev api.Event
+		if err := dec.Decode(&ev); err != nil {
+			if ctx.Err() == context.DeadlineExceeded {
+				// Say where each pane is; --json prints them as they are.
+				var where []string
+				for _, p := range result() {
+					if _, ok := pending[p.ID]; ok {
+						where = append(where, pending[p.ID]+" is "+paneState(p))
+					}
+				}
+				if *asJSON {
+					_ = printJSON(std, result())
+				}
+				return &exitError{code: exitTimeout, err: fmt.Errorf("timed out after %v waiting for %s: %s", *timeout, *states, strings.Join(where, ", "))}
+			}
+			return fmt.Errorf("the event stream ended: %v", err)
+		}
+		if _, ok := pending[ev.Pane]; !ok {
+			continue
+		}
+		if want[ev.State] {
+			delete(pending, ev.Pane)
+			var p api.Pane
+			if err := c.Do(ctx, "GET", panePath(ev.Pane, ""), nil, &p); err == nil {
+				panes[p.ID] = p
+				continue
+			}
+		}
+		p := panes[ev.Pane]
+		p.State, p.Kind, p.Message, p.Source, p.ExitCode = ev.State, ev.Kind, ev.Message, ev.Source, ev.ExitCode
+		panes[ev.Pane] = p
+	}
+	if *asJSON {
+		return printJSON(std, result())
 	}
 	return nil
 }
 
+// paneState is a pane's state as ls shows it: blocked/permission, exited (1).
+func paneState(p api.Pane) string {
+	s := p.State
+	if p.Kind != "" {
+		s += "/" + p.Kind
+	}
+	if p.ExitCode != nil {
+		s += fmt.Sprintf(" (%d)", *p.ExitCode)
+	}
+	return s
+}
+
 func waitError(ctx context.Context, err error) error {
 	if ctx.Err() == context.DeadlineExceeded {
-		return &exitError{code: exitTimeout, err: fmt.Errorf("timed out")}
+		return &exitError{code: exitTimeout, err: fmt.Errorf("timed out: %v", err)}
 	}
 	return err
 }
