@@ -10,7 +10,6 @@
 package rules
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
@@ -18,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
+	"github.com/corral-dev/corral/internal/tomlfile"
 )
 
 // State is what a rule concludes.
@@ -162,10 +161,8 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		return nil, &Error{File: source, Msg: fmt.Sprintf("manifest is %d bytes; the limit is %d", len(data), MaxManifestBytes)}
 	}
 	var f file
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, decodeError(source, err)
+	if ps := tomlfile.Strict(data, &f); ps != nil {
+		return nil, decodeError(source, ps)
 	}
 	loc := newLocator(data)
 	var errs []error
@@ -340,25 +337,20 @@ func compile(p string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// decodeError turns a TOML error into located Errors.
-func decodeError(source string, err error) error {
-	var de *toml.DecodeError
-	var se *toml.StrictMissingError
-	switch {
-	case errors.As(err, &se):
-		var errs []error
-		for i := range se.Errors {
-			e := &se.Errors[i]
-			line, col := e.Position()
-			errs = append(errs, &Error{File: source, Line: line, Column: col,
-				Msg: fmt.Sprintf("unknown key %q (check its spelling against the manifest reference)", strings.Join(e.Key(), ".")), Snippet: e.String()})
+// decodeError turns TOML problems into located Errors.
+func decodeError(source string, ps []tomlfile.Problem) error {
+	var errs []error
+	for _, p := range ps {
+		msg := p.Msg
+		if p.Key != nil {
+			msg += " (check its spelling against the manifest reference)"
 		}
-		return errors.Join(errs...)
-	case errors.As(err, &de):
-		line, col := de.Position()
-		return &Error{File: source, Line: line, Column: col, Msg: strings.TrimPrefix(de.Error(), "toml: "), Snippet: de.String()}
+		errs = append(errs, &Error{File: source, Line: p.Line, Column: p.Column, Msg: msg, Snippet: p.Snippet})
 	}
-	return &Error{File: source, Msg: err.Error()}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
 }
 
 // locator finds the line and column of a key in the source, either at the
