@@ -8,18 +8,19 @@ import (
 
 const module = "github.com/corral-dev/corral/internal/"
 
-// The pure packages know nothing of processes or sockets, and corral's
-// packages depend one way: cmd → server → pane → detect →
-// term/rules/status/signal.
-// This test fails when an import breaks that.
+// The pure packages know nothing of processes, sockets or the file
+// system's watches, and corral's packages depend one way: cmd → server →
+// pane → detect → term/rules/status/signal. Every package under internal
+// must have a row here, naming the corral packages it may import: a new
+// package declares its place.
 func TestDependencyBoundaries(t *testing.T) {
-	pure := []string{"term", "rules", "status", "signal", "detect"}
-	forbidden := []string{"net", "net/http", "os/exec", "syscall", "github.com/creack/pty"}
-	// allowed lists the corral packages each package may import directly.
+	pure := []string{"term", "rules", "status", "signal", "detect", "tomlfile"}
+	forbidden := []string{"net", "net/http", "os/exec", "syscall", "github.com/creack/pty", "github.com/fsnotify/fsnotify"}
 	allowed := map[string][]string{
 		"term":          nil,
 		"status":        nil,
-		"rules":         {"safefile"},
+		"rules":         {"safefile", "tomlfile"},
+		"ruleswatch":    {"rules"},
 		"signal":        nil,
 		"detect":        {"term", "rules", "status", "signal"},
 		"replay":        {"detect", "rules", "term"},
@@ -34,7 +35,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"agents":        {"signal"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
-		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "headless", "notify", "pane", "procs", "rules", "safefile", "signal", "term", "tomlfile"},
+		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "headless", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "signal", "term", "tomlfile"},
 		"board":         {"api", "term"},
 		"cli":           {"agents", "api", "buildinfo", "client", "headless", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui", "verify"},
 		"headless":      {"procs", "rules", "safefile", "term", "tomlfile"},
@@ -45,23 +46,33 @@ func TestDependencyBoundaries(t *testing.T) {
 		"lab/mockmodel": nil,
 		"verify":        {"agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "signal", "status", "term"},
 	}
-	for pkg, ok := range allowed {
-		imports := goList(t, "{{join .Imports \"\\n\"}}", "./"+pkg)
-		for _, imp := range imports {
-			if isPure(pkg, pure) {
-				for _, f := range forbidden {
-					if imp == f {
-						t.Errorf("internal/%s imports %s: pure packages know nothing of processes or sockets", pkg, imp)
-					}
-				}
+	// Every package, with its imports, in one go list.
+	seen := map[string]bool{}
+	for _, line := range goList(t, "{{.ImportPath}} {{join .Imports \" \"}}", "./...") {
+		fields := strings.Fields(line)
+		pkg, internal := strings.CutPrefix(fields[0], module)
+		if !internal {
+			continue // the module root's test package, cmd, rules data
+		}
+		seen[pkg] = true
+		ok, listed := allowed[pkg]
+		if !listed {
+			t.Errorf("internal/%s has no row in TestDependencyBoundaries: add one naming the corral packages it may import", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if contains(pure, pkg) && contains(forbidden, imp) {
+				t.Errorf("internal/%s imports %s: pure packages know nothing of processes, sockets or watches", pkg, imp)
 			}
 			name, internal := strings.CutPrefix(imp, module)
-			if !internal {
-				continue
-			}
-			if !contains(ok, name) {
+			if internal && !contains(ok, name) {
 				t.Errorf("internal/%s imports internal/%s; allowed: %v", pkg, name, ok)
 			}
+		}
+	}
+	for pkg := range allowed {
+		if !seen[pkg] {
+			t.Errorf("TestDependencyBoundaries has a row for internal/%s, which is gone", pkg)
 		}
 	}
 }
@@ -72,10 +83,8 @@ func goList(t *testing.T, format, pkg string) []string {
 	if err != nil {
 		t.Fatalf("go list %s: %v", pkg, err)
 	}
-	return strings.Fields(string(out))
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
-
-func isPure(pkg string, pure []string) bool { return contains(pure, pkg) }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

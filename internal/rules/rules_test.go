@@ -1,14 +1,12 @@
 package rules
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
-	"time"
 )
 
 const goodManifest = `
@@ -273,58 +271,6 @@ func TestUserOverride(t *testing.T) {
 	_, errs = l.Load(set3)
 	if len(errs) != 2 {
 		t.Fatalf("a file whose name differs from its manifest must be refused: %v", errs)
-	}
-}
-
-func TestWatchReloads(t *testing.T) {
-	dir := t.TempDir()
-	l := Loader{Embedded: embedded(), UserDir: dir}
-	set, _ := l.Load(nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type update struct {
-		set  *Set
-		errs []error
-	}
-	updates := make(chan update, 10)
-	done := make(chan error, 1)
-	go func() {
-		done <- l.Watch(ctx, set, 20*time.Millisecond, func(s *Set, e []error) { updates <- update{s, e} })
-	}()
-
-	await := func(what string, ok func(update) bool) {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			select {
-			case u := <-updates:
-				if ok(u) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("no reload: %s", what)
-			}
-		}
-	}
-	await("the watch is in place", func(update) bool { return true })
-	// Write atomically, as editors do: a temporary file renamed over.
-	tmp := filepath.Join(dir, ".toy.toml.tmp")
-	write(t, tmp, strings.Replace(goodManifest, "esc to stop", "reloaded", 1))
-	if err := os.Rename(tmp, filepath.Join(dir, "toy.toml")); err != nil {
-		t.Fatal(err)
-	}
-	await("override", func(u update) bool {
-		m, _ := u.set.ByName("toy")
-		return len(u.errs) == 0 && m.Classify(Screen{Lines: []string{"reloaded"}}).State == Working
-	})
-	write(t, filepath.Join(dir, "toy.toml"), "name = [")
-	await("broken file", func(u update) bool {
-		m, _ := u.set.ByName("toy")
-		return len(u.errs) == 1 && m.Classify(Screen{Lines: []string{"reloaded"}}).State == Working
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/ruleswatch"
 	"github.com/corral-dev/corral/internal/signal"
 )
 
@@ -172,7 +173,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		if s.opts.Loader.UserDir == "" {
 			return
 		}
-		err := s.opts.Loader.Watch(ctx, s.currentRules(), 0, func(set *rules.Set, errs []error) {
+		err := ruleswatch.Watch(ctx, s.opts.Loader, s.currentRules(), 0, func(set *rules.Set, errs []error) {
 			problems := RulesProblems(errs, "the rules in force stay")
 			for _, p := range problems {
 				s.opts.Logf("rules: %s", p)

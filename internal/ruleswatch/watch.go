@@ -1,4 +1,6 @@
-package rules
+// Package ruleswatch reloads the user's rule manifests when their folder
+// changes. It keeps the file-system watch out of the pure rules package.
+package ruleswatch
 
 import (
 	"context"
@@ -7,18 +9,20 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/corral-dev/corral/internal/rules"
 )
 
 // DefaultDebounce is how long Watch waits for a burst of writes to end.
 const DefaultDebounce = 200 * time.Millisecond
 
-// Watch reloads the rules whenever a file in the user folder changes, and
+// Watch reloads l's rules whenever a file in the user folder changes, and
 // calls onChange with the new set and the problems found (a broken file
 // keeps its previous version in force). It watches the folder, not the
 // files: editors save by renaming. The folder is created if missing. Once
 // the watch is in place it reloads and calls onChange at once, so no change
 // falls between the caller's load and the watch. Watch returns when ctx ends.
-func (l Loader) Watch(ctx context.Context, current *Set, debounce time.Duration, onChange func(*Set, []error)) error {
+func Watch(ctx context.Context, l rules.Loader, current *rules.Set, debounce time.Duration, onChange func(*rules.Set, []error)) error {
 	if l.UserDir == "" {
 		return fmt.Errorf("watch rules: no user rules folder")
 	}
