@@ -114,14 +114,62 @@ const MaxStderr = 1 << 20
 // Cancelling ctx (corral itself is ending), the timeout, or the end of
 // the run kills the whole process group: nothing is left behind.
 func Run(ctx context.Context, o Options) (Outcome, error) {
+	j, err := start(o)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer j.close()
+	out, end := j.relay(ctx)
+	j.finish(&out)
+	return outcome(out, end, o.Timeout), nil
+}
+
+// job is a started run: its process group and the readers of its output.
+type job struct {
+	o     Options
+	cmd   *exec.Cmd
+	ptmx  *os.File // pty-lite's master; nil in pipe mode
+	stdin io.WriteCloser
+	pgid  int
+	group procs.Group
+
+	// The agent's pid finds what it left only while it is a zombie:
+	// once waited, it is never used again.
+	waitMu sync.Mutex
+	waited bool
+
+	errBuf   tailBuffer
+	errDone  chan struct{}
+	errLines chan string
+	activity chan struct{} // a line of output came
+	lines    chan rawLine
+	readDone chan struct{}
+
+	// Events are emitted one at a time (answers to permission requests
+	// may come from other goroutines), and none once Run has returned.
+	emitMu  sync.Mutex
+	ended   bool
+	send    func([]byte)
+	closeIn func()
+}
+
+// start checks o, starts the agent in its own process group and begins
+// reading its stdout and stderr.
+func start(o Options) (*job, error) {
 	if len(o.Argv) == 0 {
-		return Outcome{}, errors.New("no command to run")
+		return nil, errors.New("no command to run")
 	}
 	// Found as the caller would: relative to Dir, on the caller's PATH.
 	env := append(baseEnv(o.BaseEnv), o.Env...)
 	path, err := procs.Resolve(o.Argv[0], o.Dir, env)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
+		return nil, fmt.Errorf("start %s: %w", o.Argv[0], err)
+	}
+	if o.Agent == "acp" && o.Prompt == "" {
+		return nil, errors.New("an ACP agent needs a prompt (--prompt)")
+	}
+	if o.Mode == "pty-lite" && (o.Prompt != "" || o.Agent == "acp") {
+		return nil, errors.New("pty-lite mode has no stdin, so no permission relay; use pipe mode")
 	}
 	cmd := exec.Command(path, o.Argv[1:]...)
 	cmd.Args[0] = o.Argv[0]
@@ -131,40 +179,37 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		cmd.Env = append(cmd.Env, o.Mark)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	j := &job{o: o, cmd: cmd, errDone: make(chan struct{}), errLines: make(chan string, 16),
+		activity: make(chan struct{}, 1), lines: make(chan rawLine, 64), readDone: make(chan struct{})}
 	var stdout io.Reader
 	var ptyTTY *os.File
-	if o.Agent == "acp" && o.Prompt == "" {
-		return Outcome{}, errors.New("an ACP agent needs a prompt (--prompt)")
-	}
 	if o.Mode == "pty-lite" {
-		if o.Prompt != "" || o.Agent == "acp" {
-			return Outcome{}, errors.New("pty-lite mode has no stdin, so no permission relay; use pipe mode")
-		}
 		ptmx, tty, err := pty.Open()
 		if err != nil {
-			return Outcome{}, fmt.Errorf("pty-lite: %w", err)
+			return nil, fmt.Errorf("pty-lite: %w", err)
 		}
-		defer ptmx.Close()
+		j.ptmx = ptmx
 		_ = pty.Setsize(ptmx, &pty.Winsize{Cols: PTYLiteCols, Rows: 50})
 		cmd.Stdout, ptyTTY, stdout = tty, tty, ptmx
 	} else {
 		p, err := cmd.StdoutPipe()
 		if err != nil {
-			return Outcome{}, err
+			return nil, err
 		}
 		stdout = p
 	}
-	var stdin io.WriteCloser
 	if o.Prompt != "" { // the relay, or ACP
 		p, err := cmd.StdinPipe()
 		if err != nil {
-			return Outcome{}, err
+			j.close()
+			return nil, err
 		}
-		stdin = p
+		j.stdin = p
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return Outcome{}, err
+		j.close()
+		return nil, err
 	}
 	if _, err := procs.Spawn(func() (int, error) {
 		if err := cmd.Start(); err != nil {
@@ -172,87 +217,141 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		}
 		return cmd.Process.Pid, nil
 	}); err != nil {
-		return Outcome{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
+		if ptyTTY != nil {
+			ptyTTY.Close()
+		}
+		j.close()
+		return nil, fmt.Errorf("start %s: %w", o.Argv[0], err)
 	}
 	if ptyTTY != nil {
 		ptyTTY.Close() // the child has it; EIO on the master means it is gone
 	}
-	pgid := cmd.Process.Pid
+	j.pgid = cmd.Process.Pid
 	if o.OnStart != nil {
-		o.OnStart(pgid)
+		o.OnStart(j.pgid)
 	}
 	// Every process of the run goes, in its group or gone elsewhere
 	// (setsid, a group of its own): they would hold its output open.
-	group := procs.Group{Root: pgid, Mark: o.Mark}
-	kill := func() {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		group.KillAll(5 * time.Second)
+	j.group = procs.Group{Root: j.pgid, Mark: o.Mark}
+	// Once the agent has exited, what it left must not hold its output open.
+	go func() {
+		procs.WaitExit(j.pgid)
+		j.waitMu.Lock()
+		defer j.waitMu.Unlock()
+		if !j.waited {
+			j.kill()
+		}
+	}()
+	go func() {
+		_, _ = io.Copy(io.MultiWriter(&j.errBuf, &stderrLines{out: j.errLines}), stderr)
+		close(j.errDone)
+	}()
+	go j.read(stdout)
+	j.send, j.closeIn = stdinWriter(j.stdin)
+	return j, nil
+}
+
+// read passes stdout's lines to the relay, and says there was output.
+func (j *job) read(stdout io.Reader) {
+	defer close(j.readDone)
+	defer close(j.lines)
+	r := NewLines(stdout)
+	for {
+		line, truncated, err := r.Next()
+		if err != nil {
+			return // EOF, or EIO from a pty-lite master: the end either way
+		}
+		if j.o.Mode == "pty-lite" {
+			line = []byte(term.StripEscapes(line))
+		}
+		select {
+		case j.activity <- struct{}{}:
+		default:
+		}
+		j.lines <- rawLine{line: append([]byte(nil), line...), truncated: truncated}
 	}
-	// Once the agent has exited, what it left must not hold its output
-	// open. Processes are found by the agent's pid only while it is a
-	// zombie (the pid cannot be reused then): never after Wait.
-	var waitMu sync.Mutex
-	waited := false
-	go func() {
-		procs.WaitExit(pgid)
-		waitMu.Lock()
-		defer waitMu.Unlock()
-		if !waited {
-			kill()
-		}
-	}()
+}
 
-	var errBuf tailBuffer
-	errDone := make(chan struct{})
-	errLines := make(chan string, 16)
-	go func() {
-		_, _ = io.Copy(io.MultiWriter(&errBuf, &stderrLines{out: errLines}), stderr)
-		close(errDone)
-	}()
+// kill ends every process of the run.
+func (j *job) kill() {
+	_ = syscall.Kill(-j.pgid, syscall.SIGKILL)
+	j.group.KillAll(5 * time.Second)
+}
 
-	activity := make(chan struct{}, 1)
-	lines := make(chan rawLine, 64)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		defer close(lines)
-		r := NewLines(stdout)
-		for {
-			line, truncated, err := r.Next()
-			if err != nil {
-				return // EOF, or EIO from a pty-lite master: the end either way
-			}
-			if o.Mode == "pty-lite" {
-				line = []byte(term.StripEscapes(line))
-			}
-			select {
-			case activity <- struct{}{}:
-			default:
-			}
-			lines <- rawLine{line: append([]byte(nil), line...), truncated: truncated}
-		}
-	}()
-
-	// emit serialises OnEvent: answers to permission requests may come
-	// from other goroutines. Once Run has returned, nothing is emitted.
-	var emitMu sync.Mutex
-	ended := false
-	emit := func(ev Event) {
-		emitMu.Lock()
-		defer emitMu.Unlock()
-		if o.OnEvent != nil && !ended {
-			o.OnEvent(ev)
-		}
+func (j *job) emit(ev Event) {
+	j.emitMu.Lock()
+	defer j.emitMu.Unlock()
+	if j.o.OnEvent != nil && !j.ended {
+		j.o.OnEvent(ev)
 	}
-	defer func() {
-		emitMu.Lock()
-		ended = true
-		emitMu.Unlock()
-	}()
-	send, closeIn := stdinWriter(stdin)
-	defer closeIn()
+}
+
+// close ends stdin and the events, and frees the pty.
+func (j *job) close() {
+	if j.closeIn != nil {
+		j.closeIn()
+	}
+	j.emitMu.Lock()
+	j.ended = true
+	j.emitMu.Unlock()
+	if j.ptmx != nil {
+		j.ptmx.Close()
+	}
+}
+
+// ending is why the relay stopped before the stream ended, if it did.
+type ending struct {
+	timedOut, cancelled bool
+	prompted            string // a prompt pty-lite mode cannot answer
+}
+
+// watchdog is a run's timers: the timeout, and the stall timer that each
+// line of output resets.
+type watchdog struct {
+	timeout, stall <-chan time.Time
+	timeoutT       *time.Timer
+	stallT         *time.Timer
+	stallAfter     time.Duration
+}
+
+func newWatchdog(timeout, stall time.Duration) *watchdog {
+	w := &watchdog{stallAfter: stall}
+	if timeout > 0 {
+		w.timeoutT = time.NewTimer(timeout)
+		w.timeout = w.timeoutT.C
+	}
+	if stall > 0 {
+		w.stallT = time.NewTimer(stall)
+		w.stall = w.stallT.C
+	}
+	return w
+}
+
+// output restarts the stall timer.
+func (w *watchdog) output() {
+	if w.stallT != nil {
+		w.stallT.Reset(w.stallAfter)
+	}
+}
+
+// result stops stall reports: what follows a result is the agent exiting.
+func (w *watchdog) result() { w.stall = nil }
+
+func (w *watchdog) stop() {
+	if w.timeoutT != nil {
+		w.timeoutT.Stop()
+	}
+	if w.stallT != nil {
+		w.stallT.Stop()
+	}
+}
+
+// relay reads the agent's stream into events until it ends, answers its
+// permission requests, and watches for the timeout, a stall and ctx.
+func (j *job) relay(ctx context.Context) (Outcome, ending) {
+	o := j.o
 	if o.Prompt != "" && o.Agent != "acp" {
-		send(RelayOpening(o.Agent, o.Prompt))
+		j.send(RelayOpening(o.Agent, o.Prompt))
 	}
 	var acp *acpClient
 	if o.Agent == "acp" {
@@ -260,7 +359,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		if dir == "" {
 			dir, _ = os.Getwd()
 		}
-		acp = newACP(send, dir, o.Prompt)
+		acp = newACP(j.send, dir, o.Prompt)
 		acp.start()
 	}
 	permission := func(req Event) {
@@ -271,11 +370,11 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 				// comes before anything the agent does in reply.
 				d := req
 				d.Type, d.Allow, d.By = EventDecision, allow, by
-				emit(d)
+				j.emit(d)
 				if acp != nil {
 					acp.answerPermission(req, allow)
 				} else {
-					send(controlResponse(req, allow, by))
+					j.send(controlResponse(req, allow, by))
 				}
 			})
 		}
@@ -290,29 +389,17 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 
 	var out Outcome
-	var timeout, stallTimer <-chan time.Time
-	if o.Timeout > 0 {
-		t := time.NewTimer(o.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var stall *time.Timer
-	if o.Stall > 0 {
-		stall = time.NewTimer(o.Stall)
-		defer stall.Stop()
-		stallTimer = stall.C
-	}
-	timedOut, cancelled := false, false
+	var end ending
+	wd := newWatchdog(o.Timeout, o.Stall)
+	defer wd.stop()
 	parser := NewParser(o.Agent)
 	lastErr := ""       // the last line on stderr, to say why a run is quiet
 	var recent []string // the last lines that were not events, for prompt recognition
-	prompted := ""
-loop:
 	for {
 		select {
-		case raw, ok := <-lines:
+		case raw, ok := <-j.lines:
 			if !ok {
-				break loop
+				return out, end
 			}
 			var evs []Event
 			switch {
@@ -336,63 +423,66 @@ loop:
 						out.SessionID = ev.SessionID
 					}
 				}
-				emit(ev)
+				j.emit(ev)
 				if o.PromptRules != nil && ev.Type == EventDiagnostic {
 					recent = append(recent, ev.Line)
 					if len(recent) > 12 {
 						recent = recent[1:]
 					}
 					if v := o.PromptRules.Classify(rules.Screen{Lines: recent}); v.State == rules.Blocked {
-						prompted = fmt.Sprintf("the agent is asking for input (%s: %s) and pty-lite mode cannot answer; run it in pipe mode with a policy, or interactively with corral run", v.Kind, v.Message)
-						kill()
-						break loop
+						end.prompted = fmt.Sprintf("the agent is asking for input (%s: %s) and pty-lite mode cannot answer; run it in pipe mode with a policy, or interactively with corral run", v.Kind, v.Message)
+						j.kill()
+						return out, end
 					}
 				}
 				switch {
 				case ev.Type == EventPermission:
 					permission(ev)
 				case ev.Type == EventOther && ev.RequestID != "":
-					send(controlError(ev.RequestID, ev.Subtype))
+					j.send(controlError(ev.RequestID, ev.Subtype))
 				case ev.Type == EventResult:
-					closeIn()        // one prompt, one result: let the agent exit
-					stallTimer = nil // what follows a result is the agent exiting, not a stall
+					j.closeIn() // one prompt, one result: let the agent exit
+					wd.result()
 				}
 			}
-		case <-activity:
-			if stall != nil {
-				stall.Reset(o.Stall)
-			}
-		case l := <-errLines:
+		case <-j.activity:
+			wd.output()
+		case l := <-j.errLines:
 			if ev, ok := StderrEvent(l); ok {
-				emit(ev)
+				j.emit(ev)
 			}
 			if n := notableStderr(l); n != "" {
 				lastErr = n
 			}
-		case <-stallTimer:
-			emit(Event{Type: EventStall, Text: stallText(o.Stall, lastErr), Duration: o.Stall.Milliseconds()})
+		case <-wd.stall:
+			j.emit(Event{Type: EventStall, Text: stallText(o.Stall, lastErr), Duration: o.Stall.Milliseconds()})
 			if o.OnStall != nil {
 				o.OnStall(o.Stall)
 			}
-		case <-timeout:
-			timedOut = true
-			kill()
-			break loop
+		case <-wd.timeout:
+			end.timedOut = true
+			j.kill()
+			return out, end
 		case <-ctx.Done():
-			cancelled = true
-			kill()
-			break loop
+			end.cancelled = true
+			j.kill()
+			return out, end
 		}
 	}
+}
+
+// finish drains what is left of the output, ends every process of the run
+// and reaps the agent: out gets its stderr and exit status.
+func (j *job) finish(out *Outcome) {
 	// Drain what is left of the stream after a kill, without blocking.
 	go func() {
-		for range lines {
+		for range j.lines {
 		}
 	}()
 	drained := make(chan struct{})
 	go func() {
-		<-readDone
-		<-errDone
+		<-j.readDone
+		<-j.errDone
 		close(drained)
 	}()
 	select {
@@ -400,26 +490,30 @@ loop:
 	case <-time.After(DrainWait):
 		// Something unfound holds the output open; Wait closes our ends.
 	}
-	procs.WaitExit(pgid)
-	kill() // anything the agent started goes too
-	waitMu.Lock()
-	waited = true
-	waitMu.Unlock()
-	waitErr := cmd.Wait()
-	procs.Release(pgid)
+	procs.WaitExit(j.pgid)
+	j.kill() // anything the agent started goes too
+	j.waitMu.Lock()
+	j.waited = true
+	j.waitMu.Unlock()
+	waitErr := j.cmd.Wait()
+	procs.Release(j.pgid)
 	<-drained
-	out.Stderr = errBuf.String()
+	out.Stderr = j.errBuf.String()
 	out.ExitCode = exitCode(waitErr)
+}
 
+// outcome decides how the run ended: done only with a result that is not
+// an error, and never with exit status 0 otherwise.
+func outcome(out Outcome, end ending, timeout time.Duration) Outcome {
 	switch {
-	case prompted != "":
-		out.State, out.Reason = "error", prompted
+	case end.prompted != "":
+		out.State, out.Reason = "error", end.prompted
 		if out.ExitCode == 0 {
 			out.ExitCode = 1
 		}
-	case timedOut:
-		out.State, out.ExitCode, out.Reason = "error", ExitTimeout, fmt.Sprintf("timed out after %v; the process group was killed", o.Timeout)
-	case cancelled:
+	case end.timedOut:
+		out.State, out.ExitCode, out.Reason = "error", ExitTimeout, fmt.Sprintf("timed out after %v; the process group was killed", timeout)
+	case end.cancelled:
 		out.State, out.Reason = "error", "cancelled; the process group was killed"
 	case out.Result == nil:
 		out.State, out.Reason = "error", fmt.Sprintf("exited without a result event (exit status %d)", out.ExitCode)
@@ -434,7 +528,7 @@ loop:
 	if out.State != "done" && out.ExitCode == 0 {
 		out.ExitCode = ExitFailed // a failed run never reads as a success
 	}
-	return out, nil
+	return out
 }
 
 // stdinWriter writes to the agent's stdin from its own goroutine, so that
