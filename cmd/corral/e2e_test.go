@@ -199,12 +199,8 @@ func TestKillAndShutdownLeaveNoOrphans(t *testing.T) {
 	e.must("run", "--name", "s", "--", "sh", "-c", "sleep 303 & echo ready; sleep 304")
 	var pgids []int
 	for _, name := range []string{"k", "s"} {
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(e.must("screen", name), "ready") {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never ready", name)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.must("screen", name), "ready") }) {
+			t.Fatalf("%s never ready", name)
 		}
 		pgids = append(pgids, e.pane(name).PID)
 	}
@@ -220,7 +216,8 @@ func TestKillAndShutdownLeaveNoOrphans(t *testing.T) {
 	if n := proctest.GroupMembers(pgids[1]); n != 0 {
 		t.Fatalf("%d processes left after shutdown", n)
 	}
-	if proctest.Alive(daemon) {
+	// shutdown returns once the socket is gone; the process ends just after.
+	if !proctest.WaitFor(5*time.Second, func() bool { return !proctest.Alive(daemon) }) {
 		t.Fatal("daemon still running after shutdown")
 	}
 }
@@ -232,10 +229,7 @@ func TestDaemonSIGTERM(t *testing.T) {
 	pgid := e.pane("x").PID
 	daemon := daemonPID(t, e)
 	syscall.Kill(daemon, syscall.SIGTERM)
-	deadline := time.Now().Add(10 * time.Second)
-	for proctest.Alive(daemon) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitFor(10*time.Second, func() bool { return !proctest.Alive(daemon) })
 	if proctest.Alive(daemon) || proctest.GroupMembers(pgid) != 0 {
 		t.Fatalf("daemon alive %v, %d pane processes left", proctest.Alive(daemon), proctest.GroupMembers(pgid))
 	}
@@ -317,10 +311,7 @@ func TestHooks(t *testing.T) {
 	script += fmt.Sprintf(`echo '{"hook_event_name":"Stop"}' | CORRAL_TOKEN=forged %s hook && echo forged-ok; sleep 60`, corralBin)
 	e.must("run", "--name", "h", "--", "sh", "-c", script)
 	e.must("wait", "h", "--state", "blocked", "--timeout", "10s")
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(e.must("screen", "h"), "forged-ok") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.must("screen", "h"), "forged-ok") })
 	var ps []struct {
 		State, Kind, Message, Source string
 		HooksRefused                 int64 `json:"hooks_refused"`
@@ -332,10 +323,7 @@ func TestHooks(t *testing.T) {
 		return len(ps) == 1 && ps[0].State == "blocked" && ps[0].Source == "hook" && ps[0].Message == "approve Bash: ls -la /tmp" &&
 			ps[0].HooksRefused == 1 && ps[0].HooksIgnored == len(ignored)
 	}
-	for deadline := time.Now().Add(5 * time.Second); !ok() && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !ok() {
+	if !proctest.WaitFor(5*time.Second, ok) {
 		t.Fatalf("after hooks: %+v\n%s", ps, e.must("screen", "h"))
 	}
 }
@@ -371,12 +359,8 @@ func TestAttachAndNotify(t *testing.T) {
 	}
 	one, two := attach(), attach()
 	for _, a := range []*attached{one, two} { // both see the screen before any key
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(a.out.String(), "? for shortcuts") {
-			if time.Now().After(deadline) {
-				t.Fatalf("attach showed %q", a.out.String())
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(a.out.String(), "? for shortcuts") }) {
+			t.Fatalf("attach showed %q", a.out.String())
 		}
 	}
 	one.in.WriteString("ask\r")
@@ -482,12 +466,8 @@ stty min 1; ans=$(dd bs=1 count=1 2>/dev/null); printf 'answered:%s\n' "$ans"; s
 	e.must("run", "--name", "w", "--agent", "claude-code", "--", "sh", "-c", script)
 	e.must("wait", "w", "--state", "blocked", "--timeout", "10s")
 	e.must("answer", "w", "yes")
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(e.must("screen", "w"), "answered:1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the answer was lost:\n%s", e.must("screen", "w"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.must("screen", "w"), "answered:1") }) {
+		t.Fatalf("the answer was lost:\n%s", e.must("screen", "w"))
 	}
 }
 
@@ -578,12 +558,8 @@ func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
 	e := newEnv(t)
 	e.must("run", "--name", "d", "--", "bash", "-c",
 		`stty raw -echo; printf 'ready> '; IFS= read -rsn1 c; printf '\r\nDelete everything? [y/n] '; IFS= read -rsn1 k; printf '\r\ngot:%q\r\n' "$k"; sleep 600`)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(e.must("screen", "d"), "ready>") {
-		if time.Now().After(deadline) {
-			t.Fatal("the program never started")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.must("screen", "d"), "ready>") }) {
+		t.Fatal("the program never started")
 	}
 	_, errs, code := e.run("send", "d", "x", "--enter")
 	if code != 3 || !strings.Contains(errs, "the text was typed but Enter was not") || !strings.Contains(errs, "Delete everything?") {
@@ -603,6 +579,7 @@ func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
 // corral events, send to a pane whose state keeps changing answers in
 // less than one such read takes (it once waited for all of them in turn).
 func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
+	slow(t, "about 10 s")
 	e := newEnv(t)
 	state := filepath.Join(e.dir, "state")
 	if err := os.MkdirAll(state, 0o700); err != nil {
@@ -661,12 +638,8 @@ func TestSendEnterArrivesOnItsOwn(t *testing.T) {
 		`b=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); printf 'first:%s\r\nsecond:%s\r\n' "$a" "$b"; sleep 60`
 	e.must("run", "--name", "slow", "--", "sh", "-c", script)
 	e.must("send", "slow", "hello", "--enter")
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(e.must("screen", "slow"), "second:") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the program never read twice:\n%s", e.must("screen", "slow"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.must("screen", "slow"), "second:") }) {
+		t.Fatalf("the program never read twice:\n%s", e.must("screen", "slow"))
 	}
 	screen := e.must("screen", "slow")
 	if !strings.Contains(screen, "first: h e l l o") || !strings.Contains(screen, `second: \r`) {

@@ -79,12 +79,8 @@ func TestExecPermissionRelay(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(e.must("ls"), "relay") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no job:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.must("ls"), "relay") }) {
+		t.Fatalf("no job:\n%s", out.String())
 	}
 	e.must("wait", "relay", "--state", "blocked", "--timeout", "10s")
 	if p := e.pane("relay"); p.Kind != "permission" || p.Message != "approve Bash: rm -rf build" {
@@ -130,12 +126,8 @@ func TestExecACP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(e.must("ls"), "acp") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no job:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.must("ls"), "acp") }) {
+		t.Fatalf("no job:\n%s", out.String())
 	}
 	e.must("wait", "acp", "--state", "blocked", "--timeout", "10s")
 	if p := e.pane("acp"); p.Message != "approve Edit main.go: main.go" {
@@ -204,13 +196,9 @@ func TestExecInterrupted(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(out.String(), "session s-1") {
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("%v: the job never started:\n%s", sig, out.String())
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(out.String(), "session s-1") }) {
+			cmd.Process.Kill()
+			t.Fatalf("%v: the job never started:\n%s", sig, out.String())
 		}
 		pid := e.pane(name).PID
 		cmd.Process.Signal(sig)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/corral-dev/corral/internal/proctest"
 	"io"
 	"os"
 	"os/exec"
@@ -204,12 +205,8 @@ func TestRealGeminiExtension(t *testing.T) {
 	}
 	start := func(name string) {
 		must("run", "--name", name, "--cwd", work, "--env", "GEMINI_API_KEY=test-key", "--env", "GOOGLE_GEMINI_BASE_URL="+model.URL, "--", gemini)
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(must("screen", name), "Type your message") {
-			if time.Now().After(deadline) {
-				t.Fatalf("Gemini CLI never showed its input box:\n%s", must("screen", name))
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !proctest.WaitFor(60*time.Second, func() bool { return strings.Contains(must("screen", name), "Type your message") }) {
+			t.Fatalf("Gemini CLI never showed its input box:\n%s", must("screen", name))
 		}
 	}
 

@@ -47,12 +47,8 @@ func withArg(word string) []int {
 // waitFor waits until ok holds, failing the test after d.
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(d, ok) {
+		t.Fatalf("waited %v for %s", d, what)
 	}
 }
 
@@ -97,6 +93,7 @@ func (e *env) has(ref string) bool {
 // A grandchild that left with setsid keeps the terminal open; kill,
 // shutdown and SIGTERM to the daemon end it all the same, at once.
 func TestSetsidGrandchildLeftBehindNowhere(t *testing.T) {
+	slow(t, "about 7 s")
 	for _, how := range []string{"kill", "shutdown", "sigterm"} {
 		t.Run(how, func(t *testing.T) {
 			e := newEnv(t)

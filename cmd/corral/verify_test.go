@@ -21,6 +21,7 @@ type verifyJSON struct {
 // take, and is right at all of them; --record saves a recording that
 // loads and judges the same way.
 func TestVerifyFakeAgent(t *testing.T) {
+	slow(t, "about 20 s")
 	e := newEnv(t)
 	rec := filepath.Join(e.dir, "rec")
 	out, errs, code := e.run("verify", "--json", "--record", rec, "--", corralBin, "fake-agent", "--osc7501")

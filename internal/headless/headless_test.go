@@ -232,12 +232,8 @@ func TestTimeoutKillsTheGroup(t *testing.T) {
 	if child == 0 {
 		t.Fatalf("no child reported: %q", out.Stderr)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for proctest.Alive(child) {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d outlived the run", child)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(5*time.Second, func() bool { return !proctest.Alive(child) }) {
+		t.Fatalf("child %d outlived the run", child)
 	}
 }
 

@@ -1,5 +1,5 @@
-// Package proctest reads /proc for tests that check no process is left
-// behind.
+// Package proctest helps tests wait on conditions, and reads /proc for
+// tests that check no process is left behind.
 package proctest
 
 import (
@@ -7,7 +7,21 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// WaitFor polls cond until it holds (true) or d has passed (false: cond
+// was false at the deadline too).
+func WaitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return cond()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
 
 // stat returns the fields of /proc/PID/stat after "pid (comm)": the state
 // letter first, then ppid, pgrp, …
