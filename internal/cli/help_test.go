@@ -80,6 +80,7 @@ func TestFlagMistakesSayTheFix(t *testing.T) {
 		{[]string{"wait", "x", "--timeout"}, "--timeout needs a value: --timeout DURATION"},
 		{[]string{"lab", "--tasks", "many"}, `--tasks "many": not a number`},
 		{[]string{"rules", "list", "--bogus"}, "corral rules list: unknown flag --bogus\nusage: corral rules list [flags]\nRun corral help rules list"},
+		{[]string{"rules", "check", "a", "b"}, "corral rules check: at most one folder\nusage: corral rules check [DIR|FILE] [flags]"},
 		{[]string{"lss"}, `unknown command "lss"; did you mean corral ls?`},
 		{[]string{"--json"}, "--json goes after a command"},
 		{[]string{"help", "atach"}, "did you mean attach?"},

@@ -15,11 +15,26 @@ import (
 func runIntegrate(_ context.Context, std IO, args []string) error {
 	fs := newFlags("integrate", std)
 	remove := fs.Bool("remove", false, "take the integration away")
+	asJSON := fs.Bool("json", false, "print as JSON: alone, an array of {\"agent\", \"installed\", \"how\"}; with an agent, that object")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	home := agents.GeminiHome(os.Environ())
+	gemini := func() integration {
+		dir := agents.GeminiExtensionDir(home)
+		if agents.GeminiInstalled(home) {
+			return integration{"gemini", true, "corral's extension in " + dir, dir}
+		}
+		return integration{"gemini", false, "corral's extension, not installed: corral integrate gemini adds it", dir}
+	}
+	if len(pos) == 0 && *asJSON {
+		return printJSON(std, []integration{
+			{"claude-code", true, "on its command line for each run (--settings): nothing to install", ""},
+			{"codex", true, "on its command line for each run (-c notify=…): nothing to install", ""},
+			gemini(),
+		})
+	}
 	if len(pos) == 0 {
 		fmt.Fprintln(std.Stdout, "claude-code  on its command line for each run (--settings): nothing to install")
 		fmt.Fprintln(std.Stdout, "codex        on its command line for each run (-c notify=…): nothing to install")
@@ -45,6 +60,9 @@ func runIntegrate(_ context.Context, std IO, args []string) error {
 		if err != nil {
 			return err
 		}
+		if *asJSON {
+			return printJSON(std, gemini())
+		}
 		if removed {
 			fmt.Fprintf(std.Stdout, "removed %s\n", dir)
 		} else {
@@ -56,6 +74,17 @@ func runIntegrate(_ context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		return printJSON(std, gemini())
+	}
 	fmt.Fprintf(std.Stdout, "installed %s: Gemini CLI started in a corral pane from now on reports through its hooks\n", dir)
 	return nil
+}
+
+// integration is how one agent gets corral's hooks (integrate --json).
+type integration struct {
+	Agent     string `json:"agent"`
+	Installed bool   `json:"installed"` // hooks reach corral: nothing to install, or installed
+	How       string `json:"how"`
+	Dir       string `json:"dir,omitempty"` // the extension's folder, for Gemini CLI
 }

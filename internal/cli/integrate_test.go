@@ -24,11 +24,18 @@ func TestIntegrateGemini(t *testing.T) {
 	if out, _, _ := run(t, "", "integrate"); !strings.Contains(out, "corral's extension in "+ext) {
 		t.Fatalf("status after: %q", out)
 	}
+	if out, _, code := run(t, "", "integrate", "--json"); code != 0 || !strings.Contains(out, `"agent": "gemini",
+    "installed": true`) {
+		t.Fatalf("status --json: %d %q", code, out)
+	}
 	if out, _, code := run(t, "", "integrate", "gemini", "--remove"); code != 0 || !strings.Contains(out, "removed "+ext) {
 		t.Fatalf("remove: %d %q", code, out)
 	}
 	if out, _, code := run(t, "", "integrate", "gemini", "--remove"); code != 0 || !strings.Contains(out, "nothing to remove") {
 		t.Fatalf("remove again: %d %q", code, out)
+	}
+	if out, _, code := run(t, "", "integrate", "gemini", "--remove", "--json"); code != 0 || !strings.Contains(out, `"installed": false`) {
+		t.Fatalf("remove --json: %d %q", code, out)
 	}
 	for _, args := range [][]string{{"integrate", "codex"}, {"integrate", "opencode"}, {"integrate", "gemini", "codex"}} {
 		if _, errs, code := run(t, "", args...); code != 2 || errs == "" {

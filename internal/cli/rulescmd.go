@@ -31,7 +31,12 @@ func runRules(ctx context.Context, std IO, args []string) error {
 	if !ok {
 		return usagef("unknown rules command %q; use check or list", args[0])
 	}
-	return c.run(ctx, std, args[1:])
+	err := c.run(ctx, std, args[1:])
+	var ue *usageError
+	if errors.As(err, &ue) && ue.cmd == "" {
+		ue.cmd = c.name // its own synopsis, not the parent's
+	}
+	return err
 }
 
 // runRulesCheck validates every manifest in DIR (default: the user's rules
