@@ -47,7 +47,7 @@ func init() {
 		{"exec", "[--name N] [--agent claude|codex|gemini|acp] [--mode pipe|pty-lite] [--timeout D] [--stall D] [--policy FILE] [--prompt P] [--env K=V]… [--json] -- CMD ARGS…", "run an agent headless as a job and relay its stream; exit 0 only when the run succeeded, else the agent's own status, 1 (failed though the agent exited 0: no result, an error result), 124 (--timeout), 127 (could not start), 128+N (signal N killed the agent, or interrupted corral exec: the job is killed first)", runExec},
 		{"lab", "[--seed N] [--tasks N] [--json] [--osc7501]", "measure every way of telling \"waiting\" side by side on a fake agent, live", runLab},
 		{"verify", "[--agent A] [--record DIR] [--json] [-- CMD…] | --headless [--agent A] [--case C,…] [--json|--markdown]", "run an agent CLI through scripted turns (or headless jobs) against a loopback model and check corral at every step", runVerify},
-		{"serve", "", "run the daemon in the foreground (other commands start it when needed)", runServe},
+		{"serve", "[--replace]", "run the daemon in the foreground (other commands start it when needed); --replace takes the running daemon's panes over", runServe},
 		{"run", "[--name N] [--cwd DIR] [--size COLSxROWS] [--agent A] [--env K=V]… [--rm] [--attach] [--json] -- CMD ARGS…", "start a program in a new pane and print its id (--rm: remove the pane when it exits)", runRun},
 		{"ls", "[--json]", "list panes and their states", runLs},
 		{"screen", "ID [--ansi] [--json]", "print a pane's screen (marks a finished turn seen)", runScreen},
@@ -63,6 +63,9 @@ func init() {
 		{"integrate", "[gemini [--remove]]", "add (or --remove) corral's Gemini CLI extension, the one integration that needs a file; alone: how each agent gets corral's hooks", runIntegrate},
 		{"hook", "[--agent A] [PAYLOAD]", "forward an agent hook's report to the daemon (agents run this; it always exits 0)", runHook},
 		{"fake-agent", "[--osc7501] [--command CMD]", "", runFakeAgent}, // hidden: demos and tests
+		{"hold", "", "", runHold}, // hidden: a pane's holder, started by the daemon
+		{"restart", "", "hand every pane over to a new daemon of this binary (an upgrade that ends nothing)", runRestart},
+		{"restore", "[--json]", "after a reboot, start again the panes whose programs were lost, resuming agent conversations where the agent allows", runRestore},
 		{"help", "[COMMAND]", "show help", runHelp},
 	}
 }
@@ -193,7 +196,7 @@ func runVersion(ctx context.Context, io IO, args []string) error {
 	case client.Same(st.Build):
 		fmt.Fprintf(io.Stdout, "daemon: the same build (pid %d, started %s)\n", st.PID, st.Started)
 	default:
-		fmt.Fprintf(io.Stdout, "daemon: another build — %s (pid %d, started %s); corral shutdown and the next command starts this one (it ends every pane)\n", st.Build, st.PID, st.Started)
+		fmt.Fprintf(io.Stdout, "daemon: another build — %s (pid %d, started %s); corral restart hands its panes over to this one (they keep running)\n", st.Build, st.PID, st.Started)
 	}
 	return nil
 }

@@ -226,6 +226,9 @@ func Spawn(exe string, cfg Config, stderr *os.File, timeout time.Duration) (Star
 		return Started{}, err
 	}
 	cmd := exec.Command(exe, "hold")
+	if self, err := os.Executable(); err == nil && exe == "/proc/self/exe" {
+		cmd.Args[0] = self // what ps shows
+	}
 	cmd.Dir = "/"
 	cmd.Stdin = strings.NewReader(string(in))
 	cmd.Stderr = stderr

@@ -24,6 +24,16 @@ func holding(t *testing.T, id string) *Holding {
 	return &Holding{Exe: os.Args[0], Socket: filepath.Join(dir, id+".sock"), Secret: holder.NewSecret()}
 }
 
+// cleanup ends a test's holder and program whatever the test did.
+func cleanup(t *testing.T, p *Pane) {
+	_, hpid := p.Held()
+	pid := p.Info().PID
+	t.Cleanup(func() {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(hpid, syscall.SIGKILL)
+	})
+}
+
 // A held pane works as a pane of its own; detached, its program goes on,
 // and a new pane adopted from the holder has the same screen and is live.
 func TestHeldPaneDetachAndAdopt(t *testing.T) {
@@ -35,6 +45,7 @@ func TestHeldPaneDetachAndAdopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cleanup(t, p)
 	awaitScreen(t, p, "two")
 	held, hpid := p.Held()
 	if !held || !proctest.Alive(hpid) {
@@ -104,6 +115,7 @@ func TestHeldExitKeptForTheNextDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cleanup(t, p)
 	_, hpid := p.Held()
 	// Typed, then detached before the program answers.
 	if err := p.Input([]byte("x\r"), false); err != nil {
