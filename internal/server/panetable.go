@@ -48,21 +48,21 @@ type tablePane struct {
 	Cwd    string   `json:"cwd"`
 	// Env is what the user asked for (--env, the caller's PATH); Added is
 	// what corral added (CORRAL_*, the integration's).
-	Env     []string `json:"env,omitempty"`
-	Added   []string `json:"added,omitempty"`
-	Token   string   `json:"token"`
-	Remove  bool     `json:"remove,omitempty"` // --rm
-	Cols    int      `json:"cols"`
-	Rows    int      `json:"rows"`
-	Socket  string   `json:"socket"`
-	Secret  string   `json:"secret"`
-	Holder  int      `json:"holder_pid"`
-	PID     int      `json:"pid"`
+	Env     []string  `json:"env,omitempty"`
+	Added   []string  `json:"added,omitempty"`
+	Token   string    `json:"token"`
+	Remove  bool      `json:"remove,omitempty"` // --rm
+	Cols    int       `json:"cols"`
+	Rows    int       `json:"rows"`
+	Socket  string    `json:"socket"`
+	Secret  string    `json:"secret"`
+	Holder  int       `json:"holder_pid"`
+	PID     int       `json:"pid"`
 	Created time.Time `json:"created"`
 	// Integration is what the launch carried for the agent's hooks.
 	Integration *agents.Launch `json:"integration,omitempty"`
 	// Sessions are the agent conversations corral saw, newest last.
-	Sessions []sessionSeen  `json:"sessions,omitempty"`
+	Sessions []sessionSeen   `json:"sessions,omitempty"`
 	Records  []status.Record `json:"records,omitempty"`
 	// State, Kind and Message are the pane's last known state.
 	State   string `json:"state,omitempty"`
