@@ -69,6 +69,7 @@ type holder struct {
 	logf  func(string, ...any)
 
 	readDone chan struct{}
+	reaped   chan struct{} // the program's exit status is known
 	finished chan struct{} // a daemon collected the exit status
 	finish   sync.Once
 
@@ -115,11 +116,18 @@ func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	go func() {
+		// SIGTERM (a shutdown of the machine, or a user) ends the pane and
+		// the holder with it: nobody is left to collect the exit status.
 		<-term
 		h.logf("SIGTERM: ending the pane's processes")
 		h.kill(syscall.SIGHUP)
-		time.Sleep(time.Second)
-		h.kill(syscall.SIGKILL)
+		select {
+		case <-h.reaped:
+		case <-time.After(time.Second):
+			h.kill(syscall.SIGKILL)
+			<-h.reaped
+		}
+		h.finish.Do(func() { close(h.finished) })
 	}()
 	<-h.finished
 	h.ln.Close()
@@ -175,7 +183,7 @@ func start(cfg Config, logf func(string, ...any)) (*holder, error) {
 		return nil, err
 	}
 	h := &holder{cfg: cfg, ln: ln, ptmx: ptmx, cmd: cmd, pid: cmd.Process.Pid, logf: logf, ring: newRing(cfg.Ring),
-		readDone: make(chan struct{}), finished: make(chan struct{})}
+		readDone: make(chan struct{}), reaped: make(chan struct{}), finished: make(chan struct{})}
 	h.group = procs.Group{Root: h.pid, Mark: cfg.Mark}
 	go procs.ReapLoop(time.Second, h.finished)
 	go h.readLoop()
@@ -256,6 +264,7 @@ func (h *holder) reap() {
 	h.exited, h.code = true, code
 	sc := h.conn
 	h.mu.Unlock()
+	close(h.reaped)
 	if sc != nil {
 		b, _ := json.Marshal(exitMsg{Code: code})
 		h.send(sc, tExit, b)

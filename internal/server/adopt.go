@@ -228,10 +228,11 @@ func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
 	}
 	hc, err := holder.Dial(row.Socket, row.Secret, adoptWait)
 	if err != nil {
-		if !alive(row.Holder) {
+		absent := errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+		if absent && !alive(row.Holder) {
 			return nil, fmt.Errorf("its holder (pid %d) is gone (the machine restarted, or it was killed): corral restore starts it again", row.Holder)
 		}
-		return nil, fmt.Errorf("its holder's socket refused us: %w", err)
+		return nil, fmt.Errorf("its socket is not this pane's holder, or refused us: %w", err)
 	}
 	if last.State == "" {
 		last = signal.Decision{State: signal.State(row.State), Kind: row.Kind, Message: row.Message}
@@ -305,10 +306,11 @@ func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
 
 // noteSession records an agent conversation a hook report named, for a
 // restore to resume.
-func (e *entry) noteSession(agent, session string) {
+func (s *Server) noteSession(e *entry, agent, session string) {
 	if e.held == nil || session == "" {
 		return
 	}
+	defer s.table.touch()
 	e.held.mu.Lock()
 	defer e.held.mu.Unlock()
 	ss := e.held.row.Sessions

@@ -343,7 +343,7 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.hooksSeen.Add(1)
-	e.noteSession(req.Agent, sessionOf(rep.Session, req.Payload))
+	s.noteSession(e, req.Agent, sessionOf(rep.Session, req.Payload))
 	if ok {
 		p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
 			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})
