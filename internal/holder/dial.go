@@ -30,11 +30,12 @@ type Conn struct {
 	// Welcome is what the holder said of its pane.
 	Welcome Welcome
 	wmu     sync.Mutex
+	buf     []byte // the last frame read, reused by Next
 }
 
 // Msg is one thing a holder says after the welcome.
 type Msg struct {
-	Output []byte // program output (valid until the next call of Next)
+	Output []byte // program output, valid until the next call of Next
 	Live   bool   // the ring replay is over
 	Exit   bool   // the program and every process of the pane have ended
 	Code   int    // its exit status, with Exit
@@ -169,7 +170,10 @@ func readWelcome(c *net.UnixConn) (*os.File, Welcome, error) {
 // skipped; a malformed one ends the connection with an error.
 func (c *Conn) Next() (Msg, error) {
 	for {
-		typ, b, err := readFrame(c.r, nil)
+		typ, b, err := readFrame(c.r, c.buf)
+		if cap(b) <= 64<<10 {
+			c.buf = b[:0] // kept for the next frame
+		}
 		if err != nil {
 			return Msg{}, err
 		}

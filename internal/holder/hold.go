@@ -84,6 +84,7 @@ type holder struct {
 type sconn struct {
 	c   *net.UnixConn
 	wmu sync.Mutex
+	buf []byte // a frame being written; guarded by wmu
 }
 
 // Main runs a holder: it reads its Config from stdin, starts the program,
@@ -92,7 +93,7 @@ type sconn struct {
 // copies bytes.
 func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	debug.SetGCPercent(50)
-	debug.SetMemoryLimit(8 << 20)
+	debug.SetMemoryLimit(16 << 20)
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
 	logger := log.New(stderr, "corral hold: ", log.LstdFlags)
 	var cfg Config
@@ -185,11 +186,31 @@ func start(cfg Config, logf func(string, ...any)) (*holder, error) {
 	h := &holder{cfg: cfg, ln: ln, ptmx: ptmx, cmd: cmd, pid: cmd.Process.Pid, logf: logf, ring: newRing(cfg.Ring),
 		readDone: make(chan struct{}), reaped: make(chan struct{}), finished: make(chan struct{})}
 	h.group = procs.Group{Root: h.pid, Mark: cfg.Mark}
-	go procs.ReapLoop(time.Second, h.finished)
+	go h.reapOrphans()
 	go h.readLoop()
 	go h.reap()
 	go h.acceptLoop()
 	return h, nil
+}
+
+// reapOrphans reaps the adopted orphans that end, when a child ends
+// (SIGCHLD) rather than on a timer: an idle holder costs nothing.
+func (h *holder) reapOrphans() {
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
+	t := time.NewTicker(30 * time.Second) // a missed signal, at worst
+	defer t.Stop()
+	for {
+		select {
+		case <-h.finished:
+			procs.Reap()
+			return
+		case <-chld:
+		case <-t.C:
+		}
+		procs.Reap()
+	}
 }
 
 func (h *holder) readLoop() {
@@ -216,7 +237,11 @@ func (h *holder) readLoop() {
 // (the next daemon gets the ring).
 func (h *holder) send(sc *sconn, typ byte, b []byte) {
 	sc.wmu.Lock()
-	err := writeFrame(sc.c, typ, b)
+	sc.buf = appendFrame(sc.buf[:0], typ, b)
+	_, err := sc.c.Write(sc.buf)
+	if cap(sc.buf) > 64<<10 {
+		sc.buf = nil // a big frame's buffer is not kept
+	}
 	sc.wmu.Unlock()
 	if err != nil {
 		h.drop(sc)

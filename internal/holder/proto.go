@@ -59,12 +59,15 @@ func writeFrame(w io.Writer, typ byte, payload []byte) error {
 	if len(payload) > MaxFrame {
 		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrFrame, len(payload), MaxFrame)
 	}
-	b := make([]byte, 5+len(payload))
-	b[0] = typ
-	binary.BigEndian.PutUint32(b[1:5], uint32(len(payload)))
-	copy(b[5:], payload)
-	_, err := w.Write(b)
+	_, err := w.Write(appendFrame(make([]byte, 0, 5+len(payload)), typ, payload))
 	return err
+}
+
+// appendFrame appends a frame to b.
+func appendFrame(b []byte, typ byte, payload []byte) []byte {
+	b = append(b, typ, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(b[len(b)-4:], uint32(len(payload)))
+	return append(b, payload...)
 }
 
 func writeJSON(w io.Writer, typ byte, v any) error {
