@@ -67,7 +67,9 @@ func init() {
 		{name: "events", group: grpPanes, args: "[flags]", summary: "print state changes as NDJSON", example: "corral events --since 1h\ncorral events --follow", run: runEvents},
 		{name: "kill", group: grpPanes, args: "ID [flags]", summary: "signal a pane's whole process group", example: "corral kill api --signal INT", run: runKill},
 		{name: "rm", group: grpPanes, args: "ID… [flags]", summary: "remove ended panes and jobs, freeing their names (--force ends running ones first)", example: "corral rm api web --force", run: runRm},
-		{name: "serve", group: grpPanes, summary: "run the daemon in the foreground (other commands start it when needed)", example: "corral serve", run: runServe},
+		{name: "serve", group: grpPanes, args: "[flags]", summary: "run the daemon in the foreground (other commands start it when needed); --replace takes the running daemon's panes over", example: "corral serve\ncorral serve --replace", run: runServe},
+		{name: "restart", group: grpPanes, summary: "hand every pane over to a new daemon of this binary (an upgrade that ends nothing)", example: "corral restart", run: runRestart},
+		{name: "restore", group: grpPanes, args: "[flags]", summary: "after a reboot, start again the panes whose programs were lost, resuming agent conversations where the agent allows", example: "corral restore --json", run: runRestore},
 		{name: "shutdown", group: grpPanes, summary: "stop the daemon and every pane", example: "corral shutdown", run: runShutdown},
 		{name: "exec", group: grpAgents, args: "[flags] -- CMD ARGS…", summary: "run an agent headless as a job and relay its stream; exit 0 only when the run succeeded, else the agent's own status, 1 (failed though the agent exited 0: no result, an error result), 124 (--timeout), 127 (could not start), 128+N (signal N killed the agent, or interrupted corral exec: the job is killed first)", example: "corral exec --timeout 10m -- claude -p 'fix the build' --output-format stream-json --verbose", run: runExec},
 		{name: "rules", group: grpAgents, args: "check [DIR|FILE] | list [flags]", summary: "validate manifests, or list those in force and where they come from", example: "corral rules check ~/.config/corral/rules\ncorral rules list --json", run: runRules},
@@ -85,7 +87,8 @@ func init() {
 		{name: "help", group: grpOther, args: "[COMMAND]", summary: "show the commands, or a command's flags and an example", example: "corral help run", run: runHelp},
 		{name: "hook", group: grpAgents, args: "[flags] [PAYLOAD]", summary: "forward an agent hook's report to the daemon (agents run this; it always exits 0)", example: "echo '{\"hook_event_name\": \"Stop\"}' | corral hook --agent claude-code", run: runHook},
 		{name: "fake-agent", args: "[--osc7501] [--command CMD]", run: runFakeAgent}, // demos and tests
-		{name: completeCmd, run: runComplete},                                        // the completion scripts' helper
+		{name: "hold", run: runHold},          // a pane's holder, started by the daemon
+		{name: completeCmd, run: runComplete}, // the completion scripts' helper
 	}
 }
 
@@ -215,7 +218,7 @@ func runVersion(ctx context.Context, io IO, args []string) error {
 	case client.Same(st.Build):
 		fmt.Fprintf(io.Stdout, "daemon: the same build (pid %d, started %s)\n", st.PID, st.Started)
 	default:
-		fmt.Fprintf(io.Stdout, "daemon: another build — %s (pid %d, started %s); corral shutdown and the next command starts this one (it ends every pane)\n", st.Build, st.PID, st.Started)
+		fmt.Fprintf(io.Stdout, "daemon: another build — %s (pid %d, started %s); corral restart hands its panes over to this one (they keep running)\n", st.Build, st.PID, st.Started)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 func runServe(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("serve", std)
+	replace := fs.Bool("replace", false, "take over the running daemon's panes (it hands them over and exits)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -23,14 +24,22 @@ func runServe(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Options{Socket: sock, StateDir: server.StateDir(), Loader: loader(), Logf: logger.Printf, Config: cfg})
+	opts := server.Options{Socket: sock, StateDir: server.StateDir(), Loader: loader(), Logf: logger.Printf, Config: cfg}
+	newServer := server.New
+	if *replace {
+		if _, err := handOver(ctx); err != nil {
+			return err
+		}
+		newServer = newServerReplacing
+	}
+	srv, err := newServer(opts)
 	if err != nil {
 		return err
 	}
 	logger.Printf("serving on %s (event log in %s)", sock, server.StateDir())
 	err = srv.Serve(ctx)
 	<-srv.Done()
-	logger.Printf("stopped; every pane's process group has ended")
+	logger.Printf("stopped")
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

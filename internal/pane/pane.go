@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/signal"
@@ -46,6 +47,10 @@ type Config struct {
 	// Quiet and MaxWait tune the engine's classification window (0: its
 	// defaults).
 	Quiet, MaxWait time.Duration
+	// Holder, when set, runs the program under a holder process that
+	// outlives the daemon (see package holder); nil runs it on a PTY the
+	// pane owns.
+	Holder *Holding
 }
 
 // Errors of guarded input.
@@ -62,8 +67,16 @@ var (
 
 // Pane is one hosted program.
 type Pane struct {
-	cfg     Config
-	cmd     *exec.Cmd
+	cfg Config
+	cmd *exec.Cmd // nil under a holder
+	// hc is the holder's connection (nil for a PTY of the pane's own).
+	hc *holder.Conn
+	// held carries what the holder said at the end (holder mode only).
+	held chan heldEnd
+	// replaying drops the terminal's query answers while a holder's ring
+	// is replayed: the program asked those long ago.
+	replaying atomic.Bool
+	heldState
 	ptmx    *os.File
 	started time.Time
 	pid     int
@@ -130,6 +143,9 @@ func Start(cfg Config) (*Pane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
+	if cfg.Holder != nil {
+		return startHeld(cfg, path)
+	}
 	cmd := exec.Command(path, cfg.Argv[1:]...)
 	cmd.Args[0] = cfg.Argv[0]
 	cmd.Dir = cfg.Dir
@@ -155,7 +171,20 @@ func Start(cfg Config) (*Pane, error) {
 		procs.Release(cmd.Process.Pid)
 		return nil, err
 	}
-	p := &Pane{cfg: cfg, cmd: cmd, ptmx: ptmx, started: time.Now(), pid: cmd.Process.Pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
+	p := newPane(cfg, ptmx, cmd.Process.Pid, time.Now())
+	p.cmd = cmd
+	p.group = procs.Group{Root: p.pid}
+	if cfg.ID != "" {
+		p.group.Mark = "CORRAL_PANE=" + cfg.ID
+	}
+	p.run()
+	return p, nil
+}
+
+// newPane makes a pane's state and engine for a program already running
+// on ptmx; run starts its goroutines.
+func newPane(cfg Config, ptmx *os.File, pid int, started time.Time) *Pane {
+	p := &Pane{cfg: cfg, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
 		input: make(chan []byte, InputQueue), mu: newLock(), wake: make(chan struct{}, 1)}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
@@ -164,16 +193,20 @@ func Start(cfg Config) (*Pane, error) {
 	p.timer = time.AfterFunc(time.Hour, p.onTimer)
 	p.timer.Stop()
 	p.Info() // the first copy for p.last
-	p.group = procs.Group{Root: p.pid}
-	if cfg.ID != "" {
-		p.group.Mark = "CORRAL_PANE=" + cfg.ID
+	return p
+}
+
+func (p *Pane) run() {
+	if p.hc != nil {
+		go p.heldLoop()
+		go p.reapHeld()
+	} else {
+		go p.readLoop()
+		go p.reap()
 	}
-	go p.readLoop()
-	go p.reap()
 	go p.writeLoop()
 	go p.sweepLoop()
 	go p.deliverLoop()
-	return p, nil
 }
 
 // replyWriter queues the terminal's query answers for the program. It
@@ -182,6 +215,9 @@ func Start(cfg Config) (*Pane, error) {
 type replyWriter struct{ p *Pane }
 
 func (w replyWriter) Write(b []byte) (int, error) {
+	if w.p.replaying.Load() {
+		return len(b), nil
+	}
 	w.p.unwritten.Add(1)
 	select {
 	case w.p.input <- append([]byte(nil), b...):
@@ -324,6 +360,11 @@ func (p *Pane) reap() {
 		_ = p.ptmx.Close()
 		<-p.readDone
 	}
+	p.ended(code)
+}
+
+// ended records the program's exit, once its output has been read.
+func (p *Pane) ended(code int) {
 	p.mu.Lock()
 	p.exited, p.exitCode, p.exitedAt = true, code, time.Now()
 	p.timer.Stop()
@@ -602,6 +643,13 @@ func (p *Pane) Kill(sig syscall.Signal) error {
 		if exited {
 			return nil
 		}
+	}
+	if p.hc != nil {
+		// The holder finds and signals every process of the pane.
+		if err := p.hc.Kill(sig); err != nil {
+			return fmt.Errorf("signal the pane through its holder: %w", err)
+		}
+		return nil
 	}
 	// Processes that left the group (setsid, their own group) too: found
 	// first, while they are still below the program.

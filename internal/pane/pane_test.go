@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/lab/fakeagent"
 	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/rules"
@@ -23,6 +24,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_FAKE_AGENT") == "1" {
 		os.Exit(fakeagent.Main(os.Args[1:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "hold" { // a pane's holder
+		os.Exit(holder.Main(os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -48,6 +48,8 @@ func (s *Server) routes() http.Handler {
 		{"GET /v1/status", s.handleStatus},
 		{"GET /v1/rules", s.handleRules},
 		{"POST /v1/shutdown", s.handleShutdown},
+		{"POST /v1/handover", s.handleHandover},
+		{"POST /v1/restore", s.handleRestore},
 	} {
 		mux.HandleFunc(r.pattern, r.handler)
 	}
@@ -322,7 +324,7 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	e, err := s.find(req.Pane)
+	e, err := s.findStarting(req.Pane)
 	if err != nil || req.Token == "" || subtle.ConstantTimeCompare([]byte(req.Token), []byte(e.token)) != 1 {
 		s.hooksRefused.Add(1)
 		if e != nil {
@@ -341,6 +343,7 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.hooksSeen.Add(1)
+	s.noteSession(e, req.Agent, sessionOf(rep.Session, req.Payload))
 	if ok {
 		p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
 			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})

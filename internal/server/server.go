@@ -82,6 +82,12 @@ type Server struct {
 	collected bool
 	closing   bool
 	shutdown  sync.Once
+
+	// The pane table, and the holders' shared log (see adopt.go).
+	table         *paneTable
+	handingOver   atomic.Bool
+	holderLogOnce sync.Once
+	holderLog     *os.File
 }
 
 type entry struct {
@@ -100,6 +106,9 @@ type entry struct {
 	refusal atomic.Pointer[string]
 	// refused counts hook reports with a wrong token naming this pane.
 	refused atomic.Int64
+	// held is the pane table's row of a pane under a holder (nil when
+	// none).
+	held *heldEntry
 }
 
 // ErrRunning is returned when another daemon already serves the socket.
@@ -154,7 +163,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, started: time.Now(), log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
-		panes: map[string]*entry{}, reserved: map[string]string{}, done: make(chan struct{})}
+		panes: map[string]*entry{}, reserved: map[string]string{}, done: make(chan struct{}), table: newPaneTable(opts.StateDir, opts.Logf)}
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
 		if e, err := s.find(id); err == nil {
@@ -192,6 +201,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.opts.Logf("%v: processes that leave a pane's session are found by their environment only", err)
 	}
 	go procs.ReapLoop(time.Second, s.done)
+	s.adoptAll()
+	go s.tableLoop(s.done)
 	go s.pruneLoop(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.ln) }()
@@ -246,10 +257,11 @@ func (s *Server) stop() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				p.Close(s.opts.KillGrace)
+				s.endUnit(p)
 			}()
 		}
 		wg.Wait()
+		s.saveTable()
 		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")
 		s.mu.Lock()
@@ -379,13 +391,14 @@ func (s *Server) find(ref string) (*entry, error) {
 // exits. The program is started outside mu: integration files are written
 // and the fork happens while other requests go on.
 func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
-	id, set, err := s.reserve(cfg.Name)
+	id, set, err := s.reserveAs(cfg.ID, cfg.Name)
 	if err != nil {
 		return nil, err
 	}
 	cfg.ID = id
 	cfg.Rules = set
 	name := cfg.Name
+	userArgv, userEnv := cfg.Argv, cfg.Env
 	token := newToken()
 	cfg.Env = append(cfg.Env, "CORRAL_PANE="+cfg.ID, "CORRAL_TOKEN="+token, "CORRAL_SOCKET="+s.opts.Socket)
 	var launch agents.Launch
@@ -406,10 +419,13 @@ func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
 	}
 	files := launch.Files
 	registered := make(chan bool, 1)
+	added := append([]string(nil), cfg.Env[len(userEnv):]...)
+	s.prepareHold(&cfg)
 	cfg.OnExit = func(*pane.Pane) {
 		for _, f := range files {
 			_ = os.Remove(f)
 		}
+		s.table.touch()
 		if remove {
 			go func() {
 				if <-registered {
@@ -433,6 +449,7 @@ func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
 	if !ok {
 		return nil, errors.New("the daemon is shutting down")
 	}
+	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
 	if launch.Watch {
 		go e.watchIntegration(p)
 	}
@@ -489,6 +506,7 @@ func (s *Server) record(id, name, agent string, c detect.Change) {
 	}
 	s.hub.Publish(ev)
 	s.notify.Event(ev)
+	s.table.touch()
 }
 
 // list returns the panes in start order.

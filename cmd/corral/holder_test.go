@@ -1,0 +1,455 @@
+package main
+
+// Panes that outlive the daemon: a crash (kill -9), a hand-over to a new
+// build, a reboot (corral restore), and what the next daemon refuses.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
+)
+
+// holders returns the pids of the environment's pane holders.
+func (e *env) holders() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) < 2 || args[1] != "hold" || !proctest.Alive(pid) {
+			continue
+		}
+		env, _ := os.ReadFile("/proc/" + d.Name() + "/environ")
+		if strings.Contains(string(env), "CORRAL_SOCKET="+filepath.Join(e.dir, "s.sock")+"\x00") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+type eventJSON struct {
+	Seq   uint64
+	Pane  string
+	State string
+}
+
+func (e *env) events() []eventJSON {
+	e.t.Helper()
+	var out []eventJSON
+	for _, line := range strings.Split(strings.TrimSpace(e.must("events", "--since", "24h")), "\n") {
+		if line == "" {
+			continue
+		}
+		var ev eventJSON
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			e.t.Fatalf("event %q: %v", line, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// checkEvents fails unless before is a prefix of after and the sequence
+// numbers count up by one: nothing lost, nothing twice.
+func checkEvents(t *testing.T, before, after []eventJSON) {
+	t.Helper()
+	if len(after) < len(before) {
+		t.Fatalf("%d events before, %d after", len(before), len(after))
+	}
+	for i := range before {
+		if before[i] != after[i] {
+			t.Fatalf("event %d changed: %+v then %+v", i, before[i], after[i])
+		}
+	}
+	for i := 1; i < len(after); i++ {
+		if after[i].Seq != after[i-1].Seq+1 {
+			t.Fatalf("sequence numbers %d then %d", after[i-1].Seq, after[i].Seq)
+		}
+	}
+}
+
+// crowd starts n panes, half of them the fake agent (idle, then one asks),
+// half shells that printed a screenful, and waits until each is settled.
+func crowd(t *testing.T, e *env, n int) (names []string, screens map[string]string, pids map[string]int) {
+	t.Helper()
+	for i := range n {
+		name := fmt.Sprintf("p%02d", i)
+		names = append(names, name)
+		if i%2 == 0 {
+			e.must("run", "--name", name, "--agent", "claude-code", "--size", "90x24", "--", corralBin, "fake-agent")
+		} else {
+			e.must("run", "--name", name, "--size", "70x20", "--", "sh", "-c",
+				fmt.Sprintf(`for i in $(seq 1 40); do printf '\033[3%%dm%s line %%d\033[0m\n' $((i%%8)) $i; done; echo ready-%s; while read l; do echo "got $l"; done`, name, name))
+		}
+	}
+	screens, pids = map[string]string{}, map[string]int{}
+	for i, name := range names {
+		if i%2 == 0 {
+			e.must("wait", name, "--state", "idle", "--timeout", "20s")
+		} else {
+			waitFor(t, 20*time.Second, name+" ready", func() bool { return strings.Contains(e.must("screen", name), "ready-"+name) })
+		}
+	}
+	// One agent mid-prompt: blocked across the crash.
+	e.must("send", names[0], "ask", "--enter")
+	e.must("wait", names[0], "--state", "blocked", "--timeout", "20s")
+	for _, name := range names {
+		screens[name] = e.must("screen", name)
+		pids[name] = e.pane(name).PID
+	}
+	return names, screens, pids
+}
+
+// after checks that every pane came back as it was and is live.
+func (e *env) afterCrowd(names []string, screens map[string]string, pids map[string]int) {
+	t := e.t
+	t.Helper()
+	for _, name := range names {
+		p := e.pane(name)
+		if p.PID != pids[name] {
+			t.Fatalf("%s: pid %d, was %d", name, p.PID, pids[name])
+		}
+		if got := e.must("screen", name); got != screens[name] {
+			t.Fatalf("%s: screen before:\n%s\nafter:\n%s", name, screens[name], got)
+		}
+	}
+	if p := e.pane(names[0]); p.State != "blocked" {
+		t.Fatalf("%s: %+v, was blocked", names[0], p)
+	}
+	// Live: an answer goes through, a shell echoes.
+	e.must("answer", names[0], "yes")
+	e.must("wait", names[0], "--state", "done", "--timeout", "20s")
+	e.must("send", names[1], "hello", "--enter")
+	waitFor(t, 10*time.Second, "the shell's echo", func() bool { return strings.Contains(e.must("screen", names[1]), "got hello") })
+}
+
+// shutdownLeavesNothing ends the daemon and checks /proc for every
+// program and holder.
+func (e *env) shutdownLeavesNothing(pids map[string]int) {
+	t := e.t
+	t.Helper()
+	e.must("shutdown")
+	waitFor(t, 5*time.Second, "every pane's program and holder to end", func() bool {
+		for _, pid := range pids {
+			if proctest.Alive(pid) {
+				return false
+			}
+		}
+		return len(e.holders()) == 0
+	})
+}
+
+// kill -9 of the daemon with 20 panes: every program lives on, and the
+// next command's daemon re-adopts them all, screens and states as they
+// were, with no event lost or logged twice.
+func TestDaemonCrashLosesNothing(t *testing.T) {
+	e := newEnv(t)
+	names, screens, pids := crowd(t, e, 20)
+	if h := e.holders(); len(h) != 20 {
+		t.Fatalf("%d holders for 20 panes", len(h))
+	}
+	before := e.events()
+	daemon := daemonPID(t, e)
+	syscall.Kill(daemon, syscall.SIGKILL)
+	waitFor(t, 5*time.Second, "the daemon to die", func() bool { return !proctest.Alive(daemon) })
+	for name, pid := range pids {
+		if !proctest.Alive(pid) {
+			t.Fatalf("%s's program (pid %d) died with the daemon", name, pid)
+		}
+	}
+	start := time.Now()
+	ps := e.panes() // starts the next daemon, which re-adopts
+	took := time.Since(start)
+	if len(ps) != 20 {
+		t.Fatalf("%d panes after the crash: %+v", len(ps), ps)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("re-adopting 20 panes took %v", took)
+	}
+	t.Logf("the next command re-adopted 20 panes in %v", took)
+	if daemonPID(t, e) == daemon {
+		t.Fatal("the same daemon")
+	}
+	checkEvents(t, before, e.events())
+	e.afterCrowd(names, screens, pids)
+	checkEvents(t, before, e.events())
+	e.shutdownLeavesNothing(pids)
+}
+
+// An upgrade: serve --replace from another build takes the panes over,
+// then corral restart hands them back; nothing ends.
+func TestReplaceHandsOver(t *testing.T) {
+	e := newEnv(t)
+	names, screens, pids := crowd(t, e, 20)
+	before := e.events()
+	old := daemonPID(t, e)
+	other := filepath.Join(e.dir, "corral-other")
+	data, err := os.ReadFile(corralBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, append(data, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(other, "serve", "--replace")
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	logf, _ := os.Create(filepath.Join(e.dir, "replace.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, 10*time.Second, "the new daemon", func() bool {
+		out, _, code := e.run("version", "--json")
+		return code == 0 && strings.Contains(out, `"same": false`) || strings.Contains(out, `"same":false`)
+	})
+	t.Logf("serve --replace: the new daemon answered after %v", time.Since(start))
+	if proctest.Alive(old) {
+		t.Fatal("the old daemon still runs")
+	}
+	if ps := e.panes(); len(ps) != 20 {
+		t.Fatalf("%d panes after the hand-over", len(ps))
+	}
+	checkEvents(t, before, e.events())
+	for _, name := range names {
+		if got := e.must("screen", name); got != screens[name] {
+			t.Fatalf("%s: screen before:\n%s\nafter:\n%s", name, screens[name], got)
+		}
+	}
+	// And back, in the background, to this build.
+	start = time.Now()
+	e.must("restart")
+	t.Logf("corral restart took %v", time.Since(start))
+	if err := cmd.Wait(); err != nil {
+		b, _ := os.ReadFile(filepath.Join(e.dir, "replace.log"))
+		t.Fatalf("serve --replace: %v\n%s", err, b)
+	}
+	if out := e.must("version"); !strings.Contains(out, "daemon: the same build") {
+		t.Fatalf("after restart:\n%s", out)
+	}
+	e.afterCrowd(names, screens, pids)
+	checkEvents(t, before, e.events())
+	e.shutdownLeavesNothing(pids)
+}
+
+// After a reboot (every holder and program killed), corral restore starts
+// the panes again in their folders, with their names and sizes, resuming
+// the agents' conversations corral saw; a shell starts fresh and says so.
+func TestRestoreAfterReboot(t *testing.T) {
+	e := newEnv(t)
+	bin := filepath.Join(e.dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	argsLog := filepath.Join(e.dir, "args.log")
+	// Fake claude and codex: each logs its command line, reports its
+	// conversation through corral's hook as the real one does, and waits.
+	fake := func(name, payload, agent string) {
+		script := fmt.Sprintf("#!/bin/sh\necho \"%s $*\" >> %s\necho '%s' | %s hook --agent %s\necho %s-started\nexec sleep 1017\n",
+			name, argsLog, payload, corralBin, agent, name)
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake("claude", `{"hook_event_name":"SessionStart","session_id":"sess-42"}`, "claude-code")
+	fake("codex", `{"type":"agent-turn-complete","thread-id":"thr-7","input-messages":["hi"]}`, "codex")
+	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))
+	work := filepath.Join(e.dir, "work")
+	os.MkdirAll(work, 0o755)
+	e.must("run", "--name", "cc", "--cwd", work, "--size", "100x30", "--", "claude", "--model", "m1")
+	e.must("run", "--name", "cx", "--cwd", work, "--", "codex")
+	e.must("run", "--name", "sh", "--size", "60x15", "--", "sh", "-c", "echo shell-started; exec sleep 1018")
+	for _, n := range []string{"cc", "cx", "sh"} {
+		waitFor(t, 10*time.Second, n+" started", func() bool { return strings.Contains(e.must("screen", n), "-started") })
+	}
+	ids := map[string]string{}
+	for _, p := range e.panes() {
+		ids[p.Name] = p.ID
+	}
+	// The table holds the conversations once the hooks have reported.
+	table := filepath.Join(e.dir, "state", "panes.json")
+	waitFor(t, 5*time.Second, "the sessions in the pane table", func() bool {
+		b, _ := os.ReadFile(table)
+		return strings.Contains(string(b), "sess-42") && strings.Contains(string(b), "thr-7")
+	})
+	// The reboot: the daemon, every holder and every program die at once.
+	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
+	for _, h := range e.holders() {
+		syscall.Kill(h, syscall.SIGKILL)
+	}
+	for _, w := range []string{"1017", "1018"} {
+		for _, pid := range withArg(w) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	noneLeft(t, "the reboot", "1017", "1018")
+	if ps := e.panes(); len(ps) != 0 {
+		t.Fatalf("panes with their holders gone: %+v", ps)
+	}
+	out := e.must("restore", "--json")
+	var res []struct {
+		ID, Was, Name, Cwd, Resumed, Note, Error string
+		Command                                  []string
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 3 {
+		t.Fatalf("restore: %v\n%s", err, out)
+	}
+	for _, r := range res {
+		if r.Error != "" || r.ID != r.Was || r.ID != ids[r.Name] {
+			t.Fatalf("restored %+v (ids %v)", r, ids)
+		}
+		switch r.Name {
+		case "cc":
+			if r.Resumed != "sess-42" || r.Cwd != work {
+				t.Fatalf("claude: %+v", r)
+			}
+		case "cx":
+			if r.Resumed != "thr-7" {
+				t.Fatalf("codex: %+v", r)
+			}
+		case "sh":
+			if r.Resumed != "" || !strings.Contains(r.Note, "fresh") {
+				t.Fatalf("shell: %+v", r)
+			}
+		}
+	}
+	for _, n := range []string{"cc", "cx", "sh"} {
+		waitFor(t, 10*time.Second, n+" restarted", func() bool { return strings.Contains(e.must("screen", n), "-started") })
+	}
+	var ps []struct {
+		Name, Cwd  string
+		Cols, Rows int
+	}
+	json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+	for _, p := range ps {
+		if p.Name == "cc" && (p.Cwd != work || p.Cols != 100 || p.Rows != 30) || p.Name == "sh" && (p.Cols != 60 || p.Rows != 15) {
+			t.Fatalf("restored pane %+v", p)
+		}
+	}
+	b, _ := os.ReadFile(argsLog)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var claudeArgs, codexArgs []string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "claude "):
+			claudeArgs = append(claudeArgs, l)
+		case strings.HasPrefix(l, "codex "):
+			codexArgs = append(codexArgs, l)
+		}
+	}
+	if len(claudeArgs) != 2 || strings.Contains(claudeArgs[0], "--resume") || !strings.Contains(claudeArgs[1], "--resume sess-42") ||
+		!strings.HasSuffix(claudeArgs[1], "--model m1") {
+		t.Fatalf("claude's command lines:\n%s", b)
+	}
+	if len(codexArgs) != 2 || !strings.HasSuffix(codexArgs[1], " resume thr-7") {
+		t.Fatalf("codex's command lines:\n%s", b)
+	}
+	e.must("shutdown")
+	noneLeft(t, "shutdown after restore", "1017", "1018")
+	if h := e.holders(); len(h) != 0 {
+		t.Fatalf("holders left: %v", h)
+	}
+}
+
+// What the next daemon refuses: a socket in the table that is not the
+// pane's holder, one that sends a frame over the limit, a holder that is
+// gone, and a table that is not one; never adopted, never a panic.
+func TestAdoptRefusesBadInput(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "good", "--", "sh", "-c", "echo good-pane; exec sleep 1019")
+	waitFor(t, 10*time.Second, "good", func() bool { return strings.Contains(e.must("screen", "good"), "good-pane") })
+	good := e.pane("good")
+	state := filepath.Join(e.dir, "state")
+	daemon := daemonPID(t, e)
+	syscall.Kill(daemon, syscall.SIGKILL)
+	waitFor(t, 5*time.Second, "the daemon to die", func() bool { return !proctest.Alive(daemon) })
+
+	var table map[string]any
+	b, err := os.ReadFile(filepath.Join(state, "panes.json"))
+	if err != nil || json.Unmarshal(b, &table) != nil {
+		t.Fatalf("pane table: %v\n%s", err, b)
+	}
+	row := table["panes"].([]any)[0].(map[string]any)
+	clone := func(id, sock string) map[string]any {
+		r := map[string]any{}
+		for k, v := range row {
+			r[k] = v
+		}
+		r["id"], r["name"], r["socket"], r["holder_pid"] = id, id, sock, 0
+		return r
+	}
+	// A socket that answers with garbage, one with a frame of 2 GB, and
+	// one whose holder is gone.
+	serve := func(name string, reply []byte) string {
+		sock := filepath.Join(state, "holders", name+".sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write(reply)
+				time.Sleep(100 * time.Millisecond)
+				c.Close()
+			}
+		}()
+		return sock
+	}
+	garbage := serve("garb1", []byte("HTTP/1.1 200 OK\r\n\r\nhello"))
+	huge := serve("huge1", []byte{'h', 0x7f, 0xff, 0xff, 0xff})
+	table["panes"] = append(table["panes"].([]any), clone("garb1", garbage), clone("huge1", huge),
+		clone("gone1", filepath.Join(state, "holders", "gone1.sock")), clone("away1", "/tmp/elsewhere.sock"))
+	b, _ = json.Marshal(table)
+	os.WriteFile(filepath.Join(state, "panes.json"), b, 0o600)
+
+	ps := e.panes()
+	if len(ps) != 1 || ps[0].ID != good.ID || ps[0].PID != good.PID {
+		t.Fatalf("adopted: %+v", ps)
+	}
+	log, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
+	for _, want := range []string{"pane garb1 (garb1) not adopted: its socket is not this pane's holder", "pane huge1 (huge1) not adopted: its socket is not this pane's holder, or refused us: bad holder frame",
+		"pane gone1 (gone1) not adopted: its holder (pid 0) is gone", "pane away1 (away1) not adopted: its holder socket /tmp/elsewhere.sock is not in this daemon's state folder"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("the daemon's log does not say %q:\n%s", want, log)
+		}
+	}
+	// A table that is not one is set aside; the daemon starts without it.
+	daemon = daemonPID(t, e)
+	syscall.Kill(daemon, syscall.SIGKILL)
+	waitFor(t, 5*time.Second, "the daemon to die", func() bool { return !proctest.Alive(daemon) })
+	os.WriteFile(filepath.Join(state, "panes.json"), []byte("{not json"), 0o600)
+	if ps := e.panes(); len(ps) != 0 {
+		t.Fatalf("panes from a corrupt table: %+v", ps)
+	}
+	if _, err := os.Stat(filepath.Join(state, "panes.json.bad")); err != nil {
+		t.Fatalf("the corrupt table was not set aside: %v", err)
+	}
+	// The good pane's holder was not adopted this time; it is ended by
+	// hand, as a user would.
+	for _, h := range e.holders() {
+		syscall.Kill(h, syscall.SIGTERM)
+	}
+	noneLeft(t, "the holder's SIGTERM", "1019")
+	waitFor(t, 5*time.Second, "the holder to end", func() bool { return len(e.holders()) == 0 })
+}

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/server"
+)
+
+// runHold is a pane's holder; the daemon starts it (never a user).
+func runHold(_ context.Context, std IO, args []string) error {
+	if len(args) != 0 {
+		return usagef("hold takes no arguments: the daemon starts it, with its config on stdin")
+	}
+	if code := holder.Main(std.Stdin, std.Stdout, std.Stderr); code != 0 {
+		return &exitError{code: code, err: errors.New("")}
+	}
+	return nil
+}
+
+// HandoverWait bounds how long a new daemon waits for the old one to hand
+// its panes over.
+const HandoverWait = 15 * time.Second
+
+// handOver asks the running daemon (if any) to let go of its panes and
+// stop, and waits until it has. It reports whether one was running.
+func handOver(ctx context.Context) (bool, error) {
+	c := clientNoStart()
+	if c.Ping(ctx) != nil {
+		return false, nil
+	}
+	if err := c.Do(ctx, "POST", "/v1/handover", struct{}{}, nil); err != nil {
+		var ce *client.Error
+		if errors.As(err, &ce) && strings.Contains(ce.Error(), "404") {
+			return true, fmt.Errorf("the running daemon is too old to hand its panes over; end it with corral shutdown (its panes end too): %w", err)
+		}
+		return true, apiError(err)
+	}
+	deadline := time.Now().Add(HandoverWait)
+	for c.Ping(ctx) == nil {
+		if time.Now().After(deadline) {
+			return true, fmt.Errorf("the running daemon did not stop within %v of the hand-over", HandoverWait)
+		}
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case <-afterMillis(10):
+		}
+	}
+	return true, nil
+}
+
+// newServerReplacing makes the server, waiting for the old daemon's lock
+// after a hand-over.
+func newServerReplacing(opts server.Options) (*server.Server, error) {
+	deadline := time.Now().Add(HandoverWait)
+	for {
+		srv, err := server.New(opts)
+		if err == nil || !errors.Is(err, server.ErrRunning) || time.Now().After(deadline) {
+			return srv, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runRestart hands the running daemon's panes over to a new daemon of
+// this binary, started in the background: an upgrade that ends nothing.
+func runRestart(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("restart", std)
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if _, err := handOver(ctx); err != nil {
+		return err
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var st struct {
+		PID   int `json:"pid"`
+		Panes int `json:"panes"`
+	}
+	if err := c.Do(ctx, "GET", "/v1/status", nil, &st); err != nil {
+		return apiError(err)
+	}
+	fmt.Fprintf(std.Stdout, "daemon %d serves %d panes\n", st.PID, st.Panes)
+	return nil
+}
+
+func runRestore(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("restore", std)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var out []server.Restored
+	if err := c.Do(ctx, "POST", "/v1/restore", struct{}{}, &out); err != nil {
+		return apiError(err)
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintf(std.Stdout, "%s\n", b)
+	}
+	failed := 0
+	for _, r := range out {
+		name := r.Name
+		if name == "" {
+			name = "-"
+		}
+		switch {
+		case r.Error != "":
+			failed++
+			fmt.Fprintf(std.Stderr, "%s  %s  not restored: %s\n", r.Was, name, r.Error)
+		case *asJSON:
+		case r.Resumed != "":
+			fmt.Fprintf(std.Stdout, "%s  %s  restarted in %s, resuming conversation %s\n", r.ID, name, r.Cwd, r.Resumed)
+		default:
+			fmt.Fprintf(std.Stdout, "%s  %s  restarted in %s, fresh: %s\n", r.ID, name, r.Cwd, r.Note)
+		}
+	}
+	if len(out) == 0 && !*asJSON {
+		fmt.Fprintln(std.Stderr, "corral restore: no pane to restore (every pane in the table still runs, or none was lost)")
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d panes not restored", failed, len(out))
+	}
+	return nil
+}

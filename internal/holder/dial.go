@@ -1,0 +1,290 @@
+package holder
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/internal/procs"
+)
+
+// Conn is a daemon's connection to one holder.
+type Conn struct {
+	c *net.UnixConn
+	r *bufio.Reader
+	// PTY is the daemon's duplicate of the PTY master (non-blocking,
+	// close-on-exec): for input and the terminal's ioctls, never read.
+	PTY *os.File
+	// Welcome is what the holder said of its pane.
+	Welcome Welcome
+	wmu     sync.Mutex
+	buf     []byte // the last frame read, reused by Next
+}
+
+// Msg is one thing a holder says after the welcome.
+type Msg struct {
+	Output []byte // program output, valid until the next call of Next
+	Live   bool   // the ring replay is over
+	Exit   bool   // the program and every process of the pane have ended
+	Code   int    // its exit status, with Exit
+}
+
+// Dial connects to the holder at socket and proves both sides with
+// secret: the holder must run as our uid and know the secret before it
+// gets ours, and it hands over the PTY master only to a daemon that knows
+// it too. Nothing waits longer than timeout.
+func Dial(socket, secret string, timeout time.Duration) (*Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.Dial("unix", socket)
+	if err != nil {
+		return nil, err
+	}
+	c := nc.(*net.UnixConn)
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := checkPeer(c); err != nil {
+		return nil, err
+	}
+	nonce := newNonce()
+	if err := writeJSON(c, tHello, hello{Version: Version, Nonce: nonce}); err != nil {
+		return nil, err
+	}
+	var ch challenge
+	if err := readJSON(c, tChallenge, &ch); err != nil {
+		return nil, err
+	}
+	if ch.Version != Version {
+		return nil, fmt.Errorf("the holder speaks protocol version %d; this daemon speaks %d", ch.Version, Version)
+	}
+	if !checkProof(secret, "holder", nonce, ch.Proof) {
+		return nil, errors.New("the socket does not know the pane's secret: it is not this pane's holder")
+	}
+	if err := writeJSON(c, tAuth, auth{Proof: proof(secret, "daemon", ch.Nonce)}); err != nil {
+		return nil, err
+	}
+	pty, w, err := readWelcome(c)
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Time{})
+	ok = true
+	return &Conn{c: c, r: bufio.NewReaderSize(c, 64<<10), PTY: pty, Welcome: w}, nil
+}
+
+// readWelcome reads the welcome frame and the descriptor that comes with
+// it. Any other descriptor is closed.
+func readWelcome(c *net.UnixConn) (*os.File, Welcome, error) {
+	var w Welcome
+	var h [5]byte
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(h[:], oob)
+	if err != nil {
+		return nil, w, err
+	}
+	var fds []int
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err == nil {
+			for _, m := range msgs {
+				if got, err := unix.ParseUnixRights(&m); err == nil {
+					fds = append(fds, got...)
+				}
+			}
+		}
+	}
+	var pty *os.File
+	for i, fd := range fds {
+		if i == 0 {
+			unix.CloseOnExec(fd)
+			pty = os.NewFile(uintptr(fd), "/dev/ptmx")
+		} else {
+			unix.Close(fd)
+		}
+	}
+	fail := func(err error) (*os.File, Welcome, error) {
+		if pty != nil {
+			pty.Close()
+		}
+		return nil, w, err
+	}
+	if n < len(h) {
+		if _, err := io.ReadFull(c, h[n:]); err != nil {
+			return fail(err)
+		}
+	}
+	size := binary.BigEndian.Uint32(h[1:])
+	if size > MaxFrame {
+		return fail(fmt.Errorf("%w: welcome of %d bytes", ErrFrame, size))
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(c, b); err != nil {
+		return fail(err)
+	}
+	if h[0] == tError {
+		return fail(fmt.Errorf("refused: %s", clip(string(b))))
+	}
+	if h[0] != tWelcome {
+		return fail(fmt.Errorf("%w: got type %q, want the welcome", ErrFrame, h[0]))
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fail(fmt.Errorf("%w: welcome: %v", ErrFrame, err))
+	}
+	if pty == nil {
+		return fail(errors.New("the holder sent no terminal with its welcome"))
+	}
+	if err := unix.SetNonblock(int(pty.Fd()), true); err != nil {
+		return fail(err)
+	}
+	// Fd() made it blocking; a fresh *os.File polls it again.
+	fd, err := unix.FcntlInt(pty.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	pty.Close()
+	pty = nil
+	if err != nil {
+		return fail(err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), w, nil
+}
+
+// Next reads what the holder says next. A frame of an unknown type is
+// skipped; a malformed one ends the connection with an error.
+func (c *Conn) Next() (Msg, error) {
+	for {
+		typ, b, err := readFrame(c.r, c.buf)
+		if cap(b) <= 64<<10 {
+			c.buf = b[:0] // kept for the next frame
+		}
+		if err != nil {
+			return Msg{}, err
+		}
+		switch typ {
+		case tOutput:
+			return Msg{Output: b}, nil
+		case tLive:
+			return Msg{Live: true}, nil
+		case tExit:
+			var e exitMsg
+			if err := json.Unmarshal(b, &e); err != nil {
+				return Msg{}, fmt.Errorf("%w: exit: %v", ErrFrame, err)
+			}
+			return Msg{Exit: true, Code: e.Code}, nil
+		case tError:
+			return Msg{}, fmt.Errorf("the holder said: %s", clip(string(b)))
+		}
+	}
+}
+
+// Kill asks the holder to signal every process of the pane.
+func (c *Conn) Kill(sig syscall.Signal) error {
+	b, _ := json.Marshal(killMsg{Signal: int(sig)})
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return writeFrame(c.c, tKill, b)
+}
+
+// Collect tells the holder its exit status was taken: it may go.
+func (c *Conn) Collect() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return writeFrame(c.c, tDone, nil)
+}
+
+// Close leaves the holder running (for the next daemon).
+func (c *Conn) Close() error {
+	c.PTY.Close()
+	return c.c.Close()
+}
+
+// Started is a holder the daemon started.
+type Started struct {
+	Ready
+	Cmd *exec.Cmd
+}
+
+// Spawn starts a holder (exe hold) in a session of its own, so that it
+// outlives the daemon, and waits for it to report Ready. The daemon
+// collects its exit status if it goes first.
+func Spawn(exe string, cfg Config, stderr *os.File, timeout time.Duration) (Started, error) {
+	in, err := json.Marshal(cfg)
+	if err != nil {
+		return Started{}, err
+	}
+	cmd := exec.Command(exe, "hold")
+	if self, err := os.Executable(); err == nil && exe == "/proc/self/exe" {
+		cmd.Args[0] = self // what ps shows
+	}
+	cmd.Dir = "/"
+	cmd.Stdin = strings.NewReader(string(in))
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, w, err := os.Pipe()
+	if err != nil {
+		return Started{}, err
+	}
+	defer out.Close()
+	cmd.Stdout = w
+	_, err = procs.Spawn(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	w.Close()
+	if err != nil {
+		return Started{}, fmt.Errorf("start the pane's holder: %w", err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		procs.Release(cmd.Process.Pid)
+	}()
+	type result struct {
+		r   Ready
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		line, err := bufio.NewReader(io.LimitReader(out, 64<<10)).ReadBytes('\n')
+		var r Ready
+		if err == nil {
+			err = json.Unmarshal(line, &r)
+		}
+		got <- result{r, err}
+	}()
+	select {
+	case res := <-got:
+		if res.err != nil {
+			_ = cmd.Process.Kill()
+			return Started{}, fmt.Errorf("the pane's holder did not start: %w", res.err)
+		}
+		if res.r.Error != "" {
+			return Started{}, errors.New(res.r.Error)
+		}
+		return Started{Ready: res.r, Cmd: cmd}, nil
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		return Started{}, fmt.Errorf("the pane's holder did not start within %v", timeout)
+	}
+}
+
+// SetDeadline bounds the reads and writes of the connection (zero: none).
+func (c *Conn) SetDeadline(t time.Time) { _ = c.c.SetDeadline(t) }

@@ -1,0 +1,494 @@
+package holder
+
+import (
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/internal/procs"
+)
+
+// Config is what a holder is started with (as JSON on its stdin).
+type Config struct {
+	Socket string   `json:"socket"`
+	Secret string   `json:"secret"`
+	Path   string   `json:"path"` // the program, resolved
+	Argv   []string `json:"argv"`
+	Dir    string   `json:"dir"`
+	Env    []string `json:"env"` // the program's whole environment
+	Cols   int      `json:"cols"`
+	Rows   int      `json:"rows"`
+	// Mark finds the pane's processes that left its session
+	// ("CORRAL_PANE=ID").
+	Mark string `json:"mark"`
+	// Ring bounds the output kept for the next daemon (DefaultRing when 0).
+	Ring int `json:"ring"`
+}
+
+// DefaultRing is the output a holder keeps: enough for a full-screen
+// program's last redraws.
+const DefaultRing = 256 << 10
+
+// Ready is the holder's first and only line on its stdout.
+type Ready struct {
+	PID        int    `json:"pid"`
+	ProgramPID int    `json:"program_pid"`
+	Error      string `json:"error,omitempty"`
+}
+
+// DrainWait bounds how long the end of a program's output is read after
+// every process of its pane has been ended.
+const DrainWait = time.Second
+
+// handshakeWait bounds a connection's proofs.
+const handshakeWait = 5 * time.Second
+
+type holder struct {
+	cfg   Config
+	ln    *net.UnixListener
+	ptmx  *os.File
+	cmd   *exec.Cmd
+	pid   int
+	group procs.Group
+	logf  func(string, ...any)
+
+	readDone chan struct{}
+	reaped   chan struct{} // the program's exit status is known
+	finished chan struct{} // a daemon collected the exit status
+	finish   sync.Once
+
+	mu     sync.Mutex // guards what follows
+	ring   *ring
+	conn   *sconn
+	exited bool
+	code   int
+}
+
+// sconn is the daemon's connection; wmu orders its frames.
+type sconn struct {
+	c   *net.UnixConn
+	wmu sync.Mutex
+	buf []byte // a frame being written; guarded by wmu
+}
+
+// Main runs a holder: it reads its Config from stdin, starts the program,
+// reports Ready on stdout, and serves until a daemon has collected the
+// program's exit status. Its memory is kept small: it holds a ring and
+// copies bytes.
+func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
+	debug.SetGCPercent(50)
+	debug.SetMemoryLimit(16 << 20)
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
+	logger := log.New(stderr, "corral hold: ", log.LstdFlags)
+	var cfg Config
+	fail := func(err error) int {
+		b, _ := json.Marshal(Ready{PID: os.Getpid(), Error: err.Error()})
+		fmt.Fprintf(stdout, "%s\n", b)
+		return 1
+	}
+	if err := json.NewDecoder(io.LimitReader(stdin, 4<<20)).Decode(&cfg); err != nil {
+		return fail(fmt.Errorf("read the holder's config: %w", err))
+	}
+	h, err := start(cfg, logger.Printf)
+	if err != nil {
+		return fail(err)
+	}
+	b, _ := json.Marshal(Ready{PID: os.Getpid(), ProgramPID: h.pid})
+	fmt.Fprintf(stdout, "%s\n", b)
+	if c, ok := stdout.(io.Closer); ok {
+		c.Close()
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go func() {
+		// SIGTERM (a shutdown of the machine, or a user) ends the pane and
+		// the holder with it: nobody is left to collect the exit status.
+		<-term
+		h.logf("SIGTERM: ending the pane's processes")
+		h.kill(syscall.SIGHUP)
+		select {
+		case <-h.reaped:
+		case <-time.After(time.Second):
+			h.kill(syscall.SIGKILL)
+			<-h.reaped
+		}
+		h.finish.Do(func() { close(h.finished) })
+	}()
+	<-h.finished
+	h.ln.Close()
+	os.Remove(cfg.Socket)
+	return 0
+}
+
+func start(cfg Config, logf func(string, ...any)) (*holder, error) {
+	if len(cfg.Argv) == 0 || cfg.Path == "" || cfg.Socket == "" || len(cfg.Secret) < 32 {
+		return nil, errors.New("the holder's config lacks a program, a socket or a secret")
+	}
+	if cfg.Ring <= 0 {
+		cfg.Ring = DefaultRing
+	}
+	// Orphans of the pane's processes come here, to be found and ended
+	// with the pane.
+	if err := procs.Subreaper(); err != nil {
+		logf("%v", err)
+	}
+	_ = os.Remove(cfg.Socket) // ours: the folder is private and the id unique
+	old := syscall.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.Socket, Net: "unix"})
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("holder socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(false)
+	cmd := exec.Command(cfg.Path, cfg.Argv[1:]...)
+	cmd.Args[0] = cfg.Argv[0]
+	cmd.Dir = cfg.Dir
+	cmd.Env = cfg.Env
+	var ptmx *os.File
+	_, err = procs.Spawn(func() (int, error) {
+		var err error
+		ptmx, err = pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(cfg.Cols), Rows: uint16(cfg.Rows)},
+			&syscall.SysProcAttr{Setsid: true, Setctty: true})
+		if err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		ln.Close()
+		os.Remove(cfg.Socket)
+		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
+	}
+	ptmx, err = NonBlocking(ptmx)
+	if err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		ln.Close()
+		os.Remove(cfg.Socket)
+		return nil, err
+	}
+	h := &holder{cfg: cfg, ln: ln, ptmx: ptmx, cmd: cmd, pid: cmd.Process.Pid, logf: logf, ring: newRing(cfg.Ring),
+		readDone: make(chan struct{}), reaped: make(chan struct{}), finished: make(chan struct{})}
+	h.group = procs.Group{Root: h.pid, Mark: cfg.Mark}
+	go h.reapOrphans()
+	go h.readLoop()
+	go h.reap()
+	go h.acceptLoop()
+	return h, nil
+}
+
+// reapOrphans reaps the adopted orphans that end, when a child ends
+// (SIGCHLD) rather than on a timer: an idle holder costs nothing.
+func (h *holder) reapOrphans() {
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
+	t := time.NewTicker(30 * time.Second) // a missed signal, at worst
+	defer t.Stop()
+	for {
+		select {
+		case <-h.finished:
+			procs.Reap()
+			return
+		case <-chld:
+		case <-t.C:
+		}
+		procs.Reap()
+	}
+}
+
+func (h *holder) readLoop() {
+	defer close(h.readDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := h.ptmx.Read(buf)
+		if n > 0 {
+			h.mu.Lock()
+			h.ring.write(buf[:n])
+			sc := h.conn
+			h.mu.Unlock()
+			if sc != nil {
+				h.send(sc, tOutput, buf[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// send writes one frame to the daemon; a connection that fails is dropped
+// (the next daemon gets the ring).
+func (h *holder) send(sc *sconn, typ byte, b []byte) {
+	sc.wmu.Lock()
+	sc.buf = appendFrame(sc.buf[:0], typ, b)
+	_, err := sc.c.Write(sc.buf)
+	if cap(sc.buf) > 64<<10 {
+		sc.buf = nil // a big frame's buffer is not kept
+	}
+	sc.wmu.Unlock()
+	if err != nil {
+		h.drop(sc)
+	}
+}
+
+func (h *holder) drop(sc *sconn) {
+	h.mu.Lock()
+	if h.conn == sc {
+		h.conn = nil
+	}
+	h.mu.Unlock()
+	sc.c.Close()
+}
+
+// reap waits for the program, ends every process it left, and keeps its
+// exit status for a daemon.
+func (h *holder) reap() {
+	procs.WaitExit(h.pid)
+	killGroup(h.pid, syscall.SIGHUP)
+	h.group.Signal(syscall.SIGHUP)
+	killGroup(h.pid, syscall.SIGKILL)
+	h.group.KillAll(5 * time.Second)
+	err := h.cmd.Wait()
+	procs.Release(h.pid)
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+		} else {
+			code = -1
+		}
+	}
+	select {
+	case <-h.readDone:
+	case <-time.After(DrainWait):
+		_ = h.ptmx.Close()
+		<-h.readDone
+	}
+	h.mu.Lock()
+	h.exited, h.code = true, code
+	sc := h.conn
+	h.mu.Unlock()
+	close(h.reaped)
+	if sc != nil {
+		b, _ := json.Marshal(exitMsg{Code: code})
+		h.send(sc, tExit, b)
+	}
+}
+
+func (h *holder) acceptLoop() {
+	for {
+		c, err := h.ln.AcceptUnix()
+		if err != nil {
+			select {
+			case <-h.finished:
+				return
+			default:
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			h.logf("accept: %v", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		go h.serve(c)
+	}
+}
+
+// serve proves the daemon, hands it the terminal and the ring, and takes
+// its requests until it goes.
+func (h *holder) serve(c *net.UnixConn) {
+	_ = c.SetDeadline(time.Now().Add(handshakeWait))
+	refuse := func(err error) {
+		h.logf("refused a connection: %v", err)
+		_ = writeFrame(c, tError, []byte(err.Error()))
+		c.Close()
+	}
+	if _, err := checkPeer(c); err != nil {
+		refuse(err)
+		return
+	}
+	var hi hello
+	if err := readJSON(c, tHello, &hi); err != nil {
+		refuse(err)
+		return
+	}
+	if hi.Version != Version {
+		refuse(fmt.Errorf("protocol version %d; this holder speaks %d", hi.Version, Version))
+		return
+	}
+	nonce := newNonce()
+	if err := writeJSON(c, tChallenge, challenge{Version: Version, Proof: proof(h.cfg.Secret, "holder", hi.Nonce), Nonce: nonce}); err != nil {
+		c.Close()
+		return
+	}
+	var a auth
+	if err := readJSON(c, tAuth, &a); err != nil {
+		refuse(err)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(a.Proof), []byte(proof(h.cfg.Secret, "daemon", nonce))) != 1 {
+		refuse(errors.New("wrong secret: this pane belongs to another daemon"))
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+
+	sc := &sconn{c: c}
+	sc.wmu.Lock()
+	h.mu.Lock()
+	old := h.conn
+	h.conn = sc
+	replay := h.ring.bytes()
+	exited, code := h.exited, h.code
+	h.mu.Unlock()
+	if old != nil {
+		old.c.Close() // a newer daemon takes over
+	}
+	err := h.welcome(c, Welcome{HolderPID: os.Getpid(), ProgramPID: h.pid, Exited: exited, ExitCode: code, Ring: len(replay)})
+	for len(replay) > 0 && err == nil {
+		n := min(len(replay), 64<<10)
+		err = writeFrame(c, tOutput, replay[:n])
+		replay = replay[n:]
+	}
+	if err == nil {
+		err = writeFrame(c, tLive, nil)
+	}
+	if err == nil && exited {
+		b, _ := json.Marshal(exitMsg{Code: code})
+		err = writeFrame(c, tExit, b)
+	}
+	sc.wmu.Unlock()
+	if err != nil {
+		h.drop(sc)
+		return
+	}
+	buf := make([]byte, 256)
+	for {
+		typ, b, err := readFrame(c, buf)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				h.logf("daemon connection: %v", err)
+			}
+			h.drop(sc)
+			return
+		}
+		switch typ {
+		case tKill:
+			var k killMsg
+			if json.Unmarshal(b, &k) == nil && k.Signal > 0 && k.Signal < 65 {
+				h.kill(syscall.Signal(k.Signal))
+			}
+		case tDone:
+			h.mu.Lock()
+			done := h.exited && h.conn == sc
+			h.mu.Unlock()
+			if done {
+				h.finish.Do(func() { close(h.finished) })
+				return
+			}
+		default:
+			h.logf("daemon connection: unknown frame type %q skipped", typ)
+		}
+	}
+}
+
+// welcome sends the welcome frame with the PTY master attached.
+func (h *holder) welcome(c *net.UnixConn, w Welcome) error {
+	b, _ := json.Marshal(w)
+	frame := make([]byte, 5+len(b))
+	frame[0] = tWelcome
+	binary.BigEndian.PutUint32(frame[1:5], uint32(len(b)))
+	copy(frame[5:], b)
+	rc, err := h.ptmx.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var werr error
+	cerr := rc.Control(func(fd uintptr) {
+		var n int
+		n, _, werr = c.WriteMsgUnix(frame, unix.UnixRights(int(fd)), nil)
+		if werr == nil && n < len(frame) {
+			_, werr = c.Write(frame[n:])
+		}
+	})
+	if cerr != nil {
+		return cerr
+	}
+	return werr
+}
+
+// kill signals every process of the pane (and wakes a stopped group so
+// the signal lands).
+func (h *holder) kill(sig syscall.Signal) {
+	h.mu.Lock()
+	exited := h.exited
+	h.mu.Unlock()
+	if exited {
+		return
+	}
+	h.group.Signal(sig)
+	killGroup(h.pid, sig)
+	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT {
+		killGroup(h.pid, syscall.SIGCONT)
+	}
+}
+
+func killGroup(pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig)
+}
+
+// NonBlocking replaces a PTY master with a non-blocking, close-on-exec
+// duplicate (pty.Start returns it blocking: read deadlines and Close
+// would not stop a pending Read).
+func NonBlocking(m *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("dup pty: %w", err)
+	}
+	m.Close()
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("pty non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+}
+
+// SocketDir returns (making it, mode 0700) the folder of holder sockets
+// in stateDir, refusing one that is not a private folder of ours.
+func SocketDir(stateDir string) (string, error) {
+	dir := filepath.Join(stateDir, "holders")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("holder sockets: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("holder sockets: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("holder sockets: %s must be a folder of yours that only you can open (mode 0700); remove it and try again", dir)
+	}
+	return dir, nil
+}

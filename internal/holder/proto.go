@@ -1,0 +1,215 @@
+// Package holder keeps a pane's program alive across daemons: a small
+// process per pane (the corral binary's hidden "hold" command) owns the
+// PTY master, is the child subreaper of the pane's processes, keeps a
+// bounded ring of recent output, and serves one daemon at a time on a
+// private unix socket. The daemon gets a duplicate of the PTY master (it
+// writes input and does the terminal's ioctls itself); only the holder
+// reads the program's output, and sends it on as frames.
+//
+// The wire protocol: every frame is a type byte, a 4-byte big-endian
+// length and that many bytes of payload, at most MaxFrame. A connection
+// opens with a mutual proof of the pane's secret (HMAC-SHA256 over the
+// other side's nonce), both sides checking the peer's uid (SO_PEERCRED)
+// first; only then does the holder pass the PTY master (SCM_RIGHTS),
+// replay its ring and go live.
+package holder
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Version of the wire protocol; both sides refuse another.
+const Version = 1
+
+// MaxFrame bounds a frame's payload.
+const MaxFrame = 1 << 20
+
+// Frame types.
+const (
+	// daemon → holder
+	tHello = 'H' // hello{version, nonce}
+	tAuth  = 'A' // auth{proof}
+	tKill  = 'K' // kill{signal}
+	tDone  = 'C' // the daemon has the exit status: the holder may go
+	// holder → daemon
+	tChallenge = 'h' // challenge{version, proof, nonce}
+	tWelcome   = 'W' // welcome{…}, with the PTY master attached
+	tOutput    = 'O' // program output (ring replay first, then live)
+	tLive      = 'L' // the ring replay is over
+	tExit      = 'X' // exit{code}: after the last output
+	tError     = 'E' // a refusal, as text
+)
+
+// ErrFrame wraps every malformed frame.
+var ErrFrame = errors.New("bad holder frame")
+
+func writeFrame(w io.Writer, typ byte, payload []byte) error {
+	if len(payload) > MaxFrame {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrFrame, len(payload), MaxFrame)
+	}
+	_, err := w.Write(appendFrame(make([]byte, 0, 5+len(payload)), typ, payload))
+	return err
+}
+
+// appendFrame appends a frame to b.
+func appendFrame(b []byte, typ byte, payload []byte) []byte {
+	b = append(b, typ, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(b[len(b)-4:], uint32(len(payload)))
+	return append(b, payload...)
+}
+
+func writeJSON(w io.Writer, typ byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFrame(w, typ, b)
+}
+
+// readFrame reads one frame into buf (grown as needed) and returns its
+// type and payload, refusing a payload over MaxFrame before reading it.
+func readFrame(r io.Reader, buf []byte) (byte, []byte, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > MaxFrame {
+		return 0, nil, fmt.Errorf("%w: type %q of %d bytes, the limit is %d", ErrFrame, h[0], n, MaxFrame)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return h[0], buf, nil
+}
+
+func readJSON(r io.Reader, want byte, v any) error {
+	typ, b, err := readFrame(r, nil)
+	if err != nil {
+		return err
+	}
+	if typ == tError && want != tError {
+		return fmt.Errorf("refused: %s", clip(string(b)))
+	}
+	if typ != want {
+		return fmt.Errorf("%w: got type %q, want %q", ErrFrame, typ, want)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: %v", ErrFrame, err)
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+type hello struct {
+	Version int    `json:"version"`
+	Nonce   string `json:"nonce"`
+}
+
+type challenge struct {
+	Version int    `json:"version"`
+	Proof   string `json:"proof"`
+	Nonce   string `json:"nonce"`
+}
+
+type auth struct {
+	Proof string `json:"proof"`
+}
+
+// Welcome is what a holder says of its pane once both sides are proven.
+type Welcome struct {
+	HolderPID  int  `json:"holder_pid"`
+	ProgramPID int  `json:"program_pid"`
+	Exited     bool `json:"exited"`
+	ExitCode   int  `json:"exit_code"`
+	// Ring is how many bytes of output the replay carries.
+	Ring int `json:"ring"`
+}
+
+type killMsg struct {
+	Signal int `json:"signal"`
+}
+
+type exitMsg struct {
+	Code int `json:"code"`
+}
+
+// NewSecret returns a pane's random secret.
+func NewSecret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func newNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// proof is what side ("holder" or "daemon") answers to the other's nonce.
+func proof(secret, side, nonce string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(side + "\x00" + nonce))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func checkProof(secret, side, nonce, got string) bool {
+	return hmac.Equal([]byte(proof(secret, side, nonce)), []byte(got))
+}
+
+// peerCred returns the uid and pid of the process at the other end.
+func peerCred(c *net.UnixConn) (uid, pid int, err error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return 0, 0, err
+	}
+	if cerr != nil {
+		return 0, 0, cerr
+	}
+	return int(cred.Uid), int(cred.Pid), nil
+}
+
+// wantUID is the uid a peer must have: ours. A variable for tests.
+var wantUID = os.Getuid
+
+func checkPeer(c *net.UnixConn) (int, error) {
+	uid, pid, err := peerCred(c)
+	if err != nil {
+		return 0, fmt.Errorf("cannot tell who is at the other end of the socket: %w", err)
+	}
+	if uid != wantUID() {
+		return pid, fmt.Errorf("the process at the other end (pid %d) runs as uid %d, not %d", pid, uid, wantUID())
+	}
+	return pid, nil
+}

@@ -1,0 +1,269 @@
+package pane
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/status"
+)
+
+// Holding says how a pane's holder is started.
+type Holding struct {
+	Exe    string   // the corral binary: its hidden hold command
+	Socket string   // where the holder listens
+	Secret string   // the pane's secret, proven by both sides
+	Log    *os.File // the holder's stderr (nil: none)
+	Ring   int      // output kept for the next daemon (0: the default)
+}
+
+// StartWait bounds how long a holder takes to start and answer.
+const StartWait = 10 * time.Second
+
+// heldEnd is how a holder's connection ended.
+type heldEnd struct {
+	code int
+	lost error // the connection broke before the exit status came
+}
+
+// startHeld starts the program under a holder and connects to it.
+func startHeld(cfg Config, path string) (*Pane, error) {
+	env := append(os.Environ(), "TERM=xterm-256color", "COLORTERM=truecolor")
+	env = append(env, cfg.Env...)
+	mark := ""
+	if cfg.ID != "" {
+		mark = "CORRAL_PANE=" + cfg.ID
+	}
+	h := cfg.Holder
+	st, err := holder.Spawn(h.Exe, holder.Config{Socket: h.Socket, Secret: h.Secret, Path: path, Argv: cfg.Argv, Dir: cfg.Dir,
+		Env: env, Cols: cfg.Cols, Rows: cfg.Rows, Mark: mark, Ring: h.Ring}, h.Log, StartWait)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
+	}
+	hc, err := holder.Dial(h.Socket, h.Secret, StartWait)
+	if err != nil {
+		_ = syscall.Kill(-st.ProgramPID, syscall.SIGKILL)
+		_ = st.Cmd.Process.Kill()
+		return nil, fmt.Errorf("start %s: connect to its holder: %w", cfg.Argv[0], err)
+	}
+	p := newPane(cfg, hc.PTY, hc.Welcome.ProgramPID, time.Now())
+	p.hc, p.held, p.holderPID = hc, make(chan heldEnd, 1), hc.Welcome.HolderPID
+	p.run()
+	return p, nil
+}
+
+// Adopted is what the daemon kept of a pane whose holder it reconnects to.
+type Adopted struct {
+	Started time.Time
+	// Records are the pane's OSC 7501 records as last known: the ring may
+	// no longer hold the reports that made them.
+	Records []status.Record
+	// Last is the state last logged for the pane: the first change
+	// reported after the replay is from it.
+	Last signal.Decision
+}
+
+// ReplayWait bounds the replay of a holder's ring.
+const ReplayWait = 5 * time.Second
+
+// Adopt makes a pane of a running holder's program: the ring is replayed
+// into a fresh engine (the program's old queries are not answered again,
+// and the changes it makes are not reported), the agent is recognised
+// from the foreground process, one change is reported if the pane's state
+// differs from a.Last, and the program is asked to redraw (SIGWINCH).
+// cfg's size gives way to the terminal's own.
+func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
+	if cfg.Sweep <= 0 {
+		cfg.Sweep = time.Second
+	}
+	if ws, err := getSize(hc.PTY); err == nil && CheckSize(int(ws.Col), int(ws.Row)) == nil {
+		cfg.Cols, cfg.Rows = int(ws.Col), int(ws.Row)
+	}
+	if err := CheckSize(cfg.Cols, cfg.Rows); err != nil {
+		return nil, err
+	}
+	started := a.Started
+	if started.IsZero() {
+		started = time.Now()
+	}
+	p := newPane(cfg, hc.PTY, hc.Welcome.ProgramPID, started)
+	p.hc, p.held, p.holderPID = hc, make(chan heldEnd, 1), hc.Welcome.HolderPID
+	p.replaying.Store(true)
+	now := time.Now()
+	for _, r := range a.Records {
+		if r.Validate() == nil {
+			p.engine.Feed(now, []byte(r.Report.Encode()))
+		}
+	}
+	hc.SetDeadline(time.Now().Add(ReplayWait))
+	exited := false
+	for {
+		m, err := hc.Next()
+		if err != nil {
+			p.replaying.Store(false)
+			p.engine.Close()
+			return nil, fmt.Errorf("replay the holder's output: %w", err)
+		}
+		if m.Output != nil {
+			p.engine.Feed(time.Now(), m.Output)
+			continue
+		}
+		if m.Exit {
+			exited = true
+			p.held <- heldEnd{code: m.Code}
+			break
+		}
+		if m.Live {
+			if hc.Welcome.Exited {
+				continue // the exit status follows
+			}
+			break
+		}
+	}
+	hc.SetDeadline(time.Time{})
+	p.replaying.Store(false)
+	now = time.Now()
+	p.mu.Lock()
+	if pgrp, err := foregroundPgrp(p.ptmx); err == nil && pgrp > 0 && !exited {
+		fg := foreground{pgrp: pgrp}
+		fg.name, fg.argv = processInfo(pgrp)
+		p.foregroundLocked(fg)
+	}
+	p.engine.Classify(now)
+	p.queue = nil // the replay's changes happened while no daemon watched
+	if d, _ := p.engine.Decision(); d.State != a.Last.State || d.Kind != a.Last.Kind || a.Last.State == "" {
+		p.queueLocked([]detect.Change{{At: now, Previous: a.Last, Decision: d}})
+	}
+	p.scheduleLocked()
+	p.mu.Unlock()
+	p.Info()
+	if !exited {
+		// A full-screen program redraws its screen on SIGWINCH.
+		if pgrp, err := foregroundPgrp(p.ptmx); err == nil && pgrp > 0 {
+			_ = syscall.Kill(-pgrp, syscall.SIGWINCH)
+		}
+		go p.heldLoop()
+	} else {
+		close(p.readDone)
+	}
+	go p.reapHeld()
+	go p.writeLoop()
+	go p.sweepLoop()
+	go p.deliverLoop()
+	p.kick()
+	return p, nil
+}
+
+// heldLoop feeds the holder's output to the engine.
+func (p *Pane) heldLoop() {
+	defer close(p.readDone)
+	for {
+		m, err := p.hc.Next()
+		if err != nil {
+			p.held <- heldEnd{lost: err}
+			return
+		}
+		if len(m.Output) > 0 {
+			p.mu.Lock()
+			p.queueLocked(p.engine.Feed(time.Now(), m.Output))
+			p.scheduleLocked()
+			p.forwardLocked(m.Output)
+			p.mu.Unlock()
+			p.kick()
+		}
+		if m.Exit {
+			p.held <- heldEnd{code: m.Code}
+			return
+		}
+	}
+}
+
+// reapHeld waits for the holder's word on the program's end. A pane
+// handed over to the next daemon ends here without an exit.
+func (p *Pane) reapHeld() {
+	end := <-p.held
+	if p.detached.Load() {
+		p.mu.Lock()
+		for w := range p.watchers {
+			w.closeLocked("the daemon handed the pane over to a new daemon; attach again")
+		}
+		p.timer.Stop()
+		p.mu.Unlock()
+		close(p.done)
+		return
+	}
+	code := end.code
+	if end.lost != nil {
+		// The holder is gone (killed): its processes went with it or to
+		// the daemon, which reaps them.
+		code = -1
+		p.lost.Store(&[]string{fmt.Sprintf("the pane's holder (pid %d) is gone: %v", p.holderPID, end.lost)}[0])
+	} else {
+		_ = p.hc.Collect()
+	}
+	p.ended(code)
+	_ = p.hc.Close()
+}
+
+// Detach lets go of a pane's holder without ending its program, for the
+// next daemon to adopt; Done is closed once it has. A pane without a
+// holder is not touched (it reports false).
+func (p *Pane) Detach() bool {
+	if p.hc == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+	}
+	// Input already typed reaches the program first.
+	for deadline := time.Now().Add(InputWait); p.unwritten.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Millisecond)
+	}
+	p.detached.Store(true)
+	_ = p.hc.Close()
+	<-p.done
+	return true
+}
+
+// Held reports whether the pane runs under a holder, and the holder's pid.
+func (p *Pane) Held() (bool, int) { return p.hc != nil, p.holderPID }
+
+// Lost says why the pane ended without its exit status ("" when it did
+// not): its holder went away.
+func (p *Pane) Lost() string {
+	if s := p.lost.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+type heldState struct {
+	holderPID int
+	detached  atomic.Bool
+	lost      atomic.Pointer[string]
+}
+
+var errNoSize = errors.New("no size")
+
+func getSize(m *os.File) (*unix.Winsize, error) {
+	var ws *unix.Winsize
+	err := control(m, func(fd int) error {
+		var err error
+		ws, err = unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+		return err
+	})
+	if err == nil && ws == nil {
+		err = errNoSize
+	}
+	return ws, err
+}

@@ -1,0 +1,161 @@
+package pane
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/proctest"
+	"github.com/corral-dev/corral/internal/signal"
+)
+
+// holding returns a holder configuration for one pane of a test: the
+// test binary doubles as the holder.
+func holding(t *testing.T, id string) *Holding {
+	t.Helper()
+	dir, err := holder.SocketDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Holding{Exe: os.Args[0], Socket: filepath.Join(dir, id+".sock"), Secret: holder.NewSecret()}
+}
+
+// cleanup ends a test's holder and program whatever the test did.
+func cleanup(t *testing.T, p *Pane) {
+	_, hpid := p.Held()
+	pid := p.Info().PID
+	t.Cleanup(func() {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(hpid, syscall.SIGKILL)
+	})
+}
+
+// A held pane works as a pane of its own; detached, its program goes on,
+// and a new pane adopted from the holder has the same screen and is live.
+func TestHeldPaneDetachAndAdopt(t *testing.T) {
+	h := holding(t, "h1")
+	rec := &recorder{}
+	cfg := Config{ID: "h1", Argv: []string{"sh", "-c", "printf 'one\\ntwo\\n'; read x; echo got-$x; read y"},
+		Cols: 70, Rows: 20, Rules: ruleSet(t), OnChange: rec.add, Sweep: 200 * time.Millisecond, Holder: h}
+	p, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, p)
+	awaitScreen(t, p, "two")
+	held, hpid := p.Held()
+	if !held || !proctest.Alive(hpid) {
+		t.Fatalf("held %v, holder %d", held, hpid)
+	}
+	pid := p.Info().PID
+	before := p.Snapshot().Text()
+	if !p.Detach() {
+		t.Fatal("not detached")
+	}
+	if !proctest.Alive(pid) || !proctest.Alive(hpid) {
+		t.Fatal("the program or its holder ended with the detach")
+	}
+	hc, err := holder.Dial(h.Socket, h.Secret, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec2 := &recorder{}
+	cfg.OnChange = rec2.add
+	q, err := Adopt(cfg, hc, Adopted{Last: p.Info().Decision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := q.Snapshot().Text(); after != before {
+		t.Fatalf("screen before:\n%s\nafter adoption:\n%s", before, after)
+	}
+	if q.Info().PID != pid {
+		t.Fatalf("adopted pid %d, want %d", q.Info().PID, pid)
+	}
+	if err := q.Input([]byte("hi\r"), false); err != nil {
+		t.Fatal(err)
+	}
+	awaitScreen(t, q, "got-hi")
+	if err := q.Kill(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-q.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("adopted pane not reaped")
+	}
+	if in := q.Info(); in.Decision.State != signal.Exited || in.ExitCode != 128+int(syscall.SIGTERM) {
+		t.Fatalf("after kill: %+v code %d", in.Decision, in.ExitCode)
+	}
+	waitGone(t, pid, hpid)
+}
+
+func waitGone(t *testing.T, pids ...int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for proctest.Alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d left behind", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// A program that exits while no daemon is connected leaves its status and
+// last output with its holder, for the next daemon.
+func TestHeldExitKeptForTheNextDaemon(t *testing.T) {
+	h := holding(t, "h2")
+	cfg := Config{ID: "h2", Argv: []string{"sh", "-c", "read x; echo bye-$x; exit 7"}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h}
+	p, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, p)
+	_, hpid := p.Held()
+	// Typed, then detached before the program answers.
+	if err := p.Input([]byte("x\r"), false); err != nil {
+		t.Fatal(err)
+	}
+	p.Detach()
+	time.Sleep(100 * time.Millisecond) // let it exit with nobody connected (not the check)
+	hc, err := holder.Dial(h.Socket, h.Secret, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("welcome %+v", hc.Welcome)
+	q, err := Adopt(cfg, hc, Adopted{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-q.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not ended: %+v %q", q.Info(), q.Snapshot().Text())
+	}
+	in := q.Info()
+	if !in.Exited || in.ExitCode != 7 || !strings.Contains(q.Snapshot().Text(), "bye-x") {
+		t.Fatalf("adopted an exited program: %+v\n%s", in, q.Snapshot().Text())
+	}
+	waitGone(t, hpid)
+}
+
+// A socket whose other end does not know the pane's secret is refused.
+func TestHeldWrongSecretRefused(t *testing.T) {
+	h := holding(t, "h3")
+	p, err := Start(Config{ID: "h3", Argv: []string{"sleep", "30"}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	if _, err := holder.Dial(h.Socket, holder.NewSecret(), 2*time.Second); err == nil || !strings.Contains(err.Error(), "secret") {
+		t.Fatalf("dial with another secret: %v", err)
+	}
+	if p.Info().Exited {
+		t.Fatal("the refused connection ended the pane")
+	}
+}

@@ -1,0 +1,363 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/signal"
+)
+
+// heldEntry is what the table keeps of a pane that runs under a holder.
+type heldEntry struct {
+	mu  sync.Mutex // guards row's Sessions
+	row tablePane
+}
+
+// holderExe is the binary a holder runs: this daemon's own, even when the
+// file was replaced since (an upgrade).
+const holderExe = "/proc/self/exe"
+
+// maxSocketPath is what a unix socket's path may hold.
+const maxSocketPath = 107
+
+// holding prepares a holder for pane id, or says why it cannot have one
+// (the pane then runs on a PTY of the daemon's own).
+func (s *Server) holding(id string) (*pane.Holding, error) {
+	dir, err := holder.SocketDir(s.opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(dir, id+".sock")
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("the holder socket path %s is longer than %d bytes; set CORRAL_STATE_DIR to a shorter folder", sock, maxSocketPath)
+	}
+	s.holderLogOnce.Do(func() {
+		f, err := os.OpenFile(filepath.Join(dir, "holders.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err == nil {
+			s.holderLog = f
+		}
+	})
+	return &pane.Holding{Exe: holderExe, Socket: sock, Secret: holder.NewSecret(), Log: s.holderLog}, nil
+}
+
+// prepareHold gives cfg a holder, unless the daemon cannot make one.
+func (s *Server) prepareHold(cfg *pane.Config) {
+	if os.Getenv("CORRAL_NO_HOLDER") == "1" {
+		return
+	}
+	h, err := s.holding(cfg.ID)
+	if err != nil {
+		s.opts.Logf("pane %s runs without a holder (it will end with the daemon): %v", cfg.ID, err)
+		return
+	}
+	cfg.Holder = h
+}
+
+// noteHeld records a started pane in the table.
+func (s *Server) noteHeld(e *entry, p *pane.Pane, cfg pane.Config, argv, env, added []string, remove bool) {
+	held, hpid := p.Held()
+	if !held {
+		return
+	}
+	in := p.Info()
+	launch := e.launch
+	e.held = &heldEntry{row: tablePane{ID: cfg.ID, Name: cfg.Name, Agent: cfg.Agent, Argv: argv, Launch: cfg.Argv, Cwd: cfg.Dir,
+		Env: env, Added: added, Token: e.token, Remove: remove, Cols: in.Cols, Rows: in.Rows, Socket: cfg.Holder.Socket,
+		Secret: cfg.Holder.Secret, Holder: hpid, PID: in.PID, Created: in.Started, Integration: launch}}
+	s.saveTable()
+}
+
+// snapshotTable is the table as the daemon knows it now: every pane whose
+// program runs under a holder, with its live state.
+func (s *Server) snapshotTable() tableFile {
+	var f tableFile
+	for _, e := range s.list() {
+		p, ok := e.asPane()
+		if !ok || e.held == nil {
+			continue
+		}
+		in := p.Info()
+		if in.Exited {
+			continue
+		}
+		e.held.mu.Lock()
+		row := e.held.row
+		row.Sessions = append([]sessionSeen(nil), row.Sessions...)
+		e.held.mu.Unlock()
+		row.Cols, row.Rows, row.Seen, row.Records = in.Cols, in.Rows, in.Agent, in.Records
+		row.State, row.Kind, row.Message = string(in.Decision.State), in.Decision.Kind, in.Decision.Message
+		f.Panes = append(f.Panes, row)
+	}
+	s.table.mu.Lock()
+	f.Lost = append(f.Lost, s.table.lost...)
+	s.table.mu.Unlock()
+	return f
+}
+
+func (s *Server) saveTable() {
+	if err := s.table.write(s.snapshotTable()); err != nil {
+		s.opts.Logf("%v", err)
+	}
+}
+
+// tableLoop writes the table soon after a state change asks for it.
+func (s *Server) tableLoop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-s.table.dirty:
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(tableDelay):
+		}
+		s.saveTable()
+	}
+}
+
+// endUnit ends a unit at shutdown; at a hand-over, a pane under a holder
+// is let go instead, for the next daemon.
+func (s *Server) endUnit(u unit) {
+	if s.handingOver.Load() {
+		if p, ok := u.(*pane.Pane); ok && p.Detach() {
+			return
+		}
+	}
+	u.Close(s.opts.KillGrace)
+}
+
+// adoptWait bounds the connection to one holder at start.
+const adoptWait = 2 * time.Second
+
+// adoptAll re-adopts the panes of the table whose holders still run; the
+// others are kept as lost, for corral restore.
+func (s *Server) adoptAll() {
+	start := time.Now()
+	f := s.table.load()
+	s.table.mu.Lock()
+	s.table.lost = f.Lost
+	s.table.mu.Unlock()
+	if len(f.Panes) == 0 {
+		return
+	}
+	last := s.lastLogged()
+	type result struct {
+		row tablePane
+		e   *entry
+		err error
+	}
+	results := make([]result, len(f.Panes))
+	var wg sync.WaitGroup
+	for i, row := range f.Panes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := s.adopt(row, last[row.ID])
+			results[i] = result{row, e, err}
+		}()
+	}
+	wg.Wait()
+	sort.SliceStable(results, func(i, j int) bool { return results[i].row.Created.Before(results[j].row.Created) })
+	adopted := 0
+	for _, r := range results {
+		if r.err != nil {
+			r.row.Why = r.err.Error()
+			s.opts.Logf("pane %s (%s) not adopted: %v", r.row.ID, r.row.Name, r.err)
+			s.table.mu.Lock()
+			s.table.lost = append(s.table.lost, r.row)
+			s.table.mu.Unlock()
+			continue
+		}
+		s.mu.Lock()
+		if _, taken := s.panes[r.row.ID]; taken || s.takenLocked(r.row.Name) != nil {
+			s.mu.Unlock()
+			s.opts.Logf("pane %s (%s) not adopted: its id or name is taken", r.row.ID, r.row.Name)
+			r.e.p.Close(s.opts.KillGrace)
+			continue
+		}
+		s.panes[r.row.ID] = r.e
+		s.order = append(s.order, r.row.ID)
+		s.mu.Unlock()
+		adopted++
+		if p, ok := r.e.asPane(); ok && r.e.launch != nil && r.e.launch.Watch {
+			go r.e.watchIntegration(p)
+		}
+	}
+	s.opts.Logf("re-adopted %d of %d panes in %v", adopted, len(f.Panes), time.Since(start).Round(time.Millisecond))
+	s.saveTable()
+}
+
+// lastLogged returns the newest logged decision of every pane.
+func (s *Server) lastLogged() map[string]signal.Decision {
+	evs, _, err := s.log.Since(time.Time{})
+	if err != nil {
+		s.opts.Logf("%v", err)
+	}
+	out := map[string]signal.Decision{}
+	for _, ev := range evs {
+		out[ev.Pane] = signal.Decision{State: signal.State(ev.State), Kind: ev.Kind, Message: ev.Message}
+	}
+	return out
+}
+
+// adopt reconnects to one pane's holder and makes it a pane again.
+func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
+	if row.ID == "" || row.Socket == "" || len(row.Secret) < 32 || len(row.Launch) == 0 {
+		return nil, errors.New("the table's entry lacks an id, a socket, a secret or a command")
+	}
+	if filepath.Dir(row.Socket) != filepath.Join(s.opts.StateDir, "holders") {
+		return nil, fmt.Errorf("its holder socket %s is not in this daemon's state folder", row.Socket)
+	}
+	if _, err := holder.SocketDir(s.opts.StateDir); err != nil {
+		return nil, err
+	}
+	hc, err := holder.Dial(row.Socket, row.Secret, adoptWait)
+	if err != nil {
+		absent := errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+		if absent && !alive(row.Holder) {
+			return nil, fmt.Errorf("its holder (pid %d) is gone (the machine restarted, or it was killed): corral restore starts it again", row.Holder)
+		}
+		return nil, fmt.Errorf("its socket is not this pane's holder, or refused us: %w", err)
+	}
+	if last.State == "" {
+		last = signal.Decision{State: signal.State(row.State), Kind: row.Kind, Message: row.Message}
+	}
+	name := row.Name
+	id := row.ID
+	files := []string(nil)
+	if row.Integration != nil {
+		files = row.Integration.Files
+	}
+	s.mu.Lock()
+	set := s.rules
+	s.mu.Unlock()
+	cfg := pane.Config{ID: id, Name: name, Argv: row.Launch, Dir: row.Cwd, Env: row.Added, Cols: row.Cols, Rows: row.Rows,
+		Rules: set, Agent: row.Agent}
+	cfg.OnChange = func(p *pane.Pane, c detect.Change) { s.record(p.ID(), name, p.Info().Agent, c) }
+	remove := row.Remove
+	cfg.OnExit = func(p *pane.Pane) {
+		for _, f := range files {
+			_ = os.Remove(f)
+		}
+		if msg := p.Lost(); msg != "" {
+			s.opts.Logf("pane %s: %s", p.ID(), msg)
+		}
+		s.table.touch()
+		if remove {
+			go func() { _ = s.remove(id, false) }()
+		}
+	}
+	p, err := pane.Adopt(cfg, hc, pane.Adopted{Started: row.Created, Records: row.Records, Last: last})
+	if err != nil {
+		hc.Close()
+		return nil, err
+	}
+	if _, hpid := p.Held(); hpid != row.Holder && row.Holder != 0 {
+		s.opts.Logf("pane %s: its holder is pid %d (the table said %d)", id, hpid, row.Holder)
+	}
+	row.Holder, row.PID = hc.Welcome.HolderPID, hc.Welcome.ProgramPID
+	e := &entry{p: p, name: name, token: row.Token, launch: row.Integration, held: &heldEntry{row: row}}
+	if e.launch == nil {
+		e.launch = &agents.Launch{Argv: row.Launch, Missing: map[string]string{}}
+	}
+	return e, nil
+}
+
+// alive says whether pid is a running holder (after a reboot the pid may
+// be anyone's).
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 1 && args[1] == "hold"
+}
+
+// handleHandover lets go of every pane under a holder (without ending its
+// program), writes the table and stops: the next daemon adopts them.
+// Headless jobs run inside the daemon and end with it.
+func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
+	s.handingOver.Store(true)
+	reply(w, map[string]string{"status": "handing over"})
+	go s.Shutdown()
+}
+
+// noteSession records an agent conversation a hook report named, for a
+// restore to resume.
+func (s *Server) noteSession(e *entry, agent, session string) {
+	if e.held == nil || session == "" {
+		return
+	}
+	defer s.table.touch()
+	e.held.mu.Lock()
+	defer e.held.mu.Unlock()
+	ss := e.held.row.Sessions
+	if n := len(ss); n > 0 && ss[n-1].ID == session && ss[n-1].Agent == agent {
+		return
+	}
+	ss = append(ss, sessionSeen{Agent: agent, ID: session, At: time.Now()})
+	if len(ss) > 8 {
+		ss = ss[len(ss)-8:]
+	}
+	e.held.row.Sessions = ss
+}
+
+// reserveAs is reserve, keeping id when it is free (a restored pane keeps
+// its id).
+func (s *Server) reserveAs(id, name string) (string, *rules.Set, error) {
+	got, set, err := s.reserve(name)
+	if err != nil || id == "" || id == got {
+		return got, set, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, reserved := s.reserved[id]
+	if _, taken := s.panes[id]; taken || reserved || s.byNameLocked(id) != nil {
+		return got, set, nil
+	}
+	delete(s.reserved, got)
+	s.reserved[id] = name
+	return id, set, nil
+}
+
+// findStarting is find, waiting (at most SpawnWait) for a pane that is
+// being started: its program runs, and its hooks report, before its
+// holder has answered the daemon.
+func (s *Server) findStarting(ref string) (*entry, error) {
+	deadline := time.Now().Add(SpawnWait)
+	for {
+		e, err := s.find(ref)
+		if err == nil {
+			return e, nil
+		}
+		s.mu.Lock()
+		_, starting := s.reserved[ref]
+		s.mu.Unlock()
+		if !starting || time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

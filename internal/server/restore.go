@@ -1,0 +1,136 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/pane"
+)
+
+// Restored is what corral restore did with one lost pane.
+type Restored struct {
+	ID      string   `json:"id"` // the pane's id now (its old one when free)
+	Was     string   `json:"was"`
+	Name    string   `json:"name,omitempty"`
+	Cwd     string   `json:"cwd"`
+	Command []string `json:"command"`
+	// Resumed names the conversation the agent resumes ("" when the pane
+	// started fresh); Note says why it did not, or what failed.
+	Resumed string `json:"resumed,omitempty"`
+	Note    string `json:"note,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// resumeArgv returns argv resuming the agent's newest conversation corral
+// saw, or argv unchanged and why it cannot be resumed.
+func resumeArgv(row tablePane) (argv []string, session, why string) {
+	f := agents.Find(row.Argv)
+	if f.Agent == "" {
+		return row.Argv, "", "corral knows no way to resume this program; it starts fresh"
+	}
+	var s *sessionSeen
+	for i := len(row.Sessions) - 1; i >= 0; i-- {
+		if row.Sessions[i].ID != "" && (row.Sessions[i].Agent == "" || row.Sessions[i].Agent == f.Agent) {
+			s = &row.Sessions[i]
+			break
+		}
+	}
+	if s == nil {
+		return row.Argv, "", fmt.Sprintf("no %s conversation id was seen for this pane (its hooks reported none); it starts fresh", f.Agent)
+	}
+	var add []string
+	switch f.Agent {
+	case "claude-code":
+		if hasAny(row.Argv[f.At:], "--resume", "-r", "--continue", "-c", "--session-id") {
+			return row.Argv, "", "its command already names a conversation; it starts as it was"
+		}
+		add = []string{"--resume", s.ID}
+	case "codex":
+		if f.At < len(row.Argv) && !isFlag(row.Argv[f.At]) {
+			return row.Argv, "", "its command runs a codex subcommand, which cannot be resumed; it starts as it was"
+		}
+		add = []string{"resume", s.ID}
+	case "gemini":
+		if hasAny(row.Argv[f.At:], "--resume", "-r", "--session-id") {
+			return row.Argv, "", "its command already names a conversation; it starts as it was"
+		}
+		add = []string{"--resume", s.ID}
+	default:
+		return row.Argv, "", fmt.Sprintf("corral cannot resume %s conversations; it starts fresh", f.Agent)
+	}
+	out := slices.Concat(row.Argv[:f.At], add, row.Argv[f.At:])
+	return out, s.ID, ""
+}
+
+func hasAny(args []string, flags ...string) bool {
+	for _, a := range args {
+		for _, f := range flags {
+			if a == f || len(a) > len(f) && a[:len(f)+1] == f+"=" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isFlag(s string) bool { return len(s) > 0 && s[0] == '-' }
+
+// sessionOf is the conversation a hook report is about: the report's own
+// session, or Codex's thread id.
+func sessionOf(session string, payload json.RawMessage) string {
+	if session != "" {
+		return session
+	}
+	var p struct {
+		Thread string `json:"thread-id"`
+	}
+	if json.Unmarshal(payload, &p) == nil {
+		return p.Thread
+	}
+	return ""
+}
+
+// handleRestore starts again, in their folders with their names and
+// sizes, the panes whose holders were gone when the daemon started,
+// resuming their agents' conversations where the agent allows it.
+func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
+	s.table.mu.Lock()
+	lost := s.table.lost
+	s.table.lost = nil
+	s.table.mu.Unlock()
+	out := []Restored{}
+	var keep []tablePane
+	for _, row := range lost {
+		res := Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd}
+		if alive(row.Holder) && row.Holder != 0 {
+			// Its holder runs but did not let this daemon in: starting the
+			// program again would run it twice.
+			res.Error = fmt.Sprintf("its holder (pid %d) still runs (%s); end it (kill %d) to restore the pane", row.Holder, row.Why, row.Holder)
+			keep = append(keep, row)
+			out = append(out, res)
+			continue
+		}
+		argv, session, why := resumeArgv(row)
+		res.Command, res.Resumed, res.Note = argv, session, why
+		p, err := s.start(pane.Config{ID: row.ID, Name: row.Name, Argv: argv, Dir: row.Cwd, Env: row.Env, Cols: row.Cols, Rows: row.Rows,
+			Agent: row.Agent}, row.Remove)
+		if err != nil {
+			res.Error = err.Error()
+			keep = append(keep, row)
+		} else {
+			res.ID = p.ID()
+			if why != "" {
+				s.opts.Logf("restore: pane %s (%s): %s", res.ID, row.Name, why)
+			}
+		}
+		out = append(out, res)
+	}
+	s.table.mu.Lock()
+	s.table.lost = append(keep, s.table.lost...)
+	s.table.mu.Unlock()
+	s.saveTable()
+	reply(w, out)
+}
