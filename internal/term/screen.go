@@ -91,7 +91,8 @@ type emulator struct {
 	penIdx      uint16
 	blankIdx    uint16
 	penOK       bool
-	styleGen    int
+	blankOK     bool
+	styleCache  [32]styleSlot
 	styles      []style
 	styleIdx    map[style]uint16
 	links       []link
@@ -175,7 +176,12 @@ func (e *emulator) write(p []byte) {
 					i += size
 					continue
 				}
-			case b < 0x20 && b != 0x1b:
+			case b == 0x1b:
+				if n := e.fastCSI(p[i:]); n > 0 {
+					i += n
+					continue
+				}
+			case b < 0x20:
 				e.execute(b)
 				i++
 				continue
@@ -185,6 +191,61 @@ func (e *emulator) write(p []byte) {
 		i++
 	}
 	e.flush()
+}
+
+// fastCSI parses and dispatches a CSI sequence that lies whole in p (which
+// starts with ESC), the way the ansi parser would, and returns its length;
+// 0 leaves it to the parser (split sequences, controls or ignored bytes
+// inside, too many parameters).
+func (e *emulator) fastCSI(p []byte) int {
+	if len(p) < 3 || p[1] != '[' {
+		return 0
+	}
+	var params [16]ansi.Param
+	n := 0
+	params[0] = parser.MissingParam
+	i := 2
+	prefix := 0
+	if c := p[i]; c >= '<' && c <= '?' {
+		prefix = int(c)
+		i++
+	}
+	for ; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c >= '0' && c <= '9':
+			if params[n] == parser.MissingParam {
+				params[n] = 0
+			}
+			params[n] = params[n]*10 + ansi.Param(c-'0')
+			continue
+		case c == ';' || c == ':':
+			if c == ':' {
+				params[n] |= parser.HasMoreFlag
+			}
+			n++
+			if n >= len(params) {
+				return 0
+			}
+			params[n] = parser.MissingParam
+			continue
+		}
+		break
+	}
+	inter := 0
+	if i < len(p) && p[i] >= 0x20 && p[i] <= 0x2f {
+		inter = int(p[i])
+		i++
+	}
+	if i >= len(p) || p[i] < 0x40 || p[i] > 0x7e {
+		return 0
+	}
+	if n > 0 || params[0] != parser.MissingParam {
+		n++
+	}
+	cmd := ansi.Cmd(prefix<<parser.PrefixShift | inter<<parser.IntermedShift | int(p[i]))
+	e.csi(cmd, params[:n])
+	return i + 1
 }
 
 // --- printing ---
@@ -232,6 +293,7 @@ func (e *emulator) fastASCII(run []byte) {
 			x = 0
 			line = s.lines[y]
 			s.touch(y)
+			st = e.pen() // a scroll may have rebuilt the style table
 		}
 		if x >= 0 && x < cols {
 			if line[x].w == 1 {
@@ -440,19 +502,43 @@ func (e *emulator) fill(y, x0, x1 int, c cell) {
 
 // pen returns the style index of the cursor's pen.
 func (e *emulator) pen() uint16 {
-	for !e.penOK {
-		gen := e.styleGen
-		e.penIdx = e.intern(e.scr.cur.pen)
-		e.blankIdx = e.intern(style{bg: e.scr.cur.pen.bg})
-		e.penOK = gen == e.styleGen
+	if !e.penOK {
+		e.penIdx = e.lookup(e.scr.cur.pen)
+		e.penOK = true
+		e.blankOK = false
 	}
 	return e.penIdx
 }
 
 // blank is the cell erases leave: empty, with the pen's background.
 func (e *emulator) blank() cell {
-	e.pen()
+	if !e.penOK || !e.blankOK {
+		e.pen()
+		e.blankIdx = e.lookup(style{bg: e.scr.cur.pen.bg})
+		e.blankOK = true
+	}
 	return cell{r: ' ', st: e.blankIdx, w: 1}
+}
+
+type styleSlot struct {
+	st  style
+	idx uint16
+	ok  bool
+}
+
+// lookup interns a style through a small direct-mapped cache: programs
+// switch among a handful of colours, and the map costs a hash of the
+// whole style.
+func (e *emulator) lookup(st style) uint16 {
+	h := (uint64(st.fg)*0x9e3779b97f4a7c15 ^ uint64(st.bg)*0xc2b2ae3d27d4eb4f ^ uint64(st.ul)*0x165667b19e3779f9 ^
+		uint64(st.attrs)<<40 ^ uint64(st.under)<<48 ^ uint64(st.link)<<52) >> 59
+	sl := &e.styleCache[h]
+	if sl.ok && sl.st == st {
+		return sl.idx
+	}
+	i := e.intern(st)
+	e.styleCache[h] = styleSlot{st: st, idx: i, ok: true}
+	return i
 }
 
 func (e *emulator) intern(st style) uint16 {
@@ -496,7 +582,7 @@ func (e *emulator) compactStyles() {
 		}
 	}
 	e.styles, e.styleIdx = styles, idx
-	e.styleGen++
+	e.styleCache = [32]styleSlot{}
 	e.penOK = false
 }
 
@@ -1445,6 +1531,9 @@ func (e *emulator) rowText(y int) string {
 }
 
 func (e *emulator) uvStyle(i uint16) (uv.Style, uv.Link) {
+	if int(i) >= len(e.styles) {
+		i = 0
+	}
 	st := e.styles[i]
 	var l uv.Link
 	if st.link != 0 && int(st.link) < len(e.links) {
