@@ -177,10 +177,13 @@ func runDiff(seed uint64, tokens int) (string, string) {
 	return prog.String(), d.compare()
 }
 
+// raceBuild is set under -race, where the reference is slow.
+var raceBuild bool
+
 func TestDifferentialAgainstReference(t *testing.T) {
 	programs := 600
-	if testing.Short() {
-		programs = 100
+	if testing.Short() || raceBuild {
+		programs = 60
 	}
 	first := uint64(0)
 	// CORRAL_DIFF_SEEDS=FIRST:COUNT runs a longer sweep.
