@@ -82,3 +82,7 @@ func BenchmarkSnapshot(b *testing.B) {
 		term.Snapshot()
 	}
 }
+
+// BenchmarkFeedScroll feeds lines of coloured text that scroll the screen
+// on every line.
+func BenchmarkFeedScroll(b *testing.B) { benchFeed(b, scrollLines(1<<20)) }

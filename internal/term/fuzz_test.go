@@ -51,10 +51,9 @@ func FuzzFeed(f *testing.F) {
 func slowRows(term *Terminal) []string {
 	term.mu.Lock()
 	defer term.mu.Unlock()
-	cols, rows := term.emu.Width(), term.emu.Height()
-	out := make([]string, rows)
-	for y := range rows {
-		out[y] = term.rowTextLocked(y, cols)
+	out := make([]string, term.emu.rows)
+	for y := range out {
+		out[y] = term.rowTextLocked(y)
 	}
 	return out
 }

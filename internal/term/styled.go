@@ -34,30 +34,32 @@ func (t *Terminal) StyledRows() [][]Run {
 		}
 		return out
 	}
-	cols, rows := t.emu.Width(), t.emu.Height()
-	out := make([][]Run, rows)
-	for y := range rows {
+	e := t.emu
+	out := make([][]Run, e.rows)
+	runOf := make(map[uint16]Run)
+	var text []byte
+	for y, line := range e.scr.lines {
 		var runs []Run
-		var b strings.Builder
 		var cur Run
 		flush := func() {
-			if b.Len() > 0 {
-				cur.Text = b.String()
+			if len(text) > 0 {
+				cur.Text = string(text)
 				runs = append(runs, cur)
-				b.Reset()
+				text = text[:0]
 			}
 		}
-		for x := 0; x < cols; x++ {
-			c := t.emu.CellAt(x, y)
-			if c == nil {
-				continue
+		for _, c := range line {
+			st, ok := runOf[c.st]
+			if !ok {
+				uvs, _ := e.uvStyle(c.st)
+				st = styleOf(uvs)
+				runOf[c.st] = st
 			}
-			st := styleOf(c.Style)
 			if st != cur {
 				flush()
 				cur = st
 			}
-			writeCell(&b, c)
+			text = e.appendCell(text, c)
 		}
 		flush()
 		// Drop trailing blanks in the default style.

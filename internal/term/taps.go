@@ -81,83 +81,43 @@ const MaxStatusSequence = 4096
 
 func (t *Terminal) emit(ev Event) { t.events = append(t.events, ev) }
 
-func (t *Terminal) installTaps() {
-	e := t.emu
-	e.RegisterOscHandler(7501, func(data []byte) bool {
-		body := oscBody(data)
-		// ESC ] + data + at least a one-byte terminator.
-		if 2+len(data)+1 > MaxStatusSequence {
-			t.emit(Event{Kind: EventStatus, Oversize: true})
-			return true
-		}
-		if body == StatusQuery {
-			t.flushStatusQueryLocked()
-			t.statusQueryPending = true
-			return true
-		}
-		t.emit(Event{Kind: EventStatus, Text: body})
-		return true
-	})
-	for _, cmd := range []int{0, 2} {
-		e.RegisterOscHandler(cmd, func(data []byte) bool {
-			// The emulator's own handler drops titles that contain ';'.
-			t.title = clipText(oscBody(data), MaxTitle)
-			t.emit(Event{Kind: EventTitle, Text: t.title})
-			return true
-		})
+// tapNotify9 reads OSC 9: a progress report (9;4;…) or an iTerm2
+// notification.
+func (t *Terminal) tapNotify9(body string) {
+	if rest, ok := strings.CutPrefix(body, "4;"); ok {
+		t.emit(parseProgress(rest))
+		return
 	}
-	e.RegisterOscHandler(1, func([]byte) bool { return true }) // icon name: not kept
-	e.RegisterOscHandler(9, func(data []byte) bool {
-		body := oscBody(data)
-		if rest, ok := strings.CutPrefix(body, "4;"); ok {
-			t.emit(parseProgress(rest))
-			return true
-		}
-		t.emit(Event{Kind: EventNotify, NotifySource: "9", Text: clipText(body, MaxNotifyText)})
-		return true
-	})
-	e.RegisterOscHandler(777, func(data []byte) bool {
-		parts := strings.SplitN(oscBody(data), ";", 3)
-		if len(parts) >= 2 && parts[0] == "notify" {
-			ev := Event{Kind: EventNotify, NotifySource: "777", NotifyTitle: clipText(parts[1], MaxTitle)}
-			if len(parts) == 3 {
-				ev.Text = clipText(parts[2], MaxNotifyText)
-			}
-			t.emit(ev)
-		}
-		return true
-	})
-	e.RegisterOscHandler(99, func(data []byte) bool {
-		_, payload, _ := strings.Cut(oscBody(data), ";") // META;PAYLOAD
-		t.emit(Event{Kind: EventNotify, NotifySource: "99", Text: clipText(payload, MaxNotifyText)})
-		return true
-	})
-	e.RegisterOscHandler(133, func(data []byte) bool {
-		body := oscBody(data)
-		if body == "" {
-			return true
-		}
-		ev := Event{Kind: EventPromptMark, Mark: body[0], ExitCode: -1}
-		if ev.Mark == 'D' {
-			if rest, ok := strings.CutPrefix(body, "D;"); ok {
-				code, _, _ := strings.Cut(rest, ";")
-				if n, err := strconv.Atoi(code); err == nil {
-					ev.ExitCode = n
-				}
-			}
+	t.emit(Event{Kind: EventNotify, NotifySource: "9", Text: clipText(body, MaxNotifyText)})
+}
+
+// tapNotify777 reads OSC 777;notify;TITLE;BODY.
+func (t *Terminal) tapNotify777(body string) {
+	parts := strings.SplitN(body, ";", 3)
+	if len(parts) >= 2 && parts[0] == "notify" {
+		ev := Event{Kind: EventNotify, NotifySource: "777", NotifyTitle: clipText(parts[1], MaxTitle)}
+		if len(parts) == 3 {
+			ev.Text = clipText(parts[2], MaxNotifyText)
 		}
 		t.emit(ev)
-		return true
-	})
-	// RIS: tap it, then let the emulator reset (returning false falls
-	// through to its own handler).
-	e.RegisterEscHandler('c', func() bool {
-		t.title = ""
-		t.rowsValid = false
-		t.statusQueryPending = false
-		t.emit(Event{Kind: EventReset})
-		return false
-	})
+	}
+}
+
+// tapPromptMark reads an OSC 133 shell mark.
+func (t *Terminal) tapPromptMark(body string) {
+	if body == "" {
+		return
+	}
+	ev := Event{Kind: EventPromptMark, Mark: body[0], ExitCode: -1}
+	if ev.Mark == 'D' {
+		if rest, ok := strings.CutPrefix(body, "D;"); ok {
+			code, _, _ := strings.Cut(rest, ";")
+			if n, err := strconv.Atoi(code); err == nil {
+				ev.ExitCode = n
+			}
+		}
+	}
+	t.emit(ev)
 }
 
 // A pane sets these strings and corral keeps them (and matches titles

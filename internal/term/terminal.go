@@ -1,4 +1,4 @@
-// Package term wraps the charmbracelet/x/vt emulator behind its own lock.
+// Package term is corral's terminal screen, behind its own lock.
 //
 // A Terminal is written to with the bytes a program prints. It keeps the
 // visible screen apart from scrollback, answers the queries programs wait on
@@ -16,9 +16,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-
-	uv "github.com/charmbracelet/ultraviolet"
-	"github.com/charmbracelet/x/vt"
 )
 
 // Options configure a Terminal.
@@ -36,49 +33,46 @@ type Options struct {
 }
 
 // DefaultScrollback is the number of history lines kept when Options leave
-// it zero. A full line of history costs about 80 bytes per column (cells
-// carry content and style): 500 lines of 120 columns are about 5 MB.
+// it zero. History is kept as text: a line costs its characters and a
+// slice header, so 500 lines of 120 columns are at most about 70 KB of
+// ASCII.
 const DefaultScrollback = 500
 
 // Terminal is a thread-safe terminal emulator.
 type Terminal struct {
 	opts Options
 
-	// mu guards the fields that follow. Lock order: mu before drainMu.
+	// mu guards the fields that follow.
 	mu    sync.Mutex
-	emu   *vt.Emulator
+	emu   *emulator
 	title string
 	// replies and events collect what one Write produced; they are handed
-	// to the caller after mu is released.
+	// to the caller after mu is released. late holds replies produced
+	// outside a write (an in-band resize report), sent after the next
+	// write's own.
 	replies []byte
 	events  []Event
+	late    []byte
 	// statusQueryPending is set when an OSC 7501 feature query was parsed
 	// but its terminator (BEL or ST) is not known yet.
 	statusQueryPending bool
 	closed             bool
 	// frozen is the last screen of a terminal whose program ended; the
-	// emulator (cells, scrollback) is released and these copies answer.
+	// screen (cells, scrollback) is released and these copies answer.
 	frozen    *frozenScreen
 	panics    int
 	lastPanic string
 	// rows caches the text of each visible row between snapshots; only rows
-	// the emulator marked touched are rebuilt. rowsValid is cleared when the
-	// emulator's touch marks cannot be trusted (screen switch, reset,
-	// resize, a new emulator).
+	// the screen marked touched are rebuilt. rowsValid is cleared when the
+	// touch marks cannot be trusted (screen switch, reset, resize, a new
+	// screen).
 	rows      []string
 	rowsValid bool
 	// utf8Tail holds an incomplete UTF-8 character from the last write.
 	utf8Tail []byte
-
-	// drainMu guards drained: bytes the emulator wrote to its own reply
-	// pipe for sequences this package does not intercept (in-band resize).
-	drainMu sync.Mutex
-	drained []byte
-	drainWG sync.WaitGroup
 }
 
-// New returns a Terminal of the given size. Close it to stop its reply
-// drain goroutine.
+// New returns a Terminal of the given size.
 func New(opts Options) *Terminal {
 	if opts.Cols <= 0 {
 		opts.Cols = 80
@@ -90,42 +84,8 @@ func New(opts Options) *Terminal {
 		opts.ScrollbackLines = DefaultScrollback
 	}
 	t := &Terminal{opts: opts}
-	t.startEmulatorLocked()
+	t.emu = newEmulator(t, opts.Cols, opts.Rows, opts.ScrollbackLines)
 	return t
-}
-
-// startEmulatorLocked creates the emulator with corral's handlers and the
-// goroutine that drains its reply pipe.
-func (t *Terminal) startEmulatorLocked() {
-	emu := vt.NewEmulator(t.opts.Cols, t.opts.Rows)
-	emu.SetScrollbackSize(t.opts.ScrollbackLines)
-	emu.SetCallbacks(vt.Callbacks{
-		Bell:      func() { t.events = append(t.events, Event{Kind: EventBell}) },
-		AltScreen: func(bool) { t.rowsValid = false },
-	})
-	t.emu = emu
-	t.rowsValid = false
-	t.installHandlers()
-	t.drainWG.Add(1)
-	go t.drain(emu)
-}
-
-// drain reads what the emulator writes to its internal reply pipe. Without
-// a reader, the emulator's Write would block on such a reply.
-func (t *Terminal) drain(emu *vt.Emulator) {
-	defer t.drainWG.Done()
-	buf := make([]byte, 256)
-	for {
-		n, err := emu.Read(buf)
-		if n > 0 {
-			t.drainMu.Lock()
-			t.drained = append(t.drained, buf[:n]...)
-			t.drainMu.Unlock()
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // Write feeds program output. Bytes may be split anywhere, mid-rune or
@@ -142,16 +102,13 @@ func (t *Terminal) Write(p []byte) (int, error) {
 	if t.statusQueryPending && (len(p) == 0 || p[len(p)-1] != 0x1b) {
 		t.answerStatusQueryLocked("\a")
 	}
+	if len(t.late) > 0 {
+		t.replies = append(t.replies, t.late...)
+		t.late = t.late[:0]
+	}
 	replies, events := t.replies, t.events
 	t.replies, t.events = nil, nil
 	t.mu.Unlock()
-
-	t.drainMu.Lock()
-	if len(t.drained) > 0 {
-		replies = append(replies, t.drained...)
-		t.drained = t.drained[:0]
-	}
-	t.drainMu.Unlock()
 
 	if len(replies) > 0 && t.opts.Replies != nil {
 		_, _ = t.opts.Replies.Write(replies)
@@ -164,24 +121,24 @@ func (t *Terminal) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// feedLocked writes to the emulator. The emulator is third-party code fed
-// untrusted bytes: if it panics, the pane must live on. The emulator's
-// state is unknown after a panic, so it is replaced by a fresh one of the
-// same size (the screen is lost until the program redraws) and the panic
-// is counted.
+// feedLocked writes to the screen. Its input is untrusted: if the screen
+// code panics on it, the pane must live on. The screen's state is unknown
+// after a panic, so it is replaced by a fresh one of the same size (lost
+// until the program redraws) and the panic is counted.
 func (t *Terminal) feedLocked(p []byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.panics++
 			t.lastPanic = fmt.Sprint(r)
-			old := t.emu
-			t.startEmulatorLocked()
+			hook := t.emu.testCsiHook
+			t.emu = newEmulator(t, t.opts.Cols, t.opts.Rows, t.opts.ScrollbackLines)
+			t.emu.testCsiHook = hook
+			t.rowsValid = false
 			t.title = ""
 			t.statusQueryPending = false
-			stopEmulator(old)
 		}
 	}()
-	_, _ = t.emu.Write(p)
+	t.emu.write(p)
 }
 
 // Panics returns how many times the emulator panicked on input and was
@@ -192,17 +149,11 @@ func (t *Terminal) Panics() (int, string) {
 	return t.panics, t.lastPanic
 }
 
-// Close releases the emulator. Later writes fail with io.ErrClosedPipe.
+// Close releases the screen. Later writes fail with io.ErrClosedPipe.
 func (t *Terminal) Close() error {
 	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil
-	}
+	defer t.mu.Unlock()
 	t.closed = true
-	stopEmulator(t.emu)
-	t.mu.Unlock()
-	t.drainWG.Wait()
 	return nil
 }
 
@@ -212,42 +163,24 @@ type frozenScreen struct {
 	styled [][]Run
 }
 
-// Freeze keeps copies of the visible screen and releases the emulator:
-// its cells, its scrollback and its goroutine. A pane whose program ended
-// needs only its last screen, and an emulator can hold hundreds of
-// megabytes. Later writes fail like after Close; Snapshot, ANSI and
+// Freeze keeps copies of the visible screen and releases the screen: its
+// cells and its scrollback. A pane whose program ended needs only its last
+// screen. Later writes fail like after Close; Snapshot, ANSI and
 // StyledRows answer from the copies; Scrollback is empty.
 func (t *Terminal) Freeze() {
 	snap, ansi, styled := t.Snapshot(), t.ANSI(), t.StyledRows()
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.closed {
-		t.mu.Unlock()
 		return
 	}
 	t.closed = true
 	t.frozen = &frozenScreen{snap: snap, ansi: ansi, styled: styled}
-	stopEmulator(t.emu)
-	t.mu.Unlock()
-	t.drainWG.Wait()
-	t.mu.Lock()
 	t.emu, t.rows = nil, nil
-	t.mu.Unlock()
-	t.drainMu.Lock()
-	t.drained = nil
-	t.drainMu.Unlock()
 }
 
-// stopEmulator ends the emulator's drain goroutine by closing the pipe it
-// reads. NOTE: Emulator.Close would do that too, but it writes a field that
-// Emulator.Read reads without a lock: a data race with the drain goroutine.
-func stopEmulator(e *vt.Emulator) {
-	if pw, ok := e.InputPipe().(*io.PipeWriter); ok {
-		_ = pw.Close()
-	}
-}
-
-// Resize changes the visible size. Rows that no longer fit are kept in
-// scrollback by the emulator.
+// Resize changes the visible size. The screen is not reflowed: columns are
+// cut or added on the right and rows at the bottom.
 func (t *Terminal) Resize(cols, rows int) {
 	if cols <= 0 || rows <= 0 {
 		return
@@ -258,7 +191,7 @@ func (t *Terminal) Resize(cols, rows int) {
 		return
 	}
 	t.opts.Cols, t.opts.Rows = cols, rows
-	t.emu.Resize(cols, rows)
+	t.emu.resize(cols, rows)
 	t.rowsValid = false
 }
 
@@ -294,17 +227,17 @@ func (t *Terminal) Snapshot() Snapshot {
 		s.Lines = append([]string(nil), f.snap.Lines...)
 		return s
 	}
-	cols, rows := t.emu.Width(), t.emu.Height()
+	e := t.emu
 	s := Snapshot{
-		Cols:         cols,
-		Rows:         rows,
-		Lines:        make([]string, rows),
+		Cols:         e.cols,
+		Rows:         e.rows,
+		Lines:        make([]string, e.rows),
 		Title:        t.title,
-		CursorHidden: t.emu.CursorHidden(),
-		AltScreen:    t.emu.IsAltScreen(),
+		CursorHidden: e.scr.cur.hidden,
+		AltScreen:    e.scr == &e.alt,
+		CursorX:      e.scr.cur.x,
+		CursorY:      e.scr.cur.y,
 	}
-	pos := t.emu.CursorPosition()
-	s.CursorX, s.CursorY = pos.X, pos.Y
 	t.refreshRowsLocked()
 	copy(s.Lines, t.rows)
 	return s
@@ -313,37 +246,39 @@ func (t *Terminal) Snapshot() Snapshot {
 // refreshRowsLocked brings the row cache up to date, rebuilding only the
 // rows touched since the last call.
 func (t *Terminal) refreshRowsLocked() {
-	cols, rows := t.emu.Width(), t.emu.Height()
-	// NOTE: Touched returns the emulator's own slice of touch marks.
-	// Clearing its entries here is how we say "seen"; nothing else in the
-	// emulator reads them unless it draws itself, which we never ask for.
-	touched := t.emu.Touched()
-	if !t.rowsValid || len(t.rows) != rows {
-		t.rows = make([]string, rows)
-		for y := range rows {
-			t.rows[y] = t.rowTextLocked(y, cols)
+	e := t.emu
+	touched := e.scr.touched
+	if !t.rowsValid || len(t.rows) != e.rows {
+		t.rows = make([]string, e.rows)
+		for y := range e.rows {
+			t.rows[y] = e.rowText(y)
 		}
 		t.rowsValid = true
 	} else {
-		for y, ld := range touched {
-			if ld != nil && y < rows {
-				t.rows[y] = t.rowTextLocked(y, cols)
+		for i, word := range touched {
+			for word != 0 {
+				bit := word & -word
+				y := i*64 + bitIndex(bit)
+				if y < e.rows {
+					t.rows[y] = e.rowText(y)
+				}
+				word &^= bit
 			}
 		}
 	}
-	for i := range touched {
-		touched[i] = nil
-	}
+	clear(touched)
 }
 
-func (t *Terminal) rowTextLocked(y, cols int) string {
-	var b strings.Builder
-	b.Grow(cols)
-	for x := 0; x < cols; x++ {
-		writeCell(&b, t.emu.CellAt(x, y))
+func bitIndex(bit uint64) int {
+	n := 0
+	for bit > 1 {
+		bit >>= 1
+		n++
 	}
-	return strings.TrimRight(b.String(), " ")
+	return n
 }
+
+func (t *Terminal) rowTextLocked(y int) string { return t.emu.rowText(y) }
 
 // ANSI renders the visible screen with its colours and attributes as
 // escape sequences, rows separated by CRLF.
@@ -353,47 +288,27 @@ func (t *Terminal) ANSI() string {
 	if t.frozen != nil {
 		return t.frozen.ansi
 	}
-	return strings.ReplaceAll(t.emu.Render(), "\n", "\r\n")
+	return strings.ReplaceAll(t.emu.uvLines().Render(), "\n", "\r\n")
 }
 
 // Scrollback returns up to n of the most recent history lines, oldest first.
 func (t *Terminal) Scrollback(n int) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.frozen != nil {
+	if t.frozen != nil || t.emu == nil {
 		return nil
 	}
-	sb := t.emu.Scrollback()
-	if sb == nil {
+	sb := &t.emu.sb
+	total := sb.len()
+	if total == 0 {
 		return nil
 	}
-	total := sb.Len()
 	if n <= 0 || n > total {
 		n = total
 	}
 	out := make([]string, 0, n)
-	var b strings.Builder
 	for i := total - n; i < total; i++ {
-		b.Reset()
-		for _, c := range sb.Line(i) {
-			writeCell(&b, &c)
-		}
-		out = append(out, strings.TrimRight(b.String(), " "))
+		out = append(out, string(sb.line(i)))
 	}
 	return out
-}
-
-// writeCell appends a cell's text. The continuation cell of a wide
-// character has width 0 and no content, and adds nothing.
-func writeCell(b *strings.Builder, c *uv.Cell) {
-	switch {
-	case c == nil:
-		b.WriteByte(' ')
-	case c.Width == 0 && c.Content == "":
-		// continuation of a wide character
-	case c.Content == "":
-		b.WriteByte(' ')
-	default:
-		b.WriteString(c.Content)
-	}
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/charmbracelet/x/ansi"
 )
 
 // feed writes each chunk and returns the replies and events it produced.
@@ -286,7 +284,11 @@ func TestScrollRegionPastScreenIsClamped(t *testing.T) {
 // A panic inside the emulator costs the screen, not the pane.
 func TestEmulatorPanicIsSurvived(t *testing.T) {
 	term, replies, _ := newTest(t, 20, 5)
-	term.emu.RegisterCsiHandler('z', func(ansi.Params) bool { panic("boom") })
+	term.emu.testCsiHook = func(final byte) {
+		if final == 'z' {
+			panic("boom")
+		}
+	}
 	feed(t, term, nil, "before\x1b[zlost")
 	if n, msg := term.Panics(); n != 1 || msg != "boom" {
 		t.Fatalf("panics = %d %q", n, msg)

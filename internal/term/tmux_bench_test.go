@@ -2,10 +2,15 @@ package term
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkTmuxBaseline feeds the same agent-like bytes as
@@ -14,12 +19,34 @@ import (
 // session at 120x32 and waits until cat has written everything and tmux has
 // parsed it. Skipped when tmux is not installed.
 func BenchmarkTmuxBaseline(b *testing.B) {
+	data := bytes.Repeat(agentLike(2000), 20) // ~6 MB: startup cost stays small
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		tmuxCat(b, data)
+	}
+}
+
+// scrollLines is lines of coloured text, each ending in CRLF, so the screen
+// scrolls on every line (the pane benchmark's cat input).
+func scrollLines(size int) []byte {
+	line := "\x1b[38;5;174m●\x1b[39m Read \x1b[1minternal/parser/lexer.go\x1b[22m and updated the tokenizer; \x1b[2m(ctrl+o to expand)\x1b[22m\r\n"
+	return bytes.Repeat([]byte(line), size/len(line)+1)[:size/len(line)*len(line)]
+}
+
+func agentLikeSize(size int) []byte {
+	one := agentLike(2000)
+	return bytes.Repeat(one, size/len(one)+1)[:size]
+}
+
+// tmuxCat runs cat of data in a fresh detached 120x32 tmux session and
+// returns how long tmux took to take it all in.
+func tmuxCat(b *testing.B, data []byte) time.Duration {
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		b.Skip("tmux not installed")
 	}
+	b.StopTimer()
 	dir := b.TempDir()
-	data := bytes.Repeat(agentLike(2000), 20) // ~6 MB: startup cost stays small
 	file := filepath.Join(dir, "out.bin")
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		b.Fatal(err)
@@ -32,14 +59,121 @@ func BenchmarkTmuxBaseline(b *testing.B) {
 		}
 	}
 	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		run("new-session", "-d", "-x", "120", "-y", "32", "cat "+file+"; tmux -S "+sock+" wait-for -S fed")
-		run("wait-for", "fed")
-		b.StopTimer()
-		// The session ends with its command; the server may be gone already.
-		exec.Command(tmux, "-S", sock, "kill-server").Run()
-		b.StartTimer()
+	b.StartTimer()
+	start := time.Now()
+	run("new-session", "-d", "-x", "120", "-y", "32", "cat "+file+"; tmux -S "+sock+" wait-for -S fed")
+	run("wait-for", "fed")
+	took := time.Since(start)
+	b.StopTimer()
+	exec.Command(tmux, "-S", sock, "kill-server").Run()
+	b.StartTimer()
+	return took
+}
+
+// feedChunks writes data to a 120x32 terminal in 32 KB reads, as a pane's
+// reader delivers it.
+func feedChunks(data []byte) time.Duration {
+	term := New(Options{Cols: 120, Rows: 32})
+	defer term.Close()
+	start := time.Now()
+	for off := 0; off < len(data); off += 32 << 10 {
+		term.Write(data[off:min(off+32<<10, len(data))])
 	}
+	return time.Since(start)
+}
+
+func benchVsTmux(b *testing.B, data []byte) {
+	mb := float64(len(data)) / 1e6
+	var ours, tmux time.Duration
+	for i := 0; i < b.N; i++ {
+		ours += feedChunks(data)
+		tmux += tmuxCat(b, data)
+	}
+	n := float64(b.N)
+	oursRate, tmuxRate := mb*n/ours.Seconds(), mb*n/tmux.Seconds()
+	b.ReportMetric(oursRate, "corral-MB/s")
+	b.ReportMetric(tmuxRate, "tmux-MB/s")
+	b.ReportMetric(oursRate/tmuxRate, "ratio")
+}
+
+// BenchmarkScroll30MB: 30 MB of scrolling coloured lines through corral's
+// terminal and through a tmux pane, in the same run.
+func BenchmarkScroll30MB(b *testing.B) { benchVsTmux(b, scrollLines(30<<20)) }
+
+// BenchmarkAgentLike30MB: 30 MB of agent-like output, the same way.
+func BenchmarkAgentLike30MB(b *testing.B) { benchVsTmux(b, agentLikeSize(30<<20)) }
+
+// BenchmarkMemory200Lines: what a 120x32 pane that printed 200 coloured
+// lines costs. corral: the Go heap held by 50 terminals, per terminal.
+// tmux: the server's resident memory grown by 50 windows (each ran cat of
+// the same lines, then waits), per window.
+func BenchmarkMemory200Lines(b *testing.B) {
+	const panes = 50
+	lines := scrollLines(200 * 110)
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		terms := make([]*Terminal, panes)
+		for j := range terms {
+			terms[j] = New(Options{Cols: 120, Rows: 32})
+			terms[j].Write(lines)
+			terms[j].Snapshot()
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/panes/1024, "corral-heap-KB/pane")
+		runtime.KeepAlive(terms)
+	}
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		b.Skip("tmux not installed")
+	}
+	dir := b.TempDir()
+	file := filepath.Join(dir, "lines")
+	os.WriteFile(file, lines, 0o600)
+	sock := filepath.Join(dir, "tmux.sock")
+	t := func(args ...string) string {
+		out, err := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+		return string(out)
+	}
+	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
+	prog := "cat " + file + "; exec sleep 600"
+	t("new-session", "-d", "-x", "120", "-y", "32", prog)
+	pid, _ := strconv.Atoi(strings.TrimSpace(t("display-message", "-p", "#{pid}")))
+	waitPrinted := func(target string) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if n, _ := strconv.Atoi(strings.TrimSpace(t("display-message", "-p", "-t", target, "#{history_size}"))); n >= 160 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("tmux window %s never printed its lines", target)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitPrinted(":0")
+	rss0 := procRSSKB(pid)
+	for j := 1; j <= panes; j++ {
+		t("new-window", "-d", prog)
+	}
+	for j := 1; j <= panes; j++ {
+		waitPrinted(fmt.Sprintf(":%d", j))
+	}
+	b.ReportMetric(float64(procRSSKB(pid)-rss0)/panes, "tmux-rss-KB/pane")
+}
+
+func procRSSKB(pid int) int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
 }

@@ -1,0 +1,5 @@
+//go:build race
+
+package term
+
+func init() { raceBuild = true }
