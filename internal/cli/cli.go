@@ -40,6 +40,7 @@ func init() {
 	commands = []command{
 		{"replay", "[--agent A] [--json] [--screen-only] [--size COLSxROWS] FILE", "run the state engine over a recording and print its state timeline", runReplay},
 		{"explain", "[--agent A] [--json] [--at SECONDS] [--size COLSxROWS] FILE|-", "show a screen, every rule tried on it, and which matched and why", runExplain},
+		{"policy", "explain [--policy FILE] [--json] TOOL [INPUT] | explain --payload FILE|- | check FILE", "show how a permission request would be decided by a policy (corral run --policy, corral exec --policy)", runPolicy},
 		{"rules", "check [DIR] | list [--json]", "validate manifests, or list those in force and where they come from", runRules},
 		{"status", "STATE [--kind K] [--progress N] [--app A] [--id ID] [--title T] [--msg M] [--tty]", "print an OSC 7501 status report for the terminal corral runs you in", runStatus},
 		{"demo", "[--keep]", "three built-in fake agents on the terminal board: nothing to install", runDemo},

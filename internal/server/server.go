@@ -99,6 +99,10 @@ type entry struct {
 	refusal atomic.Pointer[string]
 	// refused counts hook reports with a wrong token naming this pane.
 	refused atomic.Int64
+	// approve decides the pane's permission requests (nil: none does);
+	// worktree is the git worktree corral made for it.
+	approve  atomic.Pointer[approver]
+	worktree atomic.Pointer[worktree]
 }
 
 // ErrRunning is returned when another daemon already serves the socket.
@@ -487,7 +491,9 @@ func (s *Server) record(id, name, agent string, c detect.Change) {
 		s.opts.Logf("event log: %v", err)
 	}
 	s.hub.Publish(ev)
-	s.notify.Event(ev)
+	if !s.decidedJustNow(id, ev) {
+		s.notify.Event(ev)
+	}
 }
 
 // list returns the panes in start order.

@@ -1,0 +1,180 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/headless"
+)
+
+// SourcePolicy is the event source of a policy's decision.
+const SourcePolicy = "policy"
+
+// approver is a pane's policy: an allow or deny rule decides a request the
+// agent gave whole; anything else is left to the person, never denied on
+// their behalf and never allowed from a guess.
+type approver struct {
+	policy *headless.Policy
+	mu     sync.Mutex
+	last   *api.Approval
+	// decided is when a rule last decided a request.
+	decided time.Time
+}
+
+// decidedQuiet is how long after a rule decided a request the pane's
+// permission block is not notified: Claude Code draws its dialog while
+// the hook runs and reports it blocked for a moment after the decision.
+const decidedQuiet = 3 * time.Second
+
+// decidedJustNow says whether ev is the agent's own moment of "blocked on
+// permission" for a request a rule has just decided.
+func (s *Server) decidedJustNow(id string, ev eventlog.Event) bool {
+	if ev.State != "blocked" || ev.Kind != "permission" {
+		return false
+	}
+	e, err := s.find(id)
+	if err != nil {
+		return false
+	}
+	a := e.approve.Load()
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.decided.IsZero() && ev.Time.Sub(a.decided) < decidedQuiet
+}
+
+func (a *approver) latest() *api.Approval {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.last == nil {
+		return nil
+	}
+	c := *a.last
+	return &c
+}
+
+// policyFor is the policy a new pane gets: the run's own, or config.toml's
+// [panes] policy, or none.
+func (s *Server) policyFor(req api.RunRequest) (*approver, error) {
+	if req.Policy != "" {
+		p, err := headless.ParsePolicy(req.PolicySource, []byte(req.Policy))
+		if err != nil {
+			return nil, err
+		}
+		return &approver{policy: p}, nil
+	}
+	file := s.opts.Config.Panes.Policy
+	if req.NoPolicy || file == "" {
+		return nil, nil
+	}
+	file = expandHome(file)
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(filepath.Dir(ConfigPath()), file)
+	}
+	p, err := headless.LoadPolicy(file)
+	if err != nil {
+		return nil, fmt.Errorf("config.toml's [panes] policy: %w (fix it, or run with --no-policy)", err)
+	}
+	return &approver{policy: p}, nil
+}
+
+// Decide is how a policy decides one permission request.
+func Decide(p *headless.Policy, req agents.Permission) api.Approval {
+	ap := api.Approval{Policy: p.Source, Tool: req.Tool, Input: clipInput(req.Input), Decision: "person"}
+	what := req.Tool
+	if req.Input != "" {
+		what += ": " + clipText(req.Input)
+	}
+	switch {
+	case req.Question:
+		ap.Text = "a question for you, " + what + ": left to you"
+	case !req.Whole:
+		ap.Text = "the request was not read whole (" + what + "): left to you"
+	default:
+		n, allow, ok := p.Match(req.Tool, req.Input)
+		switch {
+		case !ok:
+			ap.Text = "no rule matches " + what + ": left to you"
+		case allow:
+			ap.Decision, ap.Rule = "allow", n
+			ap.Text = fmt.Sprintf("allowed by rule %d: %s", n, what)
+		default:
+			ap.Decision, ap.Rule = "deny", n
+			ap.Text = fmt.Sprintf("denied by rule %d: %s", n, what)
+		}
+	}
+	return ap
+}
+
+// decidePermission decides a PermissionRequest hook's request by the
+// pane's policy and returns the decision for the agent, or nil to leave
+// it to the person. Each decision is an event naming the file and rule.
+func (s *Server) decidePermission(e *entry, payload []byte) *api.HookDecision {
+	a := e.approve.Load()
+	if a == nil {
+		return nil
+	}
+	req, ok := agents.ParsePermission(payload)
+	if !ok {
+		return nil
+	}
+	ap := Decide(a.policy, req)
+	now := time.Now()
+	ap.Time = now.UTC().Format(eventlog.TimeFormat)
+	a.mu.Lock()
+	a.last = &ap
+	if ap.Decision != "person" {
+		a.decided = now
+	}
+	a.mu.Unlock()
+	if ap.Decision == "person" {
+		return nil
+	}
+	in := e.p.Info()
+	d := in.Decision
+	ev := eventlog.Event{Time: now, Pane: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind,
+		Message: ap.Text, Source: SourcePolicy, Rule: fmt.Sprintf("%s rule %d", ap.Policy, ap.Rule),
+		Previous: string(d.State), PreviousKind: d.Kind}
+	ev, err := s.log.Append(ev)
+	if err != nil {
+		s.opts.Logf("event log: %v", err)
+	}
+	s.hub.Publish(ev)
+	if ap.Decision == "allow" {
+		return &api.HookDecision{Behavior: "allow"}
+	}
+	return &api.HookDecision{Behavior: "deny", Message: fmt.Sprintf("denied by corral policy %s rule %d", ap.Policy, ap.Rule)}
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[1:])
+		}
+	}
+	return p
+}
+
+func clipText(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return s
+}
+
+func clipInput(s string) string {
+	if r := []rune(s); len(r) > 2000 {
+		return string(r[:2000]) + "…"
+	}
+	return s
+}
