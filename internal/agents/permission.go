@@ -16,6 +16,8 @@ type Permission struct {
 	Input    string
 	Whole    bool
 	Question bool
+	// Options are a question's choices, in order (its first question's).
+	Options []string
 }
 
 // ParsePermission reads a PermissionRequest payload (Claude Code's and
@@ -36,7 +38,7 @@ func ParsePermission(payload []byte) (p Permission, ok bool) {
 		return p, true // not whole: no tool, or no input object to read
 	}
 	if questionMessage(in) != "" {
-		p.Question = true
+		p.Question, p.Options = true, questionOptions(in)
 		return p, true
 	}
 	for _, key := range []string{"command", "file_path", "path", "url", "pattern"} {
@@ -51,4 +53,21 @@ func ParsePermission(payload []byte) (p Permission, ok bool) {
 	}
 	p.Input, p.Whole = buf.String(), true
 	return p, true
+}
+
+// questionOptions are the labels of a question's first options list.
+func questionOptions(in fields) []string {
+	var qs []struct {
+		Options []struct {
+			Label string `json:"label"`
+		} `json:"options"`
+	}
+	if json.Unmarshal(in["questions"], &qs) != nil || len(qs) == 0 {
+		return nil
+	}
+	var out []string
+	for _, o := range qs[0].Options {
+		out = append(out, clip(o.Label))
+	}
+	return out
 }

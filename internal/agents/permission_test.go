@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -21,7 +22,7 @@ func TestParsePermission(t *testing.T) {
 		{"other input is its JSON", `{"hook_event_name":"PermissionRequest","tool_name":"mcp__x","tool_input":{"b": 1, "a": "z"}}`, true,
 			Permission{Tool: "mcp__x", Input: `{"b":1,"a":"z"}`, Whole: true}},
 		{"question", `{"hook_event_name":"PermissionRequest","tool_name":"AskUserQuestion","tool_input":{"questions":[{"question":"Which?","options":[{"label":"A"}]}]}}`, true,
-			Permission{Tool: "AskUserQuestion", Question: true}},
+			Permission{Tool: "AskUserQuestion", Question: true, Options: []string{"A"}}},
 		{"no input", `{"hook_event_name":"PermissionRequest","tool_name":"Bash"}`, true, Permission{Tool: "Bash"}},
 		{"input not an object", `{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":"ls"}`, true, Permission{Tool: "Bash"}},
 		{"no tool", `{"hook_event_name":"PermissionRequest","tool_input":{"command":"ls"}}`, true, Permission{}},
@@ -30,7 +31,7 @@ func TestParsePermission(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, ok := ParsePermission([]byte(c.payload))
-			if ok != c.ok || got != c.want {
+			if ok != c.ok || fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Fatalf("got %+v %v, want %+v %v", got, ok, c.want, c.ok)
 			}
 		})

@@ -365,7 +365,7 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 	var decided *api.HookDecision
 	if ok {
 		// A request a rule decided never waits on anyone: the agent goes on.
-		if decided = s.decidePermission(e, req.Payload); decided != nil {
+		if decided = s.decidePermission(e, rep, req.Payload); decided != nil {
 			rep.State, rep.Kind, rep.Message = signal.Working, "", ""
 		}
 		p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/signal"
 )
 
 // SourcePolicy is the event source of a policy's decision.
@@ -36,7 +37,7 @@ const decidedQuiet = 3 * time.Second
 // decidedJustNow says whether ev is the agent's own moment of "blocked on
 // permission" for a request a rule has just decided.
 func (s *Server) decidedJustNow(id string, ev eventlog.Event) bool {
-	if ev.State != "blocked" || ev.Kind != "permission" {
+	if ev.State != string(signal.Blocked) || ev.Kind != "permission" {
 		return false
 	}
 	e, err := s.find(id)
@@ -118,13 +119,17 @@ func Decide(p *headless.Policy, req agents.Permission) api.Approval {
 // decidePermission decides a PermissionRequest hook's request by the
 // pane's policy and returns the decision for the agent, or nil to leave
 // it to the person. Each decision is an event naming the file and rule.
-func (s *Server) decidePermission(e *entry, payload []byte) *api.HookDecision {
-	a := e.approve.Load()
-	if a == nil {
-		return nil
-	}
+func (s *Server) decidePermission(e *entry, rep agents.Report, payload []byte) *api.HookDecision {
 	req, ok := agents.ParsePermission(payload)
-	if !ok {
+	switch {
+	case ok && req.Question:
+		opts := req.Options
+		e.question.Store(&opts)
+	case ok || (!rep.Ignore && rep.State != signal.Blocked):
+		e.question.Store(nil) // another request, or the agent went on
+	}
+	a := e.approve.Load()
+	if a == nil || !ok {
 		return nil
 	}
 	ap := Decide(a.policy, req)

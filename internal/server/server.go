@@ -103,6 +103,9 @@ type entry struct {
 	// worktree is the git worktree corral made for it.
 	approve  atomic.Pointer[approver]
 	worktree atomic.Pointer[worktree]
+	// question holds the choices of the question the agent's hook last
+	// asked, until the agent goes on.
+	question atomic.Pointer[[]string]
 }
 
 // ErrRunning is returned when another daemon already serves the socket.
