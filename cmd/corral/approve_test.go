@@ -225,3 +225,44 @@ func TestRealClaudeCodePolicy(t *testing.T) {
 	}
 	t.Logf("events:\n%s", e.must("events", "--since", "1h"))
 }
+
+// TestPanePolicyDecidesReportedRequests: an agent without hooks that
+// reports its permission request whole through OSC 7501 ("approve Bash:
+// CMD", the fake agent as Claude Code does) is answered by the rule with
+// the manifest's keys once the prompt shows the command; no matching rule
+// leaves it blocked for the person.
+func TestPanePolicyDecidesReportedRequests(t *testing.T) {
+	e := newEnv(t)
+	policy := filepath.Join(e.dir, "p.toml")
+	os.WriteFile(policy, []byte(approvePolicy), 0o600)
+	for _, c := range []struct {
+		name, command, want, decision string
+	}{
+		{"allowed", "ls -la /tmp", "done", "allowed by rule 1: Bash: ls -la /tmp"},
+		{"denied", "rm -rf /tmp/x", "idle,done", "denied by rule 2: Bash: rm -rf /tmp/x"},
+		{"unknown", "curl example.com", "blocked", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.must("run", "--name", c.name, "--agent", "claude-code", "--policy", policy, "--", corralBin, "fake-agent", "--osc7501", "--command", c.command)
+			e.must("send", c.name, "ask", "--enter")
+			e.must("wait", c.name, "--state", "blocked,done", "--timeout", "20s")
+			if c.want != "blocked" {
+				if _, errs, code := e.run("wait", c.name, "--state", c.want, "--timeout", "20s"); code != 0 {
+					t.Fatalf("never answered (%s):\n%s", errs, e.must("screen", c.name))
+				}
+				events := e.must("events", "--since", "1h")
+				if !strings.Contains(events, `"message":"`+c.decision+`","source":"policy","rule":"`+policy+` rule `) {
+					t.Fatalf("no decision event:\n%s", events)
+				}
+				return
+			}
+			// Left to the person: still blocked a while later, with why.
+			waitFor(t, 10*time.Second, "the reason on ls", func() bool {
+				return strings.Contains(e.must("ls", "--json"), "no rule matches Bash: curl example.com: left to you")
+			})
+			if p := e.pane(c.name); p.State != "blocked" {
+				t.Fatalf("an unmatched request was answered: %+v", p)
+			}
+		})
+	}
+}

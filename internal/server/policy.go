@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/status"
 )
 
 // SourcePolicy is the event source of a policy's decision.
@@ -34,9 +35,12 @@ type approver struct {
 // the hook runs and reports it blocked for a moment after the decision.
 const decidedQuiet = 3 * time.Second
 
-// decidedJustNow says whether ev is the agent's own moment of "blocked on
-// permission" for a request a rule has just decided.
-func (s *Server) decidedJustNow(id string, ev eventlog.Event) bool {
+// policyTakes is told of every recorded state change. It says whether
+// ev is a permission block the pane's policy has decided or is deciding
+// (not to be notified): the agent's own moment of "blocked" just after a
+// rule decided its hook's request, or an OSC 7501 report naming the
+// request whole, which a rule then answers by the manifest's keys.
+func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 	if ev.State != string(signal.Blocked) || ev.Kind != "permission" {
 		return false
 	}
@@ -49,18 +53,123 @@ func (s *Server) decidedJustNow(id string, ev eventlog.Event) bool {
 		return false
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return !a.decided.IsZero() && ev.Time.Sub(a.decided) < decidedQuiet
+	recent := !a.decided.IsZero() && ev.Time.Sub(a.decided) < decidedQuiet
+	a.mu.Unlock()
+	if recent {
+		return true
+	}
+	// The agent's hooks decide where they are in force: answering its
+	// report as well would type keys into whatever comes next.
+	if in, _ := e.integration(ev.Agent); in == "claude-code" {
+		return false
+	}
+	p, ok := e.asPane()
+	if !ok {
+		return false
+	}
+	// The agent's own report of the request, whichever signal decided
+	// the state: the root OSC 7501 record.
+	msg := ""
+	for _, r := range p.Info().Records {
+		if r.ID == "" && r.State == status.Blocked && r.Kind == status.Permission {
+			msg = r.Msg
+		}
+	}
+	if msg == "" {
+		return false // screen-only: never decided for the person
+	}
+	req, whole := reportedRequest(msg)
+	ap := Decide(a.policy, req)
+	if !whole {
+		ap = api.Approval{Decision: "person", Policy: a.policy.Source, Tool: req.Tool, Input: clipInput(req.Input),
+			Text: "the request was not read whole (" + clipText(msg) + "): left to you"}
+	}
+	ap.Time = ev.Time.UTC().Format(eventlog.TimeFormat)
+	if ap.Decision == "person" {
+		a.mu.Lock()
+		a.last = &ap
+		a.mu.Unlock()
+		return false
+	}
+	go s.answerReport(e, a, ap, req.Input)
+	return true
 }
 
-func (a *approver) latest() *api.Approval {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.last == nil {
-		return nil
+// reportedRequest reads an OSC 7501 permission message, "approve TOOL:
+// INPUT" (Claude Code's words); whole is false for anything else, or for
+// a message that may have been cut (an ellipsis, the protocol's limit).
+func reportedRequest(msg string) (req agents.Permission, whole bool) {
+	rest, ok := strings.CutPrefix(msg, "approve ")
+	if !ok {
+		return req, false
 	}
-	c := *a.last
-	return &c
+	tool, input, ok := strings.Cut(rest, ": ")
+	if !ok || tool == "" || strings.ContainsAny(tool, " \t") || input == "" {
+		return agents.Permission{Tool: tool}, false
+	}
+	req = agents.Permission{Tool: tool, Input: input}
+	if strings.HasSuffix(input, "…") || strings.HasSuffix(input, "...") || len(msg) >= maxReportMsg {
+		return req, false
+	}
+	req.Whole = true
+	return req, true
+}
+
+// maxReportMsg is OSC 7501's bound on a decoded msg: one this long may be cut.
+const maxReportMsg = 2048
+
+// answerReport carries out a rule's decision on a reported request by
+// typing the manifest's answer, once the prompt is on screen and shows the
+// request's input; a prompt not seen, or not showing it, is left to the
+// person.
+func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input string) {
+	p, ok := e.asPane()
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(PromptDrawWait)
+	for {
+		in := p.Info()
+		if in.Decision.State != signal.Blocked || in.Decision.Kind != "permission" {
+			return // answered meanwhile
+		}
+		if !in.PromptShown.IsZero() && onScreen(p.Snapshot().Lines, input) {
+			break
+		}
+		if time.Now().After(deadline) {
+			ap.Decision, ap.Rule = "person", 0
+			ap.Text = "the prompt on screen does not show " + clipText(input) + ": left to you"
+			a.mu.Lock()
+			a.last = &ap
+			a.mu.Unlock()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	choice := "yes"
+	if ap.Decision == "deny" {
+		choice = "no"
+	}
+	now := time.Now()
+	a.mu.Lock()
+	a.last, a.decided = &ap, now
+	a.mu.Unlock()
+	if _, err := e.answer(choice); err != nil {
+		ap.Decision, ap.Rule = "person", 0
+		ap.Text = "could not answer (" + err.Error() + "): left to you"
+		a.mu.Lock()
+		a.last = &ap
+		a.mu.Unlock()
+		return
+	}
+	s.recordDecision(e, ap, now)
+}
+
+// onScreen says whether the screen shows text (whitespace aside, lines
+// joined as a wrapped command is).
+func onScreen(lines []string, text string) bool {
+	flat := strings.Join(strings.Fields(strings.Join(lines, " ")), " ")
+	return strings.Contains(flat, strings.Join(strings.Fields(text), " "))
 }
 
 // policyFor is the policy a new pane gets: the run's own, or config.toml's
@@ -144,16 +253,7 @@ func (s *Server) decidePermission(e *entry, rep agents.Report, payload []byte) *
 	if ap.Decision == "person" {
 		return nil
 	}
-	in := e.p.Info()
-	d := in.Decision
-	ev := eventlog.Event{Time: now, Pane: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind,
-		Message: ap.Text, Source: SourcePolicy, Rule: fmt.Sprintf("%s rule %d", ap.Policy, ap.Rule),
-		Previous: string(d.State), PreviousKind: d.Kind}
-	ev, err := s.log.Append(ev)
-	if err != nil {
-		s.opts.Logf("event log: %v", err)
-	}
-	s.hub.Publish(ev)
+	s.recordDecision(e, ap, now)
 	if ap.Decision == "allow" {
 		return &api.HookDecision{Behavior: "allow"}
 	}
@@ -182,4 +282,29 @@ func clipInput(s string) string {
 		return string(r[:2000]) + "…"
 	}
 	return s
+}
+
+// recordDecision logs a rule's decision as an event naming the policy
+// file and rule, in the pane's state at that moment.
+func (s *Server) recordDecision(e *entry, ap api.Approval, now time.Time) {
+	in := e.p.Info()
+	d := in.Decision
+	ev := eventlog.Event{Time: now, Pane: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind,
+		Message: ap.Text, Source: SourcePolicy, Rule: fmt.Sprintf("%s rule %d", ap.Policy, ap.Rule),
+		Previous: string(d.State), PreviousKind: d.Kind}
+	ev, err := s.log.Append(ev)
+	if err != nil {
+		s.opts.Logf("event log: %v", err)
+	}
+	s.hub.Publish(ev)
+}
+
+func (a *approver) latest() *api.Approval {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.last == nil {
+		return nil
+	}
+	c := *a.last
+	return &c
 }

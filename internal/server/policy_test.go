@@ -42,3 +42,25 @@ decision = "deny"
 		})
 	}
 }
+
+func TestReportedRequest(t *testing.T) {
+	for _, c := range []struct {
+		msg         string
+		tool, input string
+		whole       bool
+	}{
+		{"approve Bash: ls -la /tmp", "Bash", "ls -la /tmp", true},
+		{"approve Write: /w/notes.txt", "Write", "/w/notes.txt", true},
+		{"approve Bash: find / -name x…", "Bash", "find / -name x…", false},
+		{"approve Bash: find / -name x...", "Bash", "find / -name x...", false},
+		{"approve Bash", "", "", false},
+		{"approve a tool: x", "", "", false},
+		{"Do you want to proceed?", "", "", false},
+		{"", "", "", false},
+	} {
+		req, whole := reportedRequest(c.msg)
+		if whole != c.whole || (c.whole && (req.Tool != c.tool || req.Input != c.input)) {
+			t.Errorf("%q: %+v %v", c.msg, req, whole)
+		}
+	}
+}

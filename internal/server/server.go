@@ -494,7 +494,7 @@ func (s *Server) record(id, name, agent string, c detect.Change) {
 		s.opts.Logf("event log: %v", err)
 	}
 	s.hub.Publish(ev)
-	if !s.decidedJustNow(id, ev) {
+	if !s.policyTakes(id, ev) {
 		s.notify.Event(ev)
 	}
 }
