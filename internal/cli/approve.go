@@ -10,7 +10,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/headless"
-	"github.com/corral-dev/corral/internal/safefile"
 	"github.com/corral-dev/corral/internal/server"
 )
 
@@ -38,15 +37,16 @@ func (w *worktreeFlag) Set(v string) error {
 // readPolicy reads and checks a policy file; its path goes with it as an
 // absolute path, so decisions name the file.
 func readPolicy(file string) (text, source string, err error) {
-	data, err := safefile.Read(file, headless.MaxPolicyBytes)
-	if err != nil {
-		return "", "", fmt.Errorf("policy %s: %w", file, err)
-	}
 	if abs, err := filepath.Abs(file); err == nil {
 		file = abs
 	}
-	if _, err := headless.ParsePolicy(file, data); err != nil {
+	// LoadPolicy reads only a regular file, bounded; then its text goes.
+	if _, err := headless.LoadPolicy(file); err != nil {
 		return "", "", err
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("policy %s: %w", file, err)
 	}
 	return string(data), file, nil
 }
@@ -116,12 +116,19 @@ func policyExplain(std IO, args []string) error {
 		if len(pos) > 0 {
 			return usagef("give --payload or TOOL INPUT, not both")
 		}
-		var data []byte
-		if *payload == "-" {
-			data, err = io.ReadAll(io.LimitReader(std.Stdin, agents.MaxPayload+1))
-		} else {
-			data, err = safefile.Read(*payload, agents.MaxPayload)
+		in := std.Stdin
+		if *payload != "-" {
+			if fi, err := os.Stat(*payload); err == nil && !fi.Mode().IsRegular() {
+				return fmt.Errorf("payload %s is not a regular file", *payload)
+			}
+			f, err := os.Open(*payload)
+			if err != nil {
+				return fmt.Errorf("payload: %w", err)
+			}
+			defer f.Close()
+			in = f
 		}
+		data, err := io.ReadAll(io.LimitReader(in, agents.MaxPayload+1))
 		if err != nil {
 			return fmt.Errorf("payload: %w", err)
 		}

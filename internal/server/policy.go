@@ -13,7 +13,6 @@ import (
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/signal"
-	"github.com/corral-dev/corral/internal/status"
 )
 
 // SourcePolicy is the event source of a policy's decision.
@@ -71,7 +70,7 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 	// the state: the root OSC 7501 record.
 	msg := ""
 	for _, r := range p.Info().Records {
-		if r.ID == "" && r.State == status.Blocked && r.Kind == status.Permission {
+		if r.ID == "" && r.State == "blocked" && r.Kind == "permission" {
 			msg = r.Msg
 		}
 	}
