@@ -46,6 +46,12 @@ type Pane struct {
 	HooksIgnored int `json:"hooks_ignored"`
 	// SessionID is a headless job's agent session, once known.
 	SessionID string `json:"session_id,omitempty"`
+	// Policy is the policy file deciding the pane's permission requests
+	// ("" for none); Approval is its latest decision.
+	Policy   string    `json:"policy,omitempty"`
+	Approval *Approval `json:"approval,omitempty"`
+	// Worktree is the git worktree corral made for the pane.
+	Worktree *Worktree `json:"worktree,omitempty"`
 }
 
 // Rules is GET /v1/rules: the manifests the daemon has in force, and the
@@ -104,6 +110,15 @@ type RunRequest struct {
 	Env     []string `json:"env"`
 	// Remove removes the pane when its program exits (corral run --rm).
 	Remove bool `json:"remove,omitempty"`
+	// Policy is a policy file's text (PolicySource: its path) deciding the
+	// pane's permission requests; NoPolicy leaves config.toml's out.
+	Policy       string `json:"policy,omitempty"`
+	PolicySource string `json:"policy_source,omitempty"`
+	NoPolicy     bool   `json:"no_policy,omitempty"`
+	// Worktree runs the pane in a new git worktree of the repository at
+	// Cwd, on Branch (new or existing; "" names one after the pane).
+	Worktree bool   `json:"worktree,omitempty"`
+	Branch   string `json:"branch,omitempty"`
 }
 
 // Screen is GET /v1/panes/{id}/screen.

@@ -53,8 +53,8 @@ type Backend interface {
 	Answer(id, choice string) (string, error)
 	Send(id, text string, enter bool) error
 	Kill(id string) error
-	// AnswerNames lists the answers a pane's manifest defines (yes, always, no, cancel).
-	AnswerNames(id string) []string
+	// Prompt is what a blocked pane's prompt takes.
+	Prompt(id string) Prompt
 	// Changed returns a channel that receives after state changes.
 	Changed() (<-chan struct{}, func())
 }
@@ -434,6 +434,7 @@ type card struct {
 	api.Pane
 	Screen  [][]term.Run `json:"screen"`
 	Answers []string     `json:"answers"`
+	Options []option     `json:"options"`
 }
 
 // feed holds the latest state message; every client sends it from
@@ -506,11 +507,17 @@ func (s *Server) state() []byte {
 	cards := []card{}
 	for _, p := range s.b.Panes() {
 		scr, _ := s.b.StyledScreen(p.ID)
-		answers := []string{}
+		c := card{Pane: p, Screen: scr, Answers: []string{}, Options: []option{}}
 		if p.State == "blocked" {
-			answers = s.b.AnswerNames(p.ID)
+			pr := s.b.Prompt(p.ID)
+			if pr.Answers != nil {
+				c.Answers = pr.Answers
+			}
+			if o := options(pr, scr); o != nil {
+				c.Options = o
+			}
 		}
-		cards = append(cards, card{Pane: p, Screen: scr, Answers: answers})
+		cards = append(cards, c)
 	}
 	msg, _ := json.Marshal(map[string]any{"type": "state", "panes": cards})
 	return msg

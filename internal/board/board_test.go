@@ -32,7 +32,7 @@ func (f *fakeBackend) Answer(id, choice string) (string, error) {
 }
 func (f *fakeBackend) Send(string, string, bool) error    { return errors.New("blocked") }
 func (f *fakeBackend) Kill(string) error                  { return nil }
-func (f *fakeBackend) AnswerNames(string) []string        { return []string{"yes", "no"} }
+func (f *fakeBackend) Prompt(string) Prompt               { return Prompt{Answers: []string{"yes", "no"}} }
 func (f *fakeBackend) Changed() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
 
 func start(t *testing.T) (*Server, *fakeBackend) {

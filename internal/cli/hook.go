@@ -18,7 +18,8 @@ import (
 // from the hooks corral adds to their command line; it finds its pane and
 // token in the environment corral gave the pane. A failing hook must never
 // break the agent: it always exits 0, prints nothing on stdout (Claude Code
-// reads a hook's stdout), and gives up after a few seconds.
+// reads a hook's stdout) but a policy's decision on a permission request,
+// and gives up after a few seconds (then the agent asks its person).
 func runHook(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("hook", std)
 	agent := fs.String("agent", "claude-code", "the agent whose payload this is: claude-code, codex or gemini")
@@ -53,10 +54,29 @@ func runHook(ctx context.Context, std IO, args []string) error {
 		return nil
 	}
 	c := client.New(sock)
-	if err := c.Do(ctx, "POST", "/v1/hook", api.HookRequest{Pane: paneID, Token: token, Agent: *agent, Payload: payload}, nil); err != nil {
+	var res api.HookResult
+	if err := c.Do(ctx, "POST", "/v1/hook", api.HookRequest{Pane: paneID, Token: token, Agent: *agent, Payload: payload}, &res); err != nil {
 		fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
+		return nil
 	}
+	printHookDecision(std, res)
 	return nil
+}
+
+// printHookDecision tells the agent a policy's decision on its permission
+// request, in the PermissionRequest hook's output shape (Claude Code's and
+// Codex's). Anything but a clear allow or deny prints nothing, which
+// leaves the request to the person.
+func printHookDecision(std IO, res api.HookResult) {
+	d := res.Decision
+	if d == nil || (d.Behavior != "allow" && d.Behavior != "deny") {
+		return
+	}
+	out, err := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{
+		"hookEventName": "PermissionRequest", "decision": d}})
+	if err == nil {
+		_, _ = std.Stdout.Write(append(out, '\n'))
+	}
 }
 
 // logHook appends the payload, with the time it arrived, to file when one

@@ -74,6 +74,10 @@ func runRun(ctx context.Context, std IO, args []string) error {
 	asJSON := fs.Bool("json", false, "print the pane as JSON")
 	attach := fs.Bool("attach", false, "attach to the new pane at once")
 	remove := fs.Bool("rm", false, "remove the pane when its program exits")
+	policyFile := fs.String("policy", "", "decide the agent's permission requests by this policy file (as corral exec's)")
+	noPolicy := fs.Bool("no-policy", false, "leave config.toml's default policy out")
+	var wt worktreeFlag
+	fs.Var(&wt, "worktree", "run in a new git worktree, on branch BRANCH (--worktree=BRANCH or --worktree BRANCH; default corral/NAME)")
 	var env envList
 	fs.Var(&env, "env", "`K=V` to add to the program's environment (repeatable)")
 	// Everything after "--" is the command, flags included.
@@ -88,6 +92,9 @@ func runRun(ctx context.Context, std IO, args []string) error {
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if wt.on && wt.branch == "" && command != nil && len(pos) == 1 {
+		wt.branch, pos = pos[0], nil // --worktree BRANCH
 	}
 	if command == nil {
 		command = pos
@@ -120,8 +127,15 @@ func runRun(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
+	req := api.RunRequest{Name: *name, Command: command, Cwd: dir, Cols: cols, Rows: rows, Agent: *agent, Env: env, Remove: *remove,
+		NoPolicy: *noPolicy, Worktree: wt.on, Branch: wt.branch}
+	if *policyFile != "" {
+		if req.Policy, req.PolicySource, err = readPolicy(*policyFile); err != nil {
+			return err
+		}
+	}
 	var p api.Pane
-	if err := c.Do(ctx, "POST", "/v1/panes", api.RunRequest{Name: *name, Command: command, Cwd: dir, Cols: cols, Rows: rows, Agent: *agent, Env: env, Remove: *remove}, &p); err != nil {
+	if err := c.Do(ctx, "POST", "/v1/panes", req, &p); err != nil {
 		return apiError(err)
 	}
 	if *asJSON {
@@ -152,6 +166,7 @@ func runRm(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("rm", std)
 	force := fs.Bool("force", false, "end running panes first (SIGHUP, then SIGKILL)")
 	asJSON := fs.Bool("json", false, "print the removed panes as JSON")
+	withWorktree := fs.Bool("worktree", false, "also remove the git worktree corral made for the pane (refused while it has uncommitted changes; its branch stays)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -163,9 +178,16 @@ func runRm(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	path := ""
+	q := url.Values{}
 	if *force {
-		path = "?force=1"
+		q.Set("force", "1")
+	}
+	if *withWorktree {
+		q.Set("worktree", "1")
+	}
+	path := ""
+	if len(q) > 0 {
+		path = "?" + q.Encode()
 	}
 	removed := []api.Pane{}
 	var failed error

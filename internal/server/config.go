@@ -24,6 +24,14 @@ type PanesConfig struct {
 	// PruneAfter removes panes and jobs this long after they ended
 	// ("24h"; "0", the default, never).
 	PruneAfter Duration `toml:"prune_after"`
+	// Policy is a policy file (as for corral exec) deciding every new
+	// pane's permission requests unless corral run names another; a
+	// relative path is relative to the config folder.
+	Policy string `toml:"policy"`
+	// Worktrees is the folder for `corral run --worktree`, beside the
+	// repository: {repo} is the repository folder's name (default
+	// "{repo}.worktrees").
+	Worktrees string `toml:"worktrees"`
 }
 
 // Duration is a duration written as a string ("90s", "24h").

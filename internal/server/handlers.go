@@ -21,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/signal"
 )
 
 // routes is the API, one route per line.
@@ -179,9 +180,20 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	approve, err := s.policyFor(req)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	wt, err := s.worktreeFor(&req)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
 	p, err := s.start(pane.Config{Name: req.Name, Argv: req.Command, Dir: req.Cwd, Env: req.Env,
 		Cols: req.Cols, Rows: req.Rows, Agent: req.Agent}, req.Remove)
 	if err != nil {
+		wt.undo()
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
@@ -189,6 +201,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if err != nil { // --rm, and it has already ended and gone
 		e = &entry{p: p, name: req.Name}
 	}
+	e.approve.Store(approve)
+	e.worktree.Store(wt)
 	reply(w, paneJSON(e))
 }
 
@@ -303,6 +317,10 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		return
 	}
+	withWorktree := r.URL.Query().Get("worktree") == "1"
+	if withWorktree && !s.worktreeRemovable(w, e) {
+		return
+	}
 	out := paneJSON(e)
 	if err := s.remove(e.p.ID(), r.URL.Query().Get("force") == "1"); err != nil {
 		code, status := "internal", http.StatusInternalServerError
@@ -313,6 +331,9 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.State = StateRemoved
+	if withWorktree && !s.removeWorktree(w, e) {
+		return
+	}
 	reply(w, out)
 }
 
@@ -344,11 +365,16 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 	}
 	e.hooksSeen.Add(1)
 	s.noteSession(e, req.Agent, sessionOf(rep.Session, req.Payload))
+	var decided *api.HookDecision
 	if ok {
+		// A request a rule decided never waits on anyone: the agent goes on.
+		if decided = s.decidePermission(e, rep, req.Payload); decided != nil {
+			rep.State, rep.Kind, rep.Message = signal.Working, "", ""
+		}
 		p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
 			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})
 	}
-	reply(w, map[string]string{"pane": e.p.ID(), "event": rep.Event, "ignored": rep.Why})
+	reply(w, api.HookResult{Pane: e.p.ID(), Event: rep.Event, Ignored: rep.Why, Decision: decided})
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
@@ -511,6 +537,12 @@ func paneJSON(e *entry) api.Pane {
 		Integration: integration, IntegrationError: problem, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
 	if j, ok := e.p.(*job); ok {
 		out.SessionID = j.Session()
+	}
+	if a := e.approve.Load(); a != nil {
+		out.Policy, out.Approval = a.policy.Source, a.latest()
+	}
+	if wt := e.worktree.Load(); wt != nil {
+		out.Worktree = wt.status()
 	}
 	if in.Progress >= 0 {
 		v := in.Progress

@@ -109,6 +109,13 @@ type entry struct {
 	// held is the pane table's row of a pane under a holder (nil when
 	// none).
 	held *heldEntry
+	// approve decides the pane's permission requests (nil: none does);
+	// worktree is the git worktree corral made for it.
+	approve  atomic.Pointer[approver]
+	worktree atomic.Pointer[worktree]
+	// question holds the choices of the question the agent's hook last
+	// asked, until the agent goes on.
+	question atomic.Pointer[[]string]
 }
 
 // ErrRunning is returned when another daemon already serves the socket.
@@ -505,8 +512,10 @@ func (s *Server) record(id, name, agent string, c detect.Change) {
 		s.opts.Logf("event log: %v", err)
 	}
 	s.hub.Publish(ev)
-	s.notify.Event(ev)
 	s.table.touch()
+	if !s.policyTakes(id, ev) {
+		s.notify.Event(ev)
+	}
 }
 
 // list returns the panes in start order.

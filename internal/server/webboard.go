@@ -53,12 +53,21 @@ func (b boardBackend) Kill(id string) error {
 	return e.p.Kill(15)
 }
 
-func (b boardBackend) AnswerNames(id string) []string {
+func (b boardBackend) Prompt(id string) board.Prompt {
 	e, err := b.s.find(id)
 	if err != nil {
-		return nil
+		return board.Prompt{}
 	}
-	return e.p.AnswerNames()
+	var pr board.Prompt
+	if p, ok := e.asPane(); ok {
+		pr.Answers, pr.Options = p.PromptAnswers()
+	} else {
+		pr.Answers = e.p.AnswerNames()
+	}
+	if q := e.question.Load(); q != nil && pr.Options {
+		pr.Labels = *q
+	}
+	return pr
 }
 
 func (b boardBackend) Changed() (<-chan struct{}, func()) {

@@ -80,6 +80,10 @@ func (b *Board) View() tea.View {
 			out.WriteString("\x1b[33m" + clip("no hooks: "+sel.IntegrationError, b.width) + "\x1b[0m\n")
 			room--
 		}
+		for _, n := range paneNotes(*sel) {
+			out.WriteString("\x1b[" + n[0] + "m" + clip(n[1], b.width) + "\x1b[0m\n")
+			room--
+		}
 		lines := trimBlank(b.preview)
 		if len(lines) > room {
 			lines = lines[len(lines)-room:]
@@ -147,4 +151,35 @@ func trimBlank(lines []string) []string {
 		end--
 	}
 	return lines[:end]
+}
+
+// paneNotes are the selected pane's worktree and its policy's latest
+// decision, one line each: its colour (SGR) and text.
+func paneNotes(p api.Pane) [][2]string {
+	var out [][2]string
+	if w := p.Worktree; w != nil {
+		l := "⎇ " + w.Branch
+		if w.Ahead > 0 {
+			l += fmt.Sprintf(" ↑%d", w.Ahead)
+		}
+		if w.Behind > 0 {
+			l += fmt.Sprintf(" ↓%d", w.Behind)
+		}
+		colour := "2"
+		if w.Dirty {
+			l += " dirty"
+			colour = "33"
+		} else {
+			l += " clean"
+		}
+		out = append(out, [2]string{colour, l + " · " + w.Path})
+	}
+	if a := p.Approval; a != nil {
+		colour := map[string]string{"allow": "32", "deny": "31"}[a.Decision]
+		if colour == "" {
+			colour = "2"
+		}
+		out = append(out, [2]string{colour, a.Text + " (" + since(a.Time) + " ago)"})
+	}
+	return out
 }

@@ -28,3 +28,21 @@ func TestViewIntegrationError(t *testing.T) {
 		t.Fatalf("a pane with hooks says it has none:\n%s", out)
 	}
 }
+
+// The selected pane's worktree and its policy's latest decision show
+// above its preview.
+func TestViewWorktreeAndApproval(t *testing.T) {
+	board := New(nil, "")
+	board.width, board.height = 200, 30
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	board.panes = []api.Pane{{ID: "aaaaa", Agent: "claude-code", State: "working", Since: now,
+		Worktree: &api.Worktree{Path: "/src/app.worktrees/corral-x", Branch: "corral/x", Ahead: 2, Dirty: true},
+		Approval: &api.Approval{Decision: "allow", Rule: 1, Text: "allowed by rule 1: Bash: ls -la /tmp", Time: now}}}
+	board.sel = "aaaaa"
+	out := board.View().Content
+	for _, want := range []string{"⎇ corral/x ↑2 dirty · /src/app.worktrees/corral-x", "allowed by rule 1: Bash: ls -la /tmp"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("view lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -37,8 +37,12 @@ async function post(id, what, body) {
 // where agents draw their prompts, blank rows below the last text dropped.
 const previewRows = 18;
 
-function screen(rows) {
+// A preview is scaled so the pane's whole width fits its card: the font
+// size follows the card's width (a container query unit) and the pane's
+// columns (--cols).
+function screen(rows, cols) {
   const pre = el("pre", "screen");
+  pre.style.setProperty("--cols", String(Math.max(20, cols || 80)));
   rows = rows || [];
   let end = rows.length;
   while (end > 0 && !(rows[end - 1] || []).some(r => r.t.trim() !== "" || r.b)) end--;
@@ -54,7 +58,34 @@ function screen(rows) {
     }
     pre.appendChild(document.createTextNode("\n"));
   }
-  return pre;
+  const wrap = el("div", "screenwrap");
+  wrap.append(pre);
+  return wrap;
+}
+
+const answerLabels = {yes: "Yes", always: "Always", no: "No", cancel: "Cancel"};
+
+// answerButtons are the prompt's own choices: a question's numbered
+// options (with their labels), a permission prompt's named answers.
+function answerButtons(p) {
+  const out = [];
+  const add = (choice, text, cls, title) => {
+    const b = el("button", "answer " + cls, text);
+    b.dataset.choice = choice;
+    if (title) b.title = title;
+    b.addEventListener("click", ev => { ev.stopPropagation(); post(p.id, "answer", {choice: choice}); });
+    out.push(b);
+  };
+  const names = p.answers || [], opts = p.options || [];
+  const question = p.kind === "question";
+  if (question || !names.length || p.kind === "") {
+    for (const o of opts) add(o.n, o.label ? o.n + " " + o.label : o.n, "option", o.label ? "answer " + o.n + ": " + o.label : "answer " + o.n);
+  }
+  for (const n of names) {
+    if (question && n !== "cancel") continue; // a question is answered by its options
+    add(n, answerLabels[n] || n, n === "no" || n === "cancel" ? "negative" : "");
+  }
+  return out;
 }
 
 function card(p) {
@@ -64,8 +95,23 @@ function card(p) {
   c.addEventListener("click", () => { selected = p.id; render(); });
   const head = el("div", "head");
   head.append(el("span", "name", p.name || p.id), el("span", "state", p.state + (p.kind ? "/" + p.kind : "")),
-    el("span", "meta", p.agent + (p.integration ? " (hooks)" : "") + " · " + ago(p.since) + " · " + p.cwd));
+    el("span", "meta", (p.host ? p.host + " · " : "") + p.agent + (p.integration ? " (hooks)" : "") + " · " + ago(p.since) + " · " + p.cwd));
   c.append(head);
+  if (p.worktree) {
+    const w = p.worktree;
+    const parts = ["⎇ " + w.branch];
+    if (w.ahead) parts.push("↑" + w.ahead);
+    if (w.behind) parts.push("↓" + w.behind);
+    parts.push(w.dirty ? "dirty" : "clean");
+    const d = el("div", "worktree" + (w.dirty ? " dirty" : ""), parts.join(" "));
+    d.title = w.path + " (from " + w.base + ")" + (w.error ? ": " + w.error : "");
+    c.append(d);
+  }
+  if (p.approval) {
+    const a = el("div", "approval " + p.approval.decision, p.approval.text + " · " + ago(p.approval.time) + " ago");
+    a.title = "policy " + p.approval.policy;
+    c.append(a);
+  }
   if (p.integration_error && p.state !== "exited") c.append(el("div", "integration", "No hooks: " + p.integration_error));
   if (p.message) c.append(el("div", "message", p.message));
   if (p.progress !== null && p.progress !== undefined) {
@@ -84,20 +130,9 @@ function card(p) {
     }
     c.append(ul);
   }
-  c.append(screen(p.screen));
+  c.append(screen(p.screen, p.cols));
   const actions = el("div", "actions");
-  if (p.state === "blocked") {
-    for (const a of p.answers) {
-      const b = el("button", "answer", a[0].toUpperCase() + a.slice(1));
-      b.addEventListener("click", ev => { ev.stopPropagation(); post(p.id, "answer", {choice: a}); });
-      actions.append(b);
-    }
-    for (const n of ["1", "2", "3"]) {
-      const b = el("button", "answer option", n);
-      b.addEventListener("click", ev => { ev.stopPropagation(); post(p.id, "answer", {choice: n}); });
-      actions.append(b);
-    }
-  }
+  if (p.state === "blocked") actions.append(...answerButtons(p));
   if (p.state !== "exited") {
     const k = el("button", "kill", "Kill");
     k.addEventListener("click", ev => { ev.stopPropagation(); if (confirm("Kill " + (p.name || p.id) + "?")) post(p.id, "kill", {}); });
@@ -125,20 +160,18 @@ function card(p) {
 function render() {
   const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest(".card");
   if (focused && focused.querySelector("input") === document.activeElement) return; // don't steal a half-typed line
+  // One grid for every pane, blocked first: the width holds as many
+  // cards as fit, whatever their states.
   const root = document.getElementById("groups");
-  root.replaceChildren();
-  for (const state of order) {
-    const group = panes.filter(p => p.state === state);
-    if (!group.length) continue;
-    root.append(el("h2", "", state + " (" + group.length + ")"));
-    const cards = el("div", "cards");
-    cards.dataset.state = state;
-    for (const p of group) cards.append(card(p));
-    root.append(cards);
-  }
+  const cards = el("div", "cards");
+  for (const p of panes) cards.append(card(p));
+  root.replaceChildren(cards);
   const blocked = panes.filter(p => p.state === "blocked").length;
   document.title = (blocked ? "(" + blocked + " blocked) " : "") + "corral";
-  document.getElementById("summary").textContent = panes.length + " panes · " + blocked + " blocked";
+  const counts = order.map(s => [s, panes.filter(p => p.state === s).length]).filter(([, n]) => n);
+  const summary = document.getElementById("summary");
+  summary.replaceChildren(el("span", "", panes.length + " panes"));
+  for (const [s, n] of counts) summary.append(" · ", el("span", "count state-" + s, n + " " + s));
 }
 
 function beep() {
@@ -193,6 +226,9 @@ document.addEventListener("keydown", ev => {
     }
     case "y": if (p && p.state === "blocked") post(p.id, "answer", {choice: "yes"}); break;
     case "n": if (p && p.state === "blocked") post(p.id, "answer", {choice: "no"}); break;
+    case "1": case "2": case "3": case "4": case "5": case "6": case "7": case "8": case "9":
+      if (p && p.state === "blocked" && (p.options || []).some(o => o.n === ev.key)) post(p.id, "answer", {choice: ev.key});
+      break;
     case "Enter": {
       const input = document.querySelector(".card.selected input");
       if (input && !input.disabled) { ev.preventDefault(); input.focus(); }

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/server"
+)
+
+// worktreeFlag is --worktree with an optional branch: alone it is on,
+// --worktree=BRANCH names the branch (and run takes --worktree BRANCH).
+type worktreeFlag struct {
+	on     bool
+	branch string
+}
+
+func (w *worktreeFlag) String() string   { return w.branch }
+func (w *worktreeFlag) IsBoolFlag() bool { return true }
+func (w *worktreeFlag) Set(v string) error {
+	switch v {
+	case "true":
+		w.on = true
+	case "false":
+		w.on, w.branch = false, ""
+	default:
+		w.on, w.branch = true, v
+	}
+	return nil
+}
+
+// readPolicy reads and checks a policy file; its path goes with it as an
+// absolute path, so decisions name the file.
+func readPolicy(file string) (text, source string, err error) {
+	if abs, err := filepath.Abs(file); err == nil {
+		file = abs
+	}
+	// LoadPolicy reads only a regular file, bounded; then its text goes.
+	if _, err := headless.LoadPolicy(file); err != nil {
+		return "", "", err
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("policy %s: %w", file, err)
+	}
+	return string(data), file, nil
+}
+
+// runPolicy is `corral policy explain|check`.
+func runPolicy(_ context.Context, std IO, args []string) error {
+	if len(args) == 0 {
+		return usagef("say explain or check")
+	}
+	switch args[0] {
+	case "explain":
+		return policyExplain(std, args[1:])
+	case "check":
+		fs := newFlags("policy check", std)
+		pos, err := parse(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("need one policy file")
+		}
+		p, err := headless.LoadPolicy(pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(std.Stdout, "ok %s (%d rules)\n", p.Source, len(p.Rules()))
+		return nil
+	}
+	return usagef("unknown policy command %q: say explain or check", args[0])
+}
+
+// policyExplain shows how a request would be decided: every rule tried,
+// the one that decides, and what a pane and corral exec do with it.
+func policyExplain(std IO, args []string) error {
+	fs := newFlags("policy explain", std)
+	file := fs.String("policy", "", "the policy file (default: config.toml's [panes] policy)")
+	payload := fs.String("payload", "", "a PermissionRequest hook payload (a file, or - for stdin) instead of TOOL INPUT")
+	asJSON := fs.Bool("json", false, "print the explanation as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *file == "" {
+		cfg, err := server.LoadConfig(server.ConfigPath())
+		if err != nil {
+			return err
+		}
+		if cfg.Panes.Policy == "" {
+			return usagef("name a policy with --policy FILE (config.toml sets no [panes] policy)")
+		}
+		*file = cfg.Panes.Policy
+		if !filepath.IsAbs(*file) && !strings.HasPrefix(*file, "~") {
+			*file = filepath.Join(filepath.Dir(server.ConfigPath()), *file)
+		}
+		if strings.HasPrefix(*file, "~/") {
+			home, _ := os.UserHomeDir()
+			*file = filepath.Join(home, (*file)[2:])
+		}
+	}
+	p, err := headless.LoadPolicy(*file)
+	if err != nil {
+		return err
+	}
+	var req agents.Permission
+	switch {
+	case *payload != "":
+		if len(pos) > 0 {
+			return usagef("give --payload or TOOL INPUT, not both")
+		}
+		in := std.Stdin
+		if *payload != "-" {
+			if fi, err := os.Stat(*payload); err == nil && !fi.Mode().IsRegular() {
+				return fmt.Errorf("payload %s is not a regular file", *payload)
+			}
+			f, err := os.Open(*payload)
+			if err != nil {
+				return fmt.Errorf("payload: %w", err)
+			}
+			defer f.Close()
+			in = f
+		}
+		data, err := io.ReadAll(io.LimitReader(in, agents.MaxPayload+1))
+		if err != nil {
+			return fmt.Errorf("payload: %w", err)
+		}
+		var ok bool
+		if req, ok = agents.ParsePermission(data); !ok {
+			return fmt.Errorf("payload: not a PermissionRequest hook's JSON (hook_event_name, tool_name, tool_input)")
+		}
+	case len(pos) == 1 || len(pos) == 2:
+		req = agents.Permission{Tool: pos[0], Whole: true}
+		if len(pos) == 2 {
+			req.Input = pos[1]
+		}
+	default:
+		return usagef("need TOOL [INPUT], or --payload FILE")
+	}
+	ap := server.Decide(p, req)
+	matches := p.Matches(req.Tool, req.Input)
+	if *asJSON {
+		type ruleJSON struct {
+			Rule    int    `json:"rule"`
+			Text    string `json:"text"`
+			Matched bool   `json:"matched"`
+		}
+		out := struct {
+			Policy   string     `json:"policy"`
+			Tool     string     `json:"tool"`
+			Input    string     `json:"input"`
+			Whole    bool       `json:"whole"`
+			Rules    []ruleJSON `json:"rules"`
+			Decision string     `json:"decision"`
+			Rule     int        `json:"rule"`
+			Text     string     `json:"text"`
+		}{Policy: p.Source, Tool: req.Tool, Input: req.Input, Whole: req.Whole && !req.Question, Rules: []ruleJSON{},
+			Decision: ap.Decision, Rule: ap.Rule, Text: ap.Text}
+		for i, r := range p.Rules() {
+			out.Rules = append(out.Rules, ruleJSON{Rule: i + 1, Text: r, Matched: matches[i]})
+		}
+		return printJSON(std, out)
+	}
+	w := std.Stdout
+	fmt.Fprintf(w, "policy: %s\nrequest: tool %q, input %q\n", p.Source, req.Tool, req.Input)
+	if req.Question || !req.Whole {
+		fmt.Fprintf(w, "\nverdict: %s\n", ap.Text)
+		return nil
+	}
+	decided := false
+	for i, r := range p.Rules() {
+		mark := "no match"
+		switch {
+		case matches[i] && !decided:
+			mark, decided = "MATCH: decides", true
+		case matches[i]:
+			mark = "match (an earlier rule decides)"
+		}
+		fmt.Fprintf(w, "%d. %s: %s\n", i+1, r, mark)
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", ap.Text)
+	if ap.Decision == "person" {
+		fmt.Fprintln(w, "(a pane asks you; corral exec, with nobody to ask, denies it)")
+	}
+	return nil
+}

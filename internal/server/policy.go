@@ -1,0 +1,309 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/signal"
+)
+
+// SourcePolicy is the event source of a policy's decision.
+const SourcePolicy = "policy"
+
+// approver is a pane's policy: an allow or deny rule decides a request the
+// agent gave whole; anything else is left to the person, never denied on
+// their behalf and never allowed from a guess.
+type approver struct {
+	policy *headless.Policy
+	mu     sync.Mutex
+	last   *api.Approval
+	// decided is when a rule last decided a request.
+	decided time.Time
+}
+
+// decidedQuiet is how long after a rule decided a request the pane's
+// permission block is not notified: Claude Code draws its dialog while
+// the hook runs and reports it blocked for a moment after the decision.
+const decidedQuiet = 3 * time.Second
+
+// policyTakes is told of every recorded state change. It says whether
+// ev is a permission block the pane's policy has decided or is deciding
+// (not to be notified): the agent's own moment of "blocked" just after a
+// rule decided its hook's request, or an OSC 7501 report naming the
+// request whole, which a rule then answers by the manifest's keys.
+func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
+	if ev.State != string(signal.Blocked) || ev.Kind != "permission" {
+		return false
+	}
+	e, err := s.find(id)
+	if err != nil {
+		return false
+	}
+	a := e.approve.Load()
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	recent := !a.decided.IsZero() && ev.Time.Sub(a.decided) < decidedQuiet
+	a.mu.Unlock()
+	if recent {
+		return true
+	}
+	// The agent's hooks decide where they are in force: answering its
+	// report as well would type keys into whatever comes next.
+	if in, _ := e.integration(ev.Agent); in == "claude-code" {
+		return false
+	}
+	p, ok := e.asPane()
+	if !ok {
+		return false
+	}
+	// The agent's own report of the request, whichever signal decided
+	// the state: the root OSC 7501 record.
+	msg := ""
+	for _, r := range p.Info().Records {
+		if r.ID == "" && r.State == "blocked" && r.Kind == "permission" {
+			msg = r.Msg
+		}
+	}
+	if msg == "" {
+		return false // screen-only: never decided for the person
+	}
+	req, whole := reportedRequest(msg)
+	ap := Decide(a.policy, req)
+	if !whole {
+		ap = api.Approval{Decision: "person", Policy: a.policy.Source, Tool: req.Tool, Input: clipInput(req.Input),
+			Text: "the request was not read whole (" + clipText(msg) + "): left to you"}
+	}
+	ap.Time = ev.Time.UTC().Format(eventlog.TimeFormat)
+	if ap.Decision == "person" {
+		a.mu.Lock()
+		a.last = &ap
+		a.mu.Unlock()
+		return false
+	}
+	go s.answerReport(e, a, ap, req.Input)
+	return true
+}
+
+// reportedRequest reads an OSC 7501 permission message, "approve TOOL:
+// INPUT" (Claude Code's words); whole is false for anything else, or for
+// a message that may have been cut (an ellipsis, the protocol's limit).
+func reportedRequest(msg string) (req agents.Permission, whole bool) {
+	rest, ok := strings.CutPrefix(msg, "approve ")
+	if !ok {
+		return req, false
+	}
+	tool, input, ok := strings.Cut(rest, ": ")
+	if !ok || tool == "" || strings.ContainsAny(tool, " \t") || input == "" {
+		return agents.Permission{Tool: tool}, false
+	}
+	req = agents.Permission{Tool: tool, Input: input}
+	if strings.HasSuffix(input, "…") || strings.HasSuffix(input, "...") || len(msg) >= maxReportMsg {
+		return req, false
+	}
+	req.Whole = true
+	return req, true
+}
+
+// maxReportMsg is OSC 7501's bound on a decoded msg: one this long may be cut.
+const maxReportMsg = 2048
+
+// answerReport carries out a rule's decision on a reported request by
+// typing the manifest's answer, once the prompt is on screen and shows the
+// request's input; a prompt not seen, or not showing it, is left to the
+// person.
+func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input string) {
+	p, ok := e.asPane()
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(PromptDrawWait)
+	for {
+		in := p.Info()
+		if in.Decision.State != signal.Blocked || in.Decision.Kind != "permission" {
+			return // answered meanwhile
+		}
+		if !in.PromptShown.IsZero() && onScreen(p.Snapshot().Lines, input) {
+			break
+		}
+		if time.Now().After(deadline) {
+			ap.Decision, ap.Rule = "person", 0
+			ap.Text = "the prompt on screen does not show " + clipText(input) + ": left to you"
+			a.mu.Lock()
+			a.last = &ap
+			a.mu.Unlock()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	choice := "yes"
+	if ap.Decision == "deny" {
+		choice = "no"
+	}
+	now := time.Now()
+	a.mu.Lock()
+	a.last, a.decided = &ap, now
+	a.mu.Unlock()
+	if _, err := e.answer(choice); err != nil {
+		ap.Decision, ap.Rule = "person", 0
+		ap.Text = "could not answer (" + err.Error() + "): left to you"
+		a.mu.Lock()
+		a.last = &ap
+		a.mu.Unlock()
+		return
+	}
+	s.recordDecision(e, ap, now)
+}
+
+// onScreen says whether the screen shows text (whitespace aside, lines
+// joined as a wrapped command is).
+func onScreen(lines []string, text string) bool {
+	flat := strings.Join(strings.Fields(strings.Join(lines, " ")), " ")
+	return strings.Contains(flat, strings.Join(strings.Fields(text), " "))
+}
+
+// policyFor is the policy a new pane gets: the run's own, or config.toml's
+// [panes] policy, or none.
+func (s *Server) policyFor(req api.RunRequest) (*approver, error) {
+	if req.Policy != "" {
+		p, err := headless.ParsePolicy(req.PolicySource, []byte(req.Policy))
+		if err != nil {
+			return nil, err
+		}
+		return &approver{policy: p}, nil
+	}
+	file := s.opts.Config.Panes.Policy
+	if req.NoPolicy || file == "" {
+		return nil, nil
+	}
+	file = expandHome(file)
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(filepath.Dir(ConfigPath()), file)
+	}
+	p, err := headless.LoadPolicy(file)
+	if err != nil {
+		return nil, fmt.Errorf("config.toml's [panes] policy: %w (fix it, or run with --no-policy)", err)
+	}
+	return &approver{policy: p}, nil
+}
+
+// Decide is how a policy decides one permission request.
+func Decide(p *headless.Policy, req agents.Permission) api.Approval {
+	ap := api.Approval{Policy: p.Source, Tool: req.Tool, Input: clipInput(req.Input), Decision: "person"}
+	what := req.Tool
+	if req.Input != "" {
+		what += ": " + clipText(req.Input)
+	}
+	switch {
+	case req.Question:
+		ap.Text = "a question for you, " + what + ": left to you"
+	case !req.Whole:
+		ap.Text = "the request was not read whole (" + what + "): left to you"
+	default:
+		n, allow, ok := p.Match(req.Tool, req.Input)
+		switch {
+		case !ok:
+			ap.Text = "no rule matches " + what + ": left to you"
+		case allow:
+			ap.Decision, ap.Rule = "allow", n
+			ap.Text = fmt.Sprintf("allowed by rule %d: %s", n, what)
+		default:
+			ap.Decision, ap.Rule = "deny", n
+			ap.Text = fmt.Sprintf("denied by rule %d: %s", n, what)
+		}
+	}
+	return ap
+}
+
+// decidePermission decides a PermissionRequest hook's request by the
+// pane's policy and returns the decision for the agent, or nil to leave
+// it to the person. Each decision is an event naming the file and rule.
+func (s *Server) decidePermission(e *entry, rep agents.Report, payload []byte) *api.HookDecision {
+	req, ok := agents.ParsePermission(payload)
+	switch {
+	case ok && req.Question:
+		opts := req.Options
+		e.question.Store(&opts)
+	case ok || (!rep.Ignore && rep.State != signal.Blocked):
+		e.question.Store(nil) // another request, or the agent went on
+	}
+	a := e.approve.Load()
+	if a == nil || !ok {
+		return nil
+	}
+	ap := Decide(a.policy, req)
+	now := time.Now()
+	ap.Time = now.UTC().Format(eventlog.TimeFormat)
+	a.mu.Lock()
+	a.last = &ap
+	if ap.Decision != "person" {
+		a.decided = now
+	}
+	a.mu.Unlock()
+	if ap.Decision == "person" {
+		return nil
+	}
+	s.recordDecision(e, ap, now)
+	if ap.Decision == "allow" {
+		return &api.HookDecision{Behavior: "allow"}
+	}
+	return &api.HookDecision{Behavior: "deny", Message: fmt.Sprintf("denied by corral policy %s rule %d", ap.Policy, ap.Rule)}
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[1:])
+		}
+	}
+	return p
+}
+
+func clipText(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return s
+}
+
+func clipInput(s string) string {
+	if r := []rune(s); len(r) > 2000 {
+		return string(r[:2000]) + "…"
+	}
+	return s
+}
+
+// recordDecision logs a rule's decision as an event naming the policy
+// file and rule, in the pane's state at that moment.
+func (s *Server) recordDecision(e *entry, ap api.Approval, now time.Time) {
+	in := e.p.Info()
+	d := in.Decision
+	ev := eventlog.Event{Time: now, Pane: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind,
+		Message: ap.Text, Source: SourcePolicy, Rule: fmt.Sprintf("%s rule %d", ap.Policy, ap.Rule),
+		Previous: string(d.State), PreviousKind: d.Kind}
+	ev, err := s.log.Append(ev)
+	if err != nil {
+		s.opts.Logf("event log: %v", err)
+	}
+	s.hub.Publish(ev)
+}
+
+func (a *approver) latest() *api.Approval {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.last == nil {
+		return nil
+	}
+	c := *a.last
+	return &c
+}
