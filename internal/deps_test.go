@@ -34,6 +34,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"agents":        {"signal"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
+		"fleet":         {"api", "eventlog"},
 		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "headless", "notify", "pane", "procs", "rules", "safefile", "signal", "term", "tomlfile"},
 		"board":         {"api", "term"},
 		"cli":           {"agents", "api", "buildinfo", "client", "headless", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui", "verify"},
