@@ -416,7 +416,7 @@ func TestFleetJobs(t *testing.T) {
 	lw := newFakeLocal()
 	f.join("w", lw, 1)
 	var lines []string
-	err := f.hm.SubmitJob(context.Background(), api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+	err := f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
 		lines = append(lines, string(b))
 	})
 	if err != nil {
@@ -432,7 +432,7 @@ func TestFleetJobs(t *testing.T) {
 	lines = nil
 	done := make(chan error, 1)
 	go func() {
-		done <- f.hm.SubmitJob(context.Background(), api.ExecRequest{Agent: "claude"}, "dies", 0, func(b []byte) { lines = append(lines, string(b)) })
+		done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude"}, "dies", 0, func(b []byte) { lines = append(lines, string(b)) })
 	}()
 	waitFor(t, 5*time.Second, "the job started on dies", func() bool { return dead.jobs.Load() == 1 })
 	time.Sleep(300 * time.Millisecond)

@@ -295,7 +295,7 @@ func (p *pipeWriter) Flush()                      {}
 // and calls emit with its lines, as a local job's stream has them, until
 // its outcome line. A host that goes silent mid-job ends it in error, or,
 // with retry > 0, queues it again. Cancelling ctx cancels the job.
-func (m *Member) SubmitJob(ctx context.Context, req api.ExecRequest, host string, retry int, emit func([]byte)) error {
+func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, host string, retry int, emit func([]byte)) error {
 	subject := subjJobAny
 	if host != "" {
 		if err := CheckName(host); err != nil {
@@ -303,7 +303,9 @@ func (m *Member) SubmitJob(ctx context.Context, req api.ExecRequest, host string
 		}
 		subject = subjJobFor + host
 	}
-	id := "fj" + secret()[:16]
+	if id == "" {
+		id = NewJobID()
+	}
 	cons, err := m.js.OrderedConsumer(ctx, OutputStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjJobOut + "*." + id}})
 	if err != nil {
 		return fmt.Errorf("follow the job's output: %w", err)
@@ -404,6 +406,9 @@ func (m *Member) SubmitJob(ctx context.Context, req api.ExecRequest, host string
 		}
 	}
 }
+
+// NewJobID returns a fleet job's id.
+func NewJobID() string { return "fj" + secret()[:16] }
 
 // CancelJob asks whichever host runs a fleet job to end it.
 func (m *Member) CancelJob(id string) error {

@@ -120,6 +120,7 @@ type Member struct {
 
 	mu       sync.Mutex
 	dirty    map[string]bool
+	known    map[string]bool // panes in the bucket
 	queue    []eventlog.Event // events not yet in the stream
 	lastSeq  uint64           // the last local event seen
 	wake     chan struct{}
@@ -157,7 +158,7 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	if o.Replicas <= 0 {
 		o.Replicas = 1
 	}
-	m := &Member{o: o, dirty: map[string]bool{}, wake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
+	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]bool{}, wake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	opts := []nats.Option{
 		nats.Name(clientNamePrefix + o.Name),
@@ -417,7 +418,10 @@ func (m *Member) syncPane(id string) error {
 	p, ok := m.o.Local.Pane(id)
 	if !ok {
 		err := m.panes.Delete(ctx, m.key(id))
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
+			m.mu.Lock()
+			delete(m.known, id)
+			m.mu.Unlock()
 			return nil
 		}
 		return err
@@ -430,8 +434,13 @@ func (m *Member) putPane(ctx context.Context, p api.Pane) error {
 	if err != nil {
 		return err
 	}
-	_, err = m.panes.Put(ctx, m.key(p.ID), b)
-	return err
+	if _, err = m.panes.Put(ctx, m.key(p.ID), b); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.known[p.ID] = true
+	m.mu.Unlock()
+	return nil
 }
 
 // syncAll writes every pane and deletes the host's keys of panes gone.
@@ -578,7 +587,20 @@ func (m *Member) heartbeatLoop() {
 }
 
 func (m *Member) beat() {
-	hb := Heartbeat{Host: m.o.Name, Version: m.o.Version, Panes: len(m.o.Local.Panes()), Jobs: int(m.jobs.Load()),
+	panes := m.o.Local.Panes()
+	// A pane that started without a change yet is published here.
+	m.mu.Lock()
+	fresh := false
+	for _, p := range panes {
+		if !m.known[p.ID] {
+			m.dirty[p.ID], fresh = true, true
+		}
+	}
+	m.mu.Unlock()
+	if fresh {
+		m.poke()
+	}
+	hb := Heartbeat{Host: m.o.Name, Version: m.o.Version, Panes: len(panes), Jobs: int(m.jobs.Load()),
 		MaxJobs: m.o.MaxJobs, Sent: time.Now().UTC()}
 	b, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
@@ -788,7 +810,8 @@ func (m *Member) PaneOf(host, ref string) (PaneRecord, bool) {
 // FollowEvents calls fn with the fleet's events (host "" for all) from
 // the stream: those after streamSeq (0: only new ones), until ctx ends.
 // An ordered consumer resumes where it was after a reconnect.
-func (m *Member) FollowEvents(ctx context.Context, host string, since time.Time, fn func(Event) error) error {
+// ready, if set, is called once the stream is followed.
+func (m *Member) FollowEvents(ctx context.Context, host string, since time.Time, ready func(), fn func(Event) error) error {
 	filter := subjEvents + "*"
 	if host != "" {
 		filter = subjEvents + host
@@ -809,6 +832,9 @@ func (m *Member) FollowEvents(ctx context.Context, host string, since time.Time,
 		<-ctx.Done()
 		it.Stop()
 	}()
+	if ready != nil {
+		ready()
+	}
 	for {
 		msg, err := it.Next()
 		if err != nil {

@@ -192,6 +192,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	go procs.ReapLoop(time.Second, s.done)
 	go s.pruneLoop(ctx)
+	s.startFleet()
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.ln) }()
 	select {
@@ -249,6 +250,7 @@ func (s *Server) stop() {
 			}()
 		}
 		wg.Wait()
+		s.stopFleet(false)
 		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")
 		s.mu.Lock()
