@@ -120,7 +120,7 @@ type Member struct {
 
 	mu       sync.Mutex
 	dirty    map[string]bool
-	known    map[string]bool // panes in the bucket
+	known    map[string]bool  // panes in the bucket
 	queue    []eventlog.Event // events not yet in the stream
 	lastSeq  uint64           // the last local event seen
 	wake     chan struct{}
