@@ -35,6 +35,9 @@ func runAttach(ctx context.Context, std IO, args []string) error {
 	if len(pos) != 1 {
 		return usagef("need one pane id or name")
 	}
+	if host, id, ok := strings.Cut(pos[0], ":"); ok && host != "" && id != "" {
+		return fmt.Errorf("attach joins this machine's panes only: on %s, run corral attach %s (screen, send, answer, wait and kill work across the fleet)", host, id)
+	}
 	detach, err := parseDetachKey(*keyName)
 	if err != nil {
 		return err

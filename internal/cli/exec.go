@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/server"
 )
 
 // runExec runs an agent headless as a daemon job (it appears in corral
@@ -30,6 +31,9 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	policyFile := fs.String("policy", "", "a TOML policy `FILE` that answers permission requests (deny when nothing matches)")
 	prompt := fs.String("prompt", "", "the prompt, when it is not after -p in the command")
 	asJSON := fs.Bool("json", false, "print events as NDJSON, then the outcome")
+	onFleet := fs.Bool("fleet", false, "queue the job for the fleet: a host with capacity runs it")
+	host := fs.String("host", "", "with --fleet: this host runs it")
+	retry := fs.Int("retry", 0, "with --fleet: queue it again this many times if its host dies mid-job")
 	var env envList
 	fs.Var(&env, "env", "`K=V` to add to the agent's environment (repeatable)")
 	var command []string
@@ -94,6 +98,21 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
+	if *onFleet {
+		var fj struct {
+			ID string `json:"id"`
+		}
+		if err := c.Do(ctx, "POST", "/v1/fleet/jobs", server.FleetExecRequest{Exec: req, Host: *host, Retry: *retry}, &fj); err != nil {
+			return apiError(err)
+		}
+		if !*asJSON {
+			fmt.Fprintf(std.Stderr, "corral exec: fleet job %s queued\n", fj.ID)
+		}
+		return followJob(ctx, std, c, fj.ID, sigs, *asJSON)
+	}
+	if *host != "" || *retry != 0 {
+		return usagef("--host and --retry go with --fleet")
+	}
 	var p api.Pane
 	if err := c.Do(ctx, "POST", "/v1/jobs", req, &p); err != nil {
 		return apiError(err)
@@ -117,7 +136,7 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 	// that confirms the job ended.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	body, err := c.Stream(sctx, "/v1/jobs/"+url.PathEscape(id)+"/stream")
+	body, err := c.Stream(sctx, jobPath(id, "stream"))
 	if err != nil {
 		return apiError(err)
 	}
@@ -155,7 +174,7 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 		interrupted = sig
 		giveUp = time.After(ExecEndWait)
 		go func() {
-			killed <- c.Do(sctx, "POST", panePath(id, "kill"), api.KillRequest{Signal: "TERM"}, nil)
+			killed <- c.Do(sctx, "POST", jobPath(id, "kill"), api.KillRequest{Signal: "TERM"}, nil)
 		}()
 	}
 read:
@@ -245,8 +264,26 @@ read:
 	return nil
 }
 
+// isFleetJob tells a fleet job's id (fj + 16 characters) from a local
+// job's (5 characters).
+func isFleetJob(id string) bool { return len(id) > 5 && strings.HasPrefix(id, "fj") }
+
+// jobPath is the API path of a job's stream or kill.
+func jobPath(id, action string) string {
+	if isFleetJob(id) {
+		return "/v1/fleet/jobs/" + url.PathEscape(id) + "/" + action
+	}
+	if action == "kill" {
+		return panePath(id, "kill")
+	}
+	return "/v1/jobs/" + url.PathEscape(id) + "/" + action
+}
+
 // jobEnded asks the daemon whether the job has ended.
 func jobEnded(c *client.Client, id string) bool {
+	if isFleetJob(id) {
+		return false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var p api.Pane

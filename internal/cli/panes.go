@@ -212,12 +212,16 @@ func runRm(ctx context.Context, std IO, args []string) error {
 func runLs(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("ls", std)
 	asJSON := fs.Bool("json", false, "print the panes as a JSON array")
+	all := fs.Bool("fleet", false, "the panes of every host in the fleet, each with its host")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	c, err := connect(ctx)
 	if err != nil {
 		return err
+	}
+	if *all {
+		return lsFleet(ctx, std, c, *asJSON)
 	}
 	var panes []api.Pane
 	if err := c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
@@ -351,9 +355,14 @@ func runEvents(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("events", std)
 	since := fs.String("since", "", "logged events from this long ago (1h) or this `TIME` (RFC 3339)")
 	follow := fs.Bool("follow", false, "keep printing new events")
+	all := fs.Bool("fleet", false, "the events of every host in the fleet, each with its host")
 	_ = fs.Bool("json", true, "events are always NDJSON")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return err
+	}
+	if *all || len(pos) > 0 {
+		return fleetEvents(ctx, std, pos, *since, *follow)
 	}
 	q := url.Values{}
 	if *since != "" {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/corral-dev/corral/internal/api"
@@ -55,31 +56,61 @@ func runWait(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Panes of other hosts (HOST:ID) are waited for on the fleet's
+	// stream, where this host's own are too, as SELF:ID.
+	stream, self := "/v1/events?follow=1", ""
+	for _, ref := range pos {
+		if strings.Contains(ref, ":") {
+			var st struct {
+				Name string `json:"name"`
+			}
+			if err := c.Do(ctx, "GET", "/v1/fleet/status", nil, &st); err != nil {
+				return waitError(ctx, apiError(err))
+			}
+			stream, self = "/v1/fleet/events?follow=1", st.Name
+			break
+		}
+	}
+	keyOf := func(ref, id string) string { // how the stream names a pane
+		if self == "" {
+			return id
+		}
+		host, _, ok := strings.Cut(ref, ":")
+		if !ok {
+			host = self
+		}
+		return host + ":" + id
+	}
 	// Follow the stream first, then read the current states: a change
 	// between the two is in the stream.
-	body, err := c.Stream(ctx, "/v1/events?follow=1")
+	body, err := c.Stream(ctx, stream)
 	if err != nil {
 		return waitError(ctx, apiError(err))
 	}
 	defer body.Close()
-	pending := map[string]string{} // pane id → the name it was asked by
+	pending := map[string]string{} // pane key → the name it was asked by
 	panes := map[string]api.Pane{}
 	for _, ref := range pos {
 		var p api.Pane
 		if err := c.Do(ctx, "GET", panePath(ref, ""), nil, &p); err != nil {
 			return waitError(ctx, apiError(err))
 		}
-		panes[p.ID] = p
+		k := keyOf(ref, p.ID)
+		panes[k] = p
 		if !want[p.State] {
-			pending[p.ID] = ref
+			pending[k] = ref
 		}
 	}
 	// The panes in the order asked, as last known.
 	result := func() []api.Pane {
 		out := []api.Pane{}
 		for _, ref := range pos {
-			for _, p := range panes {
-				if p.ID == ref || p.Name == ref {
+			_, local, _ := strings.Cut(ref, ":")
+			if local == "" {
+				local = ref
+			}
+			for k, p := range panes {
+				if (p.ID == local || p.Name == local) && (self == "" || k == keyOf(ref, p.ID)) {
 					out = append(out, p)
 				}
 			}
@@ -88,16 +119,20 @@ func runWait(ctx context.Context, std IO, args []string) error {
 	}
 	dec := json.NewDecoder(body)
 	for len(pending) > 0 {
-		var ev api.Event
+		var ev struct {
+			Host string `json:"host"`
+			api.Event
+		}
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() == context.DeadlineExceeded {
 				// Say where each pane is; --json prints them as they are.
 				var where []string
-				for _, p := range result() {
-					if _, ok := pending[p.ID]; ok {
-						where = append(where, pending[p.ID]+" is "+paneState(p))
+				for k, p := range panes {
+					if ref, ok := pending[k]; ok {
+						where = append(where, ref+" is "+paneState(p))
 					}
 				}
+				sort.Strings(where)
 				if *asJSON {
 					_ = printJSON(std, result())
 				}
@@ -105,20 +140,25 @@ func runWait(ctx context.Context, std IO, args []string) error {
 			}
 			return fmt.Errorf("the event stream ended: %v", err)
 		}
-		if _, ok := pending[ev.Pane]; !ok {
+		k := ev.Pane
+		if self != "" {
+			k = ev.Host + ":" + ev.Pane
+		}
+		ref, ok := pending[k]
+		if !ok {
 			continue
 		}
 		if want[ev.State] {
-			delete(pending, ev.Pane)
+			delete(pending, k)
 			var p api.Pane
-			if err := c.Do(ctx, "GET", panePath(ev.Pane, ""), nil, &p); err == nil {
-				panes[p.ID] = p
+			if err := c.Do(ctx, "GET", panePath(ref, ""), nil, &p); err == nil {
+				panes[k] = p
 				continue
 			}
 		}
-		p := panes[ev.Pane]
+		p := panes[k]
 		p.State, p.Kind, p.Message, p.Source, p.ExitCode = ev.State, ev.Kind, ev.Message, ev.Source, ev.ExitCode
-		panes[ev.Pane] = p
+		panes[k] = p
 	}
 	if *asJSON {
 		return printJSON(std, result())

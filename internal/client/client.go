@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -145,7 +146,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, in any) (*ht
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://corral"+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, "http://corral"+FleetPath(path), body)
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +169,30 @@ func (c *Client) exchange(ctx context.Context, method, path string, in any) (*ht
 		return nil, e
 	}
 	return resp, nil
+}
+
+// FleetPath routes a pane named HOST:ID (or HOST:NAME) through the
+// daemon's fleet: /v1/panes/HOST:ID/… becomes
+// /v1/fleet/hosts/HOST/v1/panes/ID/…; other paths stay as they are.
+func FleetPath(path string) string {
+	rest, ok := strings.CutPrefix(path, "/v1/panes/")
+	if !ok {
+		return path
+	}
+	rest, query, hasQuery := strings.Cut(rest, "?")
+	ref, tail, hasTail := strings.Cut(rest, "/")
+	host, id, ok := strings.Cut(ref, ":")
+	if !ok || host == "" || id == "" {
+		return path
+	}
+	out := "/v1/fleet/hosts/" + host + "/v1/panes/" + id
+	if hasTail {
+		out += "/" + tail
+	}
+	if hasQuery {
+		out += "?" + query
+	}
+	return out
 }
 
 // HTTPClient is the client's HTTP client, dialling the daemon's socket

@@ -81,3 +81,18 @@ func TestDaemonThatDoesNotAnswer(t *testing.T) {
 		t.Fatalf("a stream past the client's timeout: %q %v", b[:n], err)
 	}
 }
+
+func TestFleetPath(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/v1/panes/k3f9q/screen", "/v1/panes/k3f9q/screen"},
+		{"/v1/panes/laptop:k3f9q/screen?ansi=1", "/v1/fleet/hosts/laptop/v1/panes/k3f9q/screen?ansi=1"},
+		{"/v1/panes/vm-2:api", "/v1/fleet/hosts/vm-2/v1/panes/api"},
+		{"/v1/panes/vm-2:api?force=1", "/v1/fleet/hosts/vm-2/v1/panes/api?force=1"},
+		{"/v1/panes/:x", "/v1/panes/:x"},
+		{"/v1/events?follow=1", "/v1/events?follow=1"},
+	} {
+		if got := FleetPath(tc.in); got != tc.want {
+			t.Errorf("FleetPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -54,6 +54,7 @@ func (s *Server) routes() http.Handler {
 	} {
 		mux.HandleFunc(r.pattern, r.handler)
 	}
+	s.fleetRoutes(mux)
 	return mux
 }
 

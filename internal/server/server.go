@@ -211,6 +211,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.adoptAll()
 	go s.tableLoop(s.done)
 	go s.pruneLoop(ctx)
+	s.startFleet()
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.ln) }()
 	select {
@@ -268,6 +269,7 @@ func (s *Server) stop() {
 			}()
 		}
 		wg.Wait()
+		s.stopFleet(false)
 		s.saveTable()
 		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+type fleetHost struct {
+	Host      string `json:"host"`
+	Reachable bool   `json:"reachable"`
+	Panes     int    `json:"panes"`
+}
+
+func (e *env) fleetHosts() map[string]fleetHost {
+	e.t.Helper()
+	var hs []fleetHost
+	if err := json.Unmarshal([]byte(e.must("fleet", "status", "--json")), &hs); err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]fleetHost{}
+	for _, h := range hs {
+		out[h.Host] = h
+	}
+	return out
+}
+
+func until(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A hub and two members as separate daemons: listing, cross-host
+// wait/answer/send refusal, a fleet job, a member killed.
+func TestFleetThreeDaemons(t *testing.T) {
+	hub, a, b := newEnv(t), newEnv(t), newEnv(t)
+	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	join := strings.Fields(lines[len(lines)-1])
+	if len(join) != 6 || join[1] != "fleet" || join[2] != "join" || join[4] != "--token" {
+		t.Fatalf("the last line is not the join command: %q", out)
+	}
+	url, token := join[3], join[5]
+	a.must("fleet", "join", url, "--token", token, "--name", "a", "--max-jobs", "0")
+	b.must("fleet", "join", url, "--token", token, "--name", "b", "--max-jobs", "1")
+	// A wrong token is refused with a clear error.
+	bad := newEnv(t)
+	if _, errs, code := bad.run("fleet", "join", url, "--token", "cft_wrong", "--name", "x"); code == 0 || !strings.Contains(errs, "refused") {
+		t.Fatalf("wrong token: exit %d %q", code, errs)
+	}
+	a.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent")
+	until(t, 10*time.Second, "a:fp on the hub's list", func() bool {
+		return strings.Contains(hub.must("ls", "--fleet"), "a:")
+	})
+	var panes []struct {
+		Host, ID, Name, State string
+	}
+	if err := json.Unmarshal([]byte(b.must("ls", "--fleet", "--json")), &panes); err != nil {
+		t.Fatal(err)
+	}
+	if len(panes) != 1 || panes[0].Host != "a" || panes[0].Name != "fp" {
+		t.Fatalf("b's fleet list: %+v", panes)
+	}
+	// Cross-host commands, with the same guards and exit codes.
+	hub.must("wait", "a:fp", "--state", "idle", "--timeout", "10s")
+	hub.must("send", "a:fp", "ask", "--enter")
+	b.must("wait", "a:fp", "--state", "blocked", "--timeout", "10s")
+	if _, errs, code := b.run("send", "a:fp", "rm -rf /", "--enter"); code != 3 || !strings.Contains(errs, "blocked") {
+		t.Fatalf("send to a blocked pane on another host: exit %d %q", code, errs)
+	}
+	if s := hub.must("screen", "a:"+panes[0].ID); !strings.Contains(s, "Do you want to proceed?") {
+		t.Fatalf("screen across hosts: %q", s)
+	}
+	hub.must("answer", "a:fp", "yes")
+	b.must("wait", "a:fp", "--state", "done", "--timeout", "10s")
+	if _, errs, code := hub.run("answer", "a:fp", "yes"); code != 3 {
+		t.Fatalf("answer while not blocked: exit %d %q", code, errs)
+	}
+	if _, errs, code := hub.run("screen", "nohost:fp"); code == 0 || !strings.Contains(errs, "no such host") {
+		t.Fatalf("a host not in the fleet: exit %d %q", code, errs)
+	}
+	// A fleet job runs on the host with capacity and reports as a local one.
+	jobOut, jobErr, code := a.run("exec", "--fleet", "--agent", "claude", "--", corralBin, "fake-agent", "--help")
+	if !strings.Contains(jobOut+jobErr, "host b runs the job") {
+		t.Fatalf("fleet job: exit %d\nstdout %q\nstderr %q", code, jobOut, jobErr)
+	}
+	local, _, lcode := a.run("exec", "--agent", "claude", "--", corralBin, "fake-agent", "--help")
+	if lcode != code || lcode == 0 {
+		t.Fatalf("local exit %d, fleet exit %d", lcode, code)
+	}
+	// A member killed: unreachable within 5 s.
+	until(t, 5*time.Second, "b reachable", func() bool { return hub.fleetHosts()["b"].Reachable })
+	_ = local
+	b.must("shutdown")
+	start := time.Now()
+	until(t, 5*time.Second, "b unreachable", func() bool { h, ok := hub.fleetHosts()["b"]; return ok && !h.Reachable })
+	t.Logf("b unreachable %v after its daemon stopped", time.Since(start).Round(time.Millisecond))
+	// The hub's members see an observe-only credential refused commands.
+	hub.must("fleet", "invite", "obs", "--observe-only")
+	if _, errs, code := hub.run("fleet", "invite", "obs", "--revoke"); code != 0 {
+		t.Fatalf("revoke: %q", errs)
+	}
+	a.must("fleet", "leave")
+	until(t, 5*time.Second, "a's panes gone from the fleet", func() bool { return !strings.Contains(hub.must("ls", "--fleet"), "a:") })
+}

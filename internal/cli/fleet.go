@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/server"
+)
+
+// runFleet is corral fleet init|join|status|leave|invite.
+func runFleet(ctx context.Context, std IO, args []string) error {
+	if len(args) == 0 {
+		return usagef("say what: init, join, status, leave or invite")
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "init":
+		return fleetInit(ctx, std, rest)
+	case "join":
+		return fleetJoin(ctx, std, rest)
+	case "status":
+		return fleetStatus(ctx, std, rest)
+	case "leave":
+		return fleetLeave(ctx, std, rest)
+	case "invite":
+		return fleetInvite(ctx, std, rest)
+	}
+	return usagef("unknown fleet command %q: use init, join, status, leave or invite", sub)
+}
+
+func fleetInit(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("fleet init", std)
+	listen := fs.String("listen", fleet.DefaultListen, "HOST:PORT for the fleet's NATS server; beyond loopback it serves TLS")
+	name := fs.String("name", "", "this host's name in the fleet (default: the machine's name)")
+	tls := fs.Bool("tls", false, "serve TLS even on loopback")
+	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
+	asJSON := fs.Bool("json", false, "print the join details as JSON")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("fleet init takes no arguments, only flags")
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var info server.FleetJoinInfo
+	if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs}, &info); err != nil {
+		return apiError(err)
+	}
+	if *asJSON {
+		return printJSON(std, info)
+	}
+	fmt.Fprintf(std.Stdout, "fleet started: this host is %s, the hub, at %s\n", info.Name, info.URL)
+	if info.Fingerprint != "" {
+		fmt.Fprintf(std.Stdout, "TLS: the hub's CA fingerprint is %s\n", info.Fingerprint)
+	}
+	fmt.Fprintln(std.Stdout, "on another machine, run:")
+	fmt.Fprintln(std.Stdout, info.Join)
+	return nil
+}
+
+func fleetJoin(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("fleet join", std)
+	token := fs.String("token", "", "the fleet's token, or this host's own (corral fleet invite)")
+	creds := fs.String("creds", "", "a NATS credentials file (a team's own NATS)")
+	name := fs.String("name", "", "this host's name in the fleet (default: the machine's name)")
+	fp := fs.String("ca-fingerprint", "", "the hub's CA fingerprint (the join command carries it when the hub serves TLS)")
+	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need the fleet's address: corral fleet join nats://HOST:PORT --token TOKEN")
+	}
+	if (*token == "") == (*creds == "") {
+		return usagef("give one of --token or --creds")
+	}
+	var urls []string
+	for _, u := range strings.Split(pos[0], ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var out map[string]any
+	if err := c.Do(ctx, "POST", "/v1/fleet/join", server.FleetJoinRequest{URLs: urls, Token: *token, Creds: *creds, Name: *name,
+		CAFingerprint: *fp, MaxJobs: *maxJobs}, &out); err != nil {
+		return apiError(err)
+	}
+	fmt.Fprintf(std.Stdout, "joined the fleet as %v\n", out["name"])
+	return nil
+}
+
+func fleetStatus(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("fleet status", std)
+	asJSON := fs.Bool("json", false, "print the hosts as a JSON array")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var st server.FleetStatus
+	if err := c.Do(ctx, "GET", "/v1/fleet/status", nil, &st); err != nil {
+		return apiError(err)
+	}
+	if *asJSON {
+		return printJSON(std, st.Hosts)
+	}
+	role := "member"
+	if st.Hub {
+		role = "hub, at " + st.URL
+	}
+	fmt.Fprintf(std.Stdout, "this host: %s (%s)\n", st.Name, role)
+	if !st.Joined {
+		fmt.Fprintln(std.Stdout, "not connected to the fleet yet; the daemon keeps trying (its log says why)")
+	}
+	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tREACHABLE\tLAST SEEN\tPANES\tJOBS\tVERSION\tPROBLEM")
+	for _, h := range st.Hosts {
+		seen := "never"
+		if t, err := time.Parse(time.RFC3339Nano, h.LastSeen); err == nil {
+			seen = time.Since(t).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%d\t%d/%d\t%s\t%s\n", h.Host, h.Reachable, seen, h.Panes, h.Jobs, h.MaxJobs, h.Version, h.Problem)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if st.Member != nil && (st.Member.RefusedOut > 0 || st.Member.BadIn > 0 || st.Member.Dropped > 0) {
+		fmt.Fprintf(std.Stdout, "refused by the fleet: %d; refused from others: %d; events dropped: %d\n", st.Member.RefusedOut, st.Member.BadIn, st.Member.Dropped)
+	}
+	if st.Refused > 0 {
+		fmt.Fprintf(std.Stdout, "connections refused: %d (last: %s)\n", st.Refused, st.Why)
+	}
+	return nil
+}
+
+func fleetLeave(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("fleet leave", std)
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var out map[string]any
+	if err := c.Do(ctx, "POST", "/v1/fleet/leave", struct{}{}, &out); err != nil {
+		return apiError(err)
+	}
+	if out["was_hub"] == true {
+		fmt.Fprintln(std.Stdout, "left the fleet; this host was its hub, so the other hosts lost it (its store stays in the state folder)")
+	} else {
+		fmt.Fprintln(std.Stdout, "left the fleet")
+	}
+	return nil
+}
+
+func fleetInvite(ctx context.Context, std IO, args []string) error {
+	fs := newFlags("fleet invite", std)
+	observe := fs.Bool("observe-only", false, "the host may publish its own panes and read the fleet's, but not command other hosts or submit jobs")
+	expires := fs.Duration("expires", 0, "the credential stops working after this long (0: never)")
+	revoke := fs.Bool("revoke", false, "revoke NAME's credential and disconnect it")
+	asJSON := fs.Bool("json", false, "print as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need the host's name: corral fleet invite NAME")
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var info server.FleetJoinInfo
+	if err := c.Do(ctx, "POST", "/v1/fleet/invite", server.FleetInviteRequest{Name: pos[0], ObserveOnly: *observe,
+		ExpiresMS: expires.Milliseconds(), Revoke: *revoke}, &info); err != nil {
+		return apiError(err)
+	}
+	if *revoke {
+		fmt.Fprintf(std.Stdout, "revoked %s's credential\n", pos[0])
+		return nil
+	}
+	if *asJSON {
+		return printJSON(std, info)
+	}
+	fmt.Fprintf(std.Stdout, "a credential for %s; on that machine, run:\n%s\n", pos[0], info.Join)
+	return nil
+}
+
+// lsFleet lists every host's panes, grouped by host.
+func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool) error {
+	var panes []fleet.PaneRecord
+	if err := c.Do(ctx, "GET", "/v1/fleet/panes", nil, &panes); err != nil {
+		return apiError(err)
+	}
+	var st server.FleetStatus
+	_ = c.Do(ctx, "GET", "/v1/fleet/status", nil, &st)
+	if asJSON {
+		if panes == nil {
+			panes = []fleet.PaneRecord{}
+		}
+		return printJSON(std, panes)
+	}
+	reach := map[string]bool{}
+	for _, h := range st.Hosts {
+		reach[h.Host] = h.Reachable
+	}
+	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST:ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
+	last := ""
+	for _, p := range panes {
+		if p.Host != last {
+			note := ""
+			if !reach[p.Host] {
+				note = " (unreachable: its last known states)"
+			}
+			fmt.Fprintf(tw, "# %s%s\t\t\t\t\t\t\n", p.Host, note)
+			last = p.Host
+		}
+		state := p.State
+		if p.Kind != "" {
+			state += "/" + p.Kind
+		}
+		if p.ExitCode != nil {
+			state += fmt.Sprintf(" (%d)", *p.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s:%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Host, p.ID, dash(p.Name), p.Agent, state, age(p.Since), p.Source, p.Message)
+	}
+	return tw.Flush()
+}
+
+// fleetEvents prints the fleet's events (refs: HOST or HOST:ID to keep
+// only theirs) as NDJSON, each with its host.
+func fleetEvents(ctx context.Context, std IO, refs []string, since string, follow bool) error {
+	if len(refs) > 1 {
+		return usagef("give at most one HOST or HOST:ID")
+	}
+	q := url.Values{}
+	if len(refs) == 1 {
+		host, pane, _ := strings.Cut(refs[0], ":")
+		q.Set("host", host)
+		if pane != "" {
+			q.Set("pane", pane)
+		}
+	}
+	if since != "" {
+		t, err := parseSince(since)
+		if err != nil {
+			return err
+		}
+		q.Set("since", t.UTC().Format(time.RFC3339Nano))
+	}
+	if follow {
+		q.Set("follow", "1")
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	body, err := c.Stream(ctx, "/v1/fleet/events?"+q.Encode())
+	if err != nil {
+		return apiError(err)
+	}
+	defer body.Close()
+	_, err = copyLines(std, body)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,250 @@
+package fleet
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Token prefixes: a fleet token lets any host join under the name it
+// gives; a host token is one host's own credential (corral fleet invite),
+// revocable; the admin token is the hub daemon's own connection.
+const (
+	fleetTokenPrefix = "cft_"
+	hostTokenPrefix  = "cht_"
+	adminTokenPrefix = "cat_"
+	clientNamePrefix = "corral:"
+)
+
+// Credential is one host's own credential, as the hub keeps it.
+type Credential struct {
+	Name string `json:"name"`
+	// Hash is the SHA-256 of the token's secret.
+	Hash    string    `json:"hash"`
+	Control bool      `json:"control"` // may command other hosts and submit jobs
+	Expires time.Time `json:"expires,omitzero"`
+	Created time.Time `json:"created"`
+}
+
+// authFile is the hub's credentials: fleet/hub.json.
+type authFile struct {
+	FleetToken string       `json:"fleet_token"`
+	AdminToken string       `json:"admin_token"`
+	Hosts      []Credential `json:"hosts"`
+}
+
+// auth is the hub's authenticator: it maps each connection to its host
+// and that host's permissions.
+type auth struct {
+	path string
+
+	mu   sync.Mutex
+	file authFile
+
+	refused atomic.Int64
+	lastWhy atomic.Pointer[string]
+	logf    func(string, ...any)
+}
+
+func secret() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func hashOf(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// loadAuth reads (or creates) the hub's credentials.
+func loadAuth(dir string, logf func(string, ...any)) (*auth, error) {
+	a := &auth{path: filepath.Join(dir, "hub.json"), logf: logf}
+	b, err := os.ReadFile(a.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		a.file = authFile{FleetToken: fleetTokenPrefix + secret(), AdminToken: adminTokenPrefix + secret()}
+		if err := a.saveLocked(); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("fleet credentials: %w", err)
+	default:
+		if err := json.Unmarshal(b, &a.file); err != nil {
+			return nil, fmt.Errorf("fleet credentials %s: %v", a.path, err)
+		}
+	}
+	return a, nil
+}
+
+func (a *auth) saveLocked() error {
+	if err := os.MkdirAll(filepath.Dir(a.path), 0o700); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(a.file, "", "  ")
+	tmp := a.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("fleet credentials: %w", err)
+	}
+	return os.Rename(tmp, a.path)
+}
+
+func (a *auth) tokens() (fleet, admin string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.file.FleetToken, a.file.AdminToken
+}
+
+// invite makes (or replaces) a host's own credential and returns its token.
+func (a *auth) invite(name string, control bool, ttl time.Duration) (string, error) {
+	if err := CheckName(name); err != nil {
+		return "", err
+	}
+	s := secret()
+	c := Credential{Name: name, Hash: hashOf(s), Control: control, Created: time.Now().UTC()}
+	if ttl > 0 {
+		c.Expires = c.Created.Add(ttl)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	kept := a.file.Hosts[:0]
+	for _, h := range a.file.Hosts {
+		if h.Name != name {
+			kept = append(kept, h)
+		}
+	}
+	a.file.Hosts = append(kept, c)
+	sort.Slice(a.file.Hosts, func(i, j int) bool { return a.file.Hosts[i].Name < a.file.Hosts[j].Name })
+	if err := a.saveLocked(); err != nil {
+		return "", err
+	}
+	return hostTokenPrefix + name + "_" + s, nil
+}
+
+// revoke forgets a host's own credential.
+func (a *auth) revoke(name string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	kept := a.file.Hosts[:0]
+	found := false
+	for _, h := range a.file.Hosts {
+		if h.Name == name {
+			found = true
+			continue
+		}
+		kept = append(kept, h)
+	}
+	if !found {
+		return fmt.Errorf("no credential for host %s; corral fleet status lists the hosts", name)
+	}
+	a.file.Hosts = kept
+	return a.saveLocked()
+}
+
+func (a *auth) credential(name string) (Credential, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, h := range a.file.Hosts {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return Credential{}, false
+}
+
+func (a *auth) refuse(why string) bool {
+	a.refused.Add(1)
+	a.lastWhy.Store(&why)
+	if a.logf != nil {
+		a.logf("fleet: refused a connection: %s", why)
+	}
+	return false
+}
+
+// Check implements server.Authentication.
+func (a *auth) Check(c server.ClientAuthentication) bool {
+	if c.Kind() != server.CLIENT {
+		return false
+	}
+	o := c.GetOpts()
+	name, named := strings.CutPrefix(o.Name, clientNamePrefix)
+	tok := o.Token
+	if tok == "" {
+		tok = o.Password
+	}
+	fleet, admin := a.tokens()
+	switch {
+	case strings.HasPrefix(tok, adminTokenPrefix) && subtle.ConstantTimeCompare([]byte(tok), []byte(admin)) == 1:
+		c.RegisterUser(&server.User{Username: "admin:" + name})
+		return true
+	case strings.HasPrefix(tok, fleetTokenPrefix) && subtle.ConstantTimeCompare([]byte(tok), []byte(fleet)) == 1:
+		if !named || CheckName(name) != nil {
+			return a.refuse(fmt.Sprintf("fleet token without a valid host name (%q)", o.Name))
+		}
+		if _, ok := a.credential(name); ok {
+			return a.refuse(fmt.Sprintf("host %s has its own credential; the fleet token cannot take its name", name))
+		}
+		c.RegisterUser(&server.User{Username: name, Permissions: Permissions(name, true)})
+		return true
+	case strings.HasPrefix(tok, hostTokenPrefix):
+		rest := strings.TrimPrefix(tok, hostTokenPrefix)
+		i := strings.LastIndexByte(rest, '_')
+		if i <= 0 {
+			return a.refuse("malformed host token")
+		}
+		host, s := rest[:i], rest[i+1:]
+		cred, ok := a.credential(host)
+		if !ok || subtle.ConstantTimeCompare([]byte(hashOf(s)), []byte(cred.Hash)) != 1 {
+			return a.refuse(fmt.Sprintf("unknown or revoked credential for host %s", host))
+		}
+		if !cred.Expires.IsZero() && time.Now().After(cred.Expires) {
+			return a.refuse(fmt.Sprintf("the credential of host %s expired at %s", host, cred.Expires.Format(time.RFC3339)))
+		}
+		if named && name != host {
+			return a.refuse(fmt.Sprintf("host %s's credential used under the name %s", host, name))
+		}
+		u := &server.User{Username: host, Permissions: Permissions(host, cred.Control)}
+		if !cred.Expires.IsZero() {
+			u.ConnectionDeadline = cred.Expires
+		}
+		c.RegisterUser(u)
+		return true
+	}
+	return a.refuse("wrong or missing token")
+}
+
+// Permissions are a host's: it publishes only its own states, events and
+// job output, receives only the commands addressed to it, and (with
+// control) may command other hosts and submit jobs.
+func Permissions(host string, control bool) *server.Permissions {
+	pub := []string{
+		subjEvents + host,
+		"$KV." + PanesBucket + "." + host + ".>",
+		"$KV." + HostsBucket + "." + host,
+		subjJobOut + host + ".>",
+		// JetStream reads: stream info, message gets, consumers, acks.
+		"$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.MSG.GET.*",
+		"$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>",
+	}
+	if control {
+		pub = append(pub, subjCmd+"*", "corral.jobs.>", subjJobCtl+"*")
+	}
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: pub},
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", subjCmd + host, subjJobCtl + "*"}},
+		Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
+	}
+}

@@ -1,0 +1,141 @@
+// Package fleet joins several machines' corral daemons through NATS with
+// JetStream: one daemon (the hub) runs an embedded NATS server, every
+// daemon (the hub too) is a member that publishes its panes' states to a
+// key-value bucket, its events to a stream, serves commands addressed to
+// it, and takes headless jobs from a work queue.
+package fleet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// Subjects, buckets and streams. HOST is a host name (one subject token).
+const (
+	PanesBucket  = "corral_panes" // key HOST.ID: a PaneRecord
+	HostsBucket  = "corral_hosts" // key HOST: a Heartbeat
+	EventsStream = "CORRAL_EVENTS"
+	JobsStream   = "CORRAL_JOBS"   // work queue: corral.jobs.any, corral.jobs.host.HOST
+	OutputStream = "CORRAL_JOBOUT" // corral.jobout.HOST.JOB: a job's lines from the host running it
+
+	subjEvents = "corral.ev."  // + HOST
+	subjCmd    = "corral.cmd." // + HOST: request/reply
+	subjJobAny = "corral.jobs.any"
+	subjJobFor = "corral.jobs.host." // + HOST
+	subjJobOut = "corral.jobout."    // + HOST.JOB
+	subjJobCtl = "corral.jobctl."    // + JOB: cancel
+)
+
+// Heartbeat and reachability.
+const (
+	HeartbeatEvery = time.Second
+	// Unreachable is how long after its last heartbeat a host is shown
+	// unreachable.
+	Unreachable = 3 * time.Second
+	// MaxClockSkew is how far a host's clock may be from the server's
+	// before its reports are refused.
+	MaxClockSkew = 30 * time.Second
+	// MaxMessage bounds every message in the fleet (the server refuses
+	// bigger ones).
+	MaxMessage = 1 << 20
+)
+
+// Config is the fleet part of a daemon's state folder: fleet/config.json.
+type Config struct {
+	// Name is this host's name in the fleet.
+	Name string `json:"name"`
+	// Hub: this daemon runs the embedded NATS server.
+	Hub    bool   `json:"hub,omitempty"`
+	Listen string `json:"listen,omitempty"` // the hub's HOST:PORT
+	TLS    bool   `json:"tls,omitempty"`    // the hub serves TLS with its own CA
+	// URLs are the NATS servers a member connects to.
+	URLs []string `json:"urls,omitempty"`
+	// Token is the member's credential (a fleet token or a host's own).
+	Token string `json:"token,omitempty"`
+	// Creds is a NATS credentials file, for a team's own NATS.
+	Creds string `json:"creds,omitempty"`
+	// CAFingerprint pins the hub's CA (SHA-256, hex) for TLS.
+	CAFingerprint string `json:"ca_fingerprint,omitempty"`
+	// MaxJobs is how many fleet jobs this host runs at once (0: none).
+	MaxJobs int `json:"max_jobs"`
+}
+
+// Dir is the fleet folder in a state folder.
+func Dir(stateDir string) string { return filepath.Join(stateDir, "fleet") }
+
+func configPath(stateDir string) string { return filepath.Join(Dir(stateDir), "config.json") }
+
+// ErrNotConfigured means the daemon is in no fleet.
+var ErrNotConfigured = errors.New("this corral is in no fleet; corral fleet init starts one, corral fleet join joins one")
+
+// LoadConfig reads the fleet config; ErrNotConfigured when there is none.
+func LoadConfig(stateDir string) (Config, error) {
+	var c Config
+	b, err := os.ReadFile(configPath(stateDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return c, ErrNotConfigured
+	}
+	if err != nil {
+		return c, fmt.Errorf("fleet config: %w", err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("fleet config %s: %v; fix it or remove it (corral fleet leave)", configPath(stateDir), err)
+	}
+	return c, CheckName(c.Name)
+}
+
+// SaveConfig writes the fleet config (mode 0600: it holds a credential).
+func SaveConfig(stateDir string, c Config) error {
+	if err := os.MkdirAll(Dir(stateDir), 0o700); err != nil {
+		return fmt.Errorf("fleet config: %w", err)
+	}
+	b, _ := json.MarshalIndent(c, "", "  ")
+	tmp := configPath(stateDir) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("fleet config: %w", err)
+	}
+	return os.Rename(tmp, configPath(stateDir))
+}
+
+// RemoveConfig forgets the fleet (keeping the hub's store and CA).
+func RemoveConfig(stateDir string) error {
+	err := os.Remove(configPath(stateDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+
+// CheckName refuses a host name that cannot be one subject token.
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("host name %q: use 1 to 32 letters, digits, - or _, starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// DefaultName is this machine's host name, made a valid fleet name.
+func DefaultName() string {
+	h, _ := os.Hostname()
+	out := []byte{}
+	for i := 0; i < len(h) && len(out) < 32; i++ {
+		c := h[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			out = append(out, c)
+		case c == '.':
+			i = len(h)
+		}
+	}
+	if CheckName(string(out)) != nil {
+		return "host"
+	}
+	return string(out)
+}

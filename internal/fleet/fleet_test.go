@@ -1,0 +1,547 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/eventlog"
+)
+
+// fakeLocal is a daemon with panes whose states a test sets.
+type fakeLocal struct {
+	mu    sync.Mutex
+	panes map[string]api.Pane
+	order []string
+	hub   *eventlog.Hub
+	seq   uint64
+	mux   *http.ServeMux
+	// jobHang makes jobs run until killed.
+	jobHang bool
+	killed  chan string
+}
+
+func newFakeLocal(ids ...string) *fakeLocal {
+	l := &fakeLocal{panes: map[string]api.Pane{}, hub: eventlog.NewHub(), mux: http.NewServeMux(), killed: make(chan string, 10)}
+	for _, id := range ids {
+		l.set(id, "idle")
+	}
+	l.mux.HandleFunc("GET /v1/panes/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := l.Pane(r.PathValue("id")); ok {
+			_ = json.NewEncoder(w).Encode(p)
+			return
+		}
+		w.WriteHeader(404)
+		_, _ = w.Write(apiError("not_found", "no pane named "+r.PathValue("id")))
+	})
+	l.mux.HandleFunc("POST /v1/panes/{id}/send", func(w http.ResponseWriter, r *http.Request) {
+		p, _ := l.Pane(r.PathValue("id"))
+		if p.State == "blocked" {
+			w.WriteHeader(409)
+			_, _ = w.Write(apiError("blocked", "pane is blocked"))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(p)
+	})
+	l.mux.HandleFunc("POST /v1/panes/{id}/kill", func(w http.ResponseWriter, r *http.Request) {
+		l.killed <- r.PathValue("id")
+		_, _ = w.Write([]byte("{}"))
+	})
+	l.mux.HandleFunc("POST /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(api.Pane{ID: "j1"})
+	})
+	l.mux.HandleFunc("GET /v1/jobs/{id}/stream", func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 3; i++ {
+			fmt.Fprintf(w, `{"type":"assistant","text":"line %d"}`+"\n", i)
+		}
+		if l.jobHang {
+			select {
+			case <-r.Context().Done():
+			case <-l.killed:
+			}
+			fmt.Fprintln(w, `{"type":"outcome","outcome":{"state":"error","reason":"killed","exit_code":143}}`)
+			return
+		}
+		fmt.Fprintln(w, `{"type":"outcome","outcome":{"state":"done","exit_code":0}}`)
+	})
+	return l
+}
+
+func (l *fakeLocal) set(id, state string) {
+	l.mu.Lock()
+	if _, ok := l.panes[id]; !ok {
+		l.order = append(l.order, id)
+	}
+	l.panes[id] = api.Pane{ID: id, Name: "n-" + id, Agent: "claude-code", State: state, Since: time.Now().UTC().Format(eventlog.TimeFormat)}
+	l.seq++
+	ev := eventlog.Event{Seq: l.seq, Time: time.Now(), Pane: id, State: state}
+	l.mu.Unlock()
+	l.hub.Publish(ev)
+}
+
+func (l *fakeLocal) Handler() http.Handler { return l.mux }
+func (l *fakeLocal) Panes() []api.Pane {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := []api.Pane{}
+	for _, id := range l.order {
+		out = append(out, l.panes[id])
+	}
+	return out
+}
+func (l *fakeLocal) Pane(id string) (api.Pane, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.panes[id]
+	return p, ok
+}
+func (l *fakeLocal) Subscribe(after uint64) (<-chan eventlog.Event, []eventlog.Event, func()) {
+	s, backlog := l.hub.Subscribe(after)
+	return s.C, backlog, s.Close
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type testFleet struct {
+	t   *testing.T
+	dir string
+	hub *Hub
+	hm  *Member // the hub's own member
+}
+
+func startFleet(t *testing.T, listen string) *testFleet {
+	t.Helper()
+	dir := t.TempDir()
+	h, err := StartHub(HubOptions{Dir: dir, Listen: listen, ServerName: "hub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &testFleet{t: t, dir: dir, hub: h}
+	f.hm, err = Join(context.Background(), MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(),
+		CAFingerprint: h.Fingerprint(), Admin: true, Watch: true, Local: newFakeLocal()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		f.hm.Close(false)
+		f.hub.Close()
+	})
+	return f
+}
+
+func (f *testFleet) join(name string, local Local, maxJobs int) *Member {
+	f.t.Helper()
+	m, err := Join(context.Background(), MemberOptions{Name: name, URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(),
+		CAFingerprint: f.hub.Fingerprint(), Local: local, MaxJobs: maxJobs, Watch: true, Version: "test"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { m.Close(false) })
+	return m
+}
+
+func paneState(m *Member, host, id string) string {
+	p, ok := m.PaneOf(host, id)
+	if !ok {
+		return ""
+	}
+	return p.State
+}
+
+func hostReachable(m *Member, host string) (bool, bool) {
+	for _, h := range m.Hosts() {
+		if h.Host == host {
+			return h.Reachable, true
+		}
+	}
+	return false, false
+}
+
+func TestFleetStatesCommandsAndReachability(t *testing.T) {
+	f := startFleet(t, "127.0.0.1:0")
+	la, lb := newFakeLocal("p1", "p2"), newFakeLocal("q1")
+	a := f.join("a", la, 0)
+	bm := f.join("b", lb, 0)
+	waitFor(t, 5*time.Second, "both hosts' panes on the hub", func() bool {
+		return paneState(f.hm, "a", "p1") == "idle" && paneState(f.hm, "a", "p2") == "idle" && paneState(f.hm, "b", "q1") == "idle"
+	})
+	// A change on one host is seen on another.
+	la.set("p1", "blocked")
+	waitFor(t, 5*time.Second, "a:p1 blocked, seen from b", func() bool { return paneState(a, "a", "p1") == "blocked" })
+	// Commands carry the host's own guards and answers.
+	status, body, err := f.hm.Request(context.Background(), "a", "POST", "/v1/panes/p1/send", []byte(`{"text":"x"}`))
+	if err != nil || status != 409 || !strings.Contains(string(body), `"blocked"`) {
+		t.Fatalf("send to a blocked pane: %d %s %v", status, body, err)
+	}
+	status, body, err = f.hm.Request(context.Background(), "b", "GET", "/v1/panes/q1", nil)
+	if err != nil || status != 200 || !strings.Contains(string(body), `"q1"`) {
+		t.Fatalf("get b:q1: %d %s %v", status, body, err)
+	}
+	if _, _, err := f.hm.Request(context.Background(), "b", "POST", "/v1/shutdown", nil); err == nil {
+		t.Fatal("a shutdown was sent to another host")
+	}
+	if _, _, err := f.hm.Request(context.Background(), "nobody", "GET", "/v1/panes", nil); err == nil || !strings.Contains(err.Error(), "no such host") {
+		t.Fatalf("a host that is not there: %v", err)
+	}
+	// A removed pane leaves the fleet's view.
+	la.mu.Lock()
+	delete(la.panes, "p2")
+	la.seq++
+	ev := eventlog.Event{Seq: la.seq, Pane: "p2", State: "removed"}
+	la.mu.Unlock()
+	la.hub.Publish(ev)
+	waitFor(t, 5*time.Second, "a:p2 gone", func() bool { return paneState(f.hm, "a", "p2") == "" })
+	// A host that stops: unreachable within 5 s.
+	waitFor(t, 5*time.Second, "b reachable", func() bool { r, _ := hostReachable(f.hm, "b"); return r })
+	start := time.Now()
+	bm.nc.Close() // as if its daemon died: no goodbye
+	bm.cancel()
+	waitFor(t, 5*time.Second, "b unreachable", func() bool { r, ok := hostReachable(f.hm, "b"); return ok && !r })
+	t.Logf("b shown unreachable %v after it stopped", time.Since(start).Round(time.Millisecond))
+}
+
+func TestFleetRefusesBadInput(t *testing.T) {
+	f := startFleet(t, "127.0.0.1:0")
+	url := f.hub.URL()
+	// A wrong token.
+	_, err := Join(context.Background(), MemberOptions{Name: "x", URLs: []string{url}, Token: "cft_wrong", Local: newFakeLocal()})
+	if err == nil || !strings.Contains(err.Error(), "refused this host's credential") {
+		t.Fatalf("wrong token: %v", err)
+	}
+	// A host's own credential works, under its own name only, until revoked.
+	tok, err := f.hub.Invite("c", true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Join(context.Background(), MemberOptions{Name: "d", URLs: []string{url}, Token: tok}); err == nil {
+		t.Fatal("c's credential joined as d")
+	}
+	c, err := Join(context.Background(), MemberOptions{Name: "c", URLs: []string{url}, Token: tok, Local: newFakeLocal("r1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(false)
+	// The fleet token cannot take a name that has its own credential.
+	if _, err := Join(context.Background(), MemberOptions{Name: "c", URLs: []string{url}, Token: f.hub.FleetToken()}); err == nil {
+		t.Fatal("the fleet token took c's name")
+	}
+	// A message on a subject the host may not use is refused by the server.
+	checks := []struct {
+		name string
+		do   func() error
+	}{
+		{"publish another host's event", func() error {
+			_, err := c.js.Publish(context.Background(), subjEvents+"hub", []byte(`{}`))
+			return err
+		}},
+		{"write another host's pane", func() error {
+			_, err := c.panes.Put(context.Background(), "hub.p1", []byte(`{}`))
+			return err
+		}},
+		{"write another host's heartbeat", func() error {
+			_, err := c.hosts.Put(context.Background(), "hub", []byte(`{}`))
+			return err
+		}},
+		{"take another host's commands", func() error {
+			sub, err := c.nc.SubscribeSync(subjCmd + "hub")
+			if err != nil {
+				return err
+			}
+			_, err = sub.NextMsg(500 * time.Millisecond)
+			return err
+		}},
+		{"an oversized message", func() error {
+			return c.nc.Publish(subjEvents+"c", make([]byte, MaxMessage+1))
+		}},
+	}
+	for _, tc := range checks {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_ = ctx
+			if err := tc.do(); err == nil {
+				t.Fatal("accepted")
+			} else {
+				t.Logf("refused: %v", err)
+			}
+		})
+	}
+	waitFor(t, 3*time.Second, "the refusals counted", func() bool { return c.Stats().RefusedOut >= 2 })
+	// An observe-only credential may not command others.
+	otok, _ := f.hub.Invite("o", false, 0)
+	o, err := Join(context.Background(), MemberOptions{Name: "o", URLs: []string{url}, Token: otok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close(false)
+	if _, _, err := o.Request(context.Background(), "c", "GET", "/v1/panes/r1", nil); err == nil {
+		t.Fatal("an observe-only host read another's pane")
+	}
+	// A malformed record, or one from a clock far off, is refused and counted.
+	before := f.hm.view.bad.Load()
+	if _, err := f.hm.panes.Put(context.Background(), "c.zz", []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	far, _ := json.Marshal(PaneRecord{Host: "c", Pane: api.Pane{ID: "yy", State: "blocked"}, Sent: time.Now().Add(time.Hour)})
+	if _, err := f.hm.panes.Put(context.Background(), "c.yy", far); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "two bad records counted", func() bool { return f.hm.view.bad.Load() >= before+2 })
+	if paneState(f.hm, "c", "zz") != "" || paneState(f.hm, "c", "yy") != "" {
+		t.Fatal("a bad record became a state")
+	}
+	// Revoked: disconnected, and refused from then on.
+	if err := f.hub.Revoke("c"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "c disconnected", func() bool { return !c.nc.IsConnected() })
+	if _, err := Join(context.Background(), MemberOptions{Name: "c", URLs: []string{url}, Token: tok}); err == nil {
+		t.Fatal("a revoked credential joined")
+	}
+	// Expired.
+	etok, _ := f.hub.Invite("e", true, time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
+	if _, err := Join(context.Background(), MemberOptions{Name: "e", URLs: []string{url}, Token: etok}); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("expired credential: %v", err)
+	}
+	if n, why := f.hub.Refused(); n < 4 {
+		t.Fatalf("hub refused %d connections (last: %s)", n, why)
+	}
+}
+
+// collect reads every event of the fleet's stream for a host.
+func collect(t *testing.T, m *Member, host string) []Event {
+	t.Helper()
+	s, err := m.js.Stream(context.Background(), EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := s.OrderedConsumer(context.Background(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjEvents + host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Event
+	for {
+		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(300*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			ev, ok := m.parseEvent(msg)
+			if ok {
+				out = append(out, ev)
+			}
+			n++
+		}
+		if n == 0 {
+			return out
+		}
+	}
+}
+
+func TestEventsResumeAfterHubRestart(t *testing.T) {
+	dir := t.TempDir()
+	h, err := StartHub(HubOptions{Dir: dir, Listen: "127.0.0.1:0", ServerName: "hub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := h.Addr()
+	hm, err := Join(context.Background(), MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(), Admin: true, Local: newFakeLocal()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	la := newFakeLocal("p1")
+	a, err := Join(context.Background(), MemberOptions{Name: "a", URLs: []string{h.URL()}, Token: h.FleetToken(), Local: la})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(false)
+	for i := 0; i < 20; i++ {
+		la.set("p1", []string{"working", "idle"}[i%2])
+	}
+	waitFor(t, 5*time.Second, "21 events in the stream", func() bool { return a.Stats().Published == 21 })
+	hm.Close(false)
+	h.Close()
+	// Events while the hub is down are kept.
+	for i := 0; i < 30; i++ {
+		la.set("p1", []string{"working", "blocked"}[i%2])
+	}
+	waitFor(t, 5*time.Second, "a disconnected", func() bool { return !a.nc.IsConnected() })
+	h, err = StartHub(HubOptions{Dir: dir, Listen: addr, ServerName: "hub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	hm, err = Join(context.Background(), MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(), Admin: true, Local: newFakeLocal()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hm.Close(false)
+	waitFor(t, 10*time.Second, "a reconnected and caught up", func() bool { return a.nc.IsConnected() && a.Stats().Queued == 0 })
+	evs := collect(t, hm, "a")
+	if len(evs) != 51 {
+		t.Fatalf("%d events in the stream, want 51", len(evs))
+	}
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) {
+			t.Fatalf("event %d has seq %d: a duplicate or a gap", i, ev.Seq)
+		}
+	}
+}
+
+func TestFleetJobs(t *testing.T) {
+	f := startFleet(t, "127.0.0.1:0")
+	lw := newFakeLocal()
+	f.join("w", lw, 1)
+	var lines []string
+	err := f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+		lines = append(lines, string(b))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 5 || !strings.Contains(lines[0], "host w runs the job") || !strings.Contains(lines[4], `"state":"done"`) {
+		t.Fatalf("lines: %q", lines)
+	}
+	// A host that dies mid-job: the job ends in error, saying so.
+	lh := newFakeLocal()
+	lh.jobHang = true
+	dead := f.join("dies", lh, 1)
+	lines = nil
+	done := make(chan error, 1)
+	go func() {
+		done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude"}, "dies", 0, func(b []byte) { lines = append(lines, string(b)) })
+	}()
+	waitFor(t, 5*time.Second, "the job started on dies", func() bool { return dead.jobs.Load() == 1 })
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	dead.cancel()
+	dead.nc.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job hangs after its host died")
+	}
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, "stopped answering mid-job") || !strings.Contains(last, `"state":"error"`) {
+		t.Fatalf("outcome: %s", last)
+	}
+	t.Logf("job failed %v after its host died", time.Since(start).Round(time.Millisecond))
+}
+
+func TestClusterLosesANode(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	ports := []string{"127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"}
+	_ = ports
+	routes := []string{"nats://127.0.0.1:17301", "nats://127.0.0.1:17302", "nats://127.0.0.1:17303"}
+	hubs := make([]*Hub, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range hubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The three share one set of credentials.
+			if i > 0 {
+				copyFile(t, filepath.Join(dirs[0], "hub.json"), filepath.Join(dirs[i], "hub.json"))
+			}
+			hubs[i], errs[i] = StartHub(HubOptions{Dir: dirs[i], Listen: "127.0.0.1:0", ServerName: fmt.Sprintf("n%d", i),
+				Cluster: &ClusterOptions{Name: "corral", Listen: strings.TrimPrefix(routes[i], "nats://"), Routes: routes}})
+		}()
+		if i == 0 {
+			wg.Wait() // its hub.json first
+		}
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	defer func() {
+		for _, h := range hubs {
+			if h != nil {
+				h.Close()
+			}
+		}
+	}()
+	var urls []string
+	for _, h := range hubs {
+		urls = append(urls, h.URL())
+	}
+	// JetStream needs its meta leader before streams can be made.
+	var admin *Member
+	waitFor(t, 20*time.Second, "the cluster's JetStream ready", func() bool {
+		m, err := Join(context.Background(), MemberOptions{Name: "admin", URLs: urls, Token: hubs[0].AdminToken(), Admin: true, Replicas: 3, Watch: true})
+		if err != nil {
+			return false
+		}
+		admin = m
+		return true
+	})
+	defer admin.Close(false)
+	la, lb := newFakeLocal("p1"), newFakeLocal("q1")
+	a, err := Join(context.Background(), MemberOptions{Name: "a", URLs: []string{urls[1], urls[2], urls[0]}, Token: hubs[0].FleetToken(), Local: la, Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(false)
+	b, err := Join(context.Background(), MemberOptions{Name: "b", URLs: []string{urls[2], urls[0], urls[1]}, Token: hubs[0].FleetToken(), Local: lb, Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(false)
+	waitFor(t, 10*time.Second, "a sees b:q1", func() bool { return paneState(a, "b", "q1") == "idle" })
+	// One node goes; the fleet goes on.
+	hubs[1].Close()
+	hubs[1] = nil
+	lb.set("q1", "blocked")
+	waitFor(t, 15*time.Second, "a sees b:q1 blocked after losing a node", func() bool { return paneState(a, "b", "q1") == "blocked" })
+	la.set("p1", "working")
+	defer func() {
+		t.Logf("a: %+v; admin sees a:p1 %q; b sees %q", a.Stats(), paneState(admin, "a", "p1"), paneState(b, "a", "p1"))
+	}()
+	waitFor(t, 15*time.Second, "b sees a:p1 working", func() bool { return paneState(b, "a", "p1") == "working" })
+	status, _, err := a.Request(context.Background(), "b", "GET", "/v1/panes/q1", nil)
+	if err != nil || status != 200 {
+		t.Fatalf("a command across the shrunk cluster: %d %v", status, err)
+	}
+}
+
+var _ = nats.ErrTimeout
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,201 @@
+package fleet
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// HubOptions configure the embedded NATS server.
+type HubOptions struct {
+	// Dir holds the hub's credentials, CA and JetStream store (the state
+	// folder's fleet folder).
+	Dir string
+	// Listen is HOST:PORT (port 0: any free one). Default 127.0.0.1:7422.
+	Listen string
+	// TLS serves TLS with a CA the hub makes (always, beyond loopback).
+	TLS bool
+	// ServerName names the server in its JetStream store; keep it stable.
+	ServerName string
+	// Cluster clusters this server with others (optional).
+	Cluster *ClusterOptions
+	Logf    func(string, ...any)
+}
+
+// ClusterOptions join embedded servers into one NATS cluster.
+type ClusterOptions struct {
+	Name   string
+	Listen string   // HOST:PORT for routes
+	Routes []string // nats://HOST:PORT of the other servers' routes
+}
+
+// DefaultListen is the hub's address when none is given.
+const DefaultListen = "127.0.0.1:7422"
+
+// Hub is the embedded NATS server with JetStream.
+type Hub struct {
+	srv         *server.Server
+	auth        *auth
+	fingerprint string
+	tls         bool
+	dir         string
+}
+
+// IsLoopback says whether a listen address stays on this machine.
+func IsLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// StartHub starts the embedded server and waits until it takes connections.
+func StartHub(o HubOptions) (*Hub, error) {
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	host, portS, err := net.SplitHostPort(o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %v; use HOST:PORT", o.Listen, err)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("listen address %q: the port must be a number up to 65535", o.Listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	a, err := loadAuth(o.Dir, o.Logf)
+	if err != nil {
+		return nil, err
+	}
+	opts := &server.Options{
+		ServerName: o.ServerName, Host: host, Port: port,
+		JetStream: true, StoreDir: filepath.Join(o.Dir, "jetstream"),
+		JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
+		MaxPayload: MaxMessage, MaxPending: 64 << 20,
+		CustomClientAuthentication: a,
+		NoSigs:                     true, NoLog: true,
+		PingInterval: 2 * time.Second, MaxPingsOut: 2,
+		DisableJetStreamBanner: true,
+		HTTPPort:               0,
+	}
+	h := &Hub{auth: a, dir: o.Dir}
+	if o.TLS || !IsLoopback(o.Listen) {
+		cfg, fp, err := serverTLS(o.Dir, host)
+		if err != nil {
+			return nil, err
+		}
+		opts.TLS, opts.TLSConfig, opts.TLSTimeout = true, cfg, 5
+		h.tls, h.fingerprint = true, fp
+	}
+	if c := o.Cluster; c != nil {
+		ch, cp, err := net.SplitHostPort(c.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("cluster listen %q: %v", c.Listen, err)
+		}
+		opts.Cluster.Name = c.Name
+		opts.Cluster.Host = ch
+		opts.Cluster.Port, _ = strconv.Atoi(cp)
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("cluster route %q: %v", r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("fleet hub: %w", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("fleet hub: the NATS server did not start listening on %s within 10s (is the port taken?)", o.Listen)
+	}
+	h.srv = srv
+	return h, nil
+}
+
+// URL is the address members connect to.
+func (h *Hub) URL() string {
+	u := h.srv.ClientURL()
+	if h.tls {
+		u = "tls://" + u[len("nats://"):]
+	}
+	return u
+}
+
+// Addr is the HOST:PORT the hub listens on.
+func (h *Hub) Addr() string {
+	if a, ok := h.srv.Addr().(*net.TCPAddr); ok {
+		return a.String()
+	}
+	return ""
+}
+
+// Fingerprint is the SHA-256 of the hub's CA certificate ("" without TLS).
+func (h *Hub) Fingerprint() string { return h.fingerprint }
+
+// FleetToken is the token any host joins with.
+func (h *Hub) FleetToken() string { f, _ := h.auth.tokens(); return f }
+
+// AdminToken is the hub daemon's own credential.
+func (h *Hub) AdminToken() string { _, a := h.auth.tokens(); return a }
+
+// Refused counts connections the hub refused, and says why the last was.
+func (h *Hub) Refused() (int64, string) {
+	why := ""
+	if p := h.auth.lastWhy.Load(); p != nil {
+		why = *p
+	}
+	return h.auth.refused.Load(), why
+}
+
+// Invite makes a host's own credential (control: it may command other
+// hosts and submit jobs; ttl > 0: it expires).
+func (h *Hub) Invite(name string, control bool, ttl time.Duration) (string, error) {
+	return h.auth.invite(name, control, ttl)
+}
+
+// Revoke forgets a host's credential and disconnects it.
+func (h *Hub) Revoke(name string) error {
+	if err := h.auth.revoke(name); err != nil {
+		return err
+	}
+	h.kick(name)
+	return nil
+}
+
+// kick disconnects the connections authorized as user.
+func (h *Hub) kick(user string) {
+	cz, err := h.srv.Connz(&server.ConnzOptions{Username: true, Limit: 100000})
+	if err != nil {
+		return
+	}
+	for _, c := range cz.Conns {
+		if c.AuthorizedUser == user {
+			_ = h.srv.DisconnectClientByID(c.Cid)
+		}
+	}
+}
+
+// Server is the embedded NATS server (for tests and measurements).
+func (h *Hub) Server() *server.Server { return h.srv }
+
+// Close stops the server.
+func (h *Hub) Close() {
+	h.srv.Shutdown()
+	h.srv.WaitForShutdown()
+}

@@ -1,0 +1,416 @@
+package fleet
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-dev/corral/internal/api"
+)
+
+// JobSilence is how long a host running a job may say nothing (it says
+// "alive" every second) before the job is taken for lost.
+const JobSilence = 5 * time.Second
+
+// JobRequest is a job on the work queue.
+type JobRequest struct {
+	ID      string          `json:"id"`
+	Attempt int             `json:"attempt"`
+	From    string          `json:"from"`
+	Exec    api.ExecRequest `json:"exec"`
+}
+
+const hdrAttempt = "Corral-Attempt"
+
+// worker state.
+type worker struct {
+	mu        sync.Mutex
+	running   map[string]string    // fleet job id → local job id
+	cancelled map[string]time.Time // fleet job ids cancelled
+	freed     chan struct{}
+	sub       *nats.Subscription
+}
+
+func (m *Member) startWorker() {
+	w := &worker{running: map[string]string{}, cancelled: map[string]time.Time{}, freed: make(chan struct{}, 1)}
+	m.worker = w
+	sub, err := m.nc.Subscribe(subjJobCtl+"*", func(msg *nats.Msg) {
+		id := strings.TrimPrefix(msg.Subject, subjJobCtl)
+		w.mu.Lock()
+		w.cancelled[id] = time.Now()
+		for k, t := range w.cancelled {
+			if time.Since(t) > time.Hour {
+				delete(w.cancelled, k)
+			}
+		}
+		local := w.running[id]
+		w.mu.Unlock()
+		if local != "" {
+			m.local("POST", "/v1/panes/"+url.PathEscape(local)+"/kill", []byte(`{"signal":"TERM"}`))
+		}
+	})
+	if err != nil {
+		m.setErr(err)
+	}
+	w.sub = sub
+	m.goLoop(m.workLoop)
+}
+
+func (m *Member) stopWorker() {
+	if m.worker != nil && m.worker.sub != nil {
+		_ = m.worker.sub.Unsubscribe()
+	}
+}
+
+// local makes a request to this host's own API and returns status and body.
+func (m *Member) local(method, path string, body []byte) (int, []byte) {
+	req, _ := http.NewRequest(method, "http://corral"+path, bytes.NewReader(body))
+	if len(body) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	m.o.Local.Handler().ServeHTTP(rec, req)
+	return rec.status, rec.body.Bytes()
+}
+
+// workLoop takes jobs while the host has capacity: first those addressed
+// to it, then any.
+func (m *Member) workLoop() {
+	var cons []jetstream.Consumer
+	for m.ctx.Err() == nil && cons == nil {
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+		own, err1 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: "host_" + m.o.Name,
+			FilterSubject: subjJobFor + m.o.Name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
+		anyc, err2 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: "workers",
+			FilterSubject: subjJobAny, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
+		cancel()
+		if err := errors.Join(err1, err2); err != nil {
+			m.setErr(fmt.Errorf("job queue: %w", err))
+			select {
+			case <-m.ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		cons = []jetstream.Consumer{own, anyc}
+	}
+	w := m.worker
+	for m.ctx.Err() == nil {
+		if int(m.jobs.Load()) >= m.o.MaxJobs {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-w.freed:
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		took := false
+		for _, c := range cons {
+			msg, err := c.Next(jetstream.FetchMaxWait(400 * time.Millisecond))
+			if err != nil {
+				continue
+			}
+			m.takeJob(msg)
+			took = true
+			break
+		}
+		if !took && !m.nc.IsConnected() {
+			select {
+			case <-m.ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (m *Member) takeJob(msg jetstream.Msg) {
+	var jr JobRequest
+	if err := json.Unmarshal(msg.Data(), &jr); err != nil || jr.ID == "" || CheckName(strings.ReplaceAll(jr.ID, ".", "x")) != nil {
+		m.badIn.Add(1)
+		_ = msg.Term()
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+	err := msg.DoubleAck(ctx)
+	cancel()
+	if err != nil {
+		return // redelivered to someone, later
+	}
+	m.jobs.Add(1)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer func() {
+			m.jobs.Add(-1)
+			select {
+			case m.worker.freed <- struct{}{}:
+			default:
+			}
+		}()
+		m.runJob(jr)
+	}()
+}
+
+// runJob runs a fleet job as a local one and streams its lines back.
+func (m *Member) runJob(jr JobRequest) {
+	subject := subjJobOut + m.o.Name + "." + jr.ID
+	var pubMu sync.Mutex
+	n := 0
+	publish := func(line []byte) {
+		pubMu.Lock()
+		defer pubMu.Unlock()
+		n++
+		msg := nats.NewMsg(subject)
+		msg.Data = line
+		msg.Header.Set(hdrAttempt, strconv.Itoa(jr.Attempt))
+		id := fmt.Sprintf("%s:%d:%d", jr.ID, jr.Attempt, n)
+		for try := 0; try < 20 && m.ctx.Err() == nil; try++ {
+			ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
+			_, err := m.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id))
+			cancel()
+			if err == nil {
+				return
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	control := func(v map[string]any) {
+		v["host"] = m.o.Name
+		b, _ := json.Marshal(v)
+		publish(b)
+	}
+	control(map[string]any{"type": "taken", "attempt": jr.Attempt})
+	w := m.worker
+	w.mu.Lock()
+	_, cancelled := w.cancelled[jr.ID]
+	w.mu.Unlock()
+	if cancelled {
+		publish(outcomeLine("error", "the job was cancelled before it started", 130))
+		return
+	}
+	req := jr.Exec
+	// The job runs in this host's environment: the caller's own is of
+	// another machine. Its folder is kept when it exists here.
+	req.CallerEnv = nil
+	if st, err := os.Stat(req.Cwd); err != nil || !st.IsDir() {
+		req.Cwd, _ = os.UserHomeDir()
+	}
+	body, _ := json.Marshal(req)
+	status, resp := m.local("POST", "/v1/jobs", body)
+	if status/100 != 2 {
+		var e api.Error
+		_ = json.Unmarshal(resp, &e)
+		publish(outcomeLine("error", fmt.Sprintf("host %s could not start the job: %s", m.o.Name, e.Error), 127))
+		return
+	}
+	var p api.Pane
+	_ = json.Unmarshal(resp, &p)
+	w.mu.Lock()
+	w.running[jr.ID] = p.ID
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.running, jr.ID)
+		w.mu.Unlock()
+	}()
+	control(map[string]any{"type": "started", "job": p.ID})
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-m.ctx.Done():
+				return
+			case <-t.C:
+				control(map[string]any{"type": "alive"})
+			}
+		}
+	}()
+	// The job's stream, from this host's own API.
+	pr, pw := io.Pipe()
+	sctx, scancel := context.WithCancel(m.ctx)
+	defer scancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(sctx, "GET", "http://corral/v1/jobs/"+url.PathEscape(p.ID)+"/stream", nil)
+		m.o.Local.Handler().ServeHTTP(&pipeWriter{w: pw, header: http.Header{}}, req)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64<<10), MaxMessage-4096)
+	sawOutcome := false
+	for sc.Scan() {
+		line := append([]byte(nil), sc.Bytes()...)
+		publish(line)
+		if bytes.Contains(line, []byte(`"type":"outcome"`)) {
+			sawOutcome = true
+		}
+	}
+	if !sawOutcome {
+		publish(outcomeLine("error", fmt.Sprintf("host %s lost the job's stream: %v", m.o.Name, sc.Err()), 1))
+	}
+	pr.Close()
+}
+
+func outcomeLine(state, reason string, code int) []byte {
+	b, _ := json.Marshal(map[string]any{"type": "outcome", "outcome": map[string]any{"state": state, "reason": reason, "exit_code": code, "diagnostics": 0}})
+	return b
+}
+
+func diagnosticLine(text string) []byte {
+	b, _ := json.Marshal(map[string]string{"type": "diagnostic", "line": "corral: " + text})
+	return b
+}
+
+// pipeWriter streams an in-process handler's answer.
+type pipeWriter struct {
+	w      *io.PipeWriter
+	header http.Header
+}
+
+func (p *pipeWriter) Header() http.Header         { return p.header }
+func (p *pipeWriter) WriteHeader(int)             {}
+func (p *pipeWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p *pipeWriter) Flush()                      {}
+
+// SubmitJob puts a job on the queue (for host, or any host with capacity)
+// and calls emit with its lines, as a local job's stream has them, until
+// its outcome line. A host that goes silent mid-job ends it in error, or,
+// with retry > 0, queues it again. Cancelling ctx cancels the job.
+func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, host string, retry int, emit func([]byte)) error {
+	subject := subjJobAny
+	if host != "" {
+		if err := CheckName(host); err != nil {
+			return err
+		}
+		subject = subjJobFor + host
+	}
+	if id == "" {
+		id = NewJobID()
+	}
+	cons, err := m.js.OrderedConsumer(ctx, OutputStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjJobOut + "*." + id}})
+	if err != nil {
+		return fmt.Errorf("follow the job's output: %w", err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("follow the job's output: %w", err)
+	}
+	defer it.Stop()
+	msgs := make(chan jetstream.Msg, 256)
+	go func() {
+		defer close(msgs)
+		for {
+			msg, err := it.Next()
+			if err != nil {
+				return
+			}
+			select {
+			case msgs <- msg:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	attempt := 0
+	enqueue := func() error {
+		b, _ := json.Marshal(JobRequest{ID: id, Attempt: attempt, From: m.o.Name, Exec: req})
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := m.js.Publish(pctx, subject, b)
+		if err != nil {
+			return fmt.Errorf("queue the job: %w", err)
+		}
+		return nil
+	}
+	if err := enqueue(); err != nil {
+		return err
+	}
+	taker, lastWord, queued := "", time.Now(), time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = m.nc.Publish(subjJobCtl+id, []byte("cancel"))
+			_ = m.nc.Flush()
+			return ctx.Err()
+		case msg, ok := <-msgs:
+			if !ok {
+				return errors.New("the job's output stream ended")
+			}
+			from := strings.TrimSuffix(strings.TrimPrefix(msg.Subject(), subjJobOut), "."+id)
+			if a, _ := strconv.Atoi(msg.Headers().Get(hdrAttempt)); a != attempt {
+				continue
+			}
+			var probe struct {
+				Type string `json:"type"`
+				Job  string `json:"job"`
+			}
+			_ = json.Unmarshal(msg.Data(), &probe)
+			if taker == "" && probe.Type == "taken" {
+				taker, lastWord = from, time.Now()
+				continue
+			}
+			if from != taker {
+				continue
+			}
+			lastWord = time.Now()
+			switch probe.Type {
+			case "alive", "taken":
+				continue
+			case "started":
+				emit(diagnosticLine(fmt.Sprintf("host %s runs the job as %s:%s (answer its permission requests with corral answer %s:%s yes|no)", taker, taker, probe.Job, taker, probe.Job)))
+				continue
+			}
+			emit(msg.Data())
+			if probe.Type == "outcome" {
+				return nil
+			}
+		case <-tick.C:
+			switch {
+			case taker == "" && time.Since(queued) > 30*time.Second:
+				emit(diagnosticLine("the job waits for a host with capacity (corral fleet status shows each host's max_jobs)"))
+				queued = time.Now()
+			case taker != "" && time.Since(lastWord) > JobSilence:
+				if attempt < retry {
+					attempt++
+					emit(diagnosticLine(fmt.Sprintf("host %s stopped answering mid-job; queued again (attempt %d of %d)", taker, attempt+1, retry+1)))
+					taker, queued = "", time.Now()
+					if err := enqueue(); err != nil {
+						return err
+					}
+					continue
+				}
+				emit(outcomeLine("error", fmt.Sprintf("host %s stopped answering mid-job (nothing for %v); the job is lost — its end on that host is unknown", taker, JobSilence), 1))
+				return nil
+			}
+		}
+	}
+}
+
+// NewJobID returns a fleet job's id.
+func NewJobID() string { return "fj" + secret()[:16] }
+
+// CancelJob asks whichever host runs a fleet job to end it.
+func (m *Member) CancelJob(id string) error {
+	return m.nc.Publish(subjJobCtl+id, []byte("cancel"))
+}

@@ -1,0 +1,1094 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/eventlog"
+)
+
+// Local is the daemon a member speaks for.
+type Local interface {
+	// Handler is the daemon's own API, served in process.
+	Handler() http.Handler
+	Panes() []api.Pane
+	Pane(id string) (api.Pane, bool)
+	// Subscribe returns new events (the channel closes when the
+	// subscriber fell behind), the kept ones after seq, and a stop.
+	Subscribe(after uint64) (<-chan eventlog.Event, []eventlog.Event, func())
+}
+
+// PaneRecord is a pane in the fleet: the pane bucket's value.
+type PaneRecord struct {
+	Host string `json:"host"`
+	api.Pane
+	// Sent is the host's clock when it wrote the record.
+	Sent time.Time `json:"sent"`
+}
+
+// Heartbeat is a host's value in the hosts bucket, written every second.
+type Heartbeat struct {
+	Host    string    `json:"host"`
+	Version string    `json:"version"`
+	Panes   int       `json:"panes"`
+	Jobs    int       `json:"jobs"`
+	MaxJobs int       `json:"max_jobs"`
+	Sent    time.Time `json:"sent"`
+}
+
+// HostStatus is one row of corral fleet status.
+type HostStatus struct {
+	Host      string `json:"host"`
+	Reachable bool   `json:"reachable"`
+	LastSeen  string `json:"last_seen"` // RFC 3339, "" if never
+	Panes     int    `json:"panes"`
+	Jobs      int    `json:"jobs"`
+	Version   string `json:"version"`
+	MaxJobs   int    `json:"max_jobs"`
+	Problem   string `json:"problem,omitempty"`
+}
+
+// Event is an event of the fleet's stream: a host's event, with its host.
+type Event struct {
+	Host string
+	eventlog.Event
+	// StreamSeq is the event's place in the fleet's stream.
+	StreamSeq uint64
+}
+
+// MarshalJSON writes the event's own fields with "host" and "stream_seq".
+func (e Event) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(e.Event)
+	if err != nil {
+		return nil, err
+	}
+	h, _ := json.Marshal(e.Host)
+	out := []byte(`{"host":` + string(h) + `,"stream_seq":` + strconv.FormatUint(e.StreamSeq, 10) + `,`)
+	return append(out, b[1:]...), nil
+}
+
+// MemberOptions configure a member.
+type MemberOptions struct {
+	Name string
+	URLs []string
+	// Token, or Creds (a NATS credentials file), authenticates the host.
+	Token, Creds  string
+	CAFingerprint string
+	MaxJobs       int
+	Version       string
+	Local         Local
+	// Admin makes the fleet's buckets and streams (the hub's own member).
+	Admin    bool
+	Replicas int
+	// Watch keeps a view of every host's panes (the boards, corral ls
+	// --fleet); OnPane, if set, is told of each change.
+	Watch  bool
+	OnPane func(rec PaneRecord, deleted bool)
+	Logf   func(string, ...any)
+}
+
+// Member is one daemon in the fleet.
+type Member struct {
+	o      MemberOptions
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	panes  jetstream.KeyValue
+	hosts  jetstream.KeyValue
+	events jetstream.Stream
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	view   *view
+	worker *worker
+
+	mu       sync.Mutex
+	dirty    map[string]bool
+	known    map[string]bool  // panes in the bucket
+	queue    []eventlog.Event // events not yet in the stream
+	lastSeq  uint64           // the last local event seen
+	wake     chan struct{}
+	resynced chan struct{} // closed and replaced at each reconnect
+	askedFor chan struct{}
+	// rewatch is closed to make the watchers start again.
+	rewatch   chan struct{}
+	rewatched time.Time // the connection whose stream position is known
+
+	// Counters.
+	refusedOut atomic.Int64 // our own messages the server refused
+	badIn      atomic.Int64 // malformed or refused messages we received
+	dropped    atomic.Int64 // events dropped from a full queue
+	published  atomic.Int64
+	jobs       atomic.Int32
+	lastErr    atomic.Pointer[string]
+}
+
+// MaxQueue bounds the events a member keeps while the fleet is away.
+const MaxQueue = 100000
+
+// Join connects to the fleet and starts publishing and serving. The
+// first connection must succeed (a wrong token is an error here); later
+// losses are reconnected forever, events queued meanwhile.
+func Join(ctx context.Context, o MemberOptions) (*Member, error) {
+	if err := CheckName(o.Name); err != nil {
+		return nil, err
+	}
+	if len(o.URLs) == 0 {
+		return nil, errors.New("no fleet address; give one like nats://HOST:7422")
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]bool{}, wake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	opts := []nats.Option{
+		nats.Name(clientNamePrefix + o.Name),
+		nats.MaxReconnects(-1), nats.ReconnectWait(200 * time.Millisecond), nats.ReconnectJitter(100*time.Millisecond, time.Second),
+		nats.ReconnectBufSize(16 << 20), nats.PingInterval(2 * time.Second), nats.MaxPingsOutstanding(2),
+		nats.Timeout(5 * time.Second),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(err.Error(), "Permissions Violation") {
+				m.refusedOut.Add(1)
+			}
+			m.setErr(err)
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				m.setErr(fmt.Errorf("disconnected from the fleet: %w", err))
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { m.reconnected() }),
+	}
+	switch {
+	case o.Creds != "":
+		opts = append(opts, nats.UserCredentials(o.Creds))
+	case o.Token != "":
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if o.CAFingerprint != "" {
+		opts = append(opts, nats.Secure(clientTLS(o.CAFingerprint)))
+	}
+	nc, err := nats.Connect(strings.Join(o.URLs, ","), opts...)
+	if err != nil {
+		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			return nil, fmt.Errorf("the fleet at %s refused this host's credential (a wrong, revoked or expired token, or the name %s is another host's): %w", strings.Join(o.URLs, ","), o.Name, err)
+		}
+		return nil, fmt.Errorf("cannot reach the fleet at %s: %w; check the address and that the hub's daemon runs", strings.Join(o.URLs, ","), err)
+	}
+	m.nc = nc
+	if err := m.setup(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	m.start()
+	return m, nil
+}
+
+func (m *Member) setErr(err error) {
+	s := err.Error()
+	m.lastErr.Store(&s)
+	m.o.Logf("fleet: %v", err)
+}
+
+func (m *Member) setup(ctx context.Context) error {
+	js, err := jetstream.New(m.nc)
+	if err != nil {
+		return err
+	}
+	m.js = js
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if m.o.Admin {
+		if err := EnsureStreams(ctx, js, m.o.Replicas); err != nil {
+			return err
+		}
+	}
+	if m.panes, err = js.KeyValue(ctx, PanesBucket); err != nil {
+		return fmt.Errorf("the fleet has no pane bucket (%v); is its hub a corral (corral fleet init)?", err)
+	}
+	if m.hosts, err = js.KeyValue(ctx, HostsBucket); err != nil {
+		return fmt.Errorf("the fleet has no hosts bucket: %v", err)
+	}
+	if m.events, err = js.Stream(ctx, EventsStream); err != nil {
+		return fmt.Errorf("the fleet has no event stream: %v", err)
+	}
+	return nil
+}
+
+// EnsureStreams makes the fleet's buckets and streams.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	for _, b := range []string{PanesBucket, HostsBucket} {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, History: 1, Replicas: replicas,
+			MaxValueSize: MaxMessage, Storage: jetstream.FileStorage}); err != nil {
+			return fmt.Errorf("fleet bucket %s: %w", b, err)
+		}
+	}
+	for _, c := range []jetstream.StreamConfig{
+		{Name: EventsStream, Subjects: []string{subjEvents + "*"}, MaxAge: 7 * 24 * time.Hour, MaxBytes: 256 << 20,
+			Duplicates: 2 * time.Minute, Replicas: replicas, MaxMsgSize: MaxMessage},
+		{Name: JobsStream, Subjects: []string{"corral.jobs.>"}, Retention: jetstream.WorkQueuePolicy, MaxAge: 24 * time.Hour,
+			Replicas: replicas, MaxMsgSize: MaxMessage},
+		{Name: OutputStream, Subjects: []string{subjJobOut + ">"}, MaxAge: time.Hour, MaxBytes: 256 << 20,
+			Duplicates: time.Minute, Replicas: replicas, MaxMsgSize: MaxMessage},
+	} {
+		if _, err := js.CreateOrUpdateStream(ctx, c); err != nil {
+			return fmt.Errorf("fleet stream %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+func (m *Member) start() {
+	if m.o.Watch {
+		m.rewatched = time.Now()
+		m.goLoop(m.watchPanes)
+		m.goLoop(m.watchHosts)
+		if m.o.Local != nil {
+			m.goLoop(m.watchdog)
+		}
+	}
+	if m.o.Local != nil {
+		sub, err := m.nc.Subscribe(subjCmd+m.o.Name, m.serveCommand)
+		if err != nil {
+			m.setErr(err)
+		} else {
+			_ = sub.SetPendingLimits(1024, 64<<20)
+		}
+		m.goLoop(m.follow)
+		m.goLoop(m.syncLoop)
+		m.goLoop(m.publishLoop)
+		m.goLoop(m.heartbeatLoop)
+		if m.o.MaxJobs > 0 {
+			m.startWorker()
+		}
+	}
+	m.reconnected()
+}
+
+func (m *Member) goLoop(f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+// reconnected redoes what a new connection needs: a full pane sync, and
+// the event stream's resume point.
+func (m *Member) reconnected() {
+	m.mu.Lock()
+	close(m.resynced)
+	m.resynced = make(chan struct{})
+	m.dirty["*"] = true
+	m.mu.Unlock()
+	m.poke()
+}
+
+func (m *Member) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Name is this host's name.
+func (m *Member) Name() string { return m.o.Name }
+
+// Conn is the member's NATS connection.
+func (m *Member) Conn() *nats.Conn { return m.nc }
+
+// follow takes the daemon's events: each marks its pane for the bucket
+// and joins the queue for the stream.
+func (m *Member) follow() {
+	for m.ctx.Err() == nil {
+		m.mu.Lock()
+		after := m.lastSeq
+		m.mu.Unlock()
+		ch, backlog, stop := m.o.Local.Subscribe(after)
+		m.take(backlog...)
+		func() {
+			defer stop()
+			for {
+				select {
+				case <-m.ctx.Done():
+					return
+				case ev, ok := <-ch:
+					if !ok {
+						m.mu.Lock()
+						m.dirty["*"] = true // fell behind: resync all
+						m.mu.Unlock()
+						return
+					}
+					m.take(ev)
+				}
+			}
+		}()
+	}
+}
+
+func (m *Member) take(evs ...eventlog.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	m.mu.Lock()
+	for _, ev := range evs {
+		if ev.Seq <= m.lastSeq {
+			continue
+		}
+		m.lastSeq = ev.Seq
+		m.dirty[ev.Pane] = true
+		m.queue = append(m.queue, ev)
+	}
+	if over := len(m.queue) - MaxQueue; over > 0 {
+		m.queue = m.queue[over:]
+		m.dropped.Add(int64(over))
+	}
+	m.mu.Unlock()
+	m.poke()
+}
+
+func (m *Member) key(id string) string { return m.o.Name + "." + id }
+
+// syncLoop writes the current state of each changed pane to the bucket;
+// a write that fails is tried again after the next reconnect.
+func (m *Member) syncLoop() {
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.wake:
+		case <-retry.C:
+		}
+		m.mu.Lock()
+		dirty := m.dirty
+		m.dirty = map[string]bool{}
+		m.mu.Unlock()
+		if len(dirty) == 0 {
+			continue
+		}
+		failed := map[string]bool{}
+		if dirty["*"] {
+			delete(dirty, "*")
+			if err := m.syncAll(); err != nil {
+				failed["*"] = true
+			}
+		}
+		for id := range dirty {
+			if err := m.syncPane(id); err != nil {
+				failed[id] = true
+			}
+		}
+		// The publisher shares the wake-ups.
+		m.publishPending()
+		if len(failed) > 0 {
+			m.mu.Lock()
+			for id := range failed {
+				m.dirty[id] = true
+			}
+			m.mu.Unlock()
+			retry.Reset(500 * time.Millisecond)
+		}
+	}
+}
+
+func (m *Member) syncPane(id string) error {
+	ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
+	defer cancel()
+	p, ok := m.o.Local.Pane(id)
+	if !ok {
+		err := m.panes.Delete(ctx, m.key(id))
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
+			m.mu.Lock()
+			delete(m.known, id)
+			m.mu.Unlock()
+			return nil
+		}
+		return err
+	}
+	return m.putPane(ctx, p)
+}
+
+func (m *Member) putPane(ctx context.Context, p api.Pane) error {
+	b, err := json.Marshal(PaneRecord{Host: m.o.Name, Pane: p, Sent: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	if _, err = m.panes.Put(ctx, m.key(p.ID), b); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.known[p.ID] = true
+	m.mu.Unlock()
+	return nil
+}
+
+// syncAll writes every pane and deletes the host's keys of panes gone.
+func (m *Member) syncAll() error {
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	have := map[string]bool{}
+	for _, p := range m.o.Local.Panes() {
+		have[m.key(p.ID)] = true
+		if err := m.putPane(ctx, p); err != nil {
+			return err
+		}
+	}
+	lister, err := m.panes.ListKeysFiltered(ctx, m.o.Name+".>")
+	if err != nil {
+		return err
+	}
+	var stale []string
+	for k := range lister.Keys() {
+		if !have[k] {
+			stale = append(stale, k)
+		}
+	}
+	for _, k := range stale {
+		if err := m.panes.Delete(ctx, k); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishLoop wakes the publisher now and then, for events queued while
+// the fleet was away.
+func (m *Member) publishLoop() {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			m.mu.Lock()
+			n := len(m.queue)
+			m.mu.Unlock()
+			if n > 0 {
+				m.poke()
+			}
+		}
+	}
+}
+
+// streamSeqHeader carries the host's own event number.
+const streamSeqHeader = "Corral-Seq"
+
+// publishPending sends the queued events to the stream in order, each
+// with an id the stream deduplicates by; after a reconnect it first asks
+// the stream for the host's last event there, and sends only newer ones:
+// none twice, none lost.
+func (m *Member) publishPending() {
+	m.mu.Lock()
+	resynced := m.resynced
+	m.mu.Unlock()
+	if last, ok := m.streamLast(resynced); ok {
+		m.mu.Lock()
+		i := 0
+		for i < len(m.queue) && m.queue[i].Seq <= last {
+			i++
+		}
+		m.queue = m.queue[i:]
+		m.mu.Unlock()
+	}
+	for m.ctx.Err() == nil {
+		m.mu.Lock()
+		if len(m.queue) == 0 {
+			m.mu.Unlock()
+			return
+		}
+		ev := m.queue[0]
+		m.mu.Unlock()
+		b, err := json.Marshal(Event{Host: m.o.Name, Event: ev})
+		if err != nil {
+			m.dropQueued(ev.Seq)
+			continue
+		}
+		msg := nats.NewMsg(subjEvents + m.o.Name)
+		msg.Data = b
+		msg.Header.Set(streamSeqHeader, strconv.FormatUint(ev.Seq, 10))
+		ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
+		_, err = m.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.o.Name+":"+strconv.FormatUint(ev.Seq, 10)))
+		cancel()
+		if err != nil {
+			return // kept; tried again later
+		}
+		m.published.Add(1)
+		m.dropQueued(ev.Seq)
+	}
+}
+
+func (m *Member) dropQueued(seq uint64) {
+	m.mu.Lock()
+	if len(m.queue) > 0 && m.queue[0].Seq == seq {
+		m.queue = m.queue[1:]
+	}
+	m.mu.Unlock()
+}
+
+// streamLast asks the stream, once per connection, for this host's last
+// event number there.
+func (m *Member) streamLast(conn chan struct{}) (uint64, bool) {
+	m.mu.Lock()
+	asked := m.askedFor == conn
+	m.mu.Unlock()
+	if asked {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
+	defer cancel()
+	msg, err := m.events.GetLastMsgForSubject(ctx, subjEvents+m.o.Name)
+	var last uint64
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return 0, false
+	default:
+		last, _ = strconv.ParseUint(msg.Header.Get(streamSeqHeader), 10, 64)
+	}
+	m.mu.Lock()
+	m.askedFor = conn
+	m.mu.Unlock()
+	return last, true
+}
+
+func (m *Member) heartbeatLoop() {
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	for {
+		m.beat()
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (m *Member) beat() {
+	panes := m.o.Local.Panes()
+	// A pane that started without a change yet is published here.
+	m.mu.Lock()
+	fresh := false
+	for _, p := range panes {
+		if !m.known[p.ID] {
+			m.dirty[p.ID], fresh = true, true
+		}
+	}
+	m.mu.Unlock()
+	if fresh {
+		m.poke()
+	}
+	hb := Heartbeat{Host: m.o.Name, Version: m.o.Version, Panes: len(panes), Jobs: int(m.jobs.Load()),
+		MaxJobs: m.o.MaxJobs, Sent: time.Now().UTC()}
+	b, _ := json.Marshal(hb)
+	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+	defer cancel()
+	if _, err := m.hosts.Put(ctx, m.o.Name, b); err != nil && m.ctx.Err() == nil {
+		m.setErr(fmt.Errorf("heartbeat: %w", err))
+	}
+}
+
+// Close leaves the connection (the host shows unreachable); with forget,
+// the host's panes and heartbeat are removed from the fleet first.
+func (m *Member) Close(forget bool) {
+	if forget && m.o.Local != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if lister, err := m.panes.ListKeysFiltered(ctx, m.o.Name+".>"); err == nil {
+			var keys []string
+			for k := range lister.Keys() {
+				keys = append(keys, k)
+			}
+			for _, k := range keys {
+				_ = m.panes.Delete(ctx, k)
+			}
+		}
+		_ = m.hosts.Delete(ctx, m.o.Name)
+		cancel()
+	}
+	m.cancel()
+	m.stopWorker()
+	m.wg.Wait()
+	_ = m.nc.Drain()
+	deadline := time.Now().Add(2 * time.Second)
+	for !m.nc.IsClosed() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	m.nc.Close()
+}
+
+// Stats are a member's counters.
+type Stats struct {
+	Connected  bool   `json:"connected"`
+	Server     string `json:"server"`
+	Published  int64  `json:"events_published"`
+	Queued     int    `json:"events_queued"`
+	Dropped    int64  `json:"events_dropped"`
+	RefusedOut int64  `json:"refused_by_server"`
+	BadIn      int64  `json:"refused_from_others"`
+	LastError  string `json:"last_error,omitempty"`
+}
+
+// Stats says how the member is doing.
+func (m *Member) Stats() Stats {
+	m.mu.Lock()
+	q := len(m.queue)
+	m.mu.Unlock()
+	s := Stats{Connected: m.nc.IsConnected(), Server: m.nc.ConnectedUrlRedacted(), Published: m.published.Load(), Queued: q,
+		Dropped: m.dropped.Load(), RefusedOut: m.refusedOut.Load(), BadIn: m.badIn.Load() + m.view.bad.Load()}
+	if p := m.lastErr.Load(); p != nil {
+		s.LastError = *p
+	}
+	return s
+}
+
+// Commands: a request on corral.cmd.HOST carries an API request in its
+// headers and body; the reply carries the status and the answer's body.
+const (
+	hdrMethod = "Corral-Method"
+	hdrPath   = "Corral-Path"
+	hdrStatus = "Corral-Status"
+)
+
+// remotePaths are the API requests another host may make: the pane
+// commands that answer at once (streams stay local).
+var remotePaths = regexp.MustCompile(`^(GET /v1/panes(/[^/?]+(/screen)?)?|POST /v1/panes/[^/?]+/(send|answer|kill)|DELETE /v1/panes/[^/?]+|GET /v1/status)(\?[A-Za-z0-9=&_]*)?$`)
+
+// ErrNoHost means no daemon of that name answers in the fleet.
+var ErrNoHost = errors.New("no such host answers in the fleet")
+
+// Request sends an API request to a host's daemon and returns its status
+// and body.
+func (m *Member) Request(ctx context.Context, host, method, path string, body []byte) (int, []byte, error) {
+	if err := CheckName(host); err != nil {
+		return 0, nil, err
+	}
+	if !remotePaths.MatchString(method + " " + path) {
+		return 0, nil, fmt.Errorf("%s %s cannot be sent to another host; run it there", method, path)
+	}
+	msg := nats.NewMsg(subjCmd + host)
+	msg.Header.Set(hdrMethod, method)
+	msg.Header.Set(hdrPath, path)
+	msg.Data = body
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	resp, err := m.nc.RequestMsgWithContext(ctx, msg)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return 0, nil, fmt.Errorf("%w: %s (it left, or its daemon stopped; corral fleet status shows the hosts)", ErrNoHost, host)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return 0, nil, fmt.Errorf("host %s did not answer %s %s in time", host, method, path)
+	case err != nil && strings.Contains(err.Error(), "Permissions Violation"):
+		return 0, nil, fmt.Errorf("this host may not command %s (its credential is observe-only; corral fleet invite gives one that may)", host)
+	case err != nil:
+		return 0, nil, fmt.Errorf("host %s: %w", host, err)
+	}
+	status, err := strconv.Atoi(resp.Header.Get(hdrStatus))
+	if err != nil || status < 100 || status > 599 {
+		m.badIn.Add(1)
+		return 0, nil, fmt.Errorf("host %s sent a malformed answer", host)
+	}
+	return status, resp.Data, nil
+}
+
+// cmdSlots bounds the commands served at once.
+var cmdSlots = make(chan struct{}, 32)
+
+func (m *Member) serveCommand(msg *nats.Msg) {
+	method, path := msg.Header.Get(hdrMethod), msg.Header.Get(hdrPath)
+	if msg.Reply == "" {
+		m.badIn.Add(1)
+		return
+	}
+	if !remotePaths.MatchString(method + " " + path) {
+		m.badIn.Add(1)
+		m.replyCommand(msg, http.StatusBadRequest, apiError("bad_request", fmt.Sprintf("host %s serves no %q %q from other hosts", m.o.Name, method, path)))
+		return
+	}
+	select {
+	case cmdSlots <- struct{}{}:
+	default:
+		m.replyCommand(msg, http.StatusServiceUnavailable, apiError("busy", "host "+m.o.Name+" is serving too many fleet commands; try again"))
+		return
+	}
+	go func() {
+		defer func() { <-cmdSlots }()
+		ctx, cancel := context.WithTimeout(m.ctx, 9*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, method, "http://corral"+path, bytes.NewReader(msg.Data))
+		if err != nil {
+			m.replyCommand(msg, http.StatusBadRequest, apiError("bad_request", err.Error()))
+			return
+		}
+		if len(msg.Data) > 0 {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := &recorder{header: http.Header{}, status: http.StatusOK}
+		m.o.Local.Handler().ServeHTTP(rec, req)
+		m.replyCommand(msg, rec.status, rec.body.Bytes())
+	}()
+}
+
+func (m *Member) replyCommand(msg *nats.Msg, status int, body []byte) {
+	r := nats.NewMsg(msg.Reply)
+	r.Header.Set(hdrStatus, strconv.Itoa(status))
+	if len(body) > MaxMessage-4096 {
+		status, body = http.StatusInternalServerError, apiError("internal", "the answer is too big for the fleet")
+		r.Header.Set(hdrStatus, strconv.Itoa(status))
+	}
+	r.Data = body
+	_ = m.nc.PublishMsg(r)
+}
+
+func apiError(code, msg string) []byte {
+	b, _ := json.Marshal(api.Error{Error: msg, Code: code})
+	return b
+}
+
+// recorder is an in-process http.ResponseWriter.
+type recorder struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(s int) {
+	if !r.wrote {
+		r.status, r.wrote = s, true
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	if r.body.Len()+len(b) > MaxMessage {
+		return 0, errors.New("answer too big")
+	}
+	return r.body.Write(b)
+}
+
+// Panes is every host's panes, by host then start order of their ids.
+func (m *Member) Panes() []PaneRecord { return m.view.panesList() }
+
+// Hosts is every host's status.
+func (m *Member) Hosts() []HostStatus { return m.view.hostsList() }
+
+// PaneOf finds a pane of a host by id or name in the view.
+func (m *Member) PaneOf(host, ref string) (PaneRecord, bool) {
+	for _, p := range m.view.panesList() {
+		if p.Host == host && (p.ID == ref || p.Name == ref) {
+			return p, true
+		}
+	}
+	return PaneRecord{}, false
+}
+
+// FollowEvents calls fn with the fleet's events (host "" for all) from
+// the stream: those after streamSeq (0: only new ones), until ctx ends.
+// An ordered consumer resumes where it was after a reconnect.
+// ready, if set, is called once the stream is followed.
+func (m *Member) FollowEvents(ctx context.Context, host string, since time.Time, ready func(), fn func(Event) error) error {
+	filter := subjEvents + "*"
+	if host != "" {
+		filter = subjEvents + host
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy}
+	if !since.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	cons, err := m.js.OrderedConsumer(ctx, EventsStream, cfg)
+	if err != nil {
+		return fmt.Errorf("follow the fleet's events: %w", err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("follow the fleet's events: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	if ready != nil {
+		ready()
+	}
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("the fleet's event stream: %w", err)
+		}
+		ev, ok := m.parseEvent(msg)
+		if !ok {
+			continue
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+}
+
+func (m *Member) parseEvent(msg jetstream.Msg) (Event, bool) {
+	var ev Event
+	var hdr struct {
+		Host string `json:"host"`
+	}
+	host := strings.TrimPrefix(msg.Subject(), subjEvents)
+	if json.Unmarshal(msg.Data(), &hdr) != nil || json.Unmarshal(msg.Data(), &ev.Event) != nil || hdr.Host != host {
+		m.badIn.Add(1)
+		return ev, false
+	}
+	ev.Host = host
+	if md, err := msg.Metadata(); err == nil {
+		ev.StreamSeq = md.Sequence.Stream
+	}
+	return ev, true
+}
+
+// view is what a member knows of every host, from the buckets.
+type view struct {
+	mu    sync.Mutex
+	panes map[string]PaneRecord
+	hosts map[string]*hostSeen
+	bad   atomic.Int64
+}
+
+type hostSeen struct {
+	hb      Heartbeat
+	seen    time.Time // here, when its last heartbeat came
+	problem string
+}
+
+func newView() *view {
+	return &view{panes: map[string]PaneRecord{}, hosts: map[string]*hostSeen{}}
+}
+
+func (v *view) panesList() []PaneRecord {
+	v.mu.Lock()
+	out := make([]PaneRecord, 0, len(v.panes))
+	for _, p := range v.panes {
+		out = append(out, p)
+	}
+	v.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Host != out[j].Host {
+			return out[i].Host < out[j].Host
+		}
+		return out[i].Since < out[j].Since
+	})
+	return out
+}
+
+func (v *view) hostsList() []HostStatus {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	count := map[string]int{}
+	for _, p := range v.panes {
+		count[p.Host]++
+	}
+	out := []HostStatus{}
+	for name, h := range v.hosts {
+		s := HostStatus{Host: name, Panes: count[name], Jobs: h.hb.Jobs, Version: h.hb.Version, MaxJobs: h.hb.MaxJobs, Problem: h.problem}
+		if !h.seen.IsZero() {
+			s.LastSeen = h.seen.UTC().Format(eventlog.TimeFormat)
+			s.Reachable = time.Since(h.seen) < Unreachable && h.problem == ""
+		}
+		out = append(out, s)
+	}
+	for name, n := range count {
+		if _, ok := v.hosts[name]; !ok {
+			out = append(out, HostStatus{Host: name, Panes: n, Problem: "never sent a heartbeat"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
+	return out
+}
+
+// skewed says whether a host's clock is too far from the server's.
+func skewed(sent, server time.Time) bool {
+	d := sent.Sub(server)
+	return d > MaxClockSkew || d < -MaxClockSkew
+}
+
+func (m *Member) watchPanes() {
+	m.watch(m.panes, func(e jetstream.KeyValueEntry) {
+		host, _, _ := strings.Cut(e.Key(), ".")
+		v := m.view
+		if e.Operation() != jetstream.KeyValuePut {
+			v.mu.Lock()
+			old, ok := v.panes[e.Key()]
+			delete(v.panes, e.Key())
+			v.mu.Unlock()
+			if ok && m.o.OnPane != nil {
+				m.o.OnPane(old, true)
+			}
+			return
+		}
+		var rec PaneRecord
+		if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.Host != host || e.Key() != rec.Host+"."+rec.ID {
+			v.bad.Add(1)
+			return
+		}
+		if skewed(rec.Sent, e.Created()) {
+			v.bad.Add(1)
+			return
+		}
+		v.mu.Lock()
+		v.panes[e.Key()] = rec
+		v.mu.Unlock()
+		if m.o.OnPane != nil {
+			m.o.OnPane(rec, false)
+		}
+	}, func(keys map[string]bool) {
+		v := m.view
+		var gone []PaneRecord
+		v.mu.Lock()
+		for k, rec := range v.panes {
+			if !keys[k] {
+				delete(v.panes, k)
+				gone = append(gone, rec)
+			}
+		}
+		v.mu.Unlock()
+		for _, rec := range gone {
+			if m.o.OnPane != nil {
+				m.o.OnPane(rec, true)
+			}
+		}
+	})
+}
+
+func (m *Member) watchHosts() {
+	m.watch(m.hosts, func(e jetstream.KeyValueEntry) {
+		v := m.view
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if e.Operation() != jetstream.KeyValuePut {
+			delete(v.hosts, e.Key())
+			return
+		}
+		var hb Heartbeat
+		if err := json.Unmarshal(e.Value(), &hb); err != nil || hb.Host != e.Key() {
+			v.bad.Add(1)
+			return
+		}
+		h := v.hosts[e.Key()]
+		if h == nil {
+			h = &hostSeen{}
+			v.hosts[e.Key()] = h
+		}
+		if skewed(hb.Sent, e.Created()) {
+			v.bad.Add(1)
+			h.problem = fmt.Sprintf("its clock is %v off the fleet's; its reports are refused until it is set right", hb.Sent.Sub(e.Created()).Round(time.Second))
+			return
+		}
+		h.problem = ""
+		h.hb = hb
+		// A heartbeat older than Unreachable (the initial values of the
+		// watch) does not make a host reachable.
+		seen := time.Now()
+		if age := time.Since(e.Created()); age > Unreachable {
+			seen = seen.Add(-age)
+		}
+		h.seen = seen
+	}, nil)
+}
+
+// watch keeps a watcher on a bucket, making a new one when it ends or
+// when the member's own heartbeat stops coming back through the hosts
+// watcher (its consumer was on a server that went away). initDone is
+// told the keys of the initial values, to forget those gone meanwhile.
+func (m *Member) watch(kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry), initDone func(keys map[string]bool)) {
+	for m.ctx.Err() == nil {
+		w, err := kv.WatchAll(m.ctx)
+		if err != nil {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-time.After(time.Second):
+				continue
+			}
+		}
+		m.mu.Lock()
+		restart := m.rewatch
+		m.mu.Unlock()
+		keys := map[string]bool{}
+		initial := true
+	read:
+		for {
+			select {
+			case e, ok := <-w.Updates():
+				if !ok {
+					break read
+				}
+				if e == nil {
+					if initial && initDone != nil {
+						initDone(keys)
+					}
+					initial = false
+					continue
+				}
+				if initial {
+					keys[e.Key()] = true
+				}
+				fn(e)
+			case <-restart:
+				break read
+			}
+		}
+		_ = w.Stop()
+	}
+}
+
+// watchdog restarts the watchers when this host's own heartbeat has not
+// come back through them for a while although the connection is up.
+func (m *Member) watchdog() {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.view.mu.Lock()
+		h := m.view.hosts[m.o.Name]
+		last := time.Time{}
+		if h != nil {
+			last = h.seen
+		}
+		m.view.mu.Unlock()
+		m.mu.Lock()
+		if m.nc.IsConnected() && time.Since(last) > 2*Unreachable/3 && time.Since(m.rewatched) > 2*Unreachable/3 {
+			close(m.rewatch)
+			m.rewatch = make(chan struct{})
+			m.rewatched = time.Now()
+		}
+		m.mu.Unlock()
+	}
+}

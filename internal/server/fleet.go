@@ -1,0 +1,622 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/buildinfo"
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/fleet"
+)
+
+// fleetNode is the daemon's part in a fleet: the hub (if it is one) and
+// its member.
+type fleetNode struct {
+	cfg    fleet.Config
+	hub    *fleet.Hub
+	member atomic.Pointer[fleet.Member]
+	cancel context.CancelFunc
+	jobs   sync.Map // fleet job id → *fleetJob
+}
+
+// fleetState holds the daemon's fleet node; one per Server.
+var fleetState sync.Map // *Server → *fleetNode
+
+func (s *Server) fleetNode() *fleetNode {
+	if v, ok := fleetState.Load(s); ok {
+		return v.(*fleetNode)
+	}
+	return nil
+}
+
+// fleetLocal is the daemon as a fleet member sees it.
+type fleetLocal struct{ s *Server }
+
+func (l fleetLocal) Handler() http.Handler { return l.s.http.Handler }
+func (l fleetLocal) Panes() []api.Pane {
+	out := []api.Pane{}
+	for _, e := range l.s.list() {
+		out = append(out, paneJSON(e))
+	}
+	return out
+}
+func (l fleetLocal) Pane(id string) (api.Pane, bool) {
+	l.s.mu.Lock()
+	e, ok := l.s.panes[id]
+	l.s.mu.Unlock()
+	if !ok {
+		return api.Pane{}, false
+	}
+	return paneJSON(e), true
+}
+func (l fleetLocal) Subscribe(after uint64) (<-chan eventlog.Event, []eventlog.Event, func()) {
+	sub, backlog := l.s.hub.Subscribe(after)
+	return sub.C, backlog, sub.Close
+}
+
+// startFleet starts the fleet the state folder's config describes, if
+// any. A member that cannot reach its fleet keeps trying in the
+// background.
+func (s *Server) startFleet() {
+	cfg, err := fleet.LoadConfig(s.opts.StateDir)
+	if errors.Is(err, fleet.ErrNotConfigured) {
+		return
+	}
+	if err != nil {
+		s.opts.Logf("fleet: %v", err)
+		return
+	}
+	if _, err := s.runFleet(cfg, true); err != nil {
+		s.opts.Logf("fleet: %v", err)
+	}
+}
+
+// runFleet starts a hub (cfg.Hub) and a member. With background, a
+// member that cannot connect yet keeps trying; otherwise the error is
+// returned and nothing stays started.
+func (s *Server) runFleet(cfg fleet.Config, background bool) (*fleetNode, error) {
+	n := &fleetNode{cfg: cfg}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	mo := fleet.MemberOptions{Name: cfg.Name, URLs: cfg.URLs, Token: cfg.Token, Creds: cfg.Creds, CAFingerprint: cfg.CAFingerprint,
+		MaxJobs: cfg.MaxJobs, Version: buildinfo.Self().Version, Local: fleetLocal{s}, Watch: true, Logf: s.opts.Logf}
+	if cfg.Hub {
+		hub, err := fleet.StartHub(fleet.HubOptions{Dir: fleet.Dir(s.opts.StateDir), Listen: cfg.Listen, TLS: cfg.TLS,
+			ServerName: cfg.Name, Logf: s.opts.Logf})
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		n.hub = hub
+		mo.URLs, mo.Token, mo.Creds, mo.CAFingerprint, mo.Admin = []string{hub.URL()}, hub.AdminToken(), "", hub.Fingerprint(), true
+	}
+	m, err := fleet.Join(ctx, mo)
+	if err != nil && !background {
+		cancel()
+		if n.hub != nil {
+			n.hub.Close()
+		}
+		return nil, err
+	}
+	if _, loaded := fleetState.LoadOrStore(s, n); loaded {
+		cancel()
+		if m != nil {
+			m.Close(false)
+		}
+		if n.hub != nil {
+			n.hub.Close()
+		}
+		return nil, errors.New("this daemon is in a fleet already; corral fleet leave first")
+	}
+	if m != nil {
+		n.member.Store(m)
+		s.opts.Logf("fleet: host %s joined %s", cfg.Name, strings.Join(mo.URLs, ","))
+		return n, nil
+	}
+	s.opts.Logf("fleet: %v; trying again every 2s", err)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+			m, err := fleet.Join(ctx, mo)
+			if err == nil {
+				if ctx.Err() != nil {
+					m.Close(false)
+					return
+				}
+				n.member.Store(m)
+				s.opts.Logf("fleet: host %s joined %s", cfg.Name, strings.Join(mo.URLs, ","))
+				return
+			}
+		}
+	}()
+	return n, nil
+}
+
+// stopFleet leaves the fleet (forget: the host's panes leave its view).
+func (s *Server) stopFleet(forget bool) {
+	n := s.fleetNode()
+	if n == nil {
+		return
+	}
+	fleetState.Delete(s)
+	n.cancel()
+	if m := n.member.Load(); m != nil {
+		m.Close(forget)
+	}
+	if n.hub != nil {
+		n.hub.Close()
+	}
+}
+
+func (s *Server) fleetRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/fleet/init", s.handleFleetInit)
+	mux.HandleFunc("POST /v1/fleet/join", s.handleFleetJoin)
+	mux.HandleFunc("POST /v1/fleet/leave", s.handleFleetLeave)
+	mux.HandleFunc("POST /v1/fleet/invite", s.handleFleetInvite)
+	mux.HandleFunc("GET /v1/fleet/status", s.handleFleetStatus)
+	mux.HandleFunc("GET /v1/fleet/panes", s.handleFleetPanes)
+	mux.HandleFunc("GET /v1/fleet/events", s.handleFleetEvents)
+	mux.HandleFunc("POST /v1/fleet/jobs", s.handleFleetExec)
+	mux.HandleFunc("GET /v1/fleet/jobs/{id}/stream", s.handleFleetJobStream)
+	mux.HandleFunc("POST /v1/fleet/jobs/{id}/kill", s.handleFleetJobKill)
+	mux.HandleFunc("/v1/fleet/hosts/{host}/{rest...}", s.handleFleetProxy)
+}
+
+// FleetInitRequest is POST /v1/fleet/init.
+type FleetInitRequest struct {
+	Name    string `json:"name"`
+	Listen  string `json:"listen"`
+	TLS     bool   `json:"tls"`
+	MaxJobs int    `json:"max_jobs"`
+}
+
+// FleetJoinInfo says how another machine joins.
+type FleetJoinInfo struct {
+	Name        string `json:"name"`
+	URL         string `json:"url"`
+	Token       string `json:"token"`
+	Fingerprint string `json:"ca_fingerprint,omitempty"`
+	Join        string `json:"join"` // the command to run there
+}
+
+func joinInfo(hub *fleet.Hub, name, token string) FleetJoinInfo {
+	u := hub.URL()
+	cmd := fmt.Sprintf("corral fleet join %s --token %s", u, token)
+	if fp := hub.Fingerprint(); fp != "" {
+		cmd += " --ca-fingerprint " + fp
+	}
+	return FleetJoinInfo{Name: name, URL: u, Token: token, Fingerprint: hub.Fingerprint(), Join: cmd}
+}
+
+func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
+	var req FleetInitRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if s.fleetNode() != nil {
+		fail(w, http.StatusConflict, "in_fleet", errors.New("this daemon is in a fleet already; corral fleet status shows it, corral fleet leave leaves it"))
+		return
+	}
+	if req.Name == "" {
+		req.Name = fleet.DefaultName()
+	}
+	if err := fleet.CheckName(req.Name); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	if req.Listen == "" {
+		req.Listen = fleet.DefaultListen
+	}
+	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: req.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs}
+	n, err := s.runFleet(cfg, false)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	// A port chosen by the system is kept for the next start.
+	n.cfg.Listen = n.hub.Addr()
+	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
+		s.stopFleet(true)
+		fail(w, http.StatusInternalServerError, "internal", err)
+		return
+	}
+	reply(w, joinInfo(n.hub, req.Name, n.hub.FleetToken()))
+}
+
+// FleetJoinRequest is POST /v1/fleet/join.
+type FleetJoinRequest struct {
+	URLs          []string `json:"urls"`
+	Token         string   `json:"token"`
+	Creds         string   `json:"creds"`
+	Name          string   `json:"name"`
+	CAFingerprint string   `json:"ca_fingerprint"`
+	MaxJobs       int      `json:"max_jobs"`
+}
+
+func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
+	var req FleetJoinRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if s.fleetNode() != nil {
+		fail(w, http.StatusConflict, "in_fleet", errors.New("this daemon is in a fleet already; corral fleet leave first"))
+		return
+	}
+	if req.Name == "" {
+		req.Name = fleet.DefaultName()
+	}
+	if err := fleet.CheckName(req.Name); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	cfg := fleet.Config{Name: req.Name, URLs: req.URLs, Token: req.Token, Creds: req.Creds, CAFingerprint: req.CAFingerprint, MaxJobs: req.MaxJobs}
+	if _, err := s.runFleet(cfg, false); err != nil {
+		fail(w, http.StatusBadRequest, "refused", err)
+		return
+	}
+	if err := fleet.SaveConfig(s.opts.StateDir, cfg); err != nil {
+		s.stopFleet(true)
+		fail(w, http.StatusInternalServerError, "internal", err)
+		return
+	}
+	reply(w, map[string]any{"name": req.Name, "urls": req.URLs})
+}
+
+func (s *Server) handleFleetLeave(w http.ResponseWriter, r *http.Request) {
+	n := s.fleetNode()
+	if n == nil {
+		fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
+		return
+	}
+	s.stopFleet(true)
+	if err := fleet.RemoveConfig(s.opts.StateDir); err != nil {
+		fail(w, http.StatusInternalServerError, "internal", err)
+		return
+	}
+	reply(w, map[string]any{"left": n.cfg.Name, "was_hub": n.cfg.Hub})
+}
+
+// FleetInviteRequest is POST /v1/fleet/invite.
+type FleetInviteRequest struct {
+	Name        string `json:"name"`
+	ObserveOnly bool   `json:"observe_only"`
+	ExpiresMS   int64  `json:"expires_ms"`
+	Revoke      bool   `json:"revoke"`
+}
+
+func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
+	var req FleetInviteRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	n := s.fleetNode()
+	if n == nil || n.hub == nil {
+		fail(w, http.StatusConflict, "not_hub", errors.New("credentials are made on the fleet's hub (the machine that ran corral fleet init)"))
+		return
+	}
+	if req.Revoke {
+		if err := n.hub.Revoke(req.Name); err != nil {
+			fail(w, http.StatusBadRequest, "bad_request", err)
+			return
+		}
+		reply(w, map[string]any{"revoked": req.Name})
+		return
+	}
+	tok, err := n.hub.Invite(req.Name, !req.ObserveOnly, time.Duration(req.ExpiresMS)*time.Millisecond)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	info := joinInfo(n.hub, req.Name, tok)
+	info.Join += " --name " + req.Name
+	reply(w, info)
+}
+
+// FleetStatus is GET /v1/fleet/status.
+type FleetStatus struct {
+	Name    string             `json:"name"`
+	Hub     bool               `json:"hub"`
+	URL     string             `json:"url,omitempty"`
+	Joined  bool               `json:"joined"`
+	Hosts   []fleet.HostStatus `json:"hosts"`
+	Member  *fleet.Stats       `json:"member,omitempty"`
+	Refused int64              `json:"connections_refused"`
+	Why     string             `json:"last_refusal,omitempty"`
+}
+
+func (s *Server) fleetMember(w http.ResponseWriter) *fleet.Member {
+	n := s.fleetNode()
+	if n == nil {
+		fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
+		return nil
+	}
+	m := n.member.Load()
+	if m == nil {
+		fail(w, http.StatusServiceUnavailable, "unreachable", fmt.Errorf("host %s has not reached its fleet yet (it keeps trying; the daemon's log says why)", n.cfg.Name))
+		return nil
+	}
+	return m
+}
+
+func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
+	n := s.fleetNode()
+	if n == nil {
+		fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
+		return
+	}
+	out := FleetStatus{Name: n.cfg.Name, Hub: n.hub != nil, Hosts: []fleet.HostStatus{}}
+	if n.hub != nil {
+		out.URL = n.hub.URL()
+		out.Refused, out.Why = n.hub.Refused()
+	}
+	if m := n.member.Load(); m != nil {
+		out.Joined = true
+		out.Hosts = m.Hosts()
+		st := m.Stats()
+		out.Member = &st
+	}
+	reply(w, out)
+}
+
+func (s *Server) handleFleetPanes(w http.ResponseWriter, r *http.Request) {
+	if m := s.fleetMember(w); m != nil {
+		reply(w, m.Panes())
+	}
+}
+
+// handleFleetProxy sends an API request to a host: this one's own API,
+// or another's through the fleet, and answers with its answer.
+func (s *Server) handleFleetProxy(w http.ResponseWriter, r *http.Request) {
+	host, rest := r.PathValue("host"), "/"+r.PathValue("rest")
+	if r.URL.RawQuery != "" {
+		rest += "?" + r.URL.RawQuery
+	}
+	n := s.fleetNode()
+	if n != nil && host == n.cfg.Name {
+		req := r.Clone(r.Context())
+		u, _ := url.Parse(rest)
+		req.URL, req.RequestURI = u, rest
+		s.http.Handler.ServeHTTP(w, req)
+		return
+	}
+	m := s.fleetMember(w)
+	if m == nil {
+		return
+	}
+	// A name is looked up in the fleet's view: the host resolves ids.
+	body, err := readBody(w, r)
+	if err != nil {
+		return
+	}
+	status, answer, err := m.Request(r.Context(), host, r.Method, rest, body)
+	if err != nil {
+		code := "unreachable"
+		if errors.Is(err, fleet.ErrNoHost) {
+			code = "not_found"
+		}
+		fail(w, http.StatusBadGateway, code, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(answer)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBody)); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("request body: %v", err))
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// handleFleetEvents streams the fleet's events as NDJSON, each with its
+// host: ?host=H only that host's, ?since=RFC3339 from then, else new
+// ones; ?follow=1 keeps going (else it stops once idle for a moment).
+func (s *Server) handleFleetEvents(w http.ResponseWriter, r *http.Request) {
+	m := s.fleetMember(w)
+	if m == nil {
+		return
+	}
+	q := r.URL.Query()
+	host := q.Get("host")
+	if host != "" {
+		if err := fleet.CheckName(host); err != nil {
+			fail(w, http.StatusBadRequest, "bad_request", err)
+			return
+		}
+	}
+	var since time.Time
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
+			return
+		}
+		since = t
+	}
+	pane := q.Get("pane")
+	follow := q.Get("follow") == "1"
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	rc := http.NewResponseController(w)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	idle := time.AfterFunc(time.Second, func() {
+		if !follow {
+			cancel()
+		}
+	})
+	defer idle.Stop()
+	enc := json.NewEncoder(w)
+	// The answer starts once the stream is followed: a caller that reads
+	// a state next misses no change in between.
+	err := m.FollowEvents(ctx, host, since, func() { _ = rc.Flush() }, func(ev fleet.Event) error {
+		idle.Reset(time.Second)
+		if pane != "" && ev.Pane != pane && ev.Name != pane {
+			return nil
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+		if err := enc.Encode(ev); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	if err != nil && ctx.Err() == nil {
+		_ = enc.Encode(map[string]string{"end": err.Error()})
+	}
+}
+
+// FleetExecRequest is POST /v1/fleet/jobs.
+type FleetExecRequest struct {
+	Exec  api.ExecRequest `json:"exec"`
+	Host  string          `json:"host"`
+	Retry int             `json:"retry"`
+}
+
+// fleetJob is a job this daemon put on the fleet's queue: its lines as
+// they come, for the caller's stream.
+type fleetJob struct {
+	mu     sync.Mutex
+	lines  [][]byte
+	grew   chan struct{}
+	ended  bool
+	cancel context.CancelFunc
+}
+
+func (j *fleetJob) add(line []byte) {
+	j.mu.Lock()
+	j.lines = append(j.lines, append([]byte(nil), line...))
+	close(j.grew)
+	j.grew = make(chan struct{})
+	j.mu.Unlock()
+}
+
+func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
+	var req FleetExecRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	m := s.fleetMember(w)
+	if m == nil {
+		return
+	}
+	if len(req.Exec.Command) == 0 {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
+		return
+	}
+	if req.Retry < 0 || req.Retry > 10 {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("--retry must be from 0 to 10"))
+		return
+	}
+	if req.Host != "" {
+		known := false
+		for _, h := range m.Hosts() {
+			if h.Host == req.Host {
+				known = true
+				if h.MaxJobs == 0 {
+					fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("host %s takes no fleet jobs (its max_jobs is 0; it joins with --max-jobs N to take some)", req.Host))
+					return
+				}
+			}
+		}
+		if !known {
+			fail(w, http.StatusBadRequest, "not_found", fmt.Errorf("no host %s in the fleet; corral fleet status lists them", req.Host))
+			return
+		}
+	}
+	n := s.fleetNode()
+	id := fleet.NewJobID()
+	ctx, cancel := context.WithCancel(context.Background())
+	j := &fleetJob{grew: make(chan struct{}), cancel: cancel}
+	n.jobs.Store(id, j)
+	go func() {
+		defer cancel()
+		err := m.SubmitJob(ctx, id, req.Exec, req.Host, req.Retry, j.add)
+		if err != nil {
+			b, _ := json.Marshal(map[string]any{"type": "outcome", "outcome": map[string]any{"state": "error", "reason": err.Error(), "exit_code": 1}})
+			j.add(b)
+		}
+		j.mu.Lock()
+		j.ended = true
+		close(j.grew)
+		j.grew = make(chan struct{})
+		j.mu.Unlock()
+		time.AfterFunc(time.Minute, func() { n.jobs.Delete(id) })
+	}()
+	reply(w, map[string]string{"id": id})
+}
+
+func (s *Server) fleetJob(w http.ResponseWriter, r *http.Request) *fleetJob {
+	n := s.fleetNode()
+	if n != nil {
+		if v, ok := n.jobs.Load(r.PathValue("id")); ok {
+			return v.(*fleetJob)
+		}
+	}
+	fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no fleet job %s here", r.PathValue("id")))
+	return nil
+}
+
+func (s *Server) handleFleetJobStream(w http.ResponseWriter, r *http.Request) {
+	j := s.fleetJob(w, r)
+	if j == nil {
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	next := 0
+	for {
+		j.mu.Lock()
+		lines, ended, grew := j.lines[next:], j.ended, j.grew
+		next = len(j.lines)
+		j.mu.Unlock()
+		for _, l := range lines {
+			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+			if _, err := w.Write(append(l, '\n')); err != nil {
+				return
+			}
+		}
+		_ = rc.Flush()
+		if ended {
+			return
+		}
+		select {
+		case <-grew:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (s *Server) handleFleetJobKill(w http.ResponseWriter, r *http.Request) {
+	j := s.fleetJob(w, r)
+	if j == nil {
+		return
+	}
+	if m := s.fleetNode().member.Load(); m != nil {
+		_ = m.CancelJob(r.PathValue("id"))
+	}
+	// A job no host has taken yet ends here.
+	time.AfterFunc(ExecCancelWait, j.cancel)
+	reply(w, map[string]string{"id": r.PathValue("id"), "status": "cancelling"})
+}
+
+// ExecCancelWait is how long a cancelled fleet job may take to confirm
+// its end before the caller's daemon gives it up.
+const ExecCancelWait = 5 * time.Second
