@@ -51,31 +51,22 @@ func readPolicy(file string) (text, source string, err error) {
 	return string(data), file, nil
 }
 
-// runPolicy is `corral policy explain|check`.
-func runPolicy(_ context.Context, std IO, args []string) error {
-	if len(args) == 0 {
-		return usagef("say explain or check")
+// policyCheck loads a policy file and says how many rules it holds.
+func policyCheck(_ context.Context, std IO, args []string) error {
+	fs := newFlags("policy check", std)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
 	}
-	switch args[0] {
-	case "explain":
-		return policyExplain(std, args[1:])
-	case "check":
-		fs := newFlags("policy check", std)
-		pos, err := parse(fs, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return usagef("need one policy file")
-		}
-		p, err := headless.LoadPolicy(pos[0])
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(std.Stdout, "ok %s (%d rules)\n", p.Source, len(p.Rules()))
-		return nil
+	if len(pos) != 1 {
+		return usagef("need one policy file")
 	}
-	return usagef("unknown policy command %q: say explain or check", args[0])
+	p, err := headless.LoadPolicy(pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(std.Stdout, "ok %s (%d rules)\n", p.Source, len(p.Rules()))
+	return nil
 }
 
 // policyExplain shows how a request would be decided: every rule tried,

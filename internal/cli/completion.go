@@ -72,7 +72,6 @@ var paneArgs = map[string][]int{
 var fixedArgs = map[string]map[int][]string{
 	"answer":     {1: {"yes", "always", "no", "cancel", "1", "2", "3"}},
 	"status":     {0: {"idle", "working", "blocked", "done", "error", "clear"}},
-	"rules":      {0: {"check", "list"}},
 	"integrate":  {0: {"gemini"}},
 	"completion": {0: {"bash", "fish", "zsh"}},
 }
@@ -108,13 +107,16 @@ func complete(ctx context.Context, words []string) []string {
 		if len(done) == 1 {
 			return withPrefix(commandNames(), cur)
 		}
-		if done[1] == "rules" && len(done) == 2 {
-			return withPrefix(fixedArgs["rules"][0], cur)
+		if subs := subcommandNames(done[1]); len(subs) > 0 && len(done) == 2 {
+			return withPrefix(subs, cur)
 		}
 		return nil
 	}
-	if name == "rules" && len(done) > 1 {
-		name, done = "rules "+done[1], done[1:]
+	if subs := subcommandNames(name); len(subs) > 0 {
+		if len(done) == 1 {
+			return withPrefix(subs, cur)
+		}
+		name, done = name+" "+done[1], done[1:]
 	}
 	c, ok := lookup(name)
 	if !ok || c.group == "" {

@@ -12,10 +12,10 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "answer attach board completion demo events exec explain help hook integrate kill lab ls replay rm rules run screen send serve shutdown status verify version wait"},
+		{[]string{""}, "answer attach board completion demo events exec explain fleet help hook integrate kill lab ls policy replay restart restore rm rules run screen send serve shutdown status verify version wait"},
 		{[]string{"a"}, "answer attach"},
-		{[]string{"ls", "--"}, "--help --json"},
-		{[]string{"ls", "-"}, "--help --json"},
+		{[]string{"ls", "--"}, "--fleet --help --json"},
+		{[]string{"ls", "-"}, "--fleet --help --json"},
 		{[]string{"run", "--s"}, "--size"},
 		{[]string{"run", "--agent", "c"}, "claude-code codex copilot"},
 		{[]string{"exec", "--agent", ""}, "acp auto claude codex gemini qwen"},
@@ -28,7 +28,8 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		{[]string{"kill", "x", "--signal", "K"}, "KILL"},
 		{[]string{"rules", ""}, "check list"},
 		{[]string{"rules", "list", "--"}, "--help --json"},
-		{[]string{"help", "r"}, "replay rm rules run"},
+		{[]string{"help", "r"}, "replay restart restore rm rules run"},
+		{[]string{"fleet", ""}, "init invite join leave status"},
 		{[]string{"help", "rules", "l"}, "list"},
 		{[]string{"completion", ""}, "bash fish zsh"},
 		{[]string{"status", "b"}, "blocked"},

@@ -13,27 +13,6 @@ import (
 	"github.com/corral-dev/corral/internal/server"
 )
 
-// runFleet is corral fleet init|join|status|leave|invite.
-func runFleet(ctx context.Context, std IO, args []string) error {
-	if len(args) == 0 {
-		return usagef("say what: init, join, status, leave or invite")
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "init":
-		return fleetInit(ctx, std, rest)
-	case "join":
-		return fleetJoin(ctx, std, rest)
-	case "status":
-		return fleetStatus(ctx, std, rest)
-	case "leave":
-		return fleetLeave(ctx, std, rest)
-	case "invite":
-		return fleetInvite(ctx, std, rest)
-	}
-	return usagef("unknown fleet command %q: use init, join, status, leave or invite", sub)
-}
-
 func fleetInit(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("fleet init", std)
 	listen := fs.String("listen", fleet.DefaultListen, "HOST:PORT for the fleet's NATS server; beyond loopback it serves TLS")

@@ -16,29 +16,6 @@ import (
 	rulesdata "github.com/corral-dev/corral/rules"
 )
 
-func runRules(ctx context.Context, std IO, args []string) error {
-	if len(args) == 0 {
-		return usagef("say check or list")
-	}
-	switch args[0] {
-	case "-h", "--help", "-help":
-		c, _ := lookup("rules")
-		return printPage(ctx, std.Stdout, c)
-	case probeArg:
-		return &probed{newFlags("rules", std)}
-	}
-	c, ok := lookup("rules " + args[0])
-	if !ok {
-		return usagef("unknown rules command %q; use check or list", args[0])
-	}
-	err := c.run(ctx, std, args[1:])
-	var ue *usageError
-	if errors.As(err, &ue) && ue.cmd == "" {
-		ue.cmd = c.name // its own synopsis, not the parent's
-	}
-	return err
-}
-
 // runRulesCheck validates every manifest in DIR (default: the user's rules
 // folder, then the built-in ones) and exits 1 if any is broken.
 func runRulesCheck(_ context.Context, std IO, args []string) error {
