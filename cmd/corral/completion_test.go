@@ -9,60 +9,101 @@ import (
 	"testing"
 )
 
-// TestBashCompletion loads corral's completion script into a real bash and
-// completes against a running daemon: commands, flags, and pane names.
-func TestBashCompletion(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+// The completion scripts, loaded into real shells, complete against a
+// running daemon: commands, flags, flag values and pane names. Each shell's
+// driver prints "LINE|CANDIDATES" for each line of completionCases.
+var completionDrivers = map[string]string{
+	// bash: the function complete -p names, with the words bash would set.
+	"bash": `
+source "$1"; shift
+fn=$(complete -p corral | sed -n 's/.*-F \([^ ]*\) corral$/\1/p')
+[ -n "$fn" ] || { echo "no completion function for corral"; exit 1; }
+for line in "$@"; do
+    read -ra COMP_WORDS <<<"$line"
+    [[ $line == *" " ]] && COMP_WORDS+=("")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMP_LINE=$line; COMP_POINT=${#line}
+    COMPREPLY=()
+    "$fn"
+    echo "$line|${COMPREPLY[*]}"
+done
+`,
+	// zsh: the script under compinit, then its function with compadd
+	// caught (a widget needs a terminal).
+	"zsh": `
+autoload -U compinit; compinit -u -D
+source "$1"; shift
+[[ $_comps[corral] == _corral ]] || { echo "compdef did not register _corral"; exit 1; }
+compadd() { [[ $1 == -a ]] && print -rn -- "${(P)2}" }
+_files() { print -rn -- "<files>" }
+for line in "$@"; do
+    words=(${(z)line}); [[ $line == *" " ]] && words+=("")
+    CURRENT=${#words}
+    print -rn -- "$line|"; _corral; print
+done
+`,
+	// fish: complete -C, as at a prompt.
+	"fish": `
+source $argv[1]
+for line in $argv[2..-1]
+    echo "$line|"(string join -- " " (complete -C "$line"))
+end
+`,
+}
+
+func TestShellCompletion(t *testing.T) {
 	e := newEnv(t)
 	builder := strings.TrimSpace(e.must("run", "--name", "builder", "--", "sleep", "60"))
 	id := strings.TrimSpace(e.must("run", "--", "sleep", "60"))
 	refs := []string{"builder", builder, id}
 	sort.Strings(refs)
-	script := e.must("completion", "bash")
-	// Each case sets the words as bash would and calls the function that
-	// complete -p names.
-	driver := `
-set -e
-source "$1"
-fn=$(complete -p corral | sed -n 's/.*-F \([^ ]*\) corral$/\1/p')
-[ -n "$fn" ] || { echo "no completion function for corral"; exit 1; }
-try() { # try CWORD WORDS...
-    COMP_CWORD=$1; shift
-    COMP_WORDS=("$@"); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
-    COMPREPLY=()
-    "$fn"
-    echo "$*|${COMPREPLY[*]}"
-}
-try 1 corral att
-try 2 corral ls --j
-try 2 corral attach bui
-try 2 corral wait ""
-try 3 corral answer builder al
-try 4 corral run --agent co
-`
-	file := filepath.Join(e.dir, "completion.bash")
-	if err := os.WriteFile(file, []byte(script), 0o600); err != nil {
-		t.Fatal(err)
+	cases := []struct{ line, want string }{
+		{"corral att", "attach"},
+		{"corral ls --j", "--json"},
+		{"corral attach bui", "builder"},
+		{"corral wait ", strings.Join(refs, " ")},
+		{"corral answer builder al", "always"},
+		{"corral run --agent co", "codex copilot"},
+		{"corral wait builder --state idle,b", "idle,blocked"},
 	}
-	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", driver, "driver", file)
-	cmd.Env = append(e.vars[:len(e.vars):len(e.vars)], "PATH="+filepath.Dir(corralBin)+":"+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("bash: %v\n%s", err, out)
+	var lines []string
+	for _, c := range cases {
+		lines = append(lines, c.line)
 	}
-	want := strings.Join([]string{
-		"corral att|attach",
-		"corral ls --j|--json",
-		"corral attach bui|builder",
-		"corral wait |" + strings.Join(refs, " "),
-		"corral answer builder al|always",
-		"corral run --agent co|codex copilot",
-	}, "\n") + "\n"
-	if string(out) != want {
-		t.Fatalf("completions:\n%s\nwant:\n%s", out, want)
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		t.Run(sh, func(t *testing.T) {
+			bin, err := exec.LookPath(sh)
+			if err != nil {
+				need(t, sh)
+			}
+			script := filepath.Join(e.dir, "completion."+sh)
+			if err := os.WriteFile(script, []byte(e.must("completion", sh)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var cmd *exec.Cmd
+			switch sh {
+			case "bash":
+				cmd = exec.Command(bin, append([]string{"--norc", "--noprofile", "-c", completionDrivers[sh], "driver", script}, lines...)...)
+			case "zsh":
+				cmd = exec.Command(bin, append([]string{"-f", "-c", completionDrivers[sh], "driver", script}, lines...)...)
+			case "fish":
+				cmd = exec.Command(bin, append([]string{"--no-config", "-c", completionDrivers[sh], script}, lines...)...)
+			}
+			cmd.Dir = e.dir
+			cmd.Env = append(e.vars[:len(e.vars):len(e.vars)], "PATH="+filepath.Dir(corralBin)+":"+os.Getenv("PATH"), "TMPDIR="+e.dir)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", sh, err, out)
+			}
+			got := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+			if len(got) != len(cases) {
+				t.Fatalf("%s printed:\n%s", sh, out)
+			}
+			for i, c := range cases {
+				if want := c.line + "|" + c.want; got[i] != want {
+					t.Errorf("%s: got %q, want %q", sh, got[i], want)
+				}
+			}
+		})
 	}
 	// The helper never starts a daemon.
 	e.must("shutdown")

@@ -41,10 +41,16 @@ compdef _corral corral
 `,
 	"fish": `# corral completion for fish: corral completion fish > ~/.config/fish/completions/corral.fish
 function __corral_complete
-    set -l words (commandline -opc) (commandline -ct)
-    corral __complete $words[2..-1] 2>/dev/null
+    set -l words (commandline -opc)
+    set -l cur (commandline -ct)
+    set -l found (corral __complete $words[2..-1] "$cur" 2>/dev/null)
+    if test (count $found) -gt 0
+        printf '%s\n' $found
+    else
+        __fish_complete_path "$cur"
+    end
 end
-complete -c corral -a '(__corral_complete)'
+complete -c corral -f -a '(__corral_complete)'
 `,
 }
 

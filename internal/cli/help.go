@@ -75,7 +75,7 @@ func printPage(ctx context.Context, w io.Writer, c command) error {
 // writePage writes the page of c whose flags are fs (nil: none).
 func writePage(w io.Writer, c command, fs *flag.FlagSet) {
 	if c.summary != "" {
-		fmt.Fprintf(w, "%s\n\n", capitalize(c.summary))
+		fmt.Fprintf(w, "%s\n\n", wrap(capitalize(c.summary), 100))
 	}
 	fmt.Fprintf(w, "usage: %s\n", synopsis(c))
 	var subs []command
@@ -114,6 +114,24 @@ func writePage(w io.Writer, c command, fs *flag.FlagSet) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
+}
+
+// wrap breaks s into lines of at most width columns, between words.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 && n+1+len(word) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
 }
 
 func capitalize(s string) string {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/corral-dev/corral/internal/server"
 )
@@ -59,8 +63,14 @@ func runShutdown(ctx context.Context, std IO, args []string) error {
 	if err := c.Do(ctx, "POST", "/v1/shutdown", struct{}{}, nil); err != nil {
 		return apiError(err)
 	}
-	// Wait until the socket stops answering: every pane has been ended.
-	for c.Ping(ctx) == nil {
+	// Wait until the socket stops answering (every pane has been ended),
+	// then until the daemon lets go of its lock: a command run right after
+	// starts a new daemon, which needs it.
+	deadline := time.Now().Add(30 * time.Second)
+	for c.Ping(ctx) == nil || !lockFree(server.SocketPath()+".lock") {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the daemon has not ended 30 s after it was told to; see %s", filepath.Join(server.StateDir(), "daemon.log"))
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -68,4 +78,18 @@ func runShutdown(ctx context.Context, std IO, args []string) error {
 		}
 	}
 	return nil
+}
+
+// lockFree says no daemon holds the lock file (or there is none).
+func lockFree(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil {
+		return false
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
 }

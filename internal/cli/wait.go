@@ -31,7 +31,7 @@ func runWait(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("wait", std)
 	states := fs.String("state", "", "`STATES` to wait for, comma-separated: working, blocked, idle, done, error, exited")
 	timeout := fs.Duration("timeout", 0, "give up after this long (exit 124); 0 waits forever")
-	asJSON := fs.Bool("json", false, "print the panes as JSON when reached")
+	asJSON := fs.Bool("json", false, "print the panes as a JSON array, when reached or on timeout")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
