@@ -24,6 +24,11 @@ decision = "deny"
 [[rule]]
 tool = "AskUserQuestion"
 decision = "allow"
+
+[[rule]]
+tool = "Bash"
+input = "^(go test|cat) "
+decision = "allow"
 `
 
 // TestPanePolicyDecidesHookRequests runs `corral hook` inside real panes
@@ -240,7 +245,11 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 	}{
 		{"allowed", "ls -la /tmp", "done", "allowed by rule 1: Bash: ls -la /tmp"},
 		{"denied", "rm -rf /tmp/x", "idle,done", "denied by rule 2: Bash: rm -rf /tmp/x"},
-		{"unknown", "curl example.com", "blocked", ""},
+		{"unknown", "curl example.com", "blocked", "no rule matches Bash: curl example.com: left to you"},
+		// "./..." ends the command on screen too: whole.
+		{"dots", "go test ./...", "done", "allowed by rule 4: Bash: go test ./..."},
+		// An ellipsis may be a cut: never allowed from it.
+		{"cut", "cat notes…", "blocked", "the request was not read whole (approve Bash: cat notes…): left to you"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e.must("run", "--name", c.name, "--agent", "claude-code", "--policy", policy, "--", corralBin, "fake-agent", "--osc7501", "--command", c.command)
@@ -258,7 +267,7 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 			}
 			// Left to the person: still blocked a while later, with why.
 			waitFor(t, 10*time.Second, "the reason on ls", func() bool {
-				return strings.Contains(e.must("ls", "--json"), "no rule matches Bash: curl example.com: left to you")
+				return strings.Contains(e.must("ls", "--json"), c.decision)
 			})
 			if p := e.pane(c.name); p.State != "blocked" {
 				t.Fatalf("an unmatched request was answered: %+v", p)

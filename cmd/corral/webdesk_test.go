@@ -98,4 +98,9 @@ func TestWebBoardOnADesktop(t *testing.T) {
 	if wide, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); wide > 390 {
 		t.Errorf("the board is %dpx wide on a 390px screen", wide)
 	}
+	if shot := os.Getenv("CORRAL_SCREENSHOT_PHONE"); shot != "" {
+		if png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
+			os.WriteFile(shot, png, 0o644)
+		}
+	}
 }

@@ -52,7 +52,8 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 		return false
 	}
 	a.mu.Lock()
-	recent := !a.decided.IsZero() && ev.Time.Sub(a.decided) < decidedQuiet
+	recent := !a.decided.IsZero() && ev.Time.Sub(a.decided) < decidedQuiet && a.last != nil &&
+		a.last.Decision != "person" && sameRequest(ev.Message, a.last.Input)
 	a.mu.Unlock()
 	if recent {
 		return true
@@ -78,6 +79,11 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 		return false // screen-only: never decided for the person
 	}
 	req, whole := reportedRequest(msg)
+	// "./..." may be a whole Go package pattern or a cut: the screen tells.
+	dots := !whole && req.Input != "" && strings.HasSuffix(req.Input, "...") && len(msg) < maxReportMsg
+	if dots {
+		req.Whole, whole = true, true
+	}
 	ap := Decide(a.policy, req)
 	if !whole {
 		ap = api.Approval{Decision: "person", Policy: a.policy.Source, Tool: req.Tool, Input: clipInput(req.Input),
@@ -90,7 +96,7 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 		a.mu.Unlock()
 		return false
 	}
-	go s.answerReport(e, a, ap, req.Input)
+	go s.answerReport(e, a, ap, req.Input, dots, ev)
 	return true
 }
 
@@ -121,7 +127,10 @@ const maxReportMsg = 2048
 // typing the manifest's answer, once the prompt is on screen and shows the
 // request's input; a prompt not seen, or not showing it, is left to the
 // person.
-func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input string) {
+// With endsLine, the input must also end a line of the screen (a report
+// ending in "..." is whole only when the screen shows nothing after it).
+// A request left to the person after all is notified then.
+func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input string, endsLine bool, ev eventlog.Event) {
 	p, ok := e.asPane()
 	if !ok {
 		return
@@ -132,15 +141,16 @@ func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input stri
 		if in.Decision.State != signal.Blocked || in.Decision.Kind != "permission" {
 			return // answered meanwhile
 		}
-		if !in.PromptShown.IsZero() && onScreen(p.Snapshot().Lines, input) {
+		if lines := p.Snapshot().Lines; !in.PromptShown.IsZero() && onScreen(lines, input) && (!endsLine || endsALine(lines, input)) {
 			break
 		}
 		if time.Now().After(deadline) {
 			ap.Decision, ap.Rule = "person", 0
-			ap.Text = "the prompt on screen does not show " + clipText(input) + ": left to you"
+			ap.Text = "the prompt on screen does not show " + clipText(input) + " whole: left to you"
 			a.mu.Lock()
 			a.last = &ap
 			a.mu.Unlock()
+			s.notify.Event(ev)
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -159,9 +169,33 @@ func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input stri
 		a.mu.Lock()
 		a.last = &ap
 		a.mu.Unlock()
+		s.notify.Event(ev)
 		return
 	}
 	s.recordDecision(e, ap, now)
+}
+
+// sameRequest says whether a block's message may be about the request a
+// rule just decided: it names its input (or names nothing).
+func sameRequest(msg, input string) bool {
+	if msg == "" {
+		return true
+	}
+	in := strings.Join(strings.Fields(input), " ")
+	if r := []rune(in); len(r) > 40 {
+		in = string(r[:40])
+	}
+	return strings.Contains(strings.Join(strings.Fields(msg), " "), in)
+}
+
+// endsALine says whether a line of the screen ends with text.
+func endsALine(lines []string, text string) bool {
+	for _, l := range lines {
+		if strings.HasSuffix(strings.TrimRight(l, " "), text) {
+			return true
+		}
+	}
+	return false
 }
 
 // onScreen says whether the screen shows text (whitespace aside, lines

@@ -64,3 +64,19 @@ func TestReportedRequest(t *testing.T) {
 		}
 	}
 }
+
+func TestSameRequest(t *testing.T) {
+	for _, c := range []struct {
+		msg, input string
+		want       bool
+	}{
+		{"approve Bash: ls -la /tmp", "ls -la /tmp", true},
+		{"", "ls -la /tmp", true},
+		{"approve Bash: rm -rf /", "ls -la /tmp", false},
+		{"Do you want to proceed?", "ls -la /tmp", false},
+	} {
+		if got := sameRequest(c.msg, c.input); got != c.want {
+			t.Errorf("sameRequest(%q, %q) = %v", c.msg, c.input, got)
+		}
+	}
+}

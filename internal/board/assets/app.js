@@ -182,12 +182,20 @@ function beep() {
   } catch (e) { /* no audio */ }
 }
 
+// blockSettle is how long a new block must last before it is notified.
+const blockSettle = 1000;
+
 function update(next) {
   for (const p of next) {
     const was = lastState.get(p.id);
     if (notifyOn && p.state === "blocked" && was && was !== "blocked") {
-      try { new Notification("corral: " + (p.name || p.id) + " is blocked", {body: p.agent + " · " + (p.message || p.kind)}); } catch (e) { /* denied */ }
-      beep();
+      // A block that lasts: a policy's rule answers some at once, and the
+      // agent may show "blocked" for a moment first.
+      setTimeout(() => {
+        if (lastState.get(p.id) !== "blocked") return;
+        try { new Notification("corral: " + (p.name || p.id) + " is blocked", {body: p.agent + " · " + (p.message || p.kind)}); } catch (e) { /* denied */ }
+        beep();
+      }, blockSettle);
     }
     lastState.set(p.id, p.state);
   }
