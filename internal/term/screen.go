@@ -1,6 +1,7 @@
 package term
 
 import (
+	"slices"
 	"unicode/utf8"
 
 	uv "github.com/charmbracelet/ultraviolet"
@@ -42,8 +43,16 @@ type screen struct {
 func (s *screen) touch(y int) { s.touched[y>>6] |= 1 << (y & 63) }
 
 func (s *screen) touchRange(y0, y1 int) {
-	for y := y0; y < y1; y++ {
-		s.touched[y>>6] |= 1 << (y & 63)
+	for y0 < y1 {
+		w := y0 >> 6
+		end := min(y1, (w+1)<<6)
+		n := end - y0
+		mask := ^uint64(0)
+		if n < 64 {
+			mask = (1<<n - 1) << (y0 & 63)
+		}
+		s.touched[w] |= mask
+		y0 = end
 	}
 }
 
@@ -530,8 +539,8 @@ type styleSlot struct {
 // switch among a handful of colours, and the map costs a hash of the
 // whole style.
 func (e *emulator) lookup(st style) uint16 {
-	h := (uint64(st.fg)*0x9e3779b97f4a7c15 ^ uint64(st.bg)*0xc2b2ae3d27d4eb4f ^ uint64(st.ul)*0x165667b19e3779f9 ^
-		uint64(st.attrs)<<40 ^ uint64(st.under)<<48 ^ uint64(st.link)<<52) >> 59
+	h := ((uint64(st.fg) ^ uint64(st.bg)*0xc2b2ae3d27d4eb4f ^ uint64(st.ul)*0x165667b19e3779f9 ^
+		uint64(st.attrs)<<40 ^ uint64(st.under)<<48 ^ uint64(st.link)<<52) * 0x9e3779b97f4a7c15) >> 59
 	sl := &e.styleCache[h]
 	if sl.ok && sl.st == st {
 		return sl.idx
@@ -1512,7 +1521,12 @@ func (e *emulator) appendCell(b []byte, c cell) []byte {
 // appendRow appends row l's text, trailing spaces removed.
 func (e *emulator) appendRow(b []byte, l []cell) []byte {
 	start := len(b)
+	b = slices.Grow(b, len(l))
 	for _, c := range l {
+		if c.r > 0 && c.r < utf8.RuneSelf {
+			b = append(b, byte(c.r))
+			continue
+		}
 		b = e.appendCell(b, c)
 	}
 	end := len(b)
