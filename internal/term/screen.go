@@ -294,21 +294,31 @@ func (e *emulator) fastASCII(run []byte) {
 		return
 	}
 	line := s.lines[y]
-	s.touch(y)
+	// A row is marked touched only if a cell changes: programs redraw
+	// whole rows with mostly the same text, and the snapshot cache then
+	// rebuilds only the rows that differ.
+	changed := false
 	for _, c := range run {
 		if e.phantom && e.autowrap {
+			if changed {
+				s.touch(y)
+			}
 			e.index()
 			y = s.cur.y
 			x = 0
 			line = s.lines[y]
-			s.touch(y)
+			changed = false
 			st = e.pen() // a scroll may have rebuilt the style table
 		}
 		if x >= 0 && x < cols {
+			nc := cell{r: rune(c), st: st, w: 1}
 			if line[x].w == 1 {
-				line[x] = cell{r: rune(c), st: st, w: 1}
+				if line[x] != nc {
+					line[x] = nc
+					changed = true
+				}
 			} else {
-				e.set(x, y, cell{r: rune(c), st: st, w: 1})
+				e.set(x, y, nc)
 			}
 		}
 		e.phantom = e.autowrap && x >= cols-1
@@ -317,6 +327,9 @@ func (e *emulator) fastASCII(run []byte) {
 		}
 		x = min(max(x, 0), cols-1)
 		s.cur.x = x
+	}
+	if changed {
+		s.touch(y)
 	}
 	e.lastChar = rune(run[len(run)-1])
 }
