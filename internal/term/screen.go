@@ -387,9 +387,9 @@ func (e *emulator) cluster(b []byte) rune {
 	if i, ok := e.clusterIdx[string(b)]; ok {
 		return clusterBase + i
 	}
-	if len(e.clusters) >= maxClusters {
+	if len(e.clusters) >= e.tableLimit() {
 		e.compactClusters()
-		if len(e.clusters) >= maxClusters {
+		if len(e.clusters) >= e.tableLimit() {
 			return utf8.RuneError
 		}
 	}
@@ -567,9 +567,9 @@ func (e *emulator) intern(st style) uint16 {
 	if i, ok := e.styleIdx[st]; ok {
 		return i
 	}
-	if len(e.styles) >= maxStyles {
+	if len(e.styles) >= e.tableLimit() {
 		e.compactStyles()
-		if len(e.styles) >= maxStyles {
+		if len(e.styles) >= e.tableLimit() {
 			return 0
 		}
 	}
@@ -604,6 +604,49 @@ func (e *emulator) compactStyles() {
 		}
 	}
 	e.styles, e.styleIdx = styles, idx
+	e.styleCache = [32]styleSlot{}
+	e.penOK = false
+}
+
+// compactLinks rebuilds the link table from the links that styles used by
+// cells, and the pens, still refer to. Style entries are rewritten in
+// place, so cells keep their style indices.
+func (e *emulator) compactLinks() {
+	used := make([]bool, len(e.links))
+	for _, s := range []*screen{&e.main, &e.alt} {
+		used[s.cur.pen.link] = true
+		used[s.saved.pen.link] = true
+		for _, l := range s.lines {
+			for _, c := range l {
+				if int(c.st) < len(e.styles) {
+					used[e.styles[c.st].link] = true
+				}
+			}
+		}
+	}
+	remap := make([]uint16, len(e.links))
+	links := []link{{}}
+	idx := map[link]uint16{{}: 0}
+	for i, l := range e.links {
+		if i == 0 || !used[i] {
+			continue
+		}
+		remap[i] = uint16(len(links))
+		idx[l] = remap[i]
+		links = append(links, l)
+	}
+	for i := range e.styles {
+		e.styles[i].link = remap[e.styles[i].link]
+	}
+	e.styleIdx = make(map[style]uint16, len(e.styles))
+	for i := len(e.styles) - 1; i >= 0; i-- {
+		e.styleIdx[e.styles[i]] = uint16(i)
+	}
+	for _, s := range []*screen{&e.main, &e.alt} {
+		s.cur.pen.link = remap[s.cur.pen.link]
+		s.saved.pen.link = remap[s.saved.pen.link]
+	}
+	e.links, e.linkIdx = links, idx
 	e.styleCache = [32]styleSlot{}
 	e.penOK = false
 }
@@ -1495,9 +1538,15 @@ func (e *emulator) hyperlink(data []byte) {
 		return
 	}
 	parts[2] = data[start:]
+	if len(parts[1])+len(parts[2]) > maxLinkLen {
+		return
+	}
 	l := link{url: string(parts[2]), params: string(parts[1])}
 	i, ok := e.linkIdx[l]
 	if !ok {
+		if len(e.links) >= maxLinks {
+			e.compactLinks()
+		}
 		if len(e.links) >= maxLinks {
 			return
 		}
