@@ -141,7 +141,7 @@ func (t *Terminal) feedLocked(p []byte) {
 	t.emu.write(p)
 }
 
-// Panics returns how many times the emulator panicked on input and was
+// Panics returns how many times the screen panicked on input and was
 // replaced, and the last panic's message.
 func (t *Terminal) Panics() (int, string) {
 	t.mu.Lock()
