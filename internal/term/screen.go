@@ -334,6 +334,8 @@ func (e *emulator) fastASCII(run []byte) {
 	e.lastChar = rune(run[len(run)-1])
 }
 
+const maxPending = 256
+
 // printRune takes a non-ASCII character (or, from the parser, any).
 func (e *emulator) printRune(r rune) {
 	if r >= 0x20 && r < 0x7f {
@@ -346,7 +348,9 @@ func (e *emulator) printRune(r rune) {
 	}
 	info := runeInfo(r)
 	simple := info&infoSimple != 0
-	if len(e.pend) > 0 && e.pendSimple && simple {
+	// A cluster is cut at maxPending bytes: a flood of combining marks
+	// must not grow one cell without bound.
+	if len(e.pend) > 0 && (e.pendSimple && simple || len(e.pend) >= maxPending) {
 		e.flush()
 	}
 	e.pend = utf8.AppendRune(e.pend, r)

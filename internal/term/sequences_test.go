@@ -171,3 +171,18 @@ func TestTablesStayBounded(t *testing.T) {
 		t.Fatalf("tables: %d styles, %d clusters, %d links", len(e.styles), len(e.clusters), len(e.links))
 	}
 }
+
+// A megabyte of combining marks does not become one cell of a megabyte.
+func TestCombiningFloodIsCut(t *testing.T) {
+	term := New(Options{Cols: 10, Rows: 4})
+	defer term.Close()
+	term.Write([]byte("e" + strings.Repeat("\u0301", 1<<19) + "x"))
+	for _, c := range term.emu.clusters {
+		if len(c) > maxPending+4 {
+			t.Fatalf("a cluster of %d bytes", len(c))
+		}
+	}
+	if s := term.Snapshot(); !strings.HasSuffix(s.Lines[0], "x") {
+		t.Fatalf("row %q", s.Lines[0])
+	}
+}
