@@ -1,6 +1,7 @@
 package term
 
 import (
+	"slices"
 	"unicode/utf8"
 
 	uv "github.com/charmbracelet/ultraviolet"
@@ -42,8 +43,16 @@ type screen struct {
 func (s *screen) touch(y int) { s.touched[y>>6] |= 1 << (y & 63) }
 
 func (s *screen) touchRange(y0, y1 int) {
-	for y := y0; y < y1; y++ {
-		s.touched[y>>6] |= 1 << (y & 63)
+	for y0 < y1 {
+		w := y0 >> 6
+		end := min(y1, (w+1)<<6)
+		n := end - y0
+		mask := ^uint64(0)
+		if n < 64 {
+			mask = (1<<n - 1) << (y0 & 63)
+		}
+		s.touched[w] |= mask
+		y0 = end
 	}
 }
 
@@ -285,21 +294,31 @@ func (e *emulator) fastASCII(run []byte) {
 		return
 	}
 	line := s.lines[y]
-	s.touch(y)
+	// A row is marked touched only if a cell changes: programs redraw
+	// whole rows with mostly the same text, and the snapshot cache then
+	// rebuilds only the rows that differ.
+	changed := false
 	for _, c := range run {
 		if e.phantom && e.autowrap {
+			if changed {
+				s.touch(y)
+			}
 			e.index()
 			y = s.cur.y
 			x = 0
 			line = s.lines[y]
-			s.touch(y)
+			changed = false
 			st = e.pen() // a scroll may have rebuilt the style table
 		}
 		if x >= 0 && x < cols {
+			nc := cell{r: rune(c), st: st, w: 1}
 			if line[x].w == 1 {
-				line[x] = cell{r: rune(c), st: st, w: 1}
+				if line[x] != nc {
+					line[x] = nc
+					changed = true
+				}
 			} else {
-				e.set(x, y, cell{r: rune(c), st: st, w: 1})
+				e.set(x, y, nc)
 			}
 		}
 		e.phantom = e.autowrap && x >= cols-1
@@ -309,8 +328,13 @@ func (e *emulator) fastASCII(run []byte) {
 		x = min(max(x, 0), cols-1)
 		s.cur.x = x
 	}
+	if changed {
+		s.touch(y)
+	}
 	e.lastChar = rune(run[len(run)-1])
 }
+
+const maxPending = 256
 
 // printRune takes a non-ASCII character (or, from the parser, any).
 func (e *emulator) printRune(r rune) {
@@ -324,7 +348,9 @@ func (e *emulator) printRune(r rune) {
 	}
 	info := runeInfo(r)
 	simple := info&infoSimple != 0
-	if len(e.pend) > 0 && e.pendSimple && simple {
+	// A cluster is cut at maxPending bytes: a flood of combining marks
+	// must not grow one cell without bound.
+	if len(e.pend) > 0 && (e.pendSimple && simple || len(e.pend) >= maxPending) {
 		e.flush()
 	}
 	e.pend = utf8.AppendRune(e.pend, r)
@@ -365,9 +391,9 @@ func (e *emulator) cluster(b []byte) rune {
 	if i, ok := e.clusterIdx[string(b)]; ok {
 		return clusterBase + i
 	}
-	if len(e.clusters) >= maxClusters {
+	if len(e.clusters) >= e.tableLimit() {
 		e.compactClusters()
-		if len(e.clusters) >= maxClusters {
+		if len(e.clusters) >= e.tableLimit() {
 			return utf8.RuneError
 		}
 	}
@@ -530,8 +556,8 @@ type styleSlot struct {
 // switch among a handful of colours, and the map costs a hash of the
 // whole style.
 func (e *emulator) lookup(st style) uint16 {
-	h := (uint64(st.fg)*0x9e3779b97f4a7c15 ^ uint64(st.bg)*0xc2b2ae3d27d4eb4f ^ uint64(st.ul)*0x165667b19e3779f9 ^
-		uint64(st.attrs)<<40 ^ uint64(st.under)<<48 ^ uint64(st.link)<<52) >> 59
+	h := ((uint64(st.fg) ^ uint64(st.bg)*0xc2b2ae3d27d4eb4f ^ uint64(st.ul)*0x165667b19e3779f9 ^
+		uint64(st.attrs)<<40 ^ uint64(st.under)<<48 ^ uint64(st.link)<<52) * 0x9e3779b97f4a7c15) >> 59
 	sl := &e.styleCache[h]
 	if sl.ok && sl.st == st {
 		return sl.idx
@@ -545,9 +571,9 @@ func (e *emulator) intern(st style) uint16 {
 	if i, ok := e.styleIdx[st]; ok {
 		return i
 	}
-	if len(e.styles) >= maxStyles {
+	if len(e.styles) >= e.tableLimit() {
 		e.compactStyles()
-		if len(e.styles) >= maxStyles {
+		if len(e.styles) >= e.tableLimit() {
 			return 0
 		}
 	}
@@ -582,6 +608,49 @@ func (e *emulator) compactStyles() {
 		}
 	}
 	e.styles, e.styleIdx = styles, idx
+	e.styleCache = [32]styleSlot{}
+	e.penOK = false
+}
+
+// compactLinks rebuilds the link table from the links that styles used by
+// cells, and the pens, still refer to. Style entries are rewritten in
+// place, so cells keep their style indices.
+func (e *emulator) compactLinks() {
+	used := make([]bool, len(e.links))
+	for _, s := range []*screen{&e.main, &e.alt} {
+		used[s.cur.pen.link] = true
+		used[s.saved.pen.link] = true
+		for _, l := range s.lines {
+			for _, c := range l {
+				if int(c.st) < len(e.styles) {
+					used[e.styles[c.st].link] = true
+				}
+			}
+		}
+	}
+	remap := make([]uint16, len(e.links))
+	links := []link{{}}
+	idx := map[link]uint16{{}: 0}
+	for i, l := range e.links {
+		if i == 0 || !used[i] {
+			continue
+		}
+		remap[i] = uint16(len(links))
+		idx[l] = remap[i]
+		links = append(links, l)
+	}
+	for i := range e.styles {
+		e.styles[i].link = remap[e.styles[i].link]
+	}
+	e.styleIdx = make(map[style]uint16, len(e.styles))
+	for i := len(e.styles) - 1; i >= 0; i-- {
+		e.styleIdx[e.styles[i]] = uint16(i)
+	}
+	for _, s := range []*screen{&e.main, &e.alt} {
+		s.cur.pen.link = remap[s.cur.pen.link]
+		s.saved.pen.link = remap[s.saved.pen.link]
+	}
+	e.links, e.linkIdx = links, idx
 	e.styleCache = [32]styleSlot{}
 	e.penOK = false
 }
@@ -1473,9 +1542,15 @@ func (e *emulator) hyperlink(data []byte) {
 		return
 	}
 	parts[2] = data[start:]
+	if len(parts[1])+len(parts[2]) > maxLinkLen {
+		return
+	}
 	l := link{url: string(parts[2]), params: string(parts[1])}
 	i, ok := e.linkIdx[l]
 	if !ok {
+		if len(e.links) >= maxLinks {
+			e.compactLinks()
+		}
 		if len(e.links) >= maxLinks {
 			return
 		}
@@ -1512,7 +1587,12 @@ func (e *emulator) appendCell(b []byte, c cell) []byte {
 // appendRow appends row l's text, trailing spaces removed.
 func (e *emulator) appendRow(b []byte, l []cell) []byte {
 	start := len(b)
+	b = slices.Grow(b, len(l))
 	for _, c := range l {
+		if c.r > 0 && c.r < utf8.RuneSelf {
+			b = append(b, byte(c.r))
+			continue
+		}
 		b = e.appendCell(b, c)
 	}
 	end := len(b)

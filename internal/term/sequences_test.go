@@ -1,6 +1,7 @@
 package term
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -138,5 +139,50 @@ func TestSequencesSGR(t *testing.T) {
 				t.Errorf("%s %q: runs %+v, want %+v", who, tt.input, rows[0], tt.want)
 			}
 		}
+	}
+}
+
+// A program printing a new colour, cluster or link per cell cannot grow
+// the screen's tables past a small multiple of its cells, and the screen
+// stays what the reference shows.
+func TestTablesStayBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&b, "\x1b[38;2;%d;%d;%dm%c", i>>16, (i>>8)&0xff, i&0xff, 'a'+i%26)
+		if i%7 == 0 {
+			fmt.Fprintf(&b, "\x1b]8;;http://x/%d\x1b\\", i)
+		}
+		if i%5 == 0 {
+			b.WriteString(string(rune('a'+i%26)) + string(rune(0x300+i%112)))
+		}
+		if i%11 == 0 {
+			b.WriteString("\r\n")
+		}
+	}
+	d := newDiffPair(10, 4, 20)
+	defer d.close()
+	d.ours.Write([]byte(b.String()))
+	d.ref.Write([]byte(b.String()))
+	if diff := d.compare(); diff != "" {
+		t.Fatal(diff)
+	}
+	e := d.ours.emu
+	if len(e.styles) > e.tableLimit() || len(e.clusters) > e.tableLimit() || len(e.links) > maxLinks {
+		t.Fatalf("tables: %d styles, %d clusters, %d links", len(e.styles), len(e.clusters), len(e.links))
+	}
+}
+
+// A megabyte of combining marks does not become one cell of a megabyte.
+func TestCombiningFloodIsCut(t *testing.T) {
+	term := New(Options{Cols: 10, Rows: 4})
+	defer term.Close()
+	term.Write([]byte("e" + strings.Repeat("\u0301", 1<<19) + "x"))
+	for _, c := range term.emu.clusters {
+		if len(c) > maxPending+4 {
+			t.Fatalf("a cluster of %d bytes", len(c))
+		}
+	}
+	if s := term.Snapshot(); !strings.HasSuffix(s.Lines[0], "x") {
+		t.Fatalf("row %q", s.Lines[0])
 	}
 }

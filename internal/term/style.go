@@ -64,13 +64,21 @@ type style struct {
 
 type link struct{ url, params string }
 
-// Table bounds. A program printing a new true colour per cell fills the
-// style table; it is then rebuilt from the cells still on screen.
+// Table bounds. A program printing a new true colour (or cluster, or
+// link) per cell fills a table; it is then rebuilt from what the cells
+// still use, so it stays within a small multiple of the screen.
 const (
 	maxStyles   = 1 << 16
 	maxClusters = 1 << 16
-	maxLinks    = 1 << 12
+	maxLinks    = 256
+	maxLinkLen  = 4096 // URL and parameters; a longer link is not kept
 )
+
+// tableLimit is when the style and cluster tables are rebuilt: twice the
+// cells of both screens, so a rebuild at least halves them.
+func (e *emulator) tableLimit() int {
+	return min(maxStyles, 2*2*e.cols*e.rows+256)
+}
 
 // sgr applies SGR parameters to a pen, as the reference emulator's
 // ultraviolet.ReadStyle does.

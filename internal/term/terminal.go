@@ -141,7 +141,7 @@ func (t *Terminal) feedLocked(p []byte) {
 	t.emu.write(p)
 }
 
-// Panics returns how many times the emulator panicked on input and was
+// Panics returns how many times the screen panicked on input and was
 // replaced, and the last panic's message.
 func (t *Terminal) Panics() (int, string) {
 	t.mu.Lock()
@@ -260,7 +260,11 @@ func (t *Terminal) refreshRowsLocked() {
 				bit := word & -word
 				y := i*64 + bitIndex(bit)
 				if y < e.rows {
-					t.rows[y] = e.rowText(y)
+					// A row rewritten with the same text keeps its string.
+					e.scratch = e.appendRow(e.scratch[:0], e.scr.lines[y])
+					if string(e.scratch) != t.rows[y] {
+						t.rows[y] = string(e.scratch)
+					}
 				}
 				word &^= bit
 			}

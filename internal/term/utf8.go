@@ -2,8 +2,8 @@ package term
 
 import "unicode/utf8"
 
-// sanitizeLocked makes the bytes valid UTF-8 before the emulator sees them.
-// NOTE: the emulator's parser, in the middle of a multi-byte character,
+// sanitizeLocked makes the bytes valid UTF-8 before the screen sees them.
+// NOTE: the ansi parser, in the middle of a multi-byte character,
 // takes the next byte as part of it whatever it is: a lead byte left alone
 // by garbage output swallowed the ESC after it, and with it the reset a
 // program sent to recover ("\xd3" then "ESC c" printed "c" and lost the
