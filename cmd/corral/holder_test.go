@@ -180,7 +180,11 @@ func TestDaemonCrashLosesNothing(t *testing.T) {
 	if len(ps) != 20 {
 		t.Fatalf("%d panes after the crash: %+v", len(ps), ps)
 	}
-	if took > 2*time.Second {
+	bound := 2 * time.Second
+	if os.Getenv("CORRAL_E2E_RACE") == "1" {
+		bound = 6 * time.Second // a race-built daemon starts and replays several times slower
+	}
+	if took > bound {
 		t.Fatalf("re-adopting 20 panes took %v", took)
 	}
 	t.Logf("the next command re-adopted 20 panes in %v", took)
