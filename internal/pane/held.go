@@ -100,7 +100,11 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	now := time.Now()
 	for _, r := range a.Records {
 		if r.Validate() == nil {
-			p.engine.Feed(now, []byte(r.Report.Encode()))
+			at := now
+			if !r.Updated.IsZero() && r.Updated.Before(now) {
+				at = r.Updated // a record keeps when its report arrived
+			}
+			p.engine.Feed(at, []byte(r.Report.Encode()))
 		}
 	}
 	hc.SetDeadline(time.Now().Add(ReplayWait))

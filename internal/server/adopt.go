@@ -113,18 +113,26 @@ func (s *Server) saveTable() {
 	}
 }
 
-// tableLoop writes the table soon after a state change asks for it.
+// tableLoop writes the table soon after a state change or a hook asks
+// for it, and otherwise whenever what it would hold changed (OSC 7501
+// records, a size), looked at every tableEvery.
 func (s *Server) tableLoop(stop <-chan struct{}) {
+	t := time.NewTicker(tableEvery)
+	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-s.table.dirty:
-		}
-		select {
-		case <-stop:
-			return
-		case <-time.After(tableDelay):
+			select {
+			case <-stop:
+				return
+			case <-time.After(tableDelay):
+			}
+		case <-t.C:
+			if !s.table.changed(s.snapshotTable()) {
+				continue
+			}
 		}
 		s.saveTable()
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,6 +24,8 @@ const (
 	tableMax = 16 << 20
 	// tableDelay batches the writes that state changes ask for.
 	tableDelay = 200 * time.Millisecond
+	// tableEvery is how often the table is compared with the panes.
+	tableEvery = time.Second
 )
 
 type tableFile struct {
@@ -86,8 +89,9 @@ type paneTable struct {
 
 	mu   sync.Mutex // guards what follows
 	lost []tablePane
-	// wmu orders the writes.
+	// wmu orders the writes and guards last.
 	wmu   sync.Mutex
+	last  []byte // the table last written
 	dirty chan struct{}
 }
 
@@ -140,6 +144,7 @@ func (t *paneTable) write(f tableFile) error {
 	if err != nil {
 		return err
 	}
+	t.last = b
 	tmp, err := os.CreateTemp(filepath.Dir(t.path), ".panes-*.json")
 	if err != nil {
 		return fmt.Errorf("pane table: %w", err)
@@ -164,6 +169,15 @@ func (t *paneTable) write(f tableFile) error {
 		d.Close()
 	}
 	return nil
+}
+
+// changed says whether f differs from the table last written.
+func (t *paneTable) changed(f tableFile) bool {
+	f.Version = tableVersion
+	b, err := json.MarshalIndent(f, "", " ")
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return err != nil || !bytes.Equal(b, t.last)
 }
 
 // touch asks for a write soon.
