@@ -117,6 +117,7 @@ func (s *Server) saveTable() {
 // for it, and otherwise whenever what it would hold changed (OSC 7501
 // records, a size), looked at every tableEvery.
 func (s *Server) tableLoop(stop <-chan struct{}) {
+	defer close(s.table.loopDone)
 	t := time.NewTicker(tableEvery)
 	defer t.Stop()
 	for {
@@ -136,6 +137,18 @@ func (s *Server) tableLoop(stop <-chan struct{}) {
 		}
 		s.saveTable()
 	}
+}
+
+// stopTable ends tableLoop and writes the table a last time: a daemon
+// that hands over writes nothing after the next one has started.
+func (s *Server) stopTable() {
+	s.table.stopOnce.Do(func() {
+		close(s.table.stop)
+		if s.table.started.Load() {
+			<-s.table.loopDone
+		}
+	})
+	s.saveTable()
 }
 
 // endUnit ends a unit at shutdown; at a hand-over, a pane under a holder
@@ -238,6 +251,7 @@ func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
 	if err != nil {
 		absent := errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 		if absent && !alive(row.Holder) {
+			_ = os.Remove(row.Socket) // a socket file left by a holder that is gone
 			return nil, fmt.Errorf("its holder (pid %d) is gone (the machine restarted, or it was killed): corral restore starts it again", row.Holder)
 		}
 		return nil, fmt.Errorf("its socket is not this pane's holder, or refused us: %w", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
@@ -93,10 +94,16 @@ type paneTable struct {
 	wmu   sync.Mutex
 	last  []byte // the table last written
 	dirty chan struct{}
+	// stop ends the loop that writes the table; loopDone says it has.
+	stop     chan struct{}
+	stopOnce sync.Once
+	loopDone chan struct{}
+	started  atomic.Bool
 }
 
 func newPaneTable(stateDir string, logf func(string, ...any)) *paneTable {
-	return &paneTable{path: filepath.Join(stateDir, tableName), logf: logf, dirty: make(chan struct{}, 1)}
+	return &paneTable{path: filepath.Join(stateDir, tableName), logf: logf, dirty: make(chan struct{}, 1),
+		stop: make(chan struct{}), loopDone: make(chan struct{})}
 }
 
 // load reads the table; a missing one is empty, and a corrupt one is

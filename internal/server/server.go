@@ -201,7 +201,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	go procs.ReapLoop(time.Second, s.done)
 	s.adoptAll()
-	go s.tableLoop(s.done)
+	s.table.started.Store(true)
+	go s.tableLoop(s.table.stop)
 	go s.pruneLoop(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.ln) }()
@@ -260,7 +261,7 @@ func (s *Server) stop() {
 			}()
 		}
 		wg.Wait()
-		s.saveTable()
+		s.stopTable()
 		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")
 		s.mu.Lock()
