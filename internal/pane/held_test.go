@@ -159,3 +159,33 @@ func TestHeldWrongSecretRefused(t *testing.T) {
 		t.Fatal("the refused connection ended the pane")
 	}
 }
+
+// A holder killed under a live pane: the pane ends (status -1, saying
+// why) and so does every process of it.
+func TestHeldHolderKilled(t *testing.T) {
+	h := holding(t, "h4")
+	p, err := Start(Config{ID: "h4", Argv: []string{"sh", "-c", "sleep 1031 & echo up; sleep 1032"}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, p)
+	awaitScreen(t, p, "up")
+	_, hpid := p.Held()
+	pid := p.Info().PID
+	syscall.Kill(hpid, syscall.SIGKILL)
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pane did not end with its holder")
+	}
+	if in := p.Info(); !in.Exited || in.ExitCode != -1 || !strings.Contains(p.Lost(), "holder") {
+		t.Fatalf("after the holder died: %+v, %q", in, p.Lost())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for proctest.GroupMembers(pid) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of the pane left", proctest.GroupMembers(pid))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
