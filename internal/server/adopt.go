@@ -170,12 +170,34 @@ const adoptWait = 2 * time.Second
 func (s *Server) adoptAll() {
 	start := time.Now()
 	f := s.table.load()
+	// A lost pane whose holder still runs (it refused, or was slow, the
+	// last time) is tried again.
+	var lost []tablePane
+	for _, row := range f.Lost {
+		if alive(row.Holder) {
+			f.Panes = append(f.Panes, row)
+		} else {
+			lost = append(lost, row)
+		}
+	}
 	s.table.mu.Lock()
-	s.table.lost = f.Lost
+	s.table.lost = lost
 	s.table.mu.Unlock()
 	if len(f.Panes) == 0 {
 		return
 	}
+	// One connection per holder: a second would take it from the first.
+	seen := map[string]bool{}
+	rows := f.Panes[:0]
+	for _, row := range f.Panes {
+		if seen[row.ID] || seen["sock:"+row.Socket] {
+			s.opts.Logf("pane table: a second entry for pane %s (%s) skipped", row.ID, row.Socket)
+			continue
+		}
+		seen[row.ID], seen["sock:"+row.Socket] = true, true
+		rows = append(rows, row)
+	}
+	f.Panes = rows
 	last := s.lastLogged()
 	type result struct {
 		row tablePane
@@ -207,8 +229,15 @@ func (s *Server) adoptAll() {
 		s.mu.Lock()
 		if _, taken := s.panes[r.row.ID]; taken || s.takenLocked(r.row.Name) != nil {
 			s.mu.Unlock()
-			s.opts.Logf("pane %s (%s) not adopted: its id or name is taken", r.row.ID, r.row.Name)
-			r.e.p.Close(s.opts.KillGrace)
+			// Let go, never end: the program is the user's work.
+			if p, ok := r.e.asPane(); ok {
+				p.Detach()
+			}
+			r.row.Why = "its id or name is taken by another pane"
+			s.opts.Logf("pane %s (%s) not adopted: %s", r.row.ID, r.row.Name, r.row.Why)
+			s.table.mu.Lock()
+			s.table.lost = append(s.table.lost, r.row)
+			s.table.mu.Unlock()
 			continue
 		}
 		s.panes[r.row.ID] = r.e
@@ -238,6 +267,7 @@ func (s *Server) lastLogged() map[string]signal.Decision {
 
 // adopt reconnects to one pane's holder and makes it a pane again.
 func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
+	row.Why = ""
 	if row.ID == "" || row.Socket == "" || len(row.Secret) < 32 || len(row.Launch) == 0 {
 		return nil, errors.New("the table's entry lacks an id, a socket, a secret or a command")
 	}
