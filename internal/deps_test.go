@@ -35,7 +35,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"agents":        {"signal"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
-		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "headless", "holder", "notify", "pane", "procs", "rules", "safefile", "signal", "term", "tomlfile"},
+		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "headless", "holder", "notify", "pane", "procs", "rules", "safefile", "signal", "status", "term", "tomlfile"},
 		"board":         {"api", "term"},
 		"cli":           {"agents", "api", "buildinfo", "client", "headless", "holder", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui", "verify"},
 		"headless":      {"procs", "rules", "safefile", "term", "tomlfile"},
