@@ -66,7 +66,8 @@ func (s *Server) prepareHold(cfg *pane.Config) {
 	cfg.Holder = h
 }
 
-// noteHeld records a started pane in the table.
+// noteHeld makes the table's row of a started pane, before it is
+// registered (readers of the entry take held without a lock).
 func (s *Server) noteHeld(e *entry, p *pane.Pane, cfg pane.Config, argv, env, added []string, remove bool) {
 	held, hpid := p.Held()
 	if !held {
@@ -77,7 +78,6 @@ func (s *Server) noteHeld(e *entry, p *pane.Pane, cfg pane.Config, argv, env, ad
 	e.held = &heldEntry{row: tablePane{ID: cfg.ID, Name: cfg.Name, Agent: cfg.Agent, Argv: argv, Launch: cfg.Argv, Cwd: cfg.Dir,
 		Env: env, Added: added, Token: e.token, Remove: remove, Cols: in.Cols, Rows: in.Rows, Socket: cfg.Holder.Socket,
 		Secret: cfg.Holder.Secret, Holder: hpid, PID: in.PID, Created: in.Started, Integration: launch}}
-	s.saveTable()
 }
 
 // snapshotTable is the table as the daemon knows it now: every pane whose

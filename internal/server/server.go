@@ -444,12 +444,15 @@ func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
 		return nil, err
 	}
 	e := &entry{p: p, name: name, token: token, launch: &launch}
+	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
 	ok := s.register(id, e)
 	registered <- ok
 	if !ok {
 		return nil, errors.New("the daemon is shutting down")
 	}
-	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
+	if e.held != nil {
+		s.saveTable() // before the caller learns the id: a crash now loses nothing
+	}
 	if launch.Watch {
 		go e.watchIntegration(p)
 	}
