@@ -288,7 +288,7 @@ func TestRestoreAfterReboot(t *testing.T) {
 	}
 	// The table holds the conversations once the hooks have reported.
 	table := filepath.Join(e.dir, "state", "panes.json")
-	waitFor(t, 5*time.Second, "the sessions in the pane table", func() bool {
+	waitFor(t, 15*time.Second, "the sessions in the pane table", func() bool {
 		b, _ := os.ReadFile(table)
 		return strings.Contains(string(b), "sess-42") && strings.Contains(string(b), "thr-7")
 	})
