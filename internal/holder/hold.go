@@ -100,7 +100,9 @@ type sconn struct {
 func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	debug.SetGCPercent(50)
 	debug.SetMemoryLimit(16 << 20)
-	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
+	// Caught, not ignored: an ignored signal stays ignored across exec,
+	// and the program would not take Ctrl-C or a hangup.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGINT)
 	logger := log.New(stderr, "corral hold: ", log.LstdFlags)
 	var cfg Config
 	fail := func(err error) int {
