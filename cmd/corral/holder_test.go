@@ -438,6 +438,14 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 			t.Errorf("the daemon's log does not say %q:\n%s", want, log)
 		}
 	}
+	// The refused entries are kept as lost, for restore; --forget drops them.
+	var forgot []struct{ Was, Note string }
+	if err := json.Unmarshal([]byte(e.must("restore", "--forget", "--json")), &forgot); err != nil || len(forgot) != 4 {
+		t.Fatalf("restore --forget: %v %+v", err, forgot)
+	}
+	if out, errs, _ := e.run("restore"); out != "" || !strings.Contains(errs, "no pane to restore") {
+		t.Fatalf("restore after --forget: %q %q", out, errs)
+	}
 	// A table that is not one is set aside; the daemon starts without it.
 	daemon = daemonPID(t, e)
 	syscall.Kill(daemon, syscall.SIGKILL)

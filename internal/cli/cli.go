@@ -65,7 +65,7 @@ func init() {
 		{"fake-agent", "[--osc7501] [--command CMD]", "", runFakeAgent}, // hidden: demos and tests
 		{"hold", "", "", runHold}, // hidden: a pane's holder, started by the daemon
 		{"restart", "", "hand every pane over to a new daemon of this binary (an upgrade that ends nothing)", runRestart},
-		{"restore", "[--json]", "after a reboot, start again the panes whose programs were lost, resuming agent conversations where the agent allows", runRestore},
+		{"restore", "[--forget] [--json]", "after a reboot, start again the panes whose programs were lost, resuming agent conversations where the agent allows (--forget: drop them)", runRestore},
 		{"help", "[COMMAND]", "show help", runHelp},
 	}
 }
