@@ -97,6 +97,7 @@ func runRestart(ctx context.Context, std IO, args []string) error {
 func runRestore(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("restore", std)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	forget := fs.Bool("forget", false, "drop the lost panes instead of starting them")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func runRestore(ctx context.Context, std IO, args []string) error {
 		return err
 	}
 	var out []server.Restored
-	if err := c.Do(ctx, "POST", "/v1/restore", struct{}{}, &out); err != nil {
+	if err := c.Do(ctx, "POST", "/v1/restore", map[string]bool{"forget": *forget}, &out); err != nil {
 		return apiError(err)
 	}
 	if *asJSON {
@@ -123,6 +124,8 @@ func runRestore(ctx context.Context, std IO, args []string) error {
 			failed++
 			fmt.Fprintf(std.Stderr, "%s  %s  not restored: %s\n", r.Was, name, r.Error)
 		case *asJSON:
+		case *forget:
+			fmt.Fprintf(std.Stdout, "%s  %s  forgotten (%s)\n", r.Was, name, strings.Join(r.Command, " "))
 		case r.Resumed != "":
 			fmt.Fprintf(std.Stdout, "%s  %s  restarted in %s, resuming conversation %s\n", r.ID, name, r.Cwd, r.Resumed)
 		default:

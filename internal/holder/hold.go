@@ -56,6 +56,10 @@ type Ready struct {
 // every process of its pane has been ended.
 const DrainWait = time.Second
 
+// StartWait bounds how long a new holder's program waits for the first
+// daemon before its output is read into the ring all the same.
+const StartWait = 10 * time.Second
+
 // handshakeWait bounds a connection's proofs.
 const handshakeWait = 5 * time.Second
 
@@ -68,10 +72,12 @@ type holder struct {
 	group procs.Group
 	logf  func(string, ...any)
 
-	readDone chan struct{}
-	reaped   chan struct{} // the program's exit status is known
-	finished chan struct{} // a daemon collected the exit status
-	finish   sync.Once
+	readDone  chan struct{}
+	reaped    chan struct{} // the program's exit status is known
+	first     chan struct{} // the first daemon is in
+	firstOnce sync.Once
+	finished  chan struct{} // a daemon collected the exit status
+	finish    sync.Once
 
 	mu     sync.Mutex // guards what follows
 	ring   *ring
@@ -94,7 +100,9 @@ type sconn struct {
 func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	debug.SetGCPercent(50)
 	debug.SetMemoryLimit(16 << 20)
-	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
+	// Caught, not ignored: an ignored signal stays ignored across exec,
+	// and the program would not take Ctrl-C or a hangup.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGINT)
 	logger := log.New(stderr, "corral hold: ", log.LstdFlags)
 	var cfg Config
 	fail := func(err error) int {
@@ -184,7 +192,7 @@ func start(cfg Config, logf func(string, ...any)) (*holder, error) {
 		return nil, err
 	}
 	h := &holder{cfg: cfg, ln: ln, ptmx: ptmx, cmd: cmd, pid: cmd.Process.Pid, logf: logf, ring: newRing(cfg.Ring),
-		readDone: make(chan struct{}), reaped: make(chan struct{}), finished: make(chan struct{})}
+		readDone: make(chan struct{}), reaped: make(chan struct{}), first: make(chan struct{}), finished: make(chan struct{})}
 	h.group = procs.Group{Root: h.pid, Mark: cfg.Mark}
 	go h.reapOrphans()
 	go h.readLoop()
@@ -215,6 +223,12 @@ func (h *holder) reapOrphans() {
 
 func (h *holder) readLoop() {
 	defer close(h.readDone)
+	// Nothing is read before the first daemon is in: the program's first
+	// output waits in the terminal rather than fall out of the ring.
+	select {
+	case <-h.first:
+	case <-time.After(StartWait):
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := h.ptmx.Read(buf)
@@ -278,6 +292,10 @@ func (h *holder) reap() {
 		} else {
 			code = -1
 		}
+	}
+	select { // the read loop starts with the first daemon
+	case <-h.first:
+	case <-time.After(StartWait):
 	}
 	select {
 	case <-h.readDone:
@@ -383,6 +401,7 @@ func (h *holder) serve(c *net.UnixConn) {
 		h.drop(sc)
 		return
 	}
+	h.firstOnce.Do(func() { close(h.first) })
 	buf := make([]byte, 256)
 	for {
 		typ, b, err := readFrame(c, buf)

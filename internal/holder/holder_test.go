@@ -1,6 +1,7 @@
 package holder
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -115,4 +116,28 @@ func TestSocketDirPrivate(t *testing.T) {
 	if _, err := SocketDir(state); err == nil || !strings.Contains(err.Error(), "0700") {
 		t.Fatalf("an open folder: %v", err)
 	}
+}
+
+// FuzzNext: whatever a socket sends after the welcome, the daemon's side
+// reads it as messages or an error, bounded, never a panic.
+func FuzzNext(f *testing.F) {
+	var b bytes.Buffer
+	writeFrame(&b, tOutput, []byte("hi"))
+	writeFrame(&b, tLive, nil)
+	writeFrame(&b, tExit, []byte(`{"code":3}`))
+	f.Add(b.Bytes())
+	f.Add([]byte{'X', 0, 0, 0, 2, '{', '}'})
+	f.Add([]byte{'O', 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := &Conn{r: bufio.NewReader(bytes.NewReader(data))}
+		for i := 0; i < 1000; i++ {
+			m, err := c.Next()
+			if err != nil {
+				return
+			}
+			if len(m.Output) > MaxFrame {
+				t.Fatalf("a message of %d bytes", len(m.Output))
+			}
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/status"
 )
@@ -100,7 +101,11 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	now := time.Now()
 	for _, r := range a.Records {
 		if r.Validate() == nil {
-			p.engine.Feed(now, []byte(r.Report.Encode()))
+			at := now
+			if !r.Updated.IsZero() && r.Updated.Before(now) {
+				at = r.Updated // a record keeps when its report arrived
+			}
+			p.engine.Feed(at, []byte(r.Report.Encode()))
 		}
 	}
 	hc.SetDeadline(time.Now().Add(ReplayWait))
@@ -202,10 +207,20 @@ func (p *Pane) reapHeld() {
 	}
 	code := end.code
 	if end.lost != nil {
-		// The holder is gone (killed): its processes went with it or to
-		// the daemon, which reaps them.
+		// The holder is gone (killed): nobody reads the program's output
+		// any more, so the program and everything it started are ended
+		// here, as the holder would have.
 		code = -1
-		p.lost.Store(&[]string{fmt.Sprintf("the pane's holder (pid %d) is gone: %v", p.holderPID, end.lost)}[0])
+		p.lost.Store(&[]string{fmt.Sprintf("the pane's holder (pid %d) is gone (%v); its processes were ended", p.holderPID, end.lost)}[0])
+		g := procs.Group{Root: p.pid}
+		if p.cfg.ID != "" {
+			g.Mark = "CORRAL_PANE=" + p.cfg.ID
+		}
+		g.Signal(syscall.SIGHUP)
+		_ = killGroup(p.pid, syscall.SIGHUP)
+		time.Sleep(100 * time.Millisecond)
+		_ = killGroup(p.pid, syscall.SIGKILL)
+		g.KillAll(2 * time.Second)
 	} else {
 		_ = p.hc.Collect()
 	}

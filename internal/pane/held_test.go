@@ -1,6 +1,7 @@
 package pane
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,4 +159,67 @@ func TestHeldWrongSecretRefused(t *testing.T) {
 	if p.Info().Exited {
 		t.Fatal("the refused connection ended the pane")
 	}
+}
+
+// A holder killed under a live pane: the pane ends (status -1, saying
+// why) and so does every process of it.
+func TestHeldHolderKilled(t *testing.T) {
+	h := holding(t, "h4")
+	p, err := Start(Config{ID: "h4", Argv: []string{"sh", "-c", "sleep 1031 & echo up; sleep 1032"}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, p)
+	awaitScreen(t, p, "up")
+	_, hpid := p.Held()
+	pid := p.Info().PID
+	syscall.Kill(hpid, syscall.SIGKILL)
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pane did not end with its holder")
+	}
+	if in := p.Info(); !in.Exited || in.ExitCode != -1 || !strings.Contains(p.Lost(), "holder") {
+		t.Fatalf("after the holder died: %+v, %q", in, p.Lost())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for proctest.GroupMembers(pid) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of the pane left", proctest.GroupMembers(pid))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A held program ignores no signal its holder was spared (SigIgn in
+// /proc is inherited across exec): it takes Ctrl-C and a hangup.
+func TestHeldProgramSignalsDefault(t *testing.T) {
+	h := holding(t, "h5")
+	p, err := Start(Config{ID: "h5", Argv: []string{"sleep", "1033"}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, p)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Info().PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigIgn:"); ok && strings.Trim(strings.TrimSpace(v), "0") != "" {
+			t.Fatalf("the program ignores signals: %s", line)
+		}
+	}
+	start := time.Now()
+	if err := p.Kill(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("SIGHUP did not end the program")
+	}
+	if in := p.Info(); in.ExitCode != 128+int(syscall.SIGHUP) {
+		t.Fatalf("exit %d", in.ExitCode)
+	}
+	t.Logf("SIGHUP to exit: %v", time.Since(start))
 }

@@ -66,7 +66,8 @@ func (s *Server) prepareHold(cfg *pane.Config) {
 	cfg.Holder = h
 }
 
-// noteHeld records a started pane in the table.
+// noteHeld makes the table's row of a started pane, before it is
+// registered (readers of the entry take held without a lock).
 func (s *Server) noteHeld(e *entry, p *pane.Pane, cfg pane.Config, argv, env, added []string, remove bool) {
 	held, hpid := p.Held()
 	if !held {
@@ -77,7 +78,6 @@ func (s *Server) noteHeld(e *entry, p *pane.Pane, cfg pane.Config, argv, env, ad
 	e.held = &heldEntry{row: tablePane{ID: cfg.ID, Name: cfg.Name, Agent: cfg.Agent, Argv: argv, Launch: cfg.Argv, Cwd: cfg.Dir,
 		Env: env, Added: added, Token: e.token, Remove: remove, Cols: in.Cols, Rows: in.Rows, Socket: cfg.Holder.Socket,
 		Secret: cfg.Holder.Secret, Holder: hpid, PID: in.PID, Created: in.Started, Integration: launch}}
-	s.saveTable()
 }
 
 // snapshotTable is the table as the daemon knows it now: every pane whose
@@ -113,21 +113,42 @@ func (s *Server) saveTable() {
 	}
 }
 
-// tableLoop writes the table soon after a state change asks for it.
+// tableLoop writes the table soon after a state change or a hook asks
+// for it, and otherwise whenever what it would hold changed (OSC 7501
+// records, a size), looked at every tableEvery.
 func (s *Server) tableLoop(stop <-chan struct{}) {
+	defer close(s.table.loopDone)
+	t := time.NewTicker(tableEvery)
+	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-s.table.dirty:
-		}
-		select {
-		case <-stop:
-			return
-		case <-time.After(tableDelay):
+			select {
+			case <-stop:
+				return
+			case <-time.After(tableDelay):
+			}
+		case <-t.C:
+			if !s.table.changed(s.snapshotTable()) {
+				continue
+			}
 		}
 		s.saveTable()
 	}
+}
+
+// stopTable ends tableLoop and writes the table a last time: a daemon
+// that hands over writes nothing after the next one has started.
+func (s *Server) stopTable() {
+	s.table.stopOnce.Do(func() {
+		close(s.table.stop)
+		if s.table.started.Load() {
+			<-s.table.loopDone
+		}
+	})
+	s.saveTable()
 }
 
 // endUnit ends a unit at shutdown; at a hand-over, a pane under a holder
@@ -149,12 +170,34 @@ const adoptWait = 2 * time.Second
 func (s *Server) adoptAll() {
 	start := time.Now()
 	f := s.table.load()
+	// A lost pane whose holder still runs (it refused, or was slow, the
+	// last time) is tried again.
+	var lost []tablePane
+	for _, row := range f.Lost {
+		if alive(row.Holder) {
+			f.Panes = append(f.Panes, row)
+		} else {
+			lost = append(lost, row)
+		}
+	}
 	s.table.mu.Lock()
-	s.table.lost = f.Lost
+	s.table.lost = lost
 	s.table.mu.Unlock()
 	if len(f.Panes) == 0 {
 		return
 	}
+	// One connection per holder: a second would take it from the first.
+	seen := map[string]bool{}
+	rows := f.Panes[:0]
+	for _, row := range f.Panes {
+		if seen[row.ID] || seen["sock:"+row.Socket] {
+			s.opts.Logf("pane table: a second entry for pane %s (%s) skipped", row.ID, row.Socket)
+			continue
+		}
+		seen[row.ID], seen["sock:"+row.Socket] = true, true
+		rows = append(rows, row)
+	}
+	f.Panes = rows
 	last := s.lastLogged()
 	type result struct {
 		row tablePane
@@ -186,8 +229,15 @@ func (s *Server) adoptAll() {
 		s.mu.Lock()
 		if _, taken := s.panes[r.row.ID]; taken || s.takenLocked(r.row.Name) != nil {
 			s.mu.Unlock()
-			s.opts.Logf("pane %s (%s) not adopted: its id or name is taken", r.row.ID, r.row.Name)
-			r.e.p.Close(s.opts.KillGrace)
+			// Let go, never end: the program is the user's work.
+			if p, ok := r.e.asPane(); ok {
+				p.Detach()
+			}
+			r.row.Why = "its id or name is taken by another pane"
+			s.opts.Logf("pane %s (%s) not adopted: %s", r.row.ID, r.row.Name, r.row.Why)
+			s.table.mu.Lock()
+			s.table.lost = append(s.table.lost, r.row)
+			s.table.mu.Unlock()
 			continue
 		}
 		s.panes[r.row.ID] = r.e
@@ -217,6 +267,7 @@ func (s *Server) lastLogged() map[string]signal.Decision {
 
 // adopt reconnects to one pane's holder and makes it a pane again.
 func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
+	row.Why = ""
 	if row.ID == "" || row.Socket == "" || len(row.Secret) < 32 || len(row.Launch) == 0 {
 		return nil, errors.New("the table's entry lacks an id, a socket, a secret or a command")
 	}
@@ -230,6 +281,7 @@ func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
 	if err != nil {
 		absent := errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 		if absent && !alive(row.Holder) {
+			_ = os.Remove(row.Socket) // a socket file left by a holder that is gone
 			return nil, fmt.Errorf("its holder (pid %d) is gone (the machine restarted, or it was killed): corral restore starts it again", row.Holder)
 		}
 		return nil, fmt.Errorf("its socket is not this pane's holder, or refused us: %w", err)

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
@@ -23,6 +25,8 @@ const (
 	tableMax = 16 << 20
 	// tableDelay batches the writes that state changes ask for.
 	tableDelay = 200 * time.Millisecond
+	// tableEvery is how often the table is compared with the panes.
+	tableEvery = time.Second
 )
 
 type tableFile struct {
@@ -86,13 +90,20 @@ type paneTable struct {
 
 	mu   sync.Mutex // guards what follows
 	lost []tablePane
-	// wmu orders the writes.
+	// wmu orders the writes and guards last.
 	wmu   sync.Mutex
+	last  []byte // the table last written
 	dirty chan struct{}
+	// stop ends the loop that writes the table; loopDone says it has.
+	stop     chan struct{}
+	stopOnce sync.Once
+	loopDone chan struct{}
+	started  atomic.Bool
 }
 
 func newPaneTable(stateDir string, logf func(string, ...any)) *paneTable {
-	return &paneTable{path: filepath.Join(stateDir, tableName), logf: logf, dirty: make(chan struct{}, 1)}
+	return &paneTable{path: filepath.Join(stateDir, tableName), logf: logf, dirty: make(chan struct{}, 1),
+		stop: make(chan struct{}), loopDone: make(chan struct{})}
 }
 
 // load reads the table; a missing one is empty, and a corrupt one is
@@ -140,6 +151,7 @@ func (t *paneTable) write(f tableFile) error {
 	if err != nil {
 		return err
 	}
+	t.last = b
 	tmp, err := os.CreateTemp(filepath.Dir(t.path), ".panes-*.json")
 	if err != nil {
 		return fmt.Errorf("pane table: %w", err)
@@ -164,6 +176,15 @@ func (t *paneTable) write(f tableFile) error {
 		d.Close()
 	}
 	return nil
+}
+
+// changed says whether f differs from the table last written.
+func (t *paneTable) changed(f tableFile) bool {
+	f.Version = tableVersion
+	b, err := json.MarshalIndent(f, "", " ")
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return err != nil || !bytes.Equal(b, t.last)
 }
 
 // touch asks for a write soon.

@@ -97,11 +97,26 @@ func sessionOf(session string, payload json.RawMessage) string {
 // sizes, the panes whose holders were gone when the daemon started,
 // resuming their agents' conversations where the agent allows it.
 func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		// Forget drops the lost panes instead of starting them.
+		Forget bool `json:"forget"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
 	s.table.mu.Lock()
 	lost := s.table.lost
 	s.table.lost = nil
 	s.table.mu.Unlock()
 	out := []Restored{}
+	if req.Forget {
+		for _, row := range lost {
+			out = append(out, Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd, Command: row.Argv, Note: "forgotten"})
+		}
+		s.saveTable()
+		reply(w, out)
+		return
+	}
 	var keep []tablePane
 	for _, row := range lost {
 		res := Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd}

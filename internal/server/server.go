@@ -209,7 +209,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	go procs.ReapLoop(time.Second, s.done)
 	s.adoptAll()
-	go s.tableLoop(s.done)
+	s.table.started.Store(true)
+	go s.tableLoop(s.table.stop)
 	go s.pruneLoop(ctx)
 	s.startFleet()
 	errc := make(chan error, 1)
@@ -270,7 +271,7 @@ func (s *Server) stop() {
 		}
 		wg.Wait()
 		s.stopFleet(false)
-		s.saveTable()
+		s.stopTable()
 		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")
 		s.mu.Lock()
@@ -453,12 +454,15 @@ func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
 		return nil, err
 	}
 	e := &entry{p: p, name: name, token: token, launch: &launch}
+	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
 	ok := s.register(id, e)
 	registered <- ok
 	if !ok {
 		return nil, errors.New("the daemon is shutting down")
 	}
-	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
+	if e.held != nil {
+		s.saveTable() // before the caller learns the id: a crash now loses nothing
+	}
 	if launch.Watch {
 		go e.watchIntegration(p)
 	}

@@ -1,0 +1,73 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestResumeArgv(t *testing.T) {
+	s := func(agent, id string) []sessionSeen { return []sessionSeen{{Agent: agent, ID: id}} }
+	for _, tc := range []struct {
+		name     string
+		argv     []string
+		sessions []sessionSeen
+		want     []string
+		session  string
+		why      string
+	}{
+		{"claude", []string{"claude", "--model", "m"}, s("claude-code", "abc"), []string{"claude", "--resume", "abc", "--model", "m"}, "abc", ""},
+		{"claude via npx", []string{"npx", "@anthropic-ai/claude-code"}, s("claude-code", "abc"), []string{"npx", "@anthropic-ai/claude-code", "--resume", "abc"}, "abc", ""},
+		{"newest session", []string{"claude"}, []sessionSeen{{Agent: "claude-code", ID: "old"}, {Agent: "claude-code", ID: "new"}}, []string{"claude", "--resume", "new"}, "new", ""},
+		{"codex", []string{"codex", "--model", "o"}, s("codex", "th"), []string{"codex", "resume", "th", "--model", "o"}, "th", ""},
+		{"codex subcommand", []string{"codex", "exec", "x"}, s("codex", "th"), []string{"codex", "exec", "x"}, "", "subcommand"},
+		{"gemini", []string{"gemini"}, s("gemini", "g1"), []string{"gemini", "--resume", "g1"}, "g1", ""},
+		{"already resuming", []string{"claude", "--continue"}, s("claude-code", "abc"), []string{"claude", "--continue"}, "", "already names"},
+		{"no session", []string{"claude"}, nil, []string{"claude"}, "", "no claude-code conversation id"},
+		{"another agent's session", []string{"claude"}, s("gemini", "g1"), []string{"claude"}, "", "no claude-code conversation id"},
+		{"a shell", []string{"bash"}, s("claude-code", "abc"), []string{"bash"}, "", "starts fresh"},
+	} {
+		argv, session, why := resumeArgv(tablePane{Argv: tc.argv, Sessions: tc.sessions})
+		if !reflect.DeepEqual(argv, tc.want) || session != tc.session || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
+			t.Errorf("%s: %q %q %q, want %q %q …%q…", tc.name, argv, session, why, tc.want, tc.session, tc.why)
+		}
+	}
+}
+
+// The pane table is written whole and read back; one that is not a table
+// is set aside with a message, never half-read.
+func TestPaneTableFile(t *testing.T) {
+	dir := t.TempDir()
+	var logged []string
+	tb := newPaneTable(dir, func(f string, a ...any) { logged = append(logged, f) })
+	if f := tb.load(); len(f.Panes) != 0 {
+		t.Fatalf("a missing table: %+v", f)
+	}
+	if err := tb.write(tableFile{Panes: []tablePane{{ID: "a1", Name: "x", Argv: []string{"sh"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := tb.load(); len(f.Panes) != 1 || f.Panes[0].ID != "a1" {
+		t.Fatalf("read back: %+v", f)
+	}
+	if tb.changed(tableFile{Panes: []tablePane{{ID: "a1", Name: "x", Argv: []string{"sh"}}}}) {
+		t.Fatal("the same table reads as changed")
+	}
+	for _, bad := range []string{"{not json", `{"version": 99, "panes": []}`} {
+		os.WriteFile(filepath.Join(dir, tableName), []byte(bad), 0o600)
+		logged = nil
+		if f := tb.load(); len(f.Panes) != 0 || len(logged) != 1 {
+			t.Fatalf("table %q: %+v, logged %q", bad, f, logged)
+		}
+		if _, err := os.Stat(filepath.Join(dir, tableName+".bad")); err != nil {
+			t.Fatalf("table %q not set aside: %v", bad, err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".panes-") {
+			t.Fatalf("a temporary file left: %s", e.Name())
+		}
+	}
+}
