@@ -124,6 +124,7 @@ type Member struct {
 	queue    []eventlog.Event // events not yet in the stream
 	lastSeq  uint64           // the last local event seen
 	wake     chan struct{}
+	evWake   chan struct{}
 	resynced chan struct{} // closed and replaced at each reconnect
 	askedFor chan struct{}
 	// rewatch is closed to make the watchers start again.
@@ -158,7 +159,7 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	if o.Replicas <= 0 {
 		o.Replicas = 1
 	}
-	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]bool{}, wake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
+	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]bool{}, wake: make(chan struct{}, 1), evWake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	opts := []nats.Option{
 		nats.Name(clientNamePrefix + o.Name),
@@ -364,6 +365,10 @@ func (m *Member) take(evs ...eventlog.Event) {
 	}
 	m.mu.Unlock()
 	m.poke()
+	select {
+	case m.evWake <- struct{}{}:
+	default:
+	}
 }
 
 func (m *Member) key(id string) string { return m.o.Name + "." + id }
@@ -394,13 +399,9 @@ func (m *Member) syncLoop() {
 				failed["*"] = true
 			}
 		}
-		for id := range dirty {
-			if err := m.syncPane(id); err != nil {
-				failed[id] = true
-			}
+		for _, id := range m.syncPanes(dirty) {
+			failed[id] = true
 		}
-		// The publisher shares the wake-ups.
-		m.publishPending()
 		if len(failed) > 0 {
 			m.mu.Lock()
 			for id := range failed {
@@ -410,6 +411,56 @@ func (m *Member) syncLoop() {
 			retry.Reset(500 * time.Millisecond)
 		}
 	}
+}
+
+// syncPanes writes the panes' states to the bucket, all at once (the
+// writes are pipelined, then their acknowledgements awaited), and
+// deletes the keys of panes gone. It returns the ids whose write failed.
+func (m *Member) syncPanes(ids map[string]bool) []string {
+	var failed []string
+	type pending struct {
+		id string
+		f  jetstream.PubAckFuture
+	}
+	var wait []pending
+	for id := range ids {
+		p, ok := m.o.Local.Pane(id)
+		if !ok {
+			if err := m.syncPane(id); err != nil {
+				failed = append(failed, id)
+			}
+			continue
+		}
+		b, err := json.Marshal(PaneRecord{Host: m.o.Name, Pane: p, Sent: time.Now().UTC()})
+		if err != nil {
+			continue
+		}
+		msg := nats.NewMsg("$KV." + PanesBucket + "." + m.key(id))
+		msg.Data = b
+		f, err := m.js.PublishMsgAsync(msg)
+		if err != nil {
+			failed = append(failed, id)
+			continue
+		}
+		wait = append(wait, pending{id, f})
+	}
+	timeout := time.NewTimer(5 * time.Second)
+	defer timeout.Stop()
+	for _, w := range wait {
+		select {
+		case <-w.f.Ok():
+			m.mu.Lock()
+			m.known[w.id] = true
+			m.mu.Unlock()
+		case <-w.f.Err():
+			failed = append(failed, w.id)
+		case <-timeout.C:
+			failed = append(failed, w.id)
+		case <-m.ctx.Done():
+			return failed
+		}
+	}
+	return failed
 }
 
 func (m *Member) syncPane(id string) error {
@@ -472,8 +523,8 @@ func (m *Member) syncAll() error {
 	return nil
 }
 
-// publishLoop wakes the publisher now and then, for events queued while
-// the fleet was away.
+// publishLoop sends queued events to the stream when new ones come, and
+// now and then for those queued while the fleet was away.
 func (m *Member) publishLoop() {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
@@ -481,14 +532,10 @@ func (m *Member) publishLoop() {
 		select {
 		case <-m.ctx.Done():
 			return
+		case <-m.evWake:
 		case <-t.C:
-			m.mu.Lock()
-			n := len(m.queue)
-			m.mu.Unlock()
-			if n > 0 {
-				m.poke()
-			}
 		}
+		m.publishPending()
 	}
 }
 
