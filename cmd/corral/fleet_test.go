@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/client"
 )
 
 type fleetHost struct {
@@ -109,4 +116,106 @@ func TestFleetThreeDaemons(t *testing.T) {
 	}
 	a.must("fleet", "leave")
 	until(t, 5*time.Second, "a's panes gone from the fleet", func() bool { return !strings.Contains(hub.must("ls", "--fleet"), "a:") })
+}
+
+// fleetPair starts a hub and one member b (taking jobs) and returns them.
+func fleetPair(t *testing.T) (hub, b *env) {
+	t.Helper()
+	hub, b = newEnv(t), newEnv(t)
+	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	join := strings.Fields(lines[len(lines)-1])
+	b.must("fleet", "join", join[3], "--token", join[5], "--name", "b", "--max-jobs", "1")
+	until(t, 5*time.Second, "b on the hub", func() bool { return hub.fleetHosts()["b"].Reachable })
+	return hub, b
+}
+
+func (e *env) daemonPID() int {
+	e.t.Helper()
+	var st struct {
+		PID int `json:"pid"`
+	}
+	c := client.New(filepath.Join(e.dir, "s.sock"))
+	if err := c.Do(context.Background(), "GET", "/v1/status", nil, &st); err != nil {
+		e.t.Fatal(err)
+	}
+	return st.PID
+}
+
+// A member keeps its events while the hub restarts and sends them after:
+// none twice, none lost.
+func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
+	hub, b := fleetPair(t)
+	b.must("run", "--name", "one", "--", "sh", "-c", "exit 3")
+	b.must("wait", "one", "--state", "exited", "--timeout", "10s")
+	hub.must("shutdown")
+	// While the hub is down.
+	for _, name := range []string{"two", "three"} {
+		b.must("run", "--name", name, "--", "sh", "-c", "exit 4")
+		b.must("wait", name, "--state", "exited", "--timeout", "10s")
+	}
+	hub.must("fleet", "status") // starts the hub's daemon again, and its fleet from its config
+	var local []struct{ Seq uint64 }
+	for _, l := range strings.Split(strings.TrimSpace(b.must("events", "--since", "1h")), "\n") {
+		var ev struct{ Seq uint64 }
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatal(err)
+		}
+		local = append(local, ev)
+	}
+	var seqs []uint64
+	until(t, 15*time.Second, "b's events all in the fleet's stream", func() bool {
+		seqs = nil
+		for _, l := range strings.Split(strings.TrimSpace(hub.must("events", "b", "--since", "1h")), "\n") {
+			var ev struct {
+				Host string
+				Seq  uint64
+			}
+			if l != "" && json.Unmarshal([]byte(l), &ev) == nil && ev.Host == "b" {
+				seqs = append(seqs, ev.Seq)
+			}
+		}
+		return len(seqs) >= len(local)
+	})
+	if len(seqs) != len(local) {
+		t.Fatalf("the stream holds %d of b's events, b logged %d: %v", len(seqs), len(local), seqs)
+	}
+	for i, s := range seqs {
+		if s != local[i].Seq {
+			t.Fatalf("event %d: seq %d in the stream, %d in b's log (a duplicate or a gap): %v", i, s, local[i].Seq, seqs)
+		}
+	}
+}
+
+// A member killed mid-job: unreachable within 5 s, and its job ends in
+// error saying so.
+func TestFleetMemberKilledMidJob(t *testing.T) {
+	hub, b := fleetPair(t)
+	cmd := exec.Command(corralBin, "exec", "--fleet", "--host", "b", "--agent", "auto", "--", "sleep", "6")
+	cmd.Env = hub.vars
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	until(t, 10*time.Second, "the job running on b", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
+	pid := b.daemonPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	until(t, 5*time.Second, "b unreachable", func() bool { h, ok := hub.fleetHosts()["b"]; return ok && !h.Reachable })
+	t.Logf("b unreachable %v after SIGKILL", time.Since(killed).Round(time.Millisecond))
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(stderr.String(), "stopped answering mid-job") {
+			t.Fatalf("exec: %v\n%s", err, stderr.String())
+		}
+		t.Logf("the job failed %v after its host was killed", time.Since(killed).Round(time.Millisecond))
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the job hangs after its host died:\n%s", stderr.String())
+	}
 }
