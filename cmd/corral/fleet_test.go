@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -218,4 +220,62 @@ func TestFleetMemberKilledMidJob(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("the job hangs after its host died:\n%s", stderr.String())
 	}
+}
+
+// The web board of a daemon in a fleet shows every host's panes, each
+// with its host, and answers another host's prompt through the fleet.
+func TestFleetWebBoard(t *testing.T) {
+	hub, b := fleetPair(t)
+	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent")
+	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
+	b.must("send", "fp", "ask", "--enter")
+	b.must("wait", "fp", "--state", "blocked", "--timeout", "10s")
+	id := b.pane("fp").ID
+	addr := strings.TrimSpace(strings.SplitN(hub.must("board", "--no-browser"), "\n", 2)[0])
+	c, base := signIn(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := boardWS(ctx, c, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	type card struct {
+		ID, Host, State string
+		Screen          [][]struct {
+			T string `json:"t"`
+		}
+	}
+	var seen card
+	for seen.State != "blocked" || len(seen.Screen) == 0 {
+		_, msg, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("no blocked card of b with its screen: %v (last %+v)", err, seen)
+		}
+		var st struct{ Panes []card }
+		if err := json.Unmarshal(msg, &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range st.Panes {
+			if p.ID == "b:"+id {
+				seen = p
+			}
+		}
+	}
+	if seen.Host != "b" {
+		t.Fatalf("card %+v", seen)
+	}
+	req, _ := http.NewRequest("POST", base+"api/panes/"+url.PathEscape("b:"+id)+"/answer", strings.NewReader(`{"choice":"yes"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Corral", "1")
+	req.Header.Set("Origin", strings.TrimSuffix(base[:strings.Index(base[7:], "/")+7], "/"))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("answer through the board: %d", resp.StatusCode)
+	}
+	b.must("wait", "fp", "--state", "done", "--timeout", "10s")
 }

@@ -46,6 +46,11 @@ type Pane struct {
 	HooksIgnored int `json:"hooks_ignored"`
 	// SessionID is a headless job's agent session, once known.
 	SessionID string `json:"session_id,omitempty"`
+	// Host is the fleet host the pane runs on, in fleet views (the
+	// boards of a daemon in a fleet); Unreachable marks a pane of a host
+	// that stopped answering (its last known state).
+	Host        string `json:"host,omitempty"`
+	Unreachable bool   `json:"unreachable,omitempty"`
 }
 
 // Rules is GET /v1/rules: the manifests the daemon has in force, and the

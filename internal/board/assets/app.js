@@ -122,19 +122,32 @@ function card(p) {
   return c;
 }
 
+// hostsOf lists the panes' hosts in order ("" alone outside a fleet).
+function hostsOf(list) {
+  return [...new Set(list.map(p => p.host || ""))].sort();
+}
+
 function render() {
   const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest(".card");
   if (focused && focused.querySelector("input") === document.activeElement) return; // don't steal a half-typed line
   const root = document.getElementById("groups");
   root.replaceChildren();
-  for (const state of order) {
-    const group = panes.filter(p => p.state === state);
-    if (!group.length) continue;
-    root.append(el("h2", "", state + " (" + group.length + ")"));
-    const cards = el("div", "cards");
-    cards.dataset.state = state;
-    for (const p of group) cards.append(card(p));
-    root.append(cards);
+  // In a fleet, panes are grouped by host first, each host with its reachability.
+  for (const host of hostsOf(panes)) {
+    const mine = panes.filter(p => (p.host || "") === host);
+    if (host) {
+      const down = mine.some(p => p.unreachable);
+      root.append(el("h2", "host" + (down ? " unreachable" : ""), host + (down ? " — unreachable: last known states" : "")));
+    }
+    for (const state of order) {
+      const group = mine.filter(p => p.state === state);
+      if (!group.length) continue;
+      root.append(el(host ? "h3" : "h2", "", state + " (" + group.length + ")"));
+      const cards = el("div", "cards");
+      cards.dataset.state = state;
+      for (const p of group) cards.append(card(p));
+      root.append(cards);
+    }
   }
   const blocked = panes.filter(p => p.state === "blocked").length;
   document.title = (blocked ? "(" + blocked + " blocked) " : "") + "corral";
@@ -153,12 +166,12 @@ function update(next) {
   for (const p of next) {
     const was = lastState.get(p.id);
     if (notifyOn && p.state === "blocked" && was && was !== "blocked") {
-      try { new Notification("corral: " + (p.name || p.id) + " is blocked", {body: p.agent + " · " + (p.message || p.kind)}); } catch (e) { /* denied */ }
+      try { new Notification("corral: " + (p.host ? p.host + ":" : "") + (p.name || p.id) + " is blocked", {body: p.agent + " · " + (p.message || p.kind)}); } catch (e) { /* denied */ }
       beep();
     }
     lastState.set(p.id, p.state);
   }
-  panes = order.flatMap(s => next.filter(p => p.state === s));
+  panes = hostsOf(next).flatMap(h => order.flatMap(s => next.filter(p => (p.host || "") === h && p.state === s)));
   if (!panes.some(p => p.id === selected)) selected = panes.length ? panes[0].id : null;
   render();
 }
