@@ -121,13 +121,16 @@ func TestFleetThreeDaemons(t *testing.T) {
 }
 
 // fleetPair starts a hub and one member b (taking jobs) and returns them.
-func fleetPair(t *testing.T) (hub, b *env) {
+func fleetPair(t *testing.T, initFlags ...string) (hub, b *env) {
 	t.Helper()
 	hub, b = newEnv(t), newEnv(t)
-	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
+	out := hub.must(append([]string{"fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0"}, initFlags...)...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	join := strings.Fields(lines[len(lines)-1])
-	b.must("fleet", "join", join[3], "--token", join[5], "--name", "b", "--max-jobs", "1")
+	if len(join) < 6 || join[0] != "corral" || join[2] != "join" {
+		t.Fatalf("the last line is not the join command: %q", out)
+	}
+	b.must(append(append([]string{"fleet"}, join[2:]...), "--name", "b", "--max-jobs", "1")...)
 	until(t, 5*time.Second, "b on the hub", func() bool { return hub.fleetHosts()["b"].Reachable })
 	return hub, b
 }
@@ -147,7 +150,10 @@ func (e *env) daemonPID() int {
 // A member keeps its events while the hub restarts and sends them after:
 // none twice, none lost.
 func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
-	hub, b := fleetPair(t)
+	hub, b := fleetPair(t, "--tls") // the restarted hub keeps its CA
+	if !strings.Contains(hub.must("fleet", "status"), "tls://") {
+		t.Fatal("the hub does not serve TLS")
+	}
 	b.must("run", "--name", "one", "--", "sh", "-c", "exit 3")
 	b.must("wait", "one", "--state", "exited", "--timeout", "10s")
 	hub.must("shutdown")

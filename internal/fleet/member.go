@@ -283,6 +283,8 @@ func (m *Member) start() {
 		}
 	}
 	m.reconnected()
+	// The subscriptions are in place at the server when Join returns.
+	_ = m.nc.FlushTimeout(5 * time.Second)
 }
 
 func (m *Member) goLoop(f func()) {
