@@ -539,6 +539,9 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The caller's environment stays here: the job runs in its host's
+	// own (plus --env), and the queue is readable by the fleet's hosts.
+	req.Exec.CallerEnv = nil
 	n := s.fleetNode()
 	id := fleet.NewJobID()
 	ctx, cancel := context.WithCancel(context.Background())
