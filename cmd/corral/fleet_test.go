@@ -59,6 +59,11 @@ func TestFleetThreeDaemons(t *testing.T) {
 	url, token := join[3], join[5]
 	a.must("fleet", "join", url, "--token", token, "--name", "a", "--max-jobs", "0")
 	b.must("fleet", "join", url, "--token", token, "--name", "b", "--max-jobs", "1")
+	// Another daemon under a name in use is refused.
+	twin := newEnv(t)
+	if _, errs, code := twin.run("fleet", "join", url, "--token", token, "--name", "b"); code == 0 || !strings.Contains(errs, "pick another --name") {
+		t.Fatalf("a second b: exit %d %q", code, errs)
+	}
 	// A wrong token is refused with a clear error.
 	bad := newEnv(t)
 	if _, errs, code := bad.run("fleet", "join", url, "--token", "cft_wrong", "--name", "x"); code == 0 || !strings.Contains(errs, "refused") {

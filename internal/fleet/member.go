@@ -93,8 +93,11 @@ type MemberOptions struct {
 	Version       string
 	Local         Local
 	// Admin makes the fleet's buckets and streams (the hub's own member).
-	Admin    bool
-	Replicas int
+	Admin bool
+	// RefuseTaken refuses to join under the name of a host whose
+	// heartbeat is fresh (a first join; not a restart).
+	RefuseTaken bool
+	Replicas    int
 	// Watch keeps a view of every host's panes (the boards, corral ls
 	// --fleet); OnPane, if set, is told of each change.
 	Watch  bool
@@ -199,6 +202,15 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	if err := m.setup(ctx); err != nil {
 		nc.Close()
 		return nil, err
+	}
+	if o.RefuseTaken {
+		gctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		e, err := m.hosts.Get(gctx, o.Name)
+		cancel()
+		if err == nil && e.Operation() == jetstream.KeyValuePut && time.Since(e.Created()) < Unreachable {
+			nc.Close()
+			return nil, fmt.Errorf("a host named %s is in the fleet and answering; pick another --name", o.Name)
+		}
 	}
 	m.start()
 	return m, nil

@@ -85,11 +85,15 @@ func (s *Server) startFleet() {
 // member that cannot connect yet keeps trying; otherwise the error is
 // returned and nothing stays started.
 func (s *Server) runFleet(cfg fleet.Config, background bool) (*fleetNode, error) {
+	return s.runFleetOpts(cfg, background, false)
+}
+
+func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetNode, error) {
 	n := &fleetNode{cfg: cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	mo := fleet.MemberOptions{Name: cfg.Name, URLs: cfg.URLs, Token: cfg.Token, Creds: cfg.Creds, CAFingerprint: cfg.CAFingerprint,
-		MaxJobs: cfg.MaxJobs, Version: buildinfo.Self().Version, Local: fleetLocal{s}, Watch: true, Logf: s.opts.Logf}
+		MaxJobs: cfg.MaxJobs, Version: buildinfo.Self().Version, Local: fleetLocal{s}, Watch: true, Logf: s.opts.Logf, RefuseTaken: first}
 	if cfg.Hub {
 		hub, err := fleet.StartHub(fleet.HubOptions{Dir: fleet.Dir(s.opts.StateDir), Listen: cfg.Listen, TLS: cfg.TLS,
 			ServerName: cfg.Name, Logf: s.opts.Logf})
@@ -264,7 +268,7 @@ func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := fleet.Config{Name: req.Name, URLs: req.URLs, Token: req.Token, Creds: req.Creds, CAFingerprint: req.CAFingerprint, MaxJobs: req.MaxJobs}
-	if _, err := s.runFleet(cfg, false); err != nil {
+	if _, err := s.runFleetOpts(cfg, false, true); err != nil {
 		fail(w, http.StatusBadRequest, "refused", err)
 		return
 	}
