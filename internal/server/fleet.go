@@ -536,6 +536,10 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 					fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("host %s takes no fleet jobs (its max_jobs is 0; it joins with --max-jobs N to take some)", req.Host))
 					return
 				}
+				if !h.Reachable {
+					fail(w, http.StatusBadRequest, "unreachable", fmt.Errorf("host %s is unreachable (last seen %s); leave out --host to let any host take the job", req.Host, h.LastSeen))
+					return
+				}
 			}
 		}
 		if !known {
