@@ -388,7 +388,7 @@ func (m *Member) take(evs ...eventlog.Event) {
 func (m *Member) key(id string) string { return m.o.Name + "." + id }
 
 // syncLoop writes the current state of each changed pane to the bucket;
-// a write that fails is tried again after the next reconnect.
+// a write that fails is tried again half a second later.
 func (m *Member) syncLoop() {
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
