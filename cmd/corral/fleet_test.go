@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -289,4 +291,27 @@ func TestFleetWebBoard(t *testing.T) {
 		t.Fatalf("answer through the board: %d", resp.StatusCode)
 	}
 	b.must("wait", "fp", "--state", "done", "--timeout", "10s")
+}
+
+// With --notify-fleet, a block on another host runs this host's
+// notification command, naming the host.
+func TestFleetNotifications(t *testing.T) {
+	hub := newEnv(t)
+	notified := filepath.Join(hub.dir, "notified")
+	os.MkdirAll(filepath.Join(hub.dir, "config", "corral"), 0o700)
+	cfg := fmt.Sprintf("[notify]\ndesktop = false\ncommand = [\"sh\", \"-c\", \"printf '%%s\\\\n' \\\"$1\\\" >> %s\", \"notify\"]\n", notified)
+	os.WriteFile(filepath.Join(hub.dir, "config", "corral", "config.toml"), []byte(cfg), 0o600)
+	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--notify-fleet")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	join := strings.Fields(lines[len(lines)-1])
+	b := newEnv(t)
+	b.must(append(append([]string{"fleet"}, join[2:]...), "--name", "b")...)
+	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent")
+	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
+	b.must("send", "fp", "ask", "--enter")
+	b.must("wait", "fp", "--state", "blocked", "--timeout", "10s")
+	until(t, 10*time.Second, "the hub's notification naming b:fp", func() bool {
+		data, _ := os.ReadFile(notified)
+		return strings.Contains(string(data), "b:fp")
+	})
 }

@@ -522,7 +522,7 @@ func (m *Member) syncAll() error {
 	}
 	var stale []string
 	for k := range lister.Keys() {
-		if !have[k] {
+		if !have[k] && k != m.key(aliveKey) {
 			stale = append(stale, k)
 		}
 	}
@@ -665,6 +665,9 @@ func (m *Member) beat() {
 	defer cancel()
 	if _, err := m.hosts.Put(ctx, m.o.Name, b); err != nil && m.ctx.Err() == nil {
 		m.setErr(fmt.Errorf("heartbeat: %w", err))
+	}
+	if m.o.Watch {
+		_, _ = m.panes.Put(ctx, m.key(aliveKey), []byte(hb.Sent.Format(time.RFC3339Nano)))
 	}
 }
 

@@ -20,7 +20,14 @@ type view struct {
 	panes map[string]PaneRecord
 	hosts map[string]*hostSeen
 	bad   atomic.Int64
+	// panesAlive is when this host's alive key last came back through
+	// the pane watcher.
+	panesAlive time.Time
 }
+
+// aliveKey is, under HOST., the key a host rewrites every second in the
+// pane bucket, proving that its pane watcher still delivers.
+const aliveKey = "_alive"
 
 type hostSeen struct {
 	hb      Heartbeat
@@ -81,8 +88,16 @@ func skewed(sent, server time.Time) bool {
 
 func (m *Member) watchPanes() {
 	m.watch(m.panes, func(e jetstream.KeyValueEntry) {
-		host, _, _ := strings.Cut(e.Key(), ".")
+		host, id, _ := strings.Cut(e.Key(), ".")
 		v := m.view
+		if id == aliveKey {
+			if host == m.o.Name {
+				v.mu.Lock()
+				v.panesAlive = time.Now()
+				v.mu.Unlock()
+			}
+			return
+		}
 		if e.Operation() != jetstream.KeyValuePut {
 			v.mu.Lock()
 			old, ok := v.panes[e.Key()]
@@ -220,10 +235,14 @@ func (m *Member) watchdog() {
 			return
 		case <-t.C:
 		}
+		// This host writes to both buckets every second: its heartbeat,
+		// and its alive key among its panes.
 		m.view.mu.Lock()
 		h := m.view.hosts[m.o.Name]
-		last := time.Time{}
-		if h != nil {
+		last := m.view.panesAlive
+		if h == nil {
+			last = time.Time{}
+		} else if h.seen.Before(last) {
 			last = h.seen
 		}
 		m.view.mu.Unlock()
