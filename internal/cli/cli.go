@@ -63,7 +63,7 @@ func init() {
 		{"integrate", "[gemini [--remove]]", "add (or --remove) corral's Gemini CLI extension, the one integration that needs a file; alone: how each agent gets corral's hooks", runIntegrate},
 		{"hook", "[--agent A] [PAYLOAD]", "forward an agent hook's report to the daemon (agents run this; it always exits 0)", runHook},
 		{"fake-agent", "[--osc7501] [--command CMD]", "", runFakeAgent}, // hidden: demos and tests
-		{"fleet", "init [--listen HOST:PORT] [--name N] [--max-jobs N] | join URL[,URL…] (--token T | --creds FILE) [--name N] [--ca-fingerprint F] [--max-jobs N] | status [--json] | leave | invite NAME [--observe-only] [--expires D] [--revoke]", "join several machines' corrals into one fleet through NATS: ls --fleet, events --fleet, pane commands on HOST:ID, exec --fleet [--host H] [--retry N]", runFleet},
+		{"fleet", "init [--listen HOST:PORT] [--name N] [--max-jobs N] | join URL[,URL…] (--token T | --creds FILE) [--name N] [--ca-fingerprint F] [--max-jobs N] [--notify-fleet] | status [--json] | leave | invite NAME [--observe-only] [--expires D] [--revoke]", "join several machines' corrals into one fleet through NATS: ls --fleet, events --fleet, pane commands on HOST:ID, exec --fleet [--host H] [--retry N]", runFleet},
 		{"help", "[COMMAND]", "show help", runHelp},
 	}
 }
