@@ -386,6 +386,10 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				return nil
 			}
 		case <-tick.C:
+			if !m.nc.IsConnected() {
+				lastWord = time.Now() // this side is away: the host's silence says nothing
+				continue
+			}
 			switch {
 			case taker == "" && time.Since(queued) > 30*time.Second:
 				emit(diagnosticLine("the job waits for a host with capacity (corral fleet status shows each host's max_jobs)"))
