@@ -315,3 +315,39 @@ func TestFleetNotifications(t *testing.T) {
 		return strings.Contains(string(data), "b:fp")
 	})
 }
+
+// A fleet job's permission request is answered from another host, and
+// the caller sees what a local run shows.
+func TestFleetJobPermissionRelay(t *testing.T) {
+	hub, b := fleetPair(t)
+	script := `read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
+		`case "$reply" in *'"behavior":"allow"'*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"allowed"}]}}';; ` +
+		`*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"denied"}]}}';; esac; echo '` + resultJSON + `'; cat >/dev/null`
+	cmd := exec.Command(corralBin, "exec", "--fleet", "--name", "relay", "--agent", "claude", "--prompt", "clean up", "--", "sh", "-c", script)
+	cmd.Env, cmd.Dir = hub.vars, hub.dir
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	until(t, 10*time.Second, "the job on b", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "relay") })
+	hub.must("wait", "b:relay", "--state", "blocked", "--timeout", "10s")
+	if _, errs, code := hub.run("send", "b:relay", "hello"); code != 3 {
+		t.Fatalf("send to a blocked job on another host: exit %d %q", code, errs)
+	}
+	hub.must("answer", "b:relay", "yes")
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "assistant: allowed") || !strings.Contains(out.String(), "allowed Bash: rm -rf build (corral answer yes)") {
+			t.Fatalf("exec --fleet: %v\n%s", err, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("exec --fleet did not end:\n%s", out.String())
+	}
+	if p := b.pane("relay"); p.State != "done" {
+		t.Fatalf("the job on b after the answer: %+v", p)
+	}
+}
