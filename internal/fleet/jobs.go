@@ -275,8 +275,12 @@ func outcomeLine(state, reason string, code int) []byte {
 	return b
 }
 
+// FleetLineType is the type of the lines the fleet adds to a job's
+// stream: which host took it, a host that went silent.
+const FleetLineType = "fleet"
+
 func diagnosticLine(text string) []byte {
-	b, _ := json.Marshal(map[string]string{"type": "diagnostic", "line": "corral: " + text})
+	b, _ := json.Marshal(map[string]string{"type": FleetLineType, "text": text})
 	return b
 }
 
