@@ -137,6 +137,7 @@ type Member struct {
 	dropped    atomic.Int64 // events dropped from a full queue
 	published  atomic.Int64
 	jobs       atomic.Int32
+	paneCount  atomic.Int64
 	lastErr    atomic.Pointer[string]
 }
 
@@ -286,6 +287,7 @@ func (m *Member) start() {
 		m.goLoop(m.follow)
 		m.goLoop(m.syncLoop)
 		m.goLoop(m.publishLoop)
+		m.goLoop(m.scanLoop)
 		m.goLoop(m.heartbeatLoop)
 		if m.o.MaxJobs > 0 {
 			m.startWorker()
@@ -631,6 +633,34 @@ func (m *Member) streamLast(conn chan struct{}) (uint64, bool) {
 	return last, true
 }
 
+// scanLoop counts the daemon's panes for the heartbeat and publishes a
+// pane that started without a change yet. It runs apart from the
+// heartbeat: a pane slow to answer delays this, never the heartbeat.
+func (m *Member) scanLoop() {
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	for {
+		panes := m.o.Local.Panes()
+		m.paneCount.Store(int64(len(panes)))
+		m.mu.Lock()
+		fresh := false
+		for _, p := range panes {
+			if !m.known[p.ID] {
+				m.dirty[p.ID], fresh = true, true
+			}
+		}
+		m.mu.Unlock()
+		if fresh {
+			m.poke()
+		}
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 func (m *Member) heartbeatLoop() {
 	t := time.NewTicker(HeartbeatEvery)
 	defer t.Stop()
@@ -645,20 +675,8 @@ func (m *Member) heartbeatLoop() {
 }
 
 func (m *Member) beat() {
-	panes := m.o.Local.Panes()
-	// A pane that started without a change yet is published here.
-	m.mu.Lock()
-	fresh := false
-	for _, p := range panes {
-		if !m.known[p.ID] {
-			m.dirty[p.ID], fresh = true, true
-		}
-	}
-	m.mu.Unlock()
-	if fresh {
-		m.poke()
-	}
-	hb := Heartbeat{Host: m.o.Name, Version: m.o.Version, Panes: len(panes), Jobs: int(m.jobs.Load()),
+	panes := int(m.paneCount.Load())
+	hb := Heartbeat{Host: m.o.Name, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
 		MaxJobs: m.o.MaxJobs, Sent: time.Now().UTC()}
 	b, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
