@@ -52,6 +52,11 @@ type Pane struct {
 	Approval *Approval `json:"approval,omitempty"`
 	// Worktree is the git worktree corral made for the pane.
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// Host is the fleet host the pane runs on, in fleet views (the
+	// boards of a daemon in a fleet); Unreachable marks a pane of a host
+	// that stopped answering (its last known state).
+	Host        string `json:"host,omitempty"`
+	Unreachable bool   `json:"unreachable,omitempty"`
 }
 
 // Rules is GET /v1/rules: the manifests the daemon has in force, and the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/server"
 )
@@ -192,10 +193,16 @@ read:
 			if probe.Type == "outcome" {
 				outcome = probe.Outcome
 			}
+			var fleetNote struct {
+				Text string `json:"text"`
+			}
 			switch {
 			case gone:
 			case asJSON:
 				fmt.Fprintln(std.Stdout, string(line))
+			case probe.Type == fleet.FleetLineType && json.Unmarshal(line, &fleetNote) == nil:
+				view.end()
+				fmt.Fprintf(std.Stderr, "corral exec: %s\n", fleetNote.Text)
 			case outcome == nil:
 				var ev headless.Event
 				if json.Unmarshal(line, &ev) == nil {

@@ -19,6 +19,7 @@ func fleetInit(ctx context.Context, std IO, args []string) error {
 	name := fs.String("name", "", "this host's name in the fleet (default: the machine's name)")
 	tls := fs.Bool("tls", false, "serve TLS even on loopback")
 	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
+	notifyFleet := fs.Bool("notify-fleet", false, "this host's notifications also for other hosts' panes (named HOST:NAME)")
 	asJSON := fs.Bool("json", false, "print the join details as JSON")
 	if pos, err := parse(fs, args); err != nil {
 		return err
@@ -30,7 +31,7 @@ func fleetInit(ctx context.Context, std IO, args []string) error {
 		return err
 	}
 	var info server.FleetJoinInfo
-	if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs}, &info); err != nil {
+	if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &info); err != nil {
 		return apiError(err)
 	}
 	if *asJSON {
@@ -52,6 +53,7 @@ func fleetJoin(ctx context.Context, std IO, args []string) error {
 	name := fs.String("name", "", "this host's name in the fleet (default: the machine's name)")
 	fp := fs.String("ca-fingerprint", "", "the hub's CA fingerprint (the join command carries it when the hub serves TLS)")
 	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
+	notifyFleet := fs.Bool("notify-fleet", false, "this host's notifications also for other hosts' panes (named HOST:NAME)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -74,7 +76,7 @@ func fleetJoin(ctx context.Context, std IO, args []string) error {
 	}
 	var out map[string]any
 	if err := c.Do(ctx, "POST", "/v1/fleet/join", server.FleetJoinRequest{URLs: urls, Token: *token, Creds: *creds, Name: *name,
-		CAFingerprint: *fp, MaxJobs: *maxJobs}, &out); err != nil {
+		CAFingerprint: *fp, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &out); err != nil {
 		return apiError(err)
 	}
 	fmt.Fprintf(std.Stdout, "joined the fleet as %v\n", out["name"])

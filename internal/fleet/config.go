@@ -63,6 +63,9 @@ type Config struct {
 	CAFingerprint string `json:"ca_fingerprint,omitempty"`
 	// MaxJobs is how many fleet jobs this host runs at once (0: none).
 	MaxJobs int `json:"max_jobs"`
+	// NotifyFleet sends this host's notifications for other hosts' panes
+	// too, named HOST:NAME.
+	NotifyFleet bool `json:"notify_fleet,omitempty"`
 }
 
 // Dir is the fleet folder in a state folder.

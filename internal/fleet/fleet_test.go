@@ -545,3 +545,73 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+func TestFleetTLS(t *testing.T) {
+	dir := t.TempDir()
+	h, err := StartHub(HubOptions{Dir: dir, Listen: "127.0.0.1:0", TLS: true, ServerName: "hub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if h.Fingerprint() == "" || !strings.HasPrefix(h.URL(), "tls://") {
+		t.Fatalf("TLS hub: %q %q", h.URL(), h.Fingerprint())
+	}
+	hm, err := Join(context.Background(), MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(), CAFingerprint: h.Fingerprint(), Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hm.Close(false)
+	// Another CA's fingerprint: refused before any credential is sent.
+	wrong := strings.Repeat("ab", 32)
+	if _, err := Join(context.Background(), MemberOptions{Name: "a", URLs: []string{h.URL()}, Token: h.FleetToken(), CAFingerprint: wrong}); err == nil || !strings.Contains(err.Error(), "not the one the join command names") {
+		t.Fatalf("wrong CA fingerprint: %v", err)
+	}
+	// No TLS at all: refused.
+	if _, err := Join(context.Background(), MemberOptions{Name: "a", URLs: []string{h.URL()}, Token: h.FleetToken()}); err == nil {
+		t.Fatal("joined a TLS hub without TLS")
+	}
+	a, err := Join(context.Background(), MemberOptions{Name: "a", URLs: []string{h.URL()}, Token: h.FleetToken(), CAFingerprint: h.Fingerprint(), Local: newFakeLocal("p1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(false)
+	status, _, err := hm.Request(context.Background(), "a", "GET", "/v1/panes/p1", nil)
+	if err != nil || status != 200 {
+		t.Fatalf("a command over TLS: %d %v", status, err)
+	}
+}
+
+func TestFleetJobRetry(t *testing.T) {
+	f := startFleet(t, "127.0.0.1:0")
+	lh := newFakeLocal()
+	lh.jobHang = true
+	dies := f.join("dies", lh, 1)
+	var mu sync.Mutex
+	var lines []string
+	done := make(chan error, 1)
+	go func() {
+		done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude"}, "", 1, func(b []byte) {
+			mu.Lock()
+			lines = append(lines, string(b))
+			mu.Unlock()
+		})
+	}()
+	waitFor(t, 5*time.Second, "the job started on dies", func() bool { return dies.jobs.Load() == 1 })
+	dies.cancel()
+	dies.nc.Close()
+	f.join("takes", newFakeLocal(), 1)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the retried job hangs")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(lines, "\n")
+	if !strings.Contains(all, "queued again (attempt 2 of 2)") || !strings.Contains(all, "host takes runs the job") || !strings.Contains(lines[len(lines)-1], `"state":"done"`) {
+		t.Fatalf("lines:\n%s", all)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -131,8 +132,8 @@ func StartHub(o HubOptions) (*Hub, error) {
 // URL is the address members connect to.
 func (h *Hub) URL() string {
 	u := h.srv.ClientURL()
-	if h.tls {
-		u = "tls://" + u[len("nats://"):]
+	if rest, ok := strings.CutPrefix(u, "nats://"); ok && h.tls {
+		u = "tls://" + rest
 	}
 	return u
 }

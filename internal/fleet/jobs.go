@@ -275,8 +275,12 @@ func outcomeLine(state, reason string, code int) []byte {
 	return b
 }
 
+// FleetLineType is the type of the lines the fleet adds to a job's
+// stream: which host took it, a host that went silent.
+const FleetLineType = "fleet"
+
 func diagnosticLine(text string) []byte {
-	b, _ := json.Marshal(map[string]string{"type": "diagnostic", "line": "corral: " + text})
+	b, _ := json.Marshal(map[string]string{"type": FleetLineType, "text": text})
 	return b
 }
 
@@ -386,6 +390,10 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				return nil
 			}
 		case <-tick.C:
+			if !m.nc.IsConnected() {
+				lastWord = time.Now() // this side is away: the host's silence says nothing
+				continue
+			}
 			switch {
 			case taker == "" && time.Since(queued) > 30*time.Second:
 				emit(diagnosticLine("the job waits for a host with capacity (corral fleet status shows each host's max_jobs)"))

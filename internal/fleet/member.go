@@ -1,14 +1,11 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,8 +90,11 @@ type MemberOptions struct {
 	Version       string
 	Local         Local
 	// Admin makes the fleet's buckets and streams (the hub's own member).
-	Admin    bool
-	Replicas int
+	Admin bool
+	// RefuseTaken refuses to join under the name of a host whose
+	// heartbeat is fresh (a first join; not a restart).
+	RefuseTaken bool
+	Replicas    int
 	// Watch keeps a view of every host's panes (the boards, corral ls
 	// --fleet); OnPane, if set, is told of each change.
 	Watch  bool
@@ -124,6 +124,7 @@ type Member struct {
 	queue    []eventlog.Event // events not yet in the stream
 	lastSeq  uint64           // the last local event seen
 	wake     chan struct{}
+	evWake   chan struct{}
 	resynced chan struct{} // closed and replaced at each reconnect
 	askedFor chan struct{}
 	// rewatch is closed to make the watchers start again.
@@ -136,6 +137,7 @@ type Member struct {
 	dropped    atomic.Int64 // events dropped from a full queue
 	published  atomic.Int64
 	jobs       atomic.Int32
+	paneCount  atomic.Int64
 	lastErr    atomic.Pointer[string]
 }
 
@@ -158,7 +160,7 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	if o.Replicas <= 0 {
 		o.Replicas = 1
 	}
-	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]bool{}, wake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
+	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]bool{}, wake: make(chan struct{}, 1), evWake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	opts := []nats.Option{
 		nats.Name(clientNamePrefix + o.Name),
@@ -198,6 +200,15 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	if err := m.setup(ctx); err != nil {
 		nc.Close()
 		return nil, err
+	}
+	if o.RefuseTaken {
+		gctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		e, err := m.hosts.Get(gctx, o.Name)
+		cancel()
+		if err == nil && e.Operation() == jetstream.KeyValuePut && time.Since(e.Created()) < Unreachable {
+			nc.Close()
+			return nil, fmt.Errorf("a host named %s is in the fleet and answering; pick another --name", o.Name)
+		}
 	}
 	m.start()
 	return m, nil
@@ -276,12 +287,15 @@ func (m *Member) start() {
 		m.goLoop(m.follow)
 		m.goLoop(m.syncLoop)
 		m.goLoop(m.publishLoop)
+		m.goLoop(m.scanLoop)
 		m.goLoop(m.heartbeatLoop)
 		if m.o.MaxJobs > 0 {
 			m.startWorker()
 		}
 	}
 	m.reconnected()
+	// The subscriptions are in place at the server when Join returns.
+	_ = m.nc.FlushTimeout(5 * time.Second)
 }
 
 func (m *Member) goLoop(f func()) {
@@ -364,12 +378,16 @@ func (m *Member) take(evs ...eventlog.Event) {
 	}
 	m.mu.Unlock()
 	m.poke()
+	select {
+	case m.evWake <- struct{}{}:
+	default:
+	}
 }
 
 func (m *Member) key(id string) string { return m.o.Name + "." + id }
 
 // syncLoop writes the current state of each changed pane to the bucket;
-// a write that fails is tried again after the next reconnect.
+// a write that fails is tried again half a second later.
 func (m *Member) syncLoop() {
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
@@ -394,13 +412,9 @@ func (m *Member) syncLoop() {
 				failed["*"] = true
 			}
 		}
-		for id := range dirty {
-			if err := m.syncPane(id); err != nil {
-				failed[id] = true
-			}
+		for _, id := range m.syncPanes(dirty) {
+			failed[id] = true
 		}
-		// The publisher shares the wake-ups.
-		m.publishPending()
 		if len(failed) > 0 {
 			m.mu.Lock()
 			for id := range failed {
@@ -410,6 +424,56 @@ func (m *Member) syncLoop() {
 			retry.Reset(500 * time.Millisecond)
 		}
 	}
+}
+
+// syncPanes writes the panes' states to the bucket, all at once (the
+// writes are pipelined, then their acknowledgements awaited), and
+// deletes the keys of panes gone. It returns the ids whose write failed.
+func (m *Member) syncPanes(ids map[string]bool) []string {
+	var failed []string
+	type pending struct {
+		id string
+		f  jetstream.PubAckFuture
+	}
+	var wait []pending
+	for id := range ids {
+		p, ok := m.o.Local.Pane(id)
+		if !ok {
+			if err := m.syncPane(id); err != nil {
+				failed = append(failed, id)
+			}
+			continue
+		}
+		b, err := json.Marshal(PaneRecord{Host: m.o.Name, Pane: p, Sent: time.Now().UTC()})
+		if err != nil {
+			continue
+		}
+		msg := nats.NewMsg("$KV." + PanesBucket + "." + m.key(id))
+		msg.Data = b
+		f, err := m.js.PublishMsgAsync(msg)
+		if err != nil {
+			failed = append(failed, id)
+			continue
+		}
+		wait = append(wait, pending{id, f})
+	}
+	timeout := time.NewTimer(5 * time.Second)
+	defer timeout.Stop()
+	for _, w := range wait {
+		select {
+		case <-w.f.Ok():
+			m.mu.Lock()
+			m.known[w.id] = true
+			m.mu.Unlock()
+		case <-w.f.Err():
+			failed = append(failed, w.id)
+		case <-timeout.C:
+			failed = append(failed, w.id)
+		case <-m.ctx.Done():
+			return failed
+		}
+	}
+	return failed
 }
 
 func (m *Member) syncPane(id string) error {
@@ -460,7 +524,7 @@ func (m *Member) syncAll() error {
 	}
 	var stale []string
 	for k := range lister.Keys() {
-		if !have[k] {
+		if !have[k] && k != m.key(aliveKey) {
 			stale = append(stale, k)
 		}
 	}
@@ -472,8 +536,8 @@ func (m *Member) syncAll() error {
 	return nil
 }
 
-// publishLoop wakes the publisher now and then, for events queued while
-// the fleet was away.
+// publishLoop sends queued events to the stream when new ones come, and
+// now and then for those queued while the fleet was away.
 func (m *Member) publishLoop() {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
@@ -481,14 +545,10 @@ func (m *Member) publishLoop() {
 		select {
 		case <-m.ctx.Done():
 			return
+		case <-m.evWake:
 		case <-t.C:
-			m.mu.Lock()
-			n := len(m.queue)
-			m.mu.Unlock()
-			if n > 0 {
-				m.poke()
-			}
 		}
+		m.publishPending()
 	}
 }
 
@@ -573,6 +633,34 @@ func (m *Member) streamLast(conn chan struct{}) (uint64, bool) {
 	return last, true
 }
 
+// scanLoop counts the daemon's panes for the heartbeat and publishes a
+// pane that started without a change yet. It runs apart from the
+// heartbeat: a pane slow to answer delays this, never the heartbeat.
+func (m *Member) scanLoop() {
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	for {
+		panes := m.o.Local.Panes()
+		m.paneCount.Store(int64(len(panes)))
+		m.mu.Lock()
+		fresh := false
+		for _, p := range panes {
+			if !m.known[p.ID] {
+				m.dirty[p.ID], fresh = true, true
+			}
+		}
+		m.mu.Unlock()
+		if fresh {
+			m.poke()
+		}
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 func (m *Member) heartbeatLoop() {
 	t := time.NewTicker(HeartbeatEvery)
 	defer t.Stop()
@@ -587,26 +675,17 @@ func (m *Member) heartbeatLoop() {
 }
 
 func (m *Member) beat() {
-	panes := m.o.Local.Panes()
-	// A pane that started without a change yet is published here.
-	m.mu.Lock()
-	fresh := false
-	for _, p := range panes {
-		if !m.known[p.ID] {
-			m.dirty[p.ID], fresh = true, true
-		}
-	}
-	m.mu.Unlock()
-	if fresh {
-		m.poke()
-	}
-	hb := Heartbeat{Host: m.o.Name, Version: m.o.Version, Panes: len(panes), Jobs: int(m.jobs.Load()),
+	panes := int(m.paneCount.Load())
+	hb := Heartbeat{Host: m.o.Name, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
 		MaxJobs: m.o.MaxJobs, Sent: time.Now().UTC()}
 	b, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
 	defer cancel()
 	if _, err := m.hosts.Put(ctx, m.o.Name, b); err != nil && m.ctx.Err() == nil {
 		m.setErr(fmt.Errorf("heartbeat: %w", err))
+	}
+	if m.o.Watch {
+		_, _ = m.panes.Put(ctx, m.key(aliveKey), []byte(hb.Sent.Format(time.RFC3339Nano)))
 	}
 }
 
@@ -661,134 +740,6 @@ func (m *Member) Stats() Stats {
 		s.LastError = *p
 	}
 	return s
-}
-
-// Commands: a request on corral.cmd.HOST carries an API request in its
-// headers and body; the reply carries the status and the answer's body.
-const (
-	hdrMethod = "Corral-Method"
-	hdrPath   = "Corral-Path"
-	hdrStatus = "Corral-Status"
-)
-
-// remotePaths are the API requests another host may make: the pane
-// commands that answer at once (streams stay local).
-var remotePaths = regexp.MustCompile(`^(GET /v1/panes(/[^/?]+(/screen)?)?|POST /v1/panes/[^/?]+/(send|answer|kill)|DELETE /v1/panes/[^/?]+|GET /v1/status)(\?[A-Za-z0-9=&_]*)?$`)
-
-// ErrNoHost means no daemon of that name answers in the fleet.
-var ErrNoHost = errors.New("no such host answers in the fleet")
-
-// Request sends an API request to a host's daemon and returns its status
-// and body.
-func (m *Member) Request(ctx context.Context, host, method, path string, body []byte) (int, []byte, error) {
-	if err := CheckName(host); err != nil {
-		return 0, nil, err
-	}
-	if !remotePaths.MatchString(method + " " + path) {
-		return 0, nil, fmt.Errorf("%s %s cannot be sent to another host; run it there", method, path)
-	}
-	msg := nats.NewMsg(subjCmd + host)
-	msg.Header.Set(hdrMethod, method)
-	msg.Header.Set(hdrPath, path)
-	msg.Data = body
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-	}
-	resp, err := m.nc.RequestMsgWithContext(ctx, msg)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return 0, nil, fmt.Errorf("%w: %s (it left, or its daemon stopped; corral fleet status shows the hosts)", ErrNoHost, host)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return 0, nil, fmt.Errorf("host %s did not answer %s %s in time", host, method, path)
-	case err != nil && strings.Contains(err.Error(), "Permissions Violation"):
-		return 0, nil, fmt.Errorf("this host may not command %s (its credential is observe-only; corral fleet invite gives one that may)", host)
-	case err != nil:
-		return 0, nil, fmt.Errorf("host %s: %w", host, err)
-	}
-	status, err := strconv.Atoi(resp.Header.Get(hdrStatus))
-	if err != nil || status < 100 || status > 599 {
-		m.badIn.Add(1)
-		return 0, nil, fmt.Errorf("host %s sent a malformed answer", host)
-	}
-	return status, resp.Data, nil
-}
-
-// cmdSlots bounds the commands served at once.
-var cmdSlots = make(chan struct{}, 32)
-
-func (m *Member) serveCommand(msg *nats.Msg) {
-	method, path := msg.Header.Get(hdrMethod), msg.Header.Get(hdrPath)
-	if msg.Reply == "" {
-		m.badIn.Add(1)
-		return
-	}
-	if !remotePaths.MatchString(method + " " + path) {
-		m.badIn.Add(1)
-		m.replyCommand(msg, http.StatusBadRequest, apiError("bad_request", fmt.Sprintf("host %s serves no %q %q from other hosts", m.o.Name, method, path)))
-		return
-	}
-	select {
-	case cmdSlots <- struct{}{}:
-	default:
-		m.replyCommand(msg, http.StatusServiceUnavailable, apiError("busy", "host "+m.o.Name+" is serving too many fleet commands; try again"))
-		return
-	}
-	go func() {
-		defer func() { <-cmdSlots }()
-		ctx, cancel := context.WithTimeout(m.ctx, 9*time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, method, "http://corral"+path, bytes.NewReader(msg.Data))
-		if err != nil {
-			m.replyCommand(msg, http.StatusBadRequest, apiError("bad_request", err.Error()))
-			return
-		}
-		if len(msg.Data) > 0 {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		rec := &recorder{header: http.Header{}, status: http.StatusOK}
-		m.o.Local.Handler().ServeHTTP(rec, req)
-		m.replyCommand(msg, rec.status, rec.body.Bytes())
-	}()
-}
-
-func (m *Member) replyCommand(msg *nats.Msg, status int, body []byte) {
-	r := nats.NewMsg(msg.Reply)
-	r.Header.Set(hdrStatus, strconv.Itoa(status))
-	if len(body) > MaxMessage-4096 {
-		status, body = http.StatusInternalServerError, apiError("internal", "the answer is too big for the fleet")
-		r.Header.Set(hdrStatus, strconv.Itoa(status))
-	}
-	r.Data = body
-	_ = m.nc.PublishMsg(r)
-}
-
-func apiError(code, msg string) []byte {
-	b, _ := json.Marshal(api.Error{Error: msg, Code: code})
-	return b
-}
-
-// recorder is an in-process http.ResponseWriter.
-type recorder struct {
-	header http.Header
-	status int
-	wrote  bool
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(s int) {
-	if !r.wrote {
-		r.status, r.wrote = s, true
-	}
-}
-func (r *recorder) Write(b []byte) (int, error) {
-	r.wrote = true
-	if r.body.Len()+len(b) > MaxMessage {
-		return 0, errors.New("answer too big")
-	}
-	return r.body.Write(b)
 }
 
 // Panes is every host's panes, by host then start order of their ids.
@@ -868,227 +819,4 @@ func (m *Member) parseEvent(msg jetstream.Msg) (Event, bool) {
 		ev.StreamSeq = md.Sequence.Stream
 	}
 	return ev, true
-}
-
-// view is what a member knows of every host, from the buckets.
-type view struct {
-	mu    sync.Mutex
-	panes map[string]PaneRecord
-	hosts map[string]*hostSeen
-	bad   atomic.Int64
-}
-
-type hostSeen struct {
-	hb      Heartbeat
-	seen    time.Time // here, when its last heartbeat came
-	problem string
-}
-
-func newView() *view {
-	return &view{panes: map[string]PaneRecord{}, hosts: map[string]*hostSeen{}}
-}
-
-func (v *view) panesList() []PaneRecord {
-	v.mu.Lock()
-	out := make([]PaneRecord, 0, len(v.panes))
-	for _, p := range v.panes {
-		out = append(out, p)
-	}
-	v.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Host != out[j].Host {
-			return out[i].Host < out[j].Host
-		}
-		return out[i].Since < out[j].Since
-	})
-	return out
-}
-
-func (v *view) hostsList() []HostStatus {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	count := map[string]int{}
-	for _, p := range v.panes {
-		count[p.Host]++
-	}
-	out := []HostStatus{}
-	for name, h := range v.hosts {
-		s := HostStatus{Host: name, Panes: count[name], Jobs: h.hb.Jobs, Version: h.hb.Version, MaxJobs: h.hb.MaxJobs, Problem: h.problem}
-		if !h.seen.IsZero() {
-			s.LastSeen = h.seen.UTC().Format(eventlog.TimeFormat)
-			s.Reachable = time.Since(h.seen) < Unreachable && h.problem == ""
-		}
-		out = append(out, s)
-	}
-	for name, n := range count {
-		if _, ok := v.hosts[name]; !ok {
-			out = append(out, HostStatus{Host: name, Panes: n, Problem: "never sent a heartbeat"})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
-	return out
-}
-
-// skewed says whether a host's clock is too far from the server's.
-func skewed(sent, server time.Time) bool {
-	d := sent.Sub(server)
-	return d > MaxClockSkew || d < -MaxClockSkew
-}
-
-func (m *Member) watchPanes() {
-	m.watch(m.panes, func(e jetstream.KeyValueEntry) {
-		host, _, _ := strings.Cut(e.Key(), ".")
-		v := m.view
-		if e.Operation() != jetstream.KeyValuePut {
-			v.mu.Lock()
-			old, ok := v.panes[e.Key()]
-			delete(v.panes, e.Key())
-			v.mu.Unlock()
-			if ok && m.o.OnPane != nil {
-				m.o.OnPane(old, true)
-			}
-			return
-		}
-		var rec PaneRecord
-		if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.Host != host || e.Key() != rec.Host+"."+rec.ID {
-			v.bad.Add(1)
-			return
-		}
-		if skewed(rec.Sent, e.Created()) {
-			v.bad.Add(1)
-			return
-		}
-		v.mu.Lock()
-		v.panes[e.Key()] = rec
-		v.mu.Unlock()
-		if m.o.OnPane != nil {
-			m.o.OnPane(rec, false)
-		}
-	}, func(keys map[string]bool) {
-		v := m.view
-		var gone []PaneRecord
-		v.mu.Lock()
-		for k, rec := range v.panes {
-			if !keys[k] {
-				delete(v.panes, k)
-				gone = append(gone, rec)
-			}
-		}
-		v.mu.Unlock()
-		for _, rec := range gone {
-			if m.o.OnPane != nil {
-				m.o.OnPane(rec, true)
-			}
-		}
-	})
-}
-
-func (m *Member) watchHosts() {
-	m.watch(m.hosts, func(e jetstream.KeyValueEntry) {
-		v := m.view
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		if e.Operation() != jetstream.KeyValuePut {
-			delete(v.hosts, e.Key())
-			return
-		}
-		var hb Heartbeat
-		if err := json.Unmarshal(e.Value(), &hb); err != nil || hb.Host != e.Key() {
-			v.bad.Add(1)
-			return
-		}
-		h := v.hosts[e.Key()]
-		if h == nil {
-			h = &hostSeen{}
-			v.hosts[e.Key()] = h
-		}
-		if skewed(hb.Sent, e.Created()) {
-			v.bad.Add(1)
-			h.problem = fmt.Sprintf("its clock is %v off the fleet's; its reports are refused until it is set right", hb.Sent.Sub(e.Created()).Round(time.Second))
-			return
-		}
-		h.problem = ""
-		h.hb = hb
-		// A heartbeat older than Unreachable (the initial values of the
-		// watch) does not make a host reachable.
-		seen := time.Now()
-		if age := time.Since(e.Created()); age > Unreachable {
-			seen = seen.Add(-age)
-		}
-		h.seen = seen
-	}, nil)
-}
-
-// watch keeps a watcher on a bucket, making a new one when it ends or
-// when the member's own heartbeat stops coming back through the hosts
-// watcher (its consumer was on a server that went away). initDone is
-// told the keys of the initial values, to forget those gone meanwhile.
-func (m *Member) watch(kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry), initDone func(keys map[string]bool)) {
-	for m.ctx.Err() == nil {
-		w, err := kv.WatchAll(m.ctx)
-		if err != nil {
-			select {
-			case <-m.ctx.Done():
-				return
-			case <-time.After(time.Second):
-				continue
-			}
-		}
-		m.mu.Lock()
-		restart := m.rewatch
-		m.mu.Unlock()
-		keys := map[string]bool{}
-		initial := true
-	read:
-		for {
-			select {
-			case e, ok := <-w.Updates():
-				if !ok {
-					break read
-				}
-				if e == nil {
-					if initial && initDone != nil {
-						initDone(keys)
-					}
-					initial = false
-					continue
-				}
-				if initial {
-					keys[e.Key()] = true
-				}
-				fn(e)
-			case <-restart:
-				break read
-			}
-		}
-		_ = w.Stop()
-	}
-}
-
-// watchdog restarts the watchers when this host's own heartbeat has not
-// come back through them for a while although the connection is up.
-func (m *Member) watchdog() {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-t.C:
-		}
-		m.view.mu.Lock()
-		h := m.view.hosts[m.o.Name]
-		last := time.Time{}
-		if h != nil {
-			last = h.seen
-		}
-		m.view.mu.Unlock()
-		m.mu.Lock()
-		if m.nc.IsConnected() && time.Since(last) > 2*Unreachable/3 && time.Since(m.rewatched) > 2*Unreachable/3 {
-			close(m.rewatch)
-			m.rewatch = make(chan struct{})
-			m.rewatched = time.Now()
-		}
-		m.mu.Unlock()
-	}
 }

@@ -85,11 +85,15 @@ func (s *Server) startFleet() {
 // member that cannot connect yet keeps trying; otherwise the error is
 // returned and nothing stays started.
 func (s *Server) runFleet(cfg fleet.Config, background bool) (*fleetNode, error) {
+	return s.runFleetOpts(cfg, background, false)
+}
+
+func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetNode, error) {
 	n := &fleetNode{cfg: cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	mo := fleet.MemberOptions{Name: cfg.Name, URLs: cfg.URLs, Token: cfg.Token, Creds: cfg.Creds, CAFingerprint: cfg.CAFingerprint,
-		MaxJobs: cfg.MaxJobs, Version: buildinfo.Self().Version, Local: fleetLocal{s}, Watch: true, Logf: s.opts.Logf}
+		MaxJobs: cfg.MaxJobs, Version: buildinfo.Self().Version, Local: fleetLocal{s}, Watch: true, Logf: s.opts.Logf, RefuseTaken: first}
 	if cfg.Hub {
 		hub, err := fleet.StartHub(fleet.HubOptions{Dir: fleet.Dir(s.opts.StateDir), Listen: cfg.Listen, TLS: cfg.TLS,
 			ServerName: cfg.Name, Logf: s.opts.Logf})
@@ -118,6 +122,9 @@ func (s *Server) runFleet(cfg fleet.Config, background bool) (*fleetNode, error)
 		}
 		return nil, errors.New("this daemon is in a fleet already; corral fleet leave first")
 	}
+	if cfg.NotifyFleet {
+		go s.notifyFleet(ctx, n)
+	}
 	if m != nil {
 		n.member.Store(m)
 		s.opts.Logf("fleet: host %s joined %s", cfg.Name, strings.Join(mo.URLs, ","))
@@ -144,6 +151,41 @@ func (s *Server) runFleet(cfg fleet.Config, background bool) (*fleetNode, error)
 		}
 	}()
 	return n, nil
+}
+
+// notifyFleet hands other hosts' events to this daemon's notifications,
+// each pane named HOST:NAME (HOST:ID when it has no name).
+func (s *Server) notifyFleet(ctx context.Context, n *fleetNode) {
+	for ctx.Err() == nil {
+		m := n.member.Load()
+		if m == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		err := m.FollowEvents(ctx, "", time.Time{}, nil, func(ev fleet.Event) error {
+			if ev.Host == n.cfg.Name {
+				return nil
+			}
+			e := ev.Event
+			e.Pane = ev.Host + ":" + e.Pane
+			if e.Name != "" {
+				e.Name = ev.Host + ":" + e.Name
+			}
+			s.notify.Event(e)
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			s.opts.Logf("fleet notifications: %v; following again", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
 }
 
 // stopFleet leaves the fleet (forget: the host's panes leave its view).
@@ -178,10 +220,11 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 
 // FleetInitRequest is POST /v1/fleet/init.
 type FleetInitRequest struct {
-	Name    string `json:"name"`
-	Listen  string `json:"listen"`
-	TLS     bool   `json:"tls"`
-	MaxJobs int    `json:"max_jobs"`
+	Name        string `json:"name"`
+	Listen      string `json:"listen"`
+	TLS         bool   `json:"tls"`
+	MaxJobs     int    `json:"max_jobs"`
+	NotifyFleet bool   `json:"notify_fleet"`
 }
 
 // FleetJoinInfo says how another machine joins.
@@ -221,7 +264,8 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 	if req.Listen == "" {
 		req.Listen = fleet.DefaultListen
 	}
-	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: req.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs}
+	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: req.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
+		NotifyFleet: req.NotifyFleet}
 	n, err := s.runFleet(cfg, false)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
@@ -245,6 +289,7 @@ type FleetJoinRequest struct {
 	Name          string   `json:"name"`
 	CAFingerprint string   `json:"ca_fingerprint"`
 	MaxJobs       int      `json:"max_jobs"`
+	NotifyFleet   bool     `json:"notify_fleet"`
 }
 
 func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
@@ -263,8 +308,9 @@ func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
-	cfg := fleet.Config{Name: req.Name, URLs: req.URLs, Token: req.Token, Creds: req.Creds, CAFingerprint: req.CAFingerprint, MaxJobs: req.MaxJobs}
-	if _, err := s.runFleet(cfg, false); err != nil {
+	cfg := fleet.Config{Name: req.Name, URLs: req.URLs, Token: req.Token, Creds: req.Creds, CAFingerprint: req.CAFingerprint, MaxJobs: req.MaxJobs,
+		NotifyFleet: req.NotifyFleet}
+	if _, err := s.runFleetOpts(cfg, false, true); err != nil {
 		fail(w, http.StatusBadRequest, "refused", err)
 		return
 	}
@@ -532,6 +578,10 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 					fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("host %s takes no fleet jobs (its max_jobs is 0; it joins with --max-jobs N to take some)", req.Host))
 					return
 				}
+				if !h.Reachable {
+					fail(w, http.StatusBadRequest, "unreachable", fmt.Errorf("host %s is unreachable (last seen %s); leave out --host to let any host take the job", req.Host, h.LastSeen))
+					return
+				}
 			}
 		}
 		if !known {
@@ -539,6 +589,9 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The caller's environment stays here: the job runs in its host's
+	// own (plus --env), and the queue is readable by the fleet's hosts.
+	req.Exec.CallerEnv = nil
 	n := s.fleetNode()
 	id := fleet.NewJobID()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -112,7 +112,7 @@ func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
 		reply(w, api.BoardResult{URL: urls[0], URLs: urls, Started: false})
 		return
 	}
-	b, err := board.Start(req.Addr, req.ListenAny, boardBackend{s})
+	b, err := board.Start(req.Addr, req.ListenAny, fleetBoard{boardBackend{s}})
 	if err != nil {
 		code := http.StatusBadRequest
 		if !errors.Is(err, board.ErrRemote) {

@@ -73,6 +73,7 @@ func (b *Board) fetch() tea.Cmd {
 		if err := b.c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
 			return panesMsg{err: err}
 		}
+		panes = append(panes, fleetPanes(ctx, b.c)...)
 		var preview []string
 		if sel != "" {
 			var s api.Screen
@@ -251,4 +252,43 @@ func (b *Board) nextBlocked() {
 		}
 	}
 	b.status = "no pane is blocked"
+}
+
+// fleetPanes are the other hosts' panes when the daemon is in a fleet,
+// named HOST:ID (pane commands take that form) and HOST:NAME.
+func fleetPanes(ctx context.Context, c *client.Client) []api.Pane {
+	var st struct {
+		Name  string `json:"name"`
+		Hosts []struct {
+			Host      string `json:"host"`
+			Reachable bool   `json:"reachable"`
+		} `json:"hosts"`
+	}
+	if c.Do(ctx, "GET", "/v1/fleet/status", nil, &st) != nil {
+		return nil
+	}
+	var recs []api.Pane
+	if c.Do(ctx, "GET", "/v1/fleet/panes", nil, &recs) != nil {
+		return nil
+	}
+	reach := map[string]bool{}
+	for _, h := range st.Hosts {
+		reach[h.Host] = h.Reachable
+	}
+	var out []api.Pane
+	for _, p := range recs {
+		if p.Host == st.Name {
+			continue
+		}
+		p.ID = p.Host + ":" + p.ID
+		if p.Name != "" {
+			p.Name = p.Host + ":" + p.Name
+		}
+		p.Unreachable = !reach[p.Host]
+		if p.Unreachable {
+			p.Message = "(host unreachable) " + p.Message
+		}
+		out = append(out, p)
+	}
+	return out
 }

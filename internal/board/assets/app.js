@@ -157,15 +157,30 @@ function card(p) {
   return c;
 }
 
+// hostsOf lists the panes' hosts in order ("" alone outside a fleet).
+function hostsOf(list) {
+  return [...new Set(list.map(p => p.host || ""))].sort();
+}
+
 function render() {
   const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest(".card");
   if (focused && focused.querySelector("input") === document.activeElement) return; // don't steal a half-typed line
-  // One grid for every pane, blocked first: the width holds as many
-  // cards as fit, whatever their states.
+  // One grid for every pane (of a host), blocked first: the width holds
+  // as many cards as fit, whatever their states.
   const root = document.getElementById("groups");
-  const cards = el("div", "cards");
-  for (const p of panes) cards.append(card(p));
-  root.replaceChildren(cards);
+  root.replaceChildren();
+  // In a fleet, panes are grouped by host first, each host with its
+  // reachability and its own grid.
+  for (const host of hostsOf(panes)) {
+    const mine = panes.filter(p => (p.host || "") === host);
+    if (host) {
+      const down = mine.some(p => p.unreachable);
+      root.append(el("h2", "host" + (down ? " unreachable" : ""), host + (down ? " — unreachable: last known states" : "")));
+    }
+    const cards = el("div", "cards");
+    for (const p of mine) cards.append(card(p));
+    root.append(cards);
+  }
   const blocked = panes.filter(p => p.state === "blocked").length;
   document.title = (blocked ? "(" + blocked + " blocked) " : "") + "corral";
   const counts = order.map(s => [s, panes.filter(p => p.state === s).length]).filter(([, n]) => n);
@@ -187,19 +202,20 @@ const blockSettle = 1000;
 
 function update(next) {
   for (const p of next) {
-    const was = lastState.get(p.id);
+    const key = (p.host || "") + ":" + p.id;
+    const was = lastState.get(key);
     if (notifyOn && p.state === "blocked" && was && was !== "blocked") {
       // A block that lasts: a policy's rule answers some at once, and the
       // agent may show "blocked" for a moment first.
       setTimeout(() => {
-        if (lastState.get(p.id) !== "blocked") return;
-        try { new Notification("corral: " + (p.name || p.id) + " is blocked", {body: p.agent + " · " + (p.message || p.kind)}); } catch (e) { /* denied */ }
+        if (lastState.get(key) !== "blocked") return;
+        try { new Notification("corral: " + (p.host ? p.host + ":" : "") + (p.name || p.id) + " is blocked", {body: p.agent + " · " + (p.message || p.kind)}); } catch (e) { /* denied */ }
         beep();
       }, blockSettle);
     }
-    lastState.set(p.id, p.state);
+    lastState.set(key, p.state);
   }
-  panes = order.flatMap(s => next.filter(p => p.state === s));
+  panes = hostsOf(next).flatMap(h => order.flatMap(s => next.filter(p => (p.host || "") === h && p.state === s)));
   if (!panes.some(p => p.id === selected)) selected = panes.length ? panes[0].id : null;
   render();
 }

@@ -1,0 +1,146 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/corral-dev/corral/internal/api"
+)
+
+// Commands: a request on corral.cmd.HOST carries an API request in its
+// headers and body; the reply carries the status and the answer's body.
+const (
+	hdrMethod = "Corral-Method"
+	hdrPath   = "Corral-Path"
+	hdrStatus = "Corral-Status"
+)
+
+// remotePaths are the API requests another host may make: the pane
+// commands that answer at once (streams stay local).
+var remotePaths = regexp.MustCompile(`^(GET /v1/panes(/[^/?]+(/screen)?)?|POST /v1/panes/[^/?]+/(send|answer|kill)|DELETE /v1/panes/[^/?]+|GET /v1/status)(\?[A-Za-z0-9=&_]*)?$`)
+
+// ErrNoHost means no daemon of that name answers in the fleet.
+var ErrNoHost = errors.New("no such host answers in the fleet")
+
+// Request sends an API request to a host's daemon and returns its status
+// and body.
+func (m *Member) Request(ctx context.Context, host, method, path string, body []byte) (int, []byte, error) {
+	if err := CheckName(host); err != nil {
+		return 0, nil, err
+	}
+	if !remotePaths.MatchString(method + " " + path) {
+		return 0, nil, fmt.Errorf("%s %s cannot be sent to another host; run it there", method, path)
+	}
+	msg := nats.NewMsg(subjCmd + host)
+	msg.Header.Set(hdrMethod, method)
+	msg.Header.Set(hdrPath, path)
+	msg.Data = body
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	resp, err := m.nc.RequestMsgWithContext(ctx, msg)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return 0, nil, fmt.Errorf("%w: %s (it left, or its daemon stopped; corral fleet status shows the hosts)", ErrNoHost, host)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return 0, nil, fmt.Errorf("host %s did not answer %s %s in time", host, method, path)
+	case err != nil && strings.Contains(err.Error(), "Permissions Violation"):
+		return 0, nil, fmt.Errorf("this host may not command %s (its credential is observe-only; corral fleet invite gives one that may)", host)
+	case err != nil:
+		return 0, nil, fmt.Errorf("host %s: %w", host, err)
+	}
+	status, err := strconv.Atoi(resp.Header.Get(hdrStatus))
+	if err != nil || status < 100 || status > 599 {
+		m.badIn.Add(1)
+		return 0, nil, fmt.Errorf("host %s sent a malformed answer", host)
+	}
+	return status, resp.Data, nil
+}
+
+// cmdSlots bounds the commands served at once.
+var cmdSlots = make(chan struct{}, 32)
+
+func (m *Member) serveCommand(msg *nats.Msg) {
+	method, path := msg.Header.Get(hdrMethod), msg.Header.Get(hdrPath)
+	if msg.Reply == "" {
+		m.badIn.Add(1)
+		return
+	}
+	if !remotePaths.MatchString(method + " " + path) {
+		m.badIn.Add(1)
+		m.replyCommand(msg, http.StatusBadRequest, apiError("bad_request", fmt.Sprintf("host %s serves no %q %q from other hosts", m.o.Name, method, path)))
+		return
+	}
+	select {
+	case cmdSlots <- struct{}{}:
+	default:
+		m.replyCommand(msg, http.StatusServiceUnavailable, apiError("busy", "host "+m.o.Name+" is serving too many fleet commands; try again"))
+		return
+	}
+	go func() {
+		defer func() { <-cmdSlots }()
+		ctx, cancel := context.WithTimeout(m.ctx, 9*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, method, "http://corral"+path, bytes.NewReader(msg.Data))
+		if err != nil {
+			m.replyCommand(msg, http.StatusBadRequest, apiError("bad_request", err.Error()))
+			return
+		}
+		if len(msg.Data) > 0 {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := &recorder{header: http.Header{}, status: http.StatusOK}
+		m.o.Local.Handler().ServeHTTP(rec, req)
+		m.replyCommand(msg, rec.status, rec.body.Bytes())
+	}()
+}
+
+func (m *Member) replyCommand(msg *nats.Msg, status int, body []byte) {
+	r := nats.NewMsg(msg.Reply)
+	r.Header.Set(hdrStatus, strconv.Itoa(status))
+	if len(body) > MaxMessage-4096 {
+		status, body = http.StatusInternalServerError, apiError("internal", "the answer is too big for the fleet")
+		r.Header.Set(hdrStatus, strconv.Itoa(status))
+	}
+	r.Data = body
+	_ = m.nc.PublishMsg(r)
+}
+
+func apiError(code, msg string) []byte {
+	b, _ := json.Marshal(api.Error{Error: msg, Code: code})
+	return b
+}
+
+// recorder is an in-process http.ResponseWriter.
+type recorder struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(s int) {
+	if !r.wrote {
+		r.status, r.wrote = s, true
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	if r.body.Len()+len(b) > MaxMessage {
+		return 0, errors.New("answer too big")
+	}
+	return r.body.Write(b)
+}
