@@ -113,7 +113,15 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 		case s.Key == KeyNo && p.Keys[KeyNo] == "":
 			// A refusal goes the way a person's does: corral answer no.
 			if err := dr.answer(ctx, rules.AnswerNo); err != nil {
-				return nil, err
+				// corral does not see the prompt: the step is wrong, but
+				// the agent may well be asking, so its no keys go in as a
+				// person would press them and the run goes on.
+				if dr.o.Log != nil {
+					fmt.Fprintf(dr.o.Log, "%-16s corral answer no failed (%v): pressing the keys\n", s.Name, err)
+				}
+				if err := dr.send(ctx, dr.keys(KeyNo), false); err != nil {
+					return nil, err
+				}
 			}
 		case s.Key != KeyNone:
 			for i, k := range strings.Split(dr.keys(s.Key), pause) {

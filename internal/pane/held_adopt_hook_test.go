@@ -1,0 +1,76 @@
+package pane
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/signal"
+)
+
+// A pane blocked on a prompt whose message came from the agent's hook (as
+// Gemini CLI's "Tool Confirm Shell Command requires execution", live) must
+// keep that message and the time it got blocked when the next daemon
+// adopts it: the hook is not said again, and nothing about the prompt
+// changed. Live with Gemini CLI 0.61.0, `corral ls` showed the screen
+// rule's "Allow execution of [Shell]?" after a kill -9 of the daemon, with
+// no event for the change, and "FOR 0s".
+func TestAdoptKeepsHookMessageAndSince(t *testing.T) {
+	t.Skip("Adopt rebuilds the decision from the ring and the OSC 7501 records only: the hook's message " +
+		"(which outranks the screen's while both say blocked) is lost, and Adopted has no time for the state, " +
+		"so Since becomes the adoption's moment")
+	h := holding(t, "h3")
+	cfg := Config{ID: "h3", Argv: []string{os.Args[0]}, Env: []string{"CORRAL_FAKE_AGENT=1"}, Cols: 80, Rows: 24,
+		Rules: ruleSet(t), Agent: "claude-code", Sweep: 200 * time.Millisecond, Holder: h}
+	p, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, p)
+	awaitScreen(t, p, "? for shortcuts")
+	// The hook tells of the prompt before the screen shows it, as live.
+	const msg = "Tool Confirm Shell Command requires execution"
+	p.ApplyHook(detect.Hook{State: signal.Blocked, Kind: "permission", Message: msg})
+	await(t, p, "blocked by the hook", inState(signal.Blocked))
+	if err := p.Input([]byte("ask\r"), false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	// Both the screen rule and the hook say blocked, as live.
+	for d := p.Info().Decision; d.State != signal.Blocked || d.Source != signal.SourceScreen || d.Message != msg; d = p.Info().Decision {
+		if time.Now().After(deadline) {
+			t.Fatalf("before: %+v, want blocked by the screen with the hook's message", d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := p.Info()
+	if !p.Detach() {
+		t.Fatal("not detached")
+	}
+	detached := time.Now()
+	hc, err := holder.Dial(h.Socket, h.Secret, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	cfg.OnChange = rec.add
+	q, err := Adopt(cfg, hc, Adopted{Last: before.Decision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, q)
+	// The adopted pane's screen is classified within its sweep.
+	after := q.Info()
+	for deadline := time.Now().Add(2 * time.Second); after.Decision.State != signal.Blocked && time.Now().Before(deadline); after = q.Info() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after.Decision.State != signal.Blocked || after.Decision.Kind != "permission" || after.Decision.Message != msg {
+		t.Errorf("adopted: %+v; want blocked/permission %q as before", after.Decision, msg)
+	}
+	if after.Since.After(detached) {
+		t.Errorf("adopted: blocked since %v, after the detach (%v); it was blocked since %v",
+			after.Since.Format(time.StampMilli), detached.Format(time.StampMilli), before.Since.Format(time.StampMilli))
+	}
+}
