@@ -59,6 +59,9 @@ func TestFleetThreeDaemons(t *testing.T) {
 		t.Fatalf("the last line is not the join command: %q", out)
 	}
 	url, token := join[3], join[5]
+	if n := tcpListeners(t, hub.daemonPID()); n != 1 {
+		t.Fatalf("the hub's daemon listens on %d TCP sockets, want 1 (its NATS server)", n)
+	}
 	a.must("fleet", "join", url, "--token", token, "--name", "a", "--max-jobs", "0")
 	b.must("fleet", "join", url, "--token", token, "--name", "b", "--max-jobs", "1")
 	// Another daemon under a name in use is refused.
@@ -350,4 +353,50 @@ func TestFleetJobPermissionRelay(t *testing.T) {
 	if p := b.pane("relay"); p.State != "done" {
 		t.Fatalf("the job on b after the answer: %+v", p)
 	}
+}
+
+// Without a fleet configured the daemon listens on no TCP port, and the
+// fleet's commands say how to make one.
+func TestNoFleetNoListener(t *testing.T) {
+	e := newEnv(t)
+	_, errs, code := e.run("fleet", "status")
+	if code == 0 || !strings.Contains(errs, "corral fleet init") {
+		t.Fatalf("fleet status outside a fleet: exit %d %q", code, errs)
+	}
+	if _, errs, code := e.run("ls", "--fleet"); code == 0 || !strings.Contains(errs, "in no fleet") {
+		t.Fatalf("ls --fleet outside a fleet: exit %d %q", code, errs)
+	}
+	if n := tcpListeners(t, e.daemonPID()); n != 0 {
+		t.Fatalf("the daemon listens on %d TCP sockets without a fleet", n)
+	}
+}
+
+// tcpListeners counts the TCP sockets in LISTEN state a process holds.
+func tcpListeners(t *testing.T, pid int) int {
+	t.Helper()
+	listening := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(data), "\n")[1:] {
+			fs := strings.Fields(l)
+			if len(fs) > 9 && fs[3] == "0A" { // LISTEN
+				listening[fs[9]] = true
+			}
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); ok && listening[strings.TrimSuffix(inode, "]")] {
+			n++
+		}
+	}
+	return n
 }
