@@ -346,6 +346,9 @@ func (b *bigBackend) Changed() (<-chan struct{}, func()) {
 // A client that never reads holds up no other client, and is dropped
 // once a message has waited WriteTimeout for it.
 func TestSlowClientDropped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 6 s for a slow client to be dropped; go test without -short runs it")
+	}
 	s, err := Start("127.0.0.1:0", false, &bigBackend{})
 	if err != nil {
 		t.Fatal(err)

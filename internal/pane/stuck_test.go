@@ -15,6 +15,9 @@ import (
 // holds the pane: its read loop (the lock held), a consumer of its changes
 // that does not return, a program that does not read its input.
 func TestStuckPaneAnswersInBoundedTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the pane lock and input bounds, about 5 s; go test without -short runs it")
+	}
 	bound := LockWait + InputWait + time.Second
 	for _, tc := range []struct {
 		name string
