@@ -99,6 +99,10 @@ func (s *Server) snapshotTable() tableFile {
 		e.held.mu.Unlock()
 		row.Cols, row.Rows, row.Seen, row.Records = in.Cols, in.Rows, in.Agent, in.Records
 		row.State, row.Kind, row.Message = string(in.Decision.State), in.Decision.Kind, in.Decision.Message
+		row.Since, row.Source, row.Rule = in.Since, string(in.Decision.Source), in.Decision.Rule
+		if h := p.Standing(); h != (detect.Standing{}) {
+			row.Hooks = &h
+		}
 		f.Panes = append(f.Panes, row)
 	}
 	s.table.mu.Lock()
@@ -252,21 +256,39 @@ func (s *Server) adoptAll() {
 	s.saveTable()
 }
 
+// logged is a pane's newest logged decision and when it was made.
+type logged struct {
+	d  signal.Decision
+	at time.Time
+}
+
 // lastLogged returns the newest logged decision of every pane.
-func (s *Server) lastLogged() map[string]signal.Decision {
+func (s *Server) lastLogged() map[string]logged {
 	evs, _, err := s.log.Since(time.Time{})
 	if err != nil {
 		s.opts.Logf("%v", err)
 	}
-	out := map[string]signal.Decision{}
+	out := map[string]logged{}
 	for _, ev := range evs {
-		out[ev.Pane] = signal.Decision{State: signal.State(ev.State), Kind: ev.Kind, Message: ev.Message}
+		out[ev.Pane] = logged{signal.Decision{State: signal.State(ev.State), Kind: ev.Kind, Message: ev.Message}, ev.Time}
 	}
 	return out
 }
 
+// lastKnown is the state the pane was last known in, and since when: the
+// table's row when it agrees with the log (it says more: the rule, the
+// source, a message kept), else the log's, which is written first.
+func lastKnown(row tablePane, ev logged) (signal.Decision, time.Time) {
+	d := signal.Decision{State: signal.State(row.State), Kind: row.Kind, Message: row.Message,
+		Source: signal.Source(row.Source), Rule: row.Rule}
+	if ev.d.State == "" || ev.d.State == d.State && ev.d.Kind == d.Kind && (d.State != signal.Blocked || ev.d.Message == d.Message) {
+		return d, row.Since
+	}
+	return ev.d, ev.at
+}
+
 // adopt reconnects to one pane's holder and makes it a pane again.
-func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
+func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 	row.Why = ""
 	if row.ID == "" || row.Socket == "" || len(row.Secret) < 32 || len(row.Launch) == 0 {
 		return nil, errors.New("the table's entry lacks an id, a socket, a secret or a command")
@@ -286,8 +308,10 @@ func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
 		}
 		return nil, fmt.Errorf("its socket is not this pane's holder, or refused us: %w", err)
 	}
-	if last.State == "" {
-		last = signal.Decision{State: signal.State(row.State), Kind: row.Kind, Message: row.Message}
+	last, since := lastKnown(row, ev)
+	var hooks detect.Standing
+	if row.Hooks != nil {
+		hooks = *row.Hooks
 	}
 	name := row.Name
 	id := row.ID
@@ -314,7 +338,8 @@ func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
 			go func() { _ = s.remove(id, false) }()
 		}
 	}
-	p, err := pane.Adopt(cfg, hc, pane.Adopted{Started: row.Created, Records: row.Records, Last: last})
+	p, err := pane.Adopt(cfg, hc, pane.Adopted{Started: row.Created, Records: row.Records, Last: last,
+		Since: since, Hooks: hooks})
 	if err != nil {
 		hc.Close()
 		return nil, err

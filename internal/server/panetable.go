@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/status"
 )
 
@@ -68,10 +69,17 @@ type tablePane struct {
 	// Sessions are the agent conversations corral saw, newest last.
 	Sessions []sessionSeen   `json:"sessions,omitempty"`
 	Records  []status.Record `json:"records,omitempty"`
-	// State, Kind and Message are the pane's last known state.
-	State   string `json:"state,omitempty"`
-	Kind    string `json:"kind,omitempty"`
-	Message string `json:"message,omitempty"`
+	// State, Kind and Message are the pane's last known state; Since is
+	// when it began, Source and Rule what decided it.
+	State   string    `json:"state,omitempty"`
+	Kind    string    `json:"kind,omitempty"`
+	Message string    `json:"message,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	Source  string    `json:"source,omitempty"`
+	Rule    string    `json:"rule,omitempty"`
+	// Hooks is what the agent's hooks last said while it stands, and the
+	// conversation they speak for: hooks are not said again.
+	Hooks *detect.Standing `json:"hooks,omitempty"`
 	// Why says why a lost pane was lost.
 	Why string `json:"why,omitempty"`
 }
