@@ -365,7 +365,9 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.hooksSeen.Add(1)
-	s.noteSession(e, req.Agent, sessionOf(rep.Session, req.Payload))
+	if !rep.Hidden {
+		s.noteSession(e, req.Agent, sessionOf(rep.Session, req.Payload))
+	}
 	var decided *api.HookDecision
 	if ok {
 		// A request a rule decided never waits on anyone: the agent goes on.
