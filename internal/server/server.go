@@ -397,10 +397,23 @@ func (s *Server) find(ref string) (*entry, error) {
 	return nil, fmt.Errorf("no pane named %s; see corral ls", ref)
 }
 
-// start runs a new pane; with remove, it is removed when its program
+// startOpts is what a start carries besides the pane's config.
+type startOpts struct {
+	remove   bool // removed when its program exits (--rm)
+	approve  *approver
+	worktree *worktree
+	// base is the command the table keeps as the user's when it is not
+	// cfg's (a restore starts the user's command resumed); sessions are
+	// the conversations seen before.
+	base     []string
+	sessions []sessionSeen
+}
+
+// start runs a new pane; with o.remove, it is removed when its program
 // exits. The program is started outside mu: integration files are written
 // and the fork happens while other requests go on.
-func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
+func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
+	remove := o.remove
 	id, set, err := s.reserveAs(cfg.ID, cfg.Name)
 	if err != nil {
 		return nil, err
@@ -454,7 +467,15 @@ func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
 		return nil, err
 	}
 	e := &entry{p: p, name: name, token: token, launch: &launch}
+	e.approve.Store(o.approve)
+	e.worktree.Store(o.worktree)
+	if o.base != nil {
+		userArgv = o.base
+	}
 	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
+	if e.held != nil {
+		e.held.row.Sessions = o.sessions
+	}
 	ok := s.register(id, e)
 	registered <- ok
 	if !ok {
