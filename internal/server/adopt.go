@@ -349,6 +349,8 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 	}
 	row.Holder, row.PID = hc.Welcome.HolderPID, hc.Welcome.ProgramPID
 	e := &entry{p: p, name: name, token: row.Token, launch: row.Integration, held: &heldEntry{row: row}}
+	e.approve.Store(s.policyOf(row))
+	e.worktree.Store(worktreeOf(row))
 	if e.launch == nil {
 		e.launch = &agents.Launch{Argv: row.Launch, Missing: map[string]string{}}
 	}

@@ -132,7 +132,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 		res.Command, res.Resumed, res.Note = argv, session, why
 		// The table keeps the user's command, not the resumed one: the
 		// next restore resumes the newest conversation the agent reports.
-		o := startOpts{remove: row.Remove, base: row.Argv, sessions: row.Sessions}
+		o := startOpts{remove: row.Remove, base: row.Argv, sessions: row.Sessions, approve: s.policyOf(row), worktree: worktreeOf(row)}
 		p, err := s.start(pane.Config{ID: row.ID, Name: row.Name, Argv: argv, Dir: row.Cwd, Env: row.Env, Cols: row.Cols, Rows: row.Rows,
 			Agent: row.Agent}, o)
 		if err != nil {

@@ -475,6 +475,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
 	if e.held != nil {
 		e.held.row.Sessions = o.sessions
+		e.held.row.Policy, e.held.row.Worktree = o.approve.saved(), o.worktree.saved()
 	}
 	ok := s.register(id, e)
 	registered <- ok
