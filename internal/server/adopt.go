@@ -248,6 +248,12 @@ func (s *Server) adoptAll() {
 		s.order = append(s.order, r.row.ID)
 		s.mu.Unlock()
 		adopted++
+		if p, ok := r.e.asPane(); ok && r.row.Remove && p.Info().Exited {
+			// A --rm pane whose program ended while no daemon ran: its
+			// OnExit came before it was registered here.
+			s.opts.Logf("pane %s (%s): its program exited while no daemon ran; removed (--rm)", r.row.ID, r.row.Name)
+			go func() { _ = s.remove(r.row.ID, false) }()
+		}
 		if p, ok := r.e.asPane(); ok && r.e.launch != nil && r.e.launch.Watch {
 			go r.e.watchIntegration(p)
 		}
