@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -187,6 +188,7 @@ func (s *Server) adoptAll() {
 	s.table.mu.Lock()
 	s.table.lost = lost
 	s.table.mu.Unlock()
+	s.endStrays(f)
 	if len(f.Panes) == 0 {
 		return
 	}
@@ -266,6 +268,60 @@ func (s *Server) adoptAll() {
 type logged struct {
 	d  signal.Decision
 	at time.Time
+}
+
+// strayWait bounds the look at one holder socket the table does not name.
+const strayWait = time.Second
+
+// endStrays deals with the holder sockets the table does not name. A
+// daemon that ended between starting a pane's holder and writing the table
+// leaves a holder whose secret nobody knows: no daemon can adopt it, and
+// its pane was never reported (the run failed), so its program would run
+// unseen. Such a holder, when it is a corral hold process of this user
+// (the kernel says who listens), is ended as a failed start is: SIGTERM
+// ends its program and everything the program started. A socket nobody
+// listens on is removed; anything else is left alone and logged. When the
+// table could not be read, nothing is ended: the holders are then the
+// panes it named.
+func (s *Server) endStrays(f tableFile) {
+	dir := filepath.Join(s.opts.StateDir, "holders")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	known := map[string]bool{}
+	for _, row := range slices.Concat(f.Panes, f.Lost) {
+		known[filepath.Clean(row.Socket)] = true
+	}
+	for _, de := range ents {
+		path := filepath.Join(dir, de.Name())
+		if !strings.HasSuffix(de.Name(), ".sock") || known[path] {
+			continue
+		}
+		pid, err := holder.Listener(path, strayWait)
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			_ = os.Remove(path) // its holder is gone
+		case err != nil:
+			s.opts.Logf("holder socket %s is not in the pane table and cannot be checked (%v); left alone", path, err)
+		case s.table.unread:
+			s.opts.Logf("holder %d (%s) left running: the pane table could not be read, so its pane is not known; "+
+				"kill %d to end its program", pid, path, pid)
+		case !alive(pid):
+			s.opts.Logf("the process listening on %s (pid %d) is not a corral holder; left alone", path, pid)
+		default:
+			err := syscall.Kill(pid, syscall.SIGTERM)
+			s.opts.Logf("holder %d (%s): its pane was started by a daemon that ended before noting it, and no daemon "+
+				"can adopt it (its secret was never saved); ended it and its program (%v)", pid, path, errOr(err, "done"))
+		}
+	}
+}
+
+func errOr(err error, ok string) any {
+	if err != nil {
+		return err
+	}
+	return ok
 }
 
 // lastLogged returns the newest logged decision of every pane.

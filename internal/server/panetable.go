@@ -156,6 +156,10 @@ type paneTable struct {
 	path string
 	logf func(string, ...any)
 
+	// unread: a table was there and could not be read, so the holders
+	// it named are not known.
+	unread bool
+
 	mu   sync.Mutex // guards what follows
 	lost []tablePane
 	// wmu orders the writes and guards last.
@@ -183,6 +187,7 @@ func (t *paneTable) load() tableFile {
 		return f
 	}
 	if err != nil {
+		t.unread = true
 		t.logf("pane table: %v; starting without it", err)
 		return f
 	}
@@ -205,6 +210,7 @@ func (t *paneTable) load() tableFile {
 }
 
 func (t *paneTable) setAside(why string) {
+	t.unread = true
 	aside := t.path + ".bad"
 	_ = os.Rename(t.path, aside)
 	t.logf("pane table %s: %s; set aside as %s, its panes are not adopted", t.path, why, aside)
