@@ -439,9 +439,32 @@ func alive(pid int) bool {
 // handleHandover lets go of every pane under a holder (without ending its
 // program), writes the table and stops: the next daemon adopts them.
 // Headless jobs run inside the daemon and end with it.
+// With to (a socket of the new daemon's in the state folder), the lock and
+// the listening socket are passed on to it rather than let go of.
 func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
-	s.handingOver.Store(true)
-	reply(w, map[string]string{"status": "handing over"})
+	var req struct {
+		To string `json:"to"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.To != "" && filepath.Dir(req.To) != filepath.Clean(s.opts.StateDir) {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("the hand-over socket %s is not in the state folder %s", req.To, s.opts.StateDir))
+		return
+	}
+	if !s.handingOver.CompareAndSwap(false, true) {
+		fail(w, http.StatusConflict, "handing_over", errors.New("the daemon is already handing its panes over"))
+		return
+	}
+	passes := false
+	if req.To != "" {
+		if err := s.prepareHandover(req.To); err != nil {
+			s.opts.Logf("hand-over: %v; the socket is let go of instead", err)
+		} else {
+			passes = true
+		}
+	}
+	reply(w, map[string]any{"status": "handing over", "passes": passes})
 	go s.Shutdown()
 }
 
