@@ -87,12 +87,12 @@ type Server struct {
 	shutdown  sync.Once
 
 	// The pane table, and the holders' shared log (see adopt.go).
-	table         *paneTable
-	handingOver   atomic.Bool
+	table       *paneTable
+	handingOver atomic.Bool
 	// handoverTo is where the lock and the socket go at a hand-over, and
 	// handoverLn the socket's copy to send.
-	handoverTo string
-	handoverLn *os.File
+	handoverTo    string
+	handoverLn    *os.File
 	holderLogOnce sync.Once
 	holderLog     *os.File
 }
