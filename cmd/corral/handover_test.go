@@ -61,6 +61,8 @@ func TestReplaceWhileCommandsRun(t *testing.T) {
 			}
 		}()
 	}
+	// Cleanups run last first: the commands stop before the rest ends.
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	var servers []*exec.Cmd
 	t.Cleanup(func() {
 		for _, c := range servers {
@@ -68,6 +70,7 @@ func TestReplaceWhileCommandsRun(t *testing.T) {
 			c.Wait()
 		}
 	})
+	t.Cleanup(halt)
 	for round, bin := range []string{other, corralBin, other, corralBin} {
 		prev := daemonPIDAny(e)
 		cmd := exec.Command(bin, "serve", "--replace")
@@ -91,8 +94,7 @@ func TestReplaceWhileCommandsRun(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
+	halt()
 	if n := failed.Load(); n > 0 {
 		var msgs []string
 		failures.Range(func(k, _ any) bool { msgs = append(msgs, k.(string)); return true })
