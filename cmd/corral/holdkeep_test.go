@@ -94,3 +94,47 @@ func TestAdoptAndRestoreKeepPolicyAndWorktree(t *testing.T) {
 	e.must("shutdown")
 	noneLeft(t, "shutdown", "1027")
 }
+
+// A pane blocked on a prompt whose words came from the agent's hook keeps
+// them, and the time it got blocked, when the next daemon adopts it after
+// a kill -9: no event for a change that did not happen.
+func TestAdoptKeepsHookMessage(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "g", "--agent", "claude-code", "--", corralBin, "fake-agent")
+	waitFor(t, 10*time.Second, "the agent", func() bool { return strings.Contains(e.must("screen", "g"), "? for shortcuts") })
+	var table struct {
+		Panes []struct{ ID, Token string }
+	}
+	b, _ := os.ReadFile(filepath.Join(e.dir, "state", "panes.json"))
+	if err := json.Unmarshal(b, &table); err != nil || len(table.Panes) != 1 {
+		t.Fatalf("pane table: %v\n%s", err, b)
+	}
+	const msg = "Tool Confirm Shell Command requires execution"
+	hook := exec.Command(corralBin, "hook", "--agent", "claude-code")
+	hook.Env = append(e.vars, "CORRAL_PANE="+table.Panes[0].ID, "CORRAL_TOKEN="+table.Panes[0].Token)
+	hook.Stdin = strings.NewReader(`{"hook_event_name":"Notification","notification_type":"permission_prompt","message":"` + msg + `"}`)
+	if out, err := hook.CombinedOutput(); err != nil {
+		t.Fatalf("hook: %v\n%s", err, out)
+	}
+	e.must("send", "g", "ask", "--enter", "--force")
+	waitFor(t, 10*time.Second, "blocked by the screen with the hook's words", func() bool {
+		p := e.pane("g")
+		return p.State == "blocked" && p.Source == "screen" && p.Message == msg
+	})
+	before, events := e.pane("g"), len(e.events())
+	daemon := daemonPID(t, e)
+	syscall.Kill(daemon, syscall.SIGKILL)
+	waitFor(t, 5*time.Second, "the daemon to die", func() bool { return !proctest.Alive(daemon) })
+	e.pane("g") // the next daemon adopts it
+	// Nothing may change within the adopted pane's first sweeps: a
+	// stability check, so it waits out a fixed time.
+	time.Sleep(1500 * time.Millisecond)
+	after := e.pane("g")
+	if after.State != "blocked" || after.Kind != "permission" || after.Message != msg || after.Since != before.Since {
+		t.Errorf("adopted: %+v\nbefore: %+v", after, before)
+	}
+	if n := len(e.events()); n != events {
+		t.Errorf("%d events after the adoption, %d before: %+v", n, events, e.events()[events:])
+	}
+	e.must("shutdown")
+}
