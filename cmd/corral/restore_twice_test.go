@@ -19,8 +19,6 @@ import (
 // fresh") while it resumed the old one: a conversation started since
 // (/clear, /new) is never resumed.
 func TestRestoreTwiceResumesTheNewest(t *testing.T) {
-	t.Skip("handleRestore starts the pane with the resumed argv and the table keeps that argv as the pane's " +
-		"command, so the next resumeArgv finds --resume (codex: the resume subcommand) already there")
 	e := newEnv(t)
 	bin := filepath.Join(e.dir, "bin")
 	os.MkdirAll(bin, 0o755)

@@ -27,7 +27,7 @@ func TestParseHook(t *testing.T) {
 		{"claude-code", `{"hook_event_name":"SessionEnd","reason":"exit"}`, Report{Event: "SessionEnd", Clear: true}},
 		{"codex", `{"type":"agent-turn-complete","thread-id":"t","last-assistant-message":"done"}`, Report{Event: "agent-turn-complete", State: signal.Done}},
 		{"codex", `{"type":"agent-turn-complete","thread-id":"t2","input-messages":["Generate a concise, single-line task title for this conversation:\nfix it"]}`,
-			Report{Event: "agent-turn-complete", Ignore: true, Why: "the agent's own hidden request"}},
+			Report{Event: "agent-turn-complete", Ignore: true, Why: "the agent's own hidden request", Hidden: true}},
 		{"codex", `{"type":"agent-turn-complete","thread-id":"t","input-messages":["fix the tests", 7]}`, Report{Event: "agent-turn-complete", State: signal.Done}},
 		{"claude-code", `{"hook_event_name":"PermissionRequest","session_id":"s1","tool_name":"AskUserQuestion","tool_input":{"questions":[{"question":"Which colour?","options":[{"label":"Red"},{"label":"Blue"}]}]}}`,
 			Report{Event: "PermissionRequest", Session: "s1", State: signal.Blocked, Kind: "question", Message: "Which colour? (Red / Blue)"}},

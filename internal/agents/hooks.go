@@ -21,8 +21,11 @@ type Report struct {
 	// Gemini CLI's session_id); NewSession: that session just started.
 	Session    string
 	NewSession bool
-	// Why says why an ignored report was ignored.
-	Why string
+	// Why says why an ignored report was ignored. Hidden: the report is
+	// of a turn the agent ran for itself, under a session of its own that
+	// is not the user's conversation (it cannot be resumed).
+	Why    string
+	Hidden bool
 }
 
 // hiddenRequests begin the input of turns an agent runs for itself, not
@@ -68,7 +71,7 @@ func ParseHook(agent string, payload []byte) (Report, error) {
 		for _, in := range p.strs("input-messages") {
 			for _, hidden := range hiddenRequests {
 				if strings.HasPrefix(strings.TrimSpace(in), hidden) {
-					r.Ignore, r.Why = true, "the agent's own hidden request"
+					r.Ignore, r.Why, r.Hidden = true, "the agent's own hidden request", true
 					return r, nil
 				}
 			}

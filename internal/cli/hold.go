@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -29,31 +30,49 @@ func runHold(_ context.Context, std IO, args []string) error {
 const HandoverWait = 15 * time.Second
 
 // handOver asks the running daemon (if any) to let go of its panes and
-// stop, and waits until it has. It reports whether one was running.
-func handOver(ctx context.Context) (bool, error) {
+// stop, and waits until it has. It reports whether one was running. With
+// recv, the daemon passes its lock and listening socket on to recv
+// (returned; nil when it cannot), so that no other daemon can start in
+// between.
+func handOver(ctx context.Context, recv *server.Receiver) (bool, *server.Inherited, error) {
 	c := clientNoStart()
 	if c.Ping(ctx) != nil {
-		return false, nil
+		return false, nil, nil
 	}
-	if err := c.Do(ctx, "POST", "/v1/handover", struct{}{}, nil); err != nil {
+	req := map[string]string{}
+	if recv != nil {
+		req["to"] = recv.Path()
+	}
+	var res struct {
+		Passes bool `json:"passes"`
+	}
+	if err := c.Do(ctx, "POST", "/v1/handover", req, &res); err != nil {
 		var ce *client.Error
 		if errors.As(err, &ce) && strings.Contains(ce.Error(), "404") {
-			return true, fmt.Errorf("the running daemon is too old to hand its panes over; end it with corral shutdown (its panes end too): %w", err)
+			return true, nil, fmt.Errorf("the running daemon is too old to hand its panes over; end it with corral shutdown (its panes end too): %w", err)
 		}
-		return true, apiError(err)
+		return true, nil, apiError(err)
+	}
+	if recv != nil && res.Passes {
+		in, err := recv.Receive(HandoverWait)
+		if err == nil {
+			return true, in, nil
+		}
+		// It let go of them instead: the lock is taken the ordinary way.
+		fmt.Fprintf(os.Stderr, "corral: %v\n", err)
 	}
 	deadline := time.Now().Add(HandoverWait)
 	for c.Ping(ctx) == nil {
 		if time.Now().After(deadline) {
-			return true, fmt.Errorf("the running daemon did not stop within %v of the hand-over", HandoverWait)
+			return true, nil, fmt.Errorf("the running daemon did not stop within %v of the hand-over", HandoverWait)
 		}
 		select {
 		case <-ctx.Done():
-			return true, ctx.Err()
+			return true, nil, ctx.Err()
 		case <-afterMillis(10):
 		}
 	}
-	return true, nil
+	return true, nil, nil
 }
 
 // newServerReplacing makes the server, waiting for the old daemon's lock
@@ -76,7 +95,7 @@ func runRestart(ctx context.Context, std IO, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	if _, err := handOver(ctx); err != nil {
+	if _, _, err := handOver(ctx, nil); err != nil {
 		return err
 	}
 	c, err := connect(ctx)

@@ -31,10 +31,20 @@ func runServe(ctx context.Context, std IO, args []string) error {
 	opts := server.Options{Socket: sock, StateDir: server.StateDir(), Loader: loader(), Logf: logger.Printf, Config: cfg}
 	newServer := server.New
 	if *replace {
-		if _, err := handOver(ctx); err != nil {
+		recv, err := server.NewReceiver(opts.StateDir)
+		if err != nil {
+			logger.Printf("%v; the old daemon's socket is taken once it has let go of it", err)
+		} else {
+			defer recv.Close()
+		}
+		_, in, err := handOver(ctx, recv)
+		if err != nil {
 			return err
 		}
-		newServer = newServerReplacing
+		opts.Inherit = in
+		if in == nil {
+			newServer = newServerReplacing
+		}
 	}
 	srv, err := newServer(opts)
 	if err != nil {

@@ -591,3 +591,59 @@ func (e *Engine) applyHookReport(in *signal.Inputs, h *hookReport, now time.Time
 		}
 	}
 }
+
+// Standing is what a next owner of the pane needs of its hooks: the
+// newest report while it stands, and the conversation the hooks speak
+// for. A daemon that hands a pane over keeps it; hooks are not said again.
+type Standing struct {
+	State        signal.State `json:"state,omitempty"`
+	Kind         string       `json:"kind,omitempty"`
+	Message      string       `json:"message,omitempty"`
+	At           time.Time    `json:"at,omitzero"`
+	Conversation string       `json:"conversation,omitempty"`
+}
+
+// Standing returns the hooks' standing report and conversation.
+func (e *Engine) Standing() Standing {
+	s := Standing{Conversation: e.conversation}
+	if h := e.hook; h != nil {
+		s.State, s.Kind, s.Message, s.At = h.state, h.kind, h.message, h.at
+	}
+	return s
+}
+
+// RestoreStanding puts back what Standing returned, before the engine
+// classifies: the screen outlives the report as it would have (a report
+// older than HookGrace gives way to a screen showing another state).
+func (e *Engine) RestoreStanding(s Standing, now time.Time) {
+	if s.Conversation != "" {
+		e.conversation = s.Conversation
+	}
+	if s.State == "" {
+		return
+	}
+	at := s.At
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	e.hook = &hookReport{state: s.State, kind: s.Kind, message: s.Message, at: at}
+}
+
+// Resume carries over, after a classification, what the previous owner
+// knew of the current state: when it began and, for a prompt still on
+// screen, the words it was first reported with. Nothing is carried over
+// when the engine decides another state or kind than last.
+func (e *Engine) Resume(last signal.Decision, since time.Time) {
+	if e.cur.State != last.State || e.cur.Kind != last.Kind || last.State == "" {
+		return
+	}
+	if !since.IsZero() && since.Before(e.since) {
+		e.since = since
+	}
+	_, reported := e.store.Root()
+	if e.cur.State == signal.Blocked && last.Message != "" && e.cur.Source == signal.SourceScreen && e.hook == nil && !reported &&
+		(last.Rule == "" || e.cur.Rule == last.Rule) {
+		// The same prompt, whose words came from a signal not said again.
+		e.cur.Message, e.msgFallback = last.Message, false
+	}
+}

@@ -288,3 +288,15 @@ func Spawn(exe string, cfg Config, stderr *os.File, timeout time.Duration) (Star
 
 // SetDeadline bounds the reads and writes of the connection (zero: none).
 func (c *Conn) SetDeadline(t time.Time) { _ = c.c.SetDeadline(t) }
+
+// Listener says which process listens on socket, without proving anything
+// to it (the holder logs a refused connection): one of this user's, or an
+// error. A socket nobody listens on gives syscall.ECONNREFUSED.
+func Listener(socket string, wait time.Duration) (pid int, err error) {
+	c, err := net.DialTimeout("unix", socket, wait)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return checkPeer(c.(*net.UnixConn))
+}

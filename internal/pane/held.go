@@ -68,8 +68,12 @@ type Adopted struct {
 	// no longer hold the reports that made them.
 	Records []status.Record
 	// Last is the state last logged for the pane: the first change
-	// reported after the replay is from it.
-	Last signal.Decision
+	// reported after the replay is from it. Since is when it began.
+	Last  signal.Decision
+	Since time.Time
+	// Hooks is what the pane's hooks last said, as Standing returned it:
+	// they do not say it again.
+	Hooks detect.Standing
 }
 
 // ReplayWait bounds the replay of a holder's ring.
@@ -142,7 +146,9 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		fg.name, fg.argv = processInfo(pgrp)
 		p.foregroundLocked(fg)
 	}
+	p.engine.RestoreStanding(a.Hooks, now)
 	p.engine.Classify(now)
+	p.engine.Resume(a.Last, a.Since)
 	p.queue = nil // the replay's changes happened while no daemon watched
 	if d, _ := p.engine.Decision(); d.State != a.Last.State || d.Kind != a.Last.Kind || a.Last.State == "" {
 		p.queueLocked([]detect.Change{{At: now, Previous: a.Last, Decision: d}})
@@ -248,6 +254,14 @@ func (p *Pane) Detach() bool {
 	_ = p.hc.Close()
 	<-p.done
 	return true
+}
+
+// Standing is what the pane's hooks last said and still stands, for the
+// next daemon to adopt with.
+func (p *Pane) Standing() detect.Standing {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.engine.Standing()
 }
 
 // Held reports whether the pane runs under a holder, and the holder's pid.

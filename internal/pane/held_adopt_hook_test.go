@@ -18,9 +18,6 @@ import (
 // rule's "Allow execution of [Shell]?" after a kill -9 of the daemon, with
 // no event for the change, and "FOR 0s".
 func TestAdoptKeepsHookMessageAndSince(t *testing.T) {
-	t.Skip("Adopt rebuilds the decision from the ring and the OSC 7501 records only: the hook's message " +
-		"(which outranks the screen's while both say blocked) is lost, and Adopted has no time for the state, " +
-		"so Since becomes the adoption's moment")
 	h := holding(t, "h3")
 	cfg := Config{ID: "h3", Argv: []string{os.Args[0]}, Env: []string{"CORRAL_FAKE_AGENT=1"}, Cols: 80, Rows: 24,
 		Rules: ruleSet(t), Agent: "claude-code", Sweep: 200 * time.Millisecond, Holder: h}
@@ -45,7 +42,7 @@ func TestAdoptKeepsHookMessageAndSince(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	before := p.Info()
+	before, hooks := p.Info(), p.Standing()
 	if !p.Detach() {
 		t.Fatal("not detached")
 	}
@@ -56,7 +53,7 @@ func TestAdoptKeepsHookMessageAndSince(t *testing.T) {
 	}
 	rec := &recorder{}
 	cfg.OnChange = rec.add
-	q, err := Adopt(cfg, hc, Adopted{Last: before.Decision})
+	q, err := Adopt(cfg, hc, Adopted{Last: before.Decision, Since: before.Since, Hooks: hooks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -99,6 +100,10 @@ func (s *Server) snapshotTable() tableFile {
 		e.held.mu.Unlock()
 		row.Cols, row.Rows, row.Seen, row.Records = in.Cols, in.Rows, in.Agent, in.Records
 		row.State, row.Kind, row.Message = string(in.Decision.State), in.Decision.Kind, in.Decision.Message
+		row.Since, row.Source, row.Rule = in.Since, string(in.Decision.Source), in.Decision.Rule
+		if h := p.Standing(); h != (detect.Standing{}) {
+			row.Hooks = &h
+		}
 		f.Panes = append(f.Panes, row)
 	}
 	s.table.mu.Lock()
@@ -183,6 +188,7 @@ func (s *Server) adoptAll() {
 	s.table.mu.Lock()
 	s.table.lost = lost
 	s.table.mu.Unlock()
+	s.endStrays(f)
 	if len(f.Panes) == 0 {
 		return
 	}
@@ -244,6 +250,12 @@ func (s *Server) adoptAll() {
 		s.order = append(s.order, r.row.ID)
 		s.mu.Unlock()
 		adopted++
+		if p, ok := r.e.asPane(); ok && r.row.Remove && p.Info().Exited {
+			// A --rm pane whose program ended while no daemon ran: its
+			// OnExit came before it was registered here.
+			s.opts.Logf("pane %s (%s): its program exited while no daemon ran; removed (--rm)", r.row.ID, r.row.Name)
+			go func() { _ = s.remove(r.row.ID, false) }()
+		}
 		if p, ok := r.e.asPane(); ok && r.e.launch != nil && r.e.launch.Watch {
 			go r.e.watchIntegration(p)
 		}
@@ -252,21 +264,93 @@ func (s *Server) adoptAll() {
 	s.saveTable()
 }
 
+// logged is a pane's newest logged decision and when it was made.
+type logged struct {
+	d  signal.Decision
+	at time.Time
+}
+
+// strayWait bounds the look at one holder socket the table does not name.
+const strayWait = time.Second
+
+// endStrays deals with the holder sockets the table does not name. A
+// daemon that ended between starting a pane's holder and writing the table
+// leaves a holder whose secret nobody knows: no daemon can adopt it, and
+// its pane was never reported (the run failed), so its program would run
+// unseen. Such a holder, when it is a corral hold process of this user
+// (the kernel says who listens), is ended as a failed start is: SIGTERM
+// ends its program and everything the program started. A socket nobody
+// listens on is removed; anything else is left alone and logged. When the
+// table could not be read, nothing is ended: the holders are then the
+// panes it named.
+func (s *Server) endStrays(f tableFile) {
+	dir := filepath.Join(s.opts.StateDir, "holders")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	known := map[string]bool{}
+	for _, row := range slices.Concat(f.Panes, f.Lost) {
+		known[filepath.Clean(row.Socket)] = true
+	}
+	for _, de := range ents {
+		path := filepath.Join(dir, de.Name())
+		if !strings.HasSuffix(de.Name(), ".sock") || known[path] {
+			continue
+		}
+		pid, err := holder.Listener(path, strayWait)
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			_ = os.Remove(path) // its holder is gone
+		case err != nil:
+			s.opts.Logf("holder socket %s is not in the pane table and cannot be checked (%v); left alone", path, err)
+		case s.table.unread:
+			s.opts.Logf("holder %d (%s) left running: the pane table could not be read, so its pane is not known; "+
+				"kill %d to end its program", pid, path, pid)
+		case !alive(pid):
+			s.opts.Logf("the process listening on %s (pid %d) is not a corral holder; left alone", path, pid)
+		default:
+			err := syscall.Kill(pid, syscall.SIGTERM)
+			s.opts.Logf("holder %d (%s): its pane was started by a daemon that ended before noting it, and no daemon "+
+				"can adopt it (its secret was never saved); ended it and its program (%v)", pid, path, errOr(err, "done"))
+		}
+	}
+}
+
+func errOr(err error, ok string) any {
+	if err != nil {
+		return err
+	}
+	return ok
+}
+
 // lastLogged returns the newest logged decision of every pane.
-func (s *Server) lastLogged() map[string]signal.Decision {
+func (s *Server) lastLogged() map[string]logged {
 	evs, _, err := s.log.Since(time.Time{})
 	if err != nil {
 		s.opts.Logf("%v", err)
 	}
-	out := map[string]signal.Decision{}
+	out := map[string]logged{}
 	for _, ev := range evs {
-		out[ev.Pane] = signal.Decision{State: signal.State(ev.State), Kind: ev.Kind, Message: ev.Message}
+		out[ev.Pane] = logged{signal.Decision{State: signal.State(ev.State), Kind: ev.Kind, Message: ev.Message}, ev.Time}
 	}
 	return out
 }
 
+// lastKnown is the state the pane was last known in, and since when: the
+// table's row when it agrees with the log (it says more: the rule, the
+// source, a message kept), else the log's, which is written first.
+func lastKnown(row tablePane, ev logged) (signal.Decision, time.Time) {
+	d := signal.Decision{State: signal.State(row.State), Kind: row.Kind, Message: row.Message,
+		Source: signal.Source(row.Source), Rule: row.Rule}
+	if ev.d.State == "" || ev.d.State == d.State && ev.d.Kind == d.Kind && (d.State != signal.Blocked || ev.d.Message == d.Message) {
+		return d, row.Since
+	}
+	return ev.d, ev.at
+}
+
 // adopt reconnects to one pane's holder and makes it a pane again.
-func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
+func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 	row.Why = ""
 	if row.ID == "" || row.Socket == "" || len(row.Secret) < 32 || len(row.Launch) == 0 {
 		return nil, errors.New("the table's entry lacks an id, a socket, a secret or a command")
@@ -286,8 +370,10 @@ func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
 		}
 		return nil, fmt.Errorf("its socket is not this pane's holder, or refused us: %w", err)
 	}
-	if last.State == "" {
-		last = signal.Decision{State: signal.State(row.State), Kind: row.Kind, Message: row.Message}
+	last, since := lastKnown(row, ev)
+	var hooks detect.Standing
+	if row.Hooks != nil {
+		hooks = *row.Hooks
 	}
 	name := row.Name
 	id := row.ID
@@ -314,7 +400,8 @@ func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
 			go func() { _ = s.remove(id, false) }()
 		}
 	}
-	p, err := pane.Adopt(cfg, hc, pane.Adopted{Started: row.Created, Records: row.Records, Last: last})
+	p, err := pane.Adopt(cfg, hc, pane.Adopted{Started: row.Created, Records: row.Records, Last: last,
+		Since: since, Hooks: hooks})
 	if err != nil {
 		hc.Close()
 		return nil, err
@@ -324,6 +411,8 @@ func (s *Server) adopt(row tablePane, last signal.Decision) (*entry, error) {
 	}
 	row.Holder, row.PID = hc.Welcome.HolderPID, hc.Welcome.ProgramPID
 	e := &entry{p: p, name: name, token: row.Token, launch: row.Integration, held: &heldEntry{row: row}}
+	e.approve.Store(s.policyOf(row))
+	e.worktree.Store(worktreeOf(row))
 	if e.launch == nil {
 		e.launch = &agents.Launch{Argv: row.Launch, Missing: map[string]string{}}
 	}
@@ -350,9 +439,32 @@ func alive(pid int) bool {
 // handleHandover lets go of every pane under a holder (without ending its
 // program), writes the table and stops: the next daemon adopts them.
 // Headless jobs run inside the daemon and end with it.
+// With to (a socket of the new daemon's in the state folder), the lock and
+// the listening socket are passed on to it rather than let go of.
 func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
-	s.handingOver.Store(true)
-	reply(w, map[string]string{"status": "handing over"})
+	var req struct {
+		To string `json:"to"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.To != "" && filepath.Dir(req.To) != filepath.Clean(s.opts.StateDir) {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("the hand-over socket %s is not in the state folder %s", req.To, s.opts.StateDir))
+		return
+	}
+	if !s.handingOver.CompareAndSwap(false, true) {
+		fail(w, http.StatusConflict, "handing_over", errors.New("the daemon is already handing its panes over"))
+		return
+	}
+	passes := false
+	if req.To != "" {
+		if err := s.prepareHandover(req.To); err != nil {
+			s.opts.Logf("hand-over: %v; the socket is let go of instead", err)
+		} else {
+			passes = true
+		}
+	}
+	reply(w, map[string]any{"status": "handing over", "passes": passes})
 	go s.Shutdown()
 }
 

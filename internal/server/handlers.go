@@ -192,7 +192,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.start(pane.Config{Name: req.Name, Argv: req.Command, Dir: req.Cwd, Env: req.Env,
-		Cols: req.Cols, Rows: req.Rows, Agent: req.Agent}, req.Remove)
+		Cols: req.Cols, Rows: req.Rows, Agent: req.Agent}, startOpts{remove: req.Remove, approve: approve, worktree: wt})
 	if err != nil {
 		wt.undo()
 		fail(w, http.StatusBadRequest, "bad_request", err)
@@ -201,9 +201,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	e, err := s.find(p.ID())
 	if err != nil { // --rm, and it has already ended and gone
 		e = &entry{p: p, name: req.Name}
+		e.approve.Store(approve)
+		e.worktree.Store(wt)
 	}
-	e.approve.Store(approve)
-	e.worktree.Store(wt)
 	reply(w, paneJSON(e))
 }
 
@@ -365,7 +365,9 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.hooksSeen.Add(1)
-	s.noteSession(e, req.Agent, sessionOf(rep.Session, req.Payload))
+	if !rep.Hidden {
+		s.noteSession(e, req.Agent, sessionOf(rep.Session, req.Payload))
+	}
 	var decided *api.HookDecision
 	if ok {
 		// A request a rule decided never waits on anyone: the agent goes on.

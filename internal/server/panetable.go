@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/status"
 )
 
@@ -68,12 +70,78 @@ type tablePane struct {
 	// Sessions are the agent conversations corral saw, newest last.
 	Sessions []sessionSeen   `json:"sessions,omitempty"`
 	Records  []status.Record `json:"records,omitempty"`
-	// State, Kind and Message are the pane's last known state.
-	State   string `json:"state,omitempty"`
-	Kind    string `json:"kind,omitempty"`
-	Message string `json:"message,omitempty"`
+	// State, Kind and Message are the pane's last known state; Since is
+	// when it began, Source and Rule what decided it.
+	State   string    `json:"state,omitempty"`
+	Kind    string    `json:"kind,omitempty"`
+	Message string    `json:"message,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	Source  string    `json:"source,omitempty"`
+	Rule    string    `json:"rule,omitempty"`
+	// Hooks is what the agent's hooks last said while it stands, and the
+	// conversation they speak for: hooks are not said again.
+	Hooks *detect.Standing `json:"hooks,omitempty"`
+	// Policy and Worktree are the pane's permission policy and the git
+	// worktree corral made for it.
+	Policy   *savedPolicy   `json:"policy,omitempty"`
+	Worktree *savedWorktree `json:"worktree,omitempty"`
 	// Why says why a lost pane was lost.
 	Why string `json:"why,omitempty"`
+}
+
+// savedPolicy is a pane's policy as it was read when the pane started:
+// a policy file changed since does not change a running pane's.
+type savedPolicy struct {
+	Source string `json:"source"`
+	Text   string `json:"text"`
+}
+
+// savedWorktree is the git worktree corral made for a pane.
+type savedWorktree struct {
+	Path      string `json:"path"`
+	Repo      string `json:"repo"`
+	Branch    string `json:"branch"`
+	Base      string `json:"base"`
+	NewBranch bool   `json:"new_branch,omitempty"`
+}
+
+func (a *approver) saved() *savedPolicy {
+	if a == nil {
+		return nil
+	}
+	return &savedPolicy{Source: a.policy.Source, Text: string(a.text)}
+}
+
+func (wt *worktree) saved() *savedWorktree {
+	if wt == nil {
+		return nil
+	}
+	return &savedWorktree{Path: wt.path, Repo: wt.repo, Branch: wt.branch, Base: wt.base, NewBranch: wt.newBranch}
+}
+
+// policyOf is the policy a table's pane had (nil: none, or it no
+// longer reads, which is logged: its requests are then left to the person).
+func (s *Server) policyOf(row tablePane) *approver {
+	if row.Policy == nil {
+		return nil
+	}
+	p, err := headless.ParsePolicy(row.Policy.Source, []byte(row.Policy.Text))
+	if err != nil {
+		s.opts.Logf("pane %s: its policy no longer reads (%v); its permission requests are left to you", row.ID, err)
+		return nil
+	}
+	return &approver{policy: p, text: []byte(row.Policy.Text)}
+}
+
+// worktreeOf is the worktree a table's pane had.
+func worktreeOf(row tablePane) *worktree {
+	w := row.Worktree
+	if w == nil || w.Path == "" || w.Repo == "" {
+		return nil
+	}
+	wt := &worktree{path: w.Path, repo: w.Repo, branch: w.Branch, base: w.Base, newBranch: w.NewBranch}
+	wt.refresh()
+	return wt
 }
 
 // sessionSeen is a conversation an agent reported.
@@ -87,6 +155,10 @@ type sessionSeen struct {
 type paneTable struct {
 	path string
 	logf func(string, ...any)
+
+	// unread: a table was there and could not be read, so the holders
+	// it named are not known.
+	unread bool
 
 	mu   sync.Mutex // guards what follows
 	lost []tablePane
@@ -115,6 +187,7 @@ func (t *paneTable) load() tableFile {
 		return f
 	}
 	if err != nil {
+		t.unread = true
 		t.logf("pane table: %v; starting without it", err)
 		return f
 	}
@@ -137,6 +210,7 @@ func (t *paneTable) load() tableFile {
 }
 
 func (t *paneTable) setAside(why string) {
+	t.unread = true
 	aside := t.path + ".bad"
 	_ = os.Rename(t.path, aside)
 	t.logf("pane table %s: %s; set aside as %s, its panes are not adopted", t.path, why, aside)

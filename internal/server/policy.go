@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/safefile"
 	"github.com/corral-dev/corral/internal/signal"
 )
 
@@ -23,6 +24,7 @@ const SourcePolicy = "policy"
 // their behalf and never allowed from a guess.
 type approver struct {
 	policy *headless.Policy
+	text   []byte // the policy's text, kept in the pane table
 	mu     sync.Mutex
 	last   *api.Approval
 	// decided is when a rule last decided a request.
@@ -213,7 +215,7 @@ func (s *Server) policyFor(req api.RunRequest) (*approver, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &approver{policy: p}, nil
+		return &approver{policy: p, text: []byte(req.Policy)}, nil
 	}
 	file := s.opts.Config.Panes.Policy
 	if req.NoPolicy || file == "" {
@@ -223,11 +225,18 @@ func (s *Server) policyFor(req api.RunRequest) (*approver, error) {
 	if !filepath.IsAbs(file) {
 		file = filepath.Join(filepath.Dir(ConfigPath()), file)
 	}
-	p, err := headless.LoadPolicy(file)
+	text, err := safefile.Read(file, headless.MaxPolicyBytes)
+	if err != nil {
+		err = fmt.Errorf("policy %s: %w", file, err)
+	}
+	var p *headless.Policy
+	if err == nil {
+		p, err = headless.ParsePolicy(file, text)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("config.toml's [panes] policy: %w (fix it, or run with --no-policy)", err)
 	}
-	return &approver{policy: p}, nil
+	return &approver{policy: p, text: text}, nil
 }
 
 // Decide is how a policy decides one permission request.

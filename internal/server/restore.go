@@ -130,8 +130,11 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 		}
 		argv, session, why := resumeArgv(row)
 		res.Command, res.Resumed, res.Note = argv, session, why
+		// The table keeps the user's command, not the resumed one: the
+		// next restore resumes the newest conversation the agent reports.
+		o := startOpts{remove: row.Remove, base: row.Argv, sessions: row.Sessions, approve: s.policyOf(row), worktree: worktreeOf(row)}
 		p, err := s.start(pane.Config{ID: row.ID, Name: row.Name, Argv: argv, Dir: row.Cwd, Env: row.Env, Cols: row.Cols, Rows: row.Rows,
-			Agent: row.Agent}, row.Remove)
+			Agent: row.Agent}, o)
 		if err != nil {
 			res.Error = err.Error()
 			keep = append(keep, row)

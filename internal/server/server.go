@@ -44,6 +44,9 @@ type Options struct {
 	KillGrace time.Duration
 	// Config is the user's config (notifications).
 	Config Config
+	// Inherit is the lock and listening socket the old daemon passed on at
+	// a hand-over (nil: take them).
+	Inherit *Inherited
 }
 
 // Server is the daemon.
@@ -84,8 +87,12 @@ type Server struct {
 	shutdown  sync.Once
 
 	// The pane table, and the holders' shared log (see adopt.go).
-	table         *paneTable
-	handingOver   atomic.Bool
+	table       *paneTable
+	handingOver atomic.Bool
+	// handoverTo is where the lock and the socket go at a hand-over, and
+	// handoverLn the socket's copy to send.
+	handoverTo    string
+	handoverLn    *os.File
 	holderLogOnce sync.Once
 	holderLog     *os.File
 }
@@ -133,22 +140,9 @@ func New(opts Options) (*Server, error) {
 	if err := os.MkdirAll(filepath.Dir(opts.Socket), 0o700); err != nil {
 		return nil, fmt.Errorf("socket folder: %w", err)
 	}
-	lock, err := os.OpenFile(opts.Socket+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	lock, ln, err := lockAndListen(opts)
 	if err != nil {
-		return nil, fmt.Errorf("daemon lock: %w", err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("%w (socket %s)", ErrRunning, opts.Socket)
-	}
-	// We hold the lock, so a socket file here is a crashed daemon's.
-	_ = os.Remove(opts.Socket)
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", opts.Socket)
-	syscall.Umask(old)
-	if err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("listen %s: %w", opts.Socket, err)
+		return nil, err
 	}
 	_ = os.Chmod(opts.Socket, 0o600)
 	elog, err := eventlog.Open(opts.StateDir, 0)
@@ -179,6 +173,32 @@ func New(opts Options) (*Server, error) {
 	}
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
+}
+
+// lockAndListen takes the per-user lock and listens on the socket, or
+// uses those the old daemon passed on.
+func lockAndListen(opts Options) (*os.File, net.Listener, error) {
+	if in := opts.Inherit; in != nil {
+		return in.Lock, in.Listener, nil
+	}
+	lock, err := os.OpenFile(opts.Socket+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("daemon lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, nil, fmt.Errorf("%w (socket %s)", ErrRunning, opts.Socket)
+	}
+	// We hold the lock, so a socket file here is a crashed daemon's.
+	_ = os.Remove(opts.Socket)
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", opts.Socket)
+	syscall.Umask(old)
+	if err != nil {
+		lock.Close()
+		return nil, nil, fmt.Errorf("listen %s: %w", opts.Socket, err)
+	}
+	return lock, ln, nil
 }
 
 // Serve runs until ctx ends or Shutdown is called; then every pane's
@@ -283,7 +303,9 @@ func (s *Server) stop() {
 		_ = s.http.Shutdown(ctx)
 		cancel()
 		_ = s.log.Close()
-		_ = os.Remove(s.opts.Socket)
+		if !s.passOn() {
+			_ = os.Remove(s.opts.Socket)
+		}
 		_ = s.lock.Close()
 		close(s.done)
 	})
@@ -397,10 +419,23 @@ func (s *Server) find(ref string) (*entry, error) {
 	return nil, fmt.Errorf("no pane named %s; see corral ls", ref)
 }
 
-// start runs a new pane; with remove, it is removed when its program
+// startOpts is what a start carries besides the pane's config.
+type startOpts struct {
+	remove   bool // removed when its program exits (--rm)
+	approve  *approver
+	worktree *worktree
+	// base is the command the table keeps as the user's when it is not
+	// cfg's (a restore starts the user's command resumed); sessions are
+	// the conversations seen before.
+	base     []string
+	sessions []sessionSeen
+}
+
+// start runs a new pane; with o.remove, it is removed when its program
 // exits. The program is started outside mu: integration files are written
 // and the fork happens while other requests go on.
-func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
+func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
+	remove := o.remove
 	id, set, err := s.reserveAs(cfg.ID, cfg.Name)
 	if err != nil {
 		return nil, err
@@ -454,7 +489,16 @@ func (s *Server) start(cfg pane.Config, remove bool) (*pane.Pane, error) {
 		return nil, err
 	}
 	e := &entry{p: p, name: name, token: token, launch: &launch}
+	e.approve.Store(o.approve)
+	e.worktree.Store(o.worktree)
+	if o.base != nil {
+		userArgv = o.base
+	}
 	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
+	if e.held != nil {
+		e.held.row.Sessions = o.sessions
+		e.held.row.Policy, e.held.row.Worktree = o.approve.saved(), o.worktree.saved()
+	}
 	ok := s.register(id, e)
 	registered <- ok
 	if !ok {
