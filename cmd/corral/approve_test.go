@@ -254,17 +254,19 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e.must("run", "--name", c.name, "--agent", "claude-code", "--policy", policy, "--", corralBin, "fake-agent", "--osc7501", "--command", c.command)
 			e.must("send", c.name, "ask", "--enter")
-			e.must("wait", c.name, "--state", "blocked,done", "--timeout", "20s")
 			if c.want != "blocked" {
+				// The decision may come before any wait could see the
+				// block: wait for its event, then for the state it leads to.
+				decided := `"message":"` + c.decision + `","source":"policy","rule":"` + policy + ` rule `
+				waitFor(t, 20*time.Second, "the decision event", func() bool {
+					return strings.Contains(e.must("events", "--since", "1h"), decided)
+				})
 				if _, errs, code := e.run("wait", c.name, "--state", c.want, "--timeout", "20s"); code != 0 {
 					t.Fatalf("never answered (%s):\n%s", errs, e.must("screen", c.name))
 				}
-				events := e.must("events", "--since", "1h")
-				if !strings.Contains(events, `"message":"`+c.decision+`","source":"policy","rule":"`+policy+` rule `) {
-					t.Fatalf("no decision event:\n%s", events)
-				}
 				return
 			}
+			e.must("wait", c.name, "--state", "blocked", "--timeout", "20s")
 			// Left to the person: still blocked a while later, with why.
 			waitFor(t, 10*time.Second, "the reason on ls", func() bool {
 				return strings.Contains(e.must("ls", "--json"), c.decision)
