@@ -227,24 +227,56 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 }
 
 // Permissions are a host's: it publishes only its own states, events and
-// job output, receives only the commands addressed to it, and (with
-// control) may command other hosts and submit jobs.
+// job output, receives only the commands addressed to it and the replies
+// to its own requests (its inbox), and (with control) may command other
+// hosts and submit jobs. Its JetStream API is cut to what a member does:
+// it reads the buckets and the event stream (the board: every host's
+// states and state changes), consumes only the jobs addressed to it or to
+// any host (consumers of fixed names and filters), and follows only the
+// job output sent back to itself. The JetStream API checks that the
+// filter in a consumer-create subject is the consumer's filter, and
+// refuses a second filter, so a permission on that subject binds both.
 func Permissions(host string, control bool) *server.Permissions {
+	const api = "$JS.API."
+	panes, hosts := "KV_"+PanesBucket, "KV_"+HostsBucket
 	pub := []string{
 		subjEvents + host,
 		"$KV." + PanesBucket + "." + host + ".>",
 		"$KV." + HostsBucket + "." + host,
-		subjJobOut + host + ".>",
-		// JetStream reads: stream info, message gets, consumers, acks.
-		"$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.MSG.GET.*",
-		"$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>",
+		subjJobOut + "*." + host + ".>",
+		api + "INFO", api + "STREAM.NAMES",
+		"$JS.FC.>",
+	}
+	// Readable by every member: the pane and host buckets, the events.
+	for stream, filter := range map[string]string{
+		panes:        "$KV." + PanesBucket + ".>",
+		hosts:        "$KV." + HostsBucket + ".>",
+		EventsStream: subjEvents + "*",
+	} {
+		pub = append(pub,
+			api+"STREAM.INFO."+stream, api+"STREAM.MSG.GET."+stream,
+			api+"DIRECT.GET."+stream, api+"DIRECT.GET."+stream+".>",
+			api+"CONSUMER.CREATE."+stream+".*."+filter,
+			api+"CONSUMER.INFO."+stream+".*", api+"CONSUMER.MSG.NEXT."+stream+".*", api+"CONSUMER.DELETE."+stream+".*")
+	}
+	// Job output: only what is sent back to this host. Its consumers'
+	// names are random and cannot be listed.
+	pub = append(pub,
+		api+"CONSUMER.CREATE."+OutputStream+".*."+subjJobOut+host+".>",
+		api+"CONSUMER.INFO."+OutputStream+".*", api+"CONSUMER.MSG.NEXT."+OutputStream+".*", api+"CONSUMER.DELETE."+OutputStream+".*")
+	// Jobs: those addressed to this host, and those for any host.
+	for name, filter := range map[string]string{jobConsumer(host): subjJobFor + host, anyJobsConsumer: subjJobAny} {
+		pub = append(pub,
+			api+"CONSUMER.CREATE."+JobsStream+"."+name+"."+filter,
+			api+"CONSUMER.INFO."+JobsStream+"."+name, api+"CONSUMER.MSG.NEXT."+JobsStream+"."+name,
+			"$JS.ACK."+JobsStream+"."+name+".>")
 	}
 	if control {
 		pub = append(pub, subjCmd+"*", "corral.jobs.>", subjJobCtl+"*")
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub},
-		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", subjCmd + host, subjJobCtl + "*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix(host) + ".>", subjCmd + host, subjJobCtl + "*"}},
 		Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
 	}
 }

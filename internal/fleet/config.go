@@ -21,13 +21,13 @@ const (
 	HostsBucket  = "corral_hosts" // key HOST: a Heartbeat
 	EventsStream = "CORRAL_EVENTS"
 	JobsStream   = "CORRAL_JOBS"   // work queue: corral.jobs.any, corral.jobs.host.HOST
-	OutputStream = "CORRAL_JOBOUT" // corral.jobout.HOST.JOB: a job's lines from the host running it
+	OutputStream = "CORRAL_JOBOUT" // corral.jobout.CALLER.HOST.JOB: a job's lines from the host running it, for its caller
 
 	subjEvents = "corral.ev."  // + HOST
 	subjCmd    = "corral.cmd." // + HOST: request/reply
 	subjJobAny = "corral.jobs.any"
 	subjJobFor = "corral.jobs.host." // + HOST
-	subjJobOut = "corral.jobout."    // + HOST.JOB
+	subjJobOut = "corral.jobout."    // + CALLER.HOST.JOB
 	subjJobCtl = "corral.jobctl."    // + JOB: cancel
 )
 
@@ -142,3 +142,13 @@ func DefaultName() string {
 	}
 	return string(out)
 }
+
+// The job queue's consumers: one per host for the jobs addressed to it,
+// one shared for those for any host.
+const anyJobsConsumer = "workers"
+
+func jobConsumer(host string) string { return "host_" + host }
+
+// InboxPrefix is a host's inbox prefix: the replies it receives come on
+// subjects under it, which only it may read.
+func InboxPrefix(host string) string { return "_INBOX." + host }

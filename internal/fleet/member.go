@@ -163,7 +163,7 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]bool{}, wake: make(chan struct{}, 1), evWake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	opts := []nats.Option{
-		nats.Name(clientNamePrefix + o.Name),
+		nats.Name(clientNamePrefix + o.Name), nats.CustomInboxPrefix(InboxPrefix(o.Name)),
 		nats.MaxReconnects(-1), nats.ReconnectWait(200 * time.Millisecond), nats.ReconnectJitter(100*time.Millisecond, time.Second),
 		nats.ReconnectBufSize(16 << 20), nats.PingInterval(2 * time.Second), nats.MaxPingsOutstanding(2),
 		nats.Timeout(5 * time.Second),
