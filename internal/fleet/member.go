@@ -1,11 +1,13 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
@@ -182,7 +185,11 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	}
 	switch {
 	case o.Creds != "":
-		opts = append(opts, nats.UserCredentials(o.Creds))
+		opt, err := credsOption(o.Creds)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, opt)
 	case o.Token != "":
 		opts = append(opts, nats.Token(o.Token))
 	}
@@ -212,6 +219,23 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	}
 	m.start()
 	return m, nil
+}
+
+// credsOption reads a credentials file: a NATS .creds file (a user JWT
+// and its nkey seed, for a server in operator mode) or a bare nkey seed
+// (a server whose users are nkeys, without JWTs).
+func credsOption(path string) (nats.Option, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the credentials file: %w", err)
+	}
+	if _, err := nkeys.ParseDecoratedNKey(b); err != nil {
+		return nil, fmt.Errorf("the credentials file %s holds no nkey seed (%v); give a NATS .creds file or an nkey seed file", path, err)
+	}
+	if bytes.Contains(b, []byte("BEGIN NATS USER JWT")) {
+		return nats.UserCredentials(path), nil
+	}
+	return nats.NkeyOptionFromSeed(path)
 }
 
 func (m *Member) setErr(err error) {
