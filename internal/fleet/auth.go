@@ -134,6 +134,14 @@ func (a *auth) invite(name string, control bool, ttl time.Duration) (string, err
 	return hostTokenPrefix + name + "_" + s, nil
 }
 
+// enroll makes a host's own credential (with control) unless it has one.
+func (a *auth) enroll(name string) (string, error) {
+	if _, ok := a.credential(name); ok {
+		return "", fmt.Errorf("host %s has its own credential already; corral fleet invite %s on the hub makes a new one", name, name)
+	}
+	return a.invite(name, true, 0)
+}
+
 // revoke forgets a host's own credential.
 func (a *auth) revoke(name string) error {
 	a.mu.Lock()
@@ -197,7 +205,9 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 		if _, ok := a.credential(name); ok {
 			return a.refuse(fmt.Sprintf("host %s has its own credential; the fleet token cannot take its name", name))
 		}
-		c.RegisterUser(&server.User{Username: name, Permissions: Permissions(name, true)})
+		p := Permissions(name, true)
+		p.Publish.Allow = append(p.Publish.Allow, subjEnroll+name)
+		c.RegisterUser(&server.User{Username: name, Permissions: p})
 		return true
 	case strings.HasPrefix(tok, hostTokenPrefix):
 		rest := strings.TrimPrefix(tok, hostTokenPrefix)
@@ -244,6 +254,7 @@ func Permissions(host string, control bool) *server.Permissions {
 		"$KV." + PanesBucket + "." + host + ".>",
 		"$KV." + HostsBucket + "." + host,
 		subjJobOut + "*." + host + ".>",
+		subjUnenroll + host,
 		api + "INFO", api + "STREAM.NAMES",
 		"$JS.FC.>",
 	}

@@ -29,6 +29,11 @@ const (
 	subjJobFor = "corral.jobs.host." // + HOST
 	subjJobOut = "corral.jobout."    // + CALLER.HOST.JOB
 	subjJobCtl = "corral.jobctl."    // + JOB: cancel
+	// A host that joined with the fleet token asks the hub for its own
+	// credential on corral.enroll.HOST; corral.unenroll.HOST gives it up
+	// when the host leaves.
+	subjEnroll   = "corral.enroll."
+	subjUnenroll = "corral.unenroll."
 )
 
 // Heartbeat and reachability.

@@ -139,7 +139,7 @@ func startFleet(t *testing.T, listen string) *testFleet {
 	}
 	f := &testFleet{t: t, dir: dir, hub: h}
 	f.hm, err = Join(context.Background(), MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(),
-		CAFingerprint: h.Fingerprint(), Admin: true, Watch: true, Local: newFakeLocal()})
+		CAFingerprint: h.Fingerprint(), Admin: true, Watch: true, Local: newFakeLocal(), Enroll: h.Enroll, Unenroll: h.Revoke})
 	if err != nil {
 		t.Fatal(err)
 	}

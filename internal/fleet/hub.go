@@ -181,6 +181,10 @@ func (h *Hub) Invite(name string, control bool, ttl time.Duration) (string, erro
 	return h.auth.invite(name, control, ttl)
 }
 
+// Enroll makes the own credential of a host that joined with the fleet
+// token; a host that has one already is refused.
+func (h *Hub) Enroll(name string) (string, error) { return h.auth.enroll(name) }
+
 // Revoke forgets a host's credential and disconnects it.
 func (h *Hub) Revoke(name string) error {
 	if err := h.auth.revoke(name); err != nil {

@@ -180,3 +180,35 @@ func TestMembersCannotReadOrTakeOthers(t *testing.T) {
 		t.Fatalf("lines: %q", anyLines)
 	}
 }
+
+// TestFleetTokenEnrolls: a host that joins with the fleet token gets its
+// own credential at once, and from then on the fleet token cannot take
+// its name (no member can connect as another host that joined); when the
+// host leaves, the name is free again.
+func TestFleetTokenEnrolls(t *testing.T) {
+	f := startFleet(t, "127.0.0.1:0")
+	m, err := Join(context.Background(), MemberOptions{Name: "b", URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(), Local: newFakeLocal("b1"), Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := m.Token(); !strings.HasPrefix(tok, hostTokenPrefix+"b_") {
+		t.Fatalf("b kept %q", tok)
+	}
+	// Another member, holding the fleet token, tries to be b.
+	_, err = nats.Connect(f.hub.URL(), nats.Token(f.hub.FleetToken()), nats.Name(clientNamePrefix+"b"))
+	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Fatalf("the fleet token connected as b after b enrolled: %v", err)
+	}
+	// b's reconnections use its own credential.
+	f.hub.kick("b")
+	waitFor(t, 5*time.Second, "b reconnected", func() bool { return m.nc.IsConnected() && m.nc.Stats().Reconnects > 0 })
+	waitFor(t, 5*time.Second, "the hub sees b:b1", func() bool { return paneState(f.hm, "b", "b1") == "idle" })
+	// Leaving frees the name.
+	m.Close(true)
+	waitFor(t, 5*time.Second, "b's credential forgotten", func() bool { _, ok := f.hub.auth.credential("b"); return !ok })
+	again, err := Join(context.Background(), MemberOptions{Name: "b", URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(), Local: newFakeLocal()})
+	if err != nil {
+		t.Fatalf("rejoining after leaving: %v", err)
+	}
+	again.Close(false)
+}
