@@ -270,11 +270,10 @@ func Permissions(host string, control bool) *server.Permissions {
 			api+"CONSUMER.CREATE."+stream+".*."+filter,
 			api+"CONSUMER.INFO."+stream+".*", api+"CONSUMER.MSG.NEXT."+stream+".*", api+"CONSUMER.DELETE."+stream+".*")
 	}
-	// Job output: only what is sent back to this host. Its consumers'
-	// names are random and cannot be listed.
+	// Job output: only what is sent back to this host, pushed to its
+	// inbox (no consumer of that stream can be pulled from).
 	pub = append(pub,
-		api+"CONSUMER.CREATE."+OutputStream+".*."+subjJobOut+host+".>",
-		api+"CONSUMER.INFO."+OutputStream+".*", api+"CONSUMER.MSG.NEXT."+OutputStream+".*", api+"CONSUMER.DELETE."+OutputStream+".*")
+		api+"CONSUMER.CREATE."+OutputStream+".*."+subjJobOut+host+".>", api+"CONSUMER.DELETE."+OutputStream+".*")
 	// Jobs: those addressed to this host, and those for any host.
 	for name, filter := range map[string]string{jobConsumer(host): subjJobFor + host, anyJobsConsumer: subjJobAny} {
 		pub = append(pub,

@@ -312,30 +312,25 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 	if id == "" {
 		id = NewJobID()
 	}
-	cons, err := m.js.OrderedConsumer(ctx, OutputStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjJobOut + m.o.Name + ".*." + id}})
+	// The output comes pushed to this host's own inbox (an ordered push
+	// consumer): no other host can pull it.
+	legacy, err := m.nc.JetStream()
 	if err != nil {
 		return fmt.Errorf("follow the job's output: %w", err)
 	}
-	it, err := cons.Messages()
-	if err != nil {
-		return fmt.Errorf("follow the job's output: %w", err)
-	}
-	defer it.Stop()
-	msgs := make(chan jetstream.Msg, 256)
-	go func() {
-		defer close(msgs)
-		for {
-			msg, err := it.Next()
-			if err != nil {
-				return
-			}
-			select {
-			case msgs <- msg:
-			case <-ctx.Done():
-				return
-			}
+	msgs := make(chan *nats.Msg, 256)
+	done := make(chan struct{})
+	defer close(done)
+	sub, err := legacy.Subscribe(subjJobOut+m.o.Name+".*."+id, func(msg *nats.Msg) {
+		select {
+		case msgs <- msg:
+		case <-done:
 		}
-	}()
+	}, nats.OrderedConsumer(), nats.BindStream(OutputStream), nats.DeliverAll())
+	if err != nil {
+		return fmt.Errorf("follow the job's output: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	attempt := 0
 	enqueue := func() error {
 		b, _ := json.Marshal(JobRequest{ID: id, Attempt: attempt, From: m.o.Name, Exec: req})
@@ -363,15 +358,15 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			if !ok {
 				return errors.New("the job's output stream ended")
 			}
-			from := strings.TrimSuffix(strings.TrimPrefix(msg.Subject(), subjJobOut+m.o.Name+"."), "."+id)
-			if a, _ := strconv.Atoi(msg.Headers().Get(hdrAttempt)); a != attempt {
+			from := strings.TrimSuffix(strings.TrimPrefix(msg.Subject, subjJobOut+m.o.Name+"."), "."+id)
+			if a, _ := strconv.Atoi(msg.Header.Get(hdrAttempt)); a != attempt {
 				continue
 			}
 			var probe struct {
 				Type string `json:"type"`
 				Job  string `json:"job"`
 			}
-			_ = json.Unmarshal(msg.Data(), &probe)
+			_ = json.Unmarshal(msg.Data, &probe)
 			if taker == "" && probe.Type == "taken" {
 				taker, lastWord = from, time.Now()
 				continue
@@ -387,7 +382,7 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				emit(diagnosticLine(fmt.Sprintf("host %s runs the job as %s:%s (answer its permission requests with corral answer %s:%s yes|no)", taker, taker, probe.Job, taker, probe.Job)))
 				continue
 			}
-			emit(msg.Data())
+			emit(msg.Data)
 			if probe.Type == "outcome" {
 				return nil
 			}

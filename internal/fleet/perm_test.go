@@ -133,6 +133,28 @@ func TestMembersCannotReadOrTakeOthers(t *testing.T) {
 			}
 			return "", false
 		}},
+		{"pull from or inspect the caller's own output consumer, knowing its name", func() (string, bool) {
+			st, err := f.hm.js.Stream(context.Background(), OutputStream)
+			if err != nil {
+				return err.Error(), true
+			}
+			names := st.ConsumerNames(context.Background())
+			n := 0
+			for name := range names.Name() {
+				n++
+				if s, ok := apiReq("$JS.API.CONSUMER.INFO."+OutputStream+"."+name, ""); ok {
+					return s, true
+				}
+				resp, err := nc.Request("$JS.API.CONSUMER.MSG.NEXT."+OutputStream+"."+name, []byte(`{"batch":1,"expires":500000000}`), time.Second)
+				if err == nil && len(resp.Data) > 0 {
+					return string(resp.Data), true
+				}
+			}
+			if n == 0 {
+				return "no consumer on the job output (the caller's follows it)", true
+			}
+			return "", false
+		}},
 		{"snoop on the replies other hosts receive", func() (string, bool) {
 			sub, err := nc.SubscribeSync("_INBOX.>")
 			if err != nil {
