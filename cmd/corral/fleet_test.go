@@ -64,6 +64,10 @@ func TestFleetThreeDaemons(t *testing.T) {
 	}
 	a.must("fleet", "join", url, "--token", token, "--name", "a", "--max-jobs", "0")
 	b.must("fleet", "join", url, "--token", token, "--name", "b", "--max-jobs", "1")
+	// A host that joined with the fleet token keeps its own credential.
+	if cfg, err := os.ReadFile(filepath.Join(b.dir, "state", "fleet", "config.json")); err != nil || !strings.Contains(string(cfg), `"token": "cht_b_`) || strings.Contains(string(cfg), token) {
+		t.Fatalf("b's fleet config: %s %v", cfg, err)
+	}
 	// Another daemon under a name in use is refused.
 	twin := newEnv(t)
 	if _, errs, code := twin.run("fleet", "join", url, "--token", token, "--name", "b"); code == 0 || !strings.Contains(errs, "pick another --name") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,7 +50,7 @@ func fleetInit(ctx context.Context, std IO, args []string) error {
 func fleetJoin(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("fleet join", std)
 	token := fs.String("token", "", "the fleet's token, or this host's own (corral fleet invite)")
-	creds := fs.String("creds", "", "a NATS credentials file (a team's own NATS)")
+	creds := fs.String("creds", "", "a NATS credentials file, or an nkey seed file (a team's own NATS)")
 	name := fs.String("name", "", "this host's name in the fleet (default: the machine's name)")
 	fp := fs.String("ca-fingerprint", "", "the hub's CA fingerprint (the join command carries it when the hub serves TLS)")
 	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
@@ -63,6 +64,14 @@ func fleetJoin(ctx context.Context, std IO, args []string) error {
 	}
 	if (*token == "") == (*creds == "") {
 		return usagef("give one of --token or --creds")
+	}
+	if *creds != "" {
+		// The daemon reads the file, from its own folder.
+		abs, err := filepath.Abs(*creds)
+		if err != nil {
+			return fmt.Errorf("--creds %s: %w", *creds, err)
+		}
+		*creds = abs
 	}
 	var urls []string
 	for _, u := range strings.Split(pos[0], ",") {

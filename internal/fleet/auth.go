@@ -134,6 +134,14 @@ func (a *auth) invite(name string, control bool, ttl time.Duration) (string, err
 	return hostTokenPrefix + name + "_" + s, nil
 }
 
+// enroll makes a host's own credential (with control) unless it has one.
+func (a *auth) enroll(name string) (string, error) {
+	if _, ok := a.credential(name); ok {
+		return "", fmt.Errorf("host %s has its own credential already; corral fleet invite %s on the hub makes a new one", name, name)
+	}
+	return a.invite(name, true, 0)
+}
+
 // revoke forgets a host's own credential.
 func (a *auth) revoke(name string) error {
 	a.mu.Lock()
@@ -197,7 +205,9 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 		if _, ok := a.credential(name); ok {
 			return a.refuse(fmt.Sprintf("host %s has its own credential; the fleet token cannot take its name", name))
 		}
-		c.RegisterUser(&server.User{Username: name, Permissions: Permissions(name, true)})
+		p := Permissions(name, true)
+		p.Publish.Allow = append(p.Publish.Allow, subjEnroll+name)
+		c.RegisterUser(&server.User{Username: name, Permissions: p})
 		return true
 	case strings.HasPrefix(tok, hostTokenPrefix):
 		rest := strings.TrimPrefix(tok, hostTokenPrefix)
@@ -227,24 +237,56 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 }
 
 // Permissions are a host's: it publishes only its own states, events and
-// job output, receives only the commands addressed to it, and (with
-// control) may command other hosts and submit jobs.
+// job output, receives only the commands addressed to it and the replies
+// to its own requests (its inbox), and (with control) may command other
+// hosts and submit jobs. Its JetStream API is cut to what a member does:
+// it reads the buckets and the event stream (the board: every host's
+// states and state changes), consumes only the jobs addressed to it or to
+// any host (consumers of fixed names and filters), and follows only the
+// job output sent back to itself. The JetStream API checks that the
+// filter in a consumer-create subject is the consumer's filter, and
+// refuses a second filter, so a permission on that subject binds both.
 func Permissions(host string, control bool) *server.Permissions {
+	const api = "$JS.API."
+	panes, hosts := "KV_"+PanesBucket, "KV_"+HostsBucket
 	pub := []string{
 		subjEvents + host,
 		"$KV." + PanesBucket + "." + host + ".>",
 		"$KV." + HostsBucket + "." + host,
-		subjJobOut + host + ".>",
-		// JetStream reads: stream info, message gets, consumers, acks.
-		"$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.MSG.GET.*",
-		"$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>",
+		subjJobOut + "*." + host + ".>",
+		subjUnenroll + host,
+		api + "INFO", api + "STREAM.NAMES",
+		"$JS.FC.>",
+	}
+	// Readable by every member: the pane and host buckets, the events.
+	for stream, filter := range map[string]string{
+		panes:        "$KV." + PanesBucket + ".>",
+		hosts:        "$KV." + HostsBucket + ".>",
+		EventsStream: subjEvents + "*",
+	} {
+		pub = append(pub,
+			api+"STREAM.INFO."+stream, api+"STREAM.MSG.GET."+stream,
+			api+"DIRECT.GET."+stream, api+"DIRECT.GET."+stream+".>",
+			api+"CONSUMER.CREATE."+stream+".*."+filter,
+			api+"CONSUMER.INFO."+stream+".*", api+"CONSUMER.MSG.NEXT."+stream+".*", api+"CONSUMER.DELETE."+stream+".*")
+	}
+	// Job output: only what is sent back to this host, pushed to its
+	// inbox (no consumer of that stream can be pulled from).
+	pub = append(pub,
+		api+"CONSUMER.CREATE."+OutputStream+".*."+subjJobOut+host+".>", api+"CONSUMER.DELETE."+OutputStream+".*")
+	// Jobs: those addressed to this host, and those for any host.
+	for name, filter := range map[string]string{jobConsumer(host): subjJobFor + host, anyJobsConsumer: subjJobAny} {
+		pub = append(pub,
+			api+"CONSUMER.CREATE."+JobsStream+"."+name+"."+filter,
+			api+"CONSUMER.INFO."+JobsStream+"."+name, api+"CONSUMER.MSG.NEXT."+JobsStream+"."+name,
+			"$JS.ACK."+JobsStream+"."+name+".>")
 	}
 	if control {
 		pub = append(pub, subjCmd+"*", "corral.jobs.>", subjJobCtl+"*")
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub},
-		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", subjCmd + host, subjJobCtl + "*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix(host) + ".>", subjCmd + host, subjJobCtl + "*"}},
 		Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
 	}
 }

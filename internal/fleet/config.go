@@ -21,14 +21,19 @@ const (
 	HostsBucket  = "corral_hosts" // key HOST: a Heartbeat
 	EventsStream = "CORRAL_EVENTS"
 	JobsStream   = "CORRAL_JOBS"   // work queue: corral.jobs.any, corral.jobs.host.HOST
-	OutputStream = "CORRAL_JOBOUT" // corral.jobout.HOST.JOB: a job's lines from the host running it
+	OutputStream = "CORRAL_JOBOUT" // corral.jobout.CALLER.HOST.JOB: a job's lines from the host running it, for its caller
 
 	subjEvents = "corral.ev."  // + HOST
 	subjCmd    = "corral.cmd." // + HOST: request/reply
 	subjJobAny = "corral.jobs.any"
 	subjJobFor = "corral.jobs.host." // + HOST
-	subjJobOut = "corral.jobout."    // + HOST.JOB
+	subjJobOut = "corral.jobout."    // + CALLER.HOST.JOB
 	subjJobCtl = "corral.jobctl."    // + JOB: cancel
+	// A host that joined with the fleet token asks the hub for its own
+	// credential on corral.enroll.HOST; corral.unenroll.HOST gives it up
+	// when the host leaves.
+	subjEnroll   = "corral.enroll."
+	subjUnenroll = "corral.unenroll."
 )
 
 // Heartbeat and reachability.
@@ -142,3 +147,13 @@ func DefaultName() string {
 	}
 	return string(out)
 }
+
+// The job queue's consumers: one per host for the jobs addressed to it,
+// one shared for those for any host.
+const anyJobsConsumer = "workers"
+
+func jobConsumer(host string) string { return "host_" + host }
+
+// InboxPrefix is a host's inbox prefix: the replies it receives come on
+// subjects under it, which only it may read.
+func InboxPrefix(host string) string { return "_INBOX." + host }

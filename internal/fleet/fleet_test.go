@@ -139,7 +139,7 @@ func startFleet(t *testing.T, listen string) *testFleet {
 	}
 	f := &testFleet{t: t, dir: dir, hub: h}
 	f.hm, err = Join(context.Background(), MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(),
-		CAFingerprint: h.Fingerprint(), Admin: true, Watch: true, Local: newFakeLocal()})
+		CAFingerprint: h.Fingerprint(), Admin: true, Watch: true, Local: newFakeLocal(), Enroll: h.Enroll, Unenroll: h.Revoke})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,6 +494,14 @@ func TestClusterLosesANode(t *testing.T) {
 	for _, h := range hubs {
 		urls = append(urls, h.URL())
 	}
+	// A server without the hub's credentials cannot route into the
+	// cluster (it would bypass every client permission).
+	rogue, err := StartHub(HubOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", ServerName: "rogue",
+		Cluster: &ClusterOptions{Name: "corral", Listen: "127.0.0.1:17304", Routes: routes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rogue.Close()
 	// JetStream needs its meta leader before streams can be made.
 	var admin *Member
 	waitFor(t, 20*time.Second, "the cluster's JetStream ready", func() bool {
@@ -505,6 +513,17 @@ func TestClusterLosesANode(t *testing.T) {
 		return true
 	})
 	defer admin.Close(false)
+	waitFor(t, 10*time.Second, "the three nodes routed to each other", func() bool {
+		for _, h := range hubs {
+			if h.Server().NumRoutes() < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := rogue.Server().NumRoutes(); n != 0 {
+		t.Fatalf("a server without the hub's credentials has %d routes into the cluster", n)
+	}
 	la, lb := newFakeLocal("p1"), newFakeLocal("q1")
 	a, err := Join(context.Background(), MemberOptions{Name: "a", URLs: []string{urls[1], urls[2], urls[0]}, Token: hubs[0].FleetToken(), Local: la, Watch: true})
 	if err != nil {

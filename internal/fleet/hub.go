@@ -108,11 +108,17 @@ func StartHub(o HubOptions) (*Hub, error) {
 		opts.Cluster.Name = c.Name
 		opts.Cluster.Host = ch
 		opts.Cluster.Port, _ = strconv.Atoi(cp)
+		// Routes authenticate with a secret derived from the admin token:
+		// only servers sharing the hub's credentials (hub.json) join the
+		// cluster; any other would bypass every client permission.
+		user, pass := routeCredentials(a)
+		opts.Cluster.Username, opts.Cluster.Password = user, pass
 		for _, r := range c.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
 				return nil, fmt.Errorf("cluster route %q: %v", r, err)
 			}
+			u.User = url.UserPassword(user, pass)
 			opts.Routes = append(opts.Routes, u)
 		}
 	}
@@ -127,6 +133,11 @@ func StartHub(o HubOptions) (*Hub, error) {
 	}
 	h.srv = srv
 	return h, nil
+}
+
+func routeCredentials(a *auth) (user, pass string) {
+	_, admin := a.tokens()
+	return "corral-route", hashOf("route:" + admin)
 }
 
 // URL is the address members connect to.
@@ -169,6 +180,10 @@ func (h *Hub) Refused() (int64, string) {
 func (h *Hub) Invite(name string, control bool, ttl time.Duration) (string, error) {
 	return h.auth.invite(name, control, ttl)
 }
+
+// Enroll makes the own credential of a host that joined with the fleet
+// token; a host that has one already is refused.
+func (h *Hub) Enroll(name string) (string, error) { return h.auth.enroll(name) }
 
 // Revoke forgets a host's credential and disconnects it.
 func (h *Hub) Revoke(name string) error {

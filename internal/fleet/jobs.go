@@ -93,9 +93,9 @@ func (m *Member) workLoop() {
 	var cons []jetstream.Consumer
 	for m.ctx.Err() == nil && cons == nil {
 		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
-		own, err1 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: "host_" + m.o.Name,
+		own, err1 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: jobConsumer(m.o.Name),
 			FilterSubject: subjJobFor + m.o.Name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
-		anyc, err2 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: "workers",
+		anyc, err2 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: anyJobsConsumer,
 			FilterSubject: subjJobAny, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
 		cancel()
 		if err := errors.Join(err1, err2); err != nil {
@@ -140,7 +140,7 @@ func (m *Member) workLoop() {
 
 func (m *Member) takeJob(msg jetstream.Msg) {
 	var jr JobRequest
-	if err := json.Unmarshal(msg.Data(), &jr); err != nil || jr.ID == "" || CheckName(strings.ReplaceAll(jr.ID, ".", "x")) != nil {
+	if err := json.Unmarshal(msg.Data(), &jr); err != nil || jr.ID == "" || CheckName(strings.ReplaceAll(jr.ID, ".", "x")) != nil || CheckName(jr.From) != nil {
 		m.badIn.Add(1)
 		_ = msg.Term()
 		return
@@ -168,7 +168,9 @@ func (m *Member) takeJob(msg jetstream.Msg) {
 
 // runJob runs a fleet job as a local one and streams its lines back.
 func (m *Member) runJob(jr JobRequest) {
-	subject := subjJobOut + m.o.Name + "." + jr.ID
+	// The output goes back to the caller only: only it may read
+	// corral.jobout.CALLER.>.
+	subject := subjJobOut + jr.From + "." + m.o.Name + "." + jr.ID
 	var pubMu sync.Mutex
 	n := 0
 	publish := func(line []byte) {
@@ -310,30 +312,25 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 	if id == "" {
 		id = NewJobID()
 	}
-	cons, err := m.js.OrderedConsumer(ctx, OutputStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subjJobOut + "*." + id}})
+	// The output comes pushed to this host's own inbox (an ordered push
+	// consumer): no other host can pull it.
+	legacy, err := m.nc.JetStream()
 	if err != nil {
 		return fmt.Errorf("follow the job's output: %w", err)
 	}
-	it, err := cons.Messages()
-	if err != nil {
-		return fmt.Errorf("follow the job's output: %w", err)
-	}
-	defer it.Stop()
-	msgs := make(chan jetstream.Msg, 256)
-	go func() {
-		defer close(msgs)
-		for {
-			msg, err := it.Next()
-			if err != nil {
-				return
-			}
-			select {
-			case msgs <- msg:
-			case <-ctx.Done():
-				return
-			}
+	msgs := make(chan *nats.Msg, 256)
+	done := make(chan struct{})
+	defer close(done)
+	sub, err := legacy.Subscribe(subjJobOut+m.o.Name+".*."+id, func(msg *nats.Msg) {
+		select {
+		case msgs <- msg:
+		case <-done:
 		}
-	}()
+	}, nats.OrderedConsumer(), nats.BindStream(OutputStream), nats.DeliverAll())
+	if err != nil {
+		return fmt.Errorf("follow the job's output: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	attempt := 0
 	enqueue := func() error {
 		b, _ := json.Marshal(JobRequest{ID: id, Attempt: attempt, From: m.o.Name, Exec: req})
@@ -361,15 +358,15 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			if !ok {
 				return errors.New("the job's output stream ended")
 			}
-			from := strings.TrimSuffix(strings.TrimPrefix(msg.Subject(), subjJobOut), "."+id)
-			if a, _ := strconv.Atoi(msg.Headers().Get(hdrAttempt)); a != attempt {
+			from := strings.TrimSuffix(strings.TrimPrefix(msg.Subject, subjJobOut+m.o.Name+"."), "."+id)
+			if a, _ := strconv.Atoi(msg.Header.Get(hdrAttempt)); a != attempt {
 				continue
 			}
 			var probe struct {
 				Type string `json:"type"`
 				Job  string `json:"job"`
 			}
-			_ = json.Unmarshal(msg.Data(), &probe)
+			_ = json.Unmarshal(msg.Data, &probe)
 			if taker == "" && probe.Type == "taken" {
 				taker, lastWord = from, time.Now()
 				continue
@@ -385,7 +382,7 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				emit(diagnosticLine(fmt.Sprintf("host %s runs the job as %s:%s (answer its permission requests with corral answer %s:%s yes|no)", taker, taker, probe.Job, taker, probe.Job)))
 				continue
 			}
-			emit(msg.Data())
+			emit(msg.Data)
 			if probe.Type == "outcome" {
 				return nil
 			}

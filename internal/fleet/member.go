@@ -1,11 +1,13 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
@@ -99,7 +102,11 @@ type MemberOptions struct {
 	// --fleet); OnPane, if set, is told of each change.
 	Watch  bool
 	OnPane func(rec PaneRecord, deleted bool)
-	Logf   func(string, ...any)
+	// Enroll and Unenroll (the hub's own member) make and forget the own
+	// credential of a host that joined with the fleet token.
+	Enroll   func(host string) (string, error)
+	Unenroll func(host string) error
+	Logf     func(string, ...any)
 }
 
 // Member is one daemon in the fleet.
@@ -117,6 +124,9 @@ type Member struct {
 
 	view   *view
 	worker *worker
+	// token is the credential each (re)connection presents: the fleet
+	// token until the hub gave this host its own.
+	token atomic.Pointer[string]
 
 	mu       sync.Mutex
 	dirty    map[string]bool
@@ -163,7 +173,7 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]bool{}, wake: make(chan struct{}, 1), evWake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	opts := []nats.Option{
-		nats.Name(clientNamePrefix + o.Name),
+		nats.Name(clientNamePrefix + o.Name), nats.CustomInboxPrefix(InboxPrefix(o.Name)),
 		nats.MaxReconnects(-1), nats.ReconnectWait(200 * time.Millisecond), nats.ReconnectJitter(100*time.Millisecond, time.Second),
 		nats.ReconnectBufSize(16 << 20), nats.PingInterval(2 * time.Second), nats.MaxPingsOutstanding(2),
 		nats.Timeout(5 * time.Second),
@@ -182,9 +192,15 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	}
 	switch {
 	case o.Creds != "":
-		opts = append(opts, nats.UserCredentials(o.Creds))
+		opt, err := credsOption(o.Creds)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, opt)
 	case o.Token != "":
-		opts = append(opts, nats.Token(o.Token))
+		tok := o.Token
+		m.token.Store(&tok)
+		opts = append(opts, nats.TokenHandler(func() string { return *m.token.Load() }))
 	}
 	if o.CAFingerprint != "" {
 		opts = append(opts, nats.Secure(clientTLS(o.CAFingerprint)))
@@ -192,7 +208,7 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	nc, err := nats.Connect(strings.Join(o.URLs, ","), opts...)
 	if err != nil {
 		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
-			return nil, fmt.Errorf("the fleet at %s refused this host's credential (a wrong, revoked or expired token, or the name %s is another host's): %w", strings.Join(o.URLs, ","), o.Name, err)
+			return nil, fmt.Errorf("the fleet at %s refused this host's credential (a wrong, revoked or expired token, or the name %s is another host's: pick another --name): %w", strings.Join(o.URLs, ","), o.Name, err)
 		}
 		return nil, fmt.Errorf("cannot reach the fleet at %s: %w; check the address and that the hub's daemon runs", strings.Join(o.URLs, ","), err)
 	}
@@ -210,8 +226,80 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 			return nil, fmt.Errorf("a host named %s is in the fleet and answering; pick another --name", o.Name)
 		}
 	}
+	if strings.HasPrefix(o.Token, fleetTokenPrefix) && !o.Admin {
+		m.enroll()
+	}
 	m.start()
 	return m, nil
+}
+
+// enroll trades the fleet token for this host's own credential, so that
+// the host's later connections, and the config that keeps them, hold no
+// token that could take another host's name.
+func (m *Member) enroll() {
+	resp, err := m.nc.Request(subjEnroll+m.o.Name, nil, 5*time.Second)
+	if err == nil && strings.HasPrefix(string(resp.Data), hostTokenPrefix+m.o.Name+"_") {
+		tok := string(resp.Data)
+		m.token.Store(&tok)
+		return
+	}
+	if err == nil {
+		err = errors.New(string(resp.Data))
+	}
+	m.setErr(fmt.Errorf("the hub gave this host no credential of its own (%v); it keeps the fleet token", err))
+}
+
+// Token is the credential the member connects with: its own once the hub
+// gave it one (to keep in the config in place of the fleet token).
+func (m *Member) Token() string {
+	if p := m.token.Load(); p != nil {
+		return *p
+	}
+	return m.o.Token
+}
+
+func (m *Member) serveEnroll(msg *nats.Msg) {
+	host, unenroll := strings.CutPrefix(msg.Subject, subjUnenroll)
+	if !unenroll {
+		host = strings.TrimPrefix(msg.Subject, subjEnroll)
+	}
+	if CheckName(host) != nil {
+		m.badIn.Add(1)
+		return
+	}
+	if unenroll {
+		// Answer first: forgetting the credential disconnects the host.
+		_ = msg.Respond([]byte("ok"))
+		_ = m.nc.Flush()
+		if err := m.o.Unenroll(host); err == nil {
+			m.o.Logf("fleet: host %s left; its credential is forgotten", host)
+		}
+		return
+	}
+	tok, err := m.o.Enroll(host)
+	if err != nil {
+		_ = msg.Respond([]byte(err.Error()))
+		return
+	}
+	m.o.Logf("fleet: host %s joined with the fleet token; it now has its own credential", host)
+	_ = msg.Respond([]byte(tok))
+}
+
+// credsOption reads a credentials file: a NATS .creds file (a user JWT
+// and its nkey seed, for a server in operator mode) or a bare nkey seed
+// (a server whose users are nkeys, without JWTs).
+func credsOption(path string) (nats.Option, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the credentials file: %w", err)
+	}
+	if _, err := nkeys.ParseDecoratedNKey(b); err != nil {
+		return nil, fmt.Errorf("the credentials file %s holds no nkey seed (%v); give a NATS .creds file or an nkey seed file", path, err)
+	}
+	if bytes.Contains(b, []byte("BEGIN NATS USER JWT")) {
+		return nats.UserCredentials(path), nil
+	}
+	return nats.NkeyOptionFromSeed(path)
 }
 
 func (m *Member) setErr(err error) {
@@ -275,6 +363,13 @@ func (m *Member) start() {
 		m.goLoop(m.watchHosts)
 		if m.o.Local != nil {
 			m.goLoop(m.watchdog)
+		}
+	}
+	if m.o.Enroll != nil && m.o.Unenroll != nil {
+		for _, subj := range []string{subjEnroll + "*", subjUnenroll + "*"} {
+			if _, err := m.nc.Subscribe(subj, m.serveEnroll); err != nil {
+				m.setErr(err)
+			}
 		}
 	}
 	if m.o.Local != nil {
@@ -705,6 +800,10 @@ func (m *Member) Close(forget bool) {
 		}
 		_ = m.hosts.Delete(ctx, m.o.Name)
 		cancel()
+		if !m.o.Admin && m.o.Token != "" {
+			// The name is free again for the fleet token.
+			_, _ = m.nc.Request(subjUnenroll+m.o.Name, nil, 3*time.Second)
+		}
 	}
 	m.cancel()
 	m.stopWorker()

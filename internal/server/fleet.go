@@ -103,8 +103,14 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 		}
 		n.hub = hub
 		mo.URLs, mo.Token, mo.Creds, mo.CAFingerprint, mo.Admin = []string{hub.URL()}, hub.AdminToken(), "", hub.Fingerprint(), true
+		mo.Enroll, mo.Unenroll = hub.Enroll, hub.Revoke
 	}
 	m, err := fleet.Join(ctx, mo)
+	if m != nil && !cfg.Hub {
+		// A host that joined with the fleet token keeps its own
+		// credential instead.
+		n.cfg.Token = m.Token()
+	}
 	if err != nil && !background {
 		cancel()
 		if n.hub != nil {
@@ -146,6 +152,13 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 				}
 				n.member.Store(m)
 				s.opts.Logf("fleet: host %s joined %s", cfg.Name, strings.Join(mo.URLs, ","))
+				if tok := m.Token(); tok != cfg.Token {
+					c := cfg
+					c.Token = tok
+					if err := fleet.SaveConfig(s.opts.StateDir, c); err != nil {
+						s.opts.Logf("fleet: keep this host's own credential: %v", err)
+					}
+				}
 				return
 			}
 		}
@@ -310,11 +323,12 @@ func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := fleet.Config{Name: req.Name, URLs: req.URLs, Token: req.Token, Creds: req.Creds, CAFingerprint: req.CAFingerprint, MaxJobs: req.MaxJobs,
 		NotifyFleet: req.NotifyFleet}
-	if _, err := s.runFleetOpts(cfg, false, true); err != nil {
+	n, err := s.runFleetOpts(cfg, false, true)
+	if err != nil {
 		fail(w, http.StatusBadRequest, "refused", err)
 		return
 	}
-	if err := fleet.SaveConfig(s.opts.StateDir, cfg); err != nil {
+	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
 		s.stopFleet(true)
 		fail(w, http.StatusInternalServerError, "internal", err)
 		return

@@ -20,7 +20,7 @@ func BenchmarkView100(b *testing.B) {
 		board.panes = append(board.panes, api.Pane{ID: fmt.Sprintf("p%04d", i), Name: fmt.Sprintf("agent-%d", i), Agent: "claude-code",
 			State: states[i%4], Since: since, Cwd: "/src/project", Message: "approve Bash: go test ./..."})
 	}
-	board.panes = sortPanes(board.panes)
+	board.panes = sortPanes(board.panes, nil)
 	board.sel = board.panes[50].ID
 	for i := 0; i < 32; i++ {
 		board.preview = append(board.preview, fmt.Sprintf("● line %d of the transcript with some text to fill the width of the preview", i))

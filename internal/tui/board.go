@@ -1,5 +1,6 @@
 // Package tui is the terminal board: every pane grouped by state (blocked
-// first) with its agent, name, folder, time in state and message, a
+// first), and in a fleet by host first (this host, then the others with
+// their reachability), with its agent, name, folder, time in state and message, a
 // preview of the selected pane's screen, and keys to answer, jump to the
 // next blocked pane, attach, kill and filter.
 package tui
@@ -31,6 +32,7 @@ type Board struct {
 	c       *client.Client
 	exe     string // corral's binary, for attach
 	panes   []api.Pane
+	fleet   *fleetInfo // nil outside a fleet
 	preview []string
 	sel     string // selected pane id
 	filter  string
@@ -54,6 +56,7 @@ func Run(ctx context.Context, c *client.Client, exe, status string) error {
 
 type panesMsg struct {
 	panes   []api.Pane
+	fleet   *fleetInfo // nil outside a fleet
 	preview []string
 	err     error
 }
@@ -73,7 +76,13 @@ func (b *Board) fetch() tea.Cmd {
 		if err := b.c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
 			return panesMsg{err: err}
 		}
-		panes = append(panes, fleetPanes(ctx, b.c)...)
+		fleet, remote := fleetPanes(ctx, b.c)
+		if fleet != nil {
+			for i := range panes {
+				panes[i].Host = fleet.self
+			}
+		}
+		panes = append(panes, remote...)
 		var preview []string
 		if sel != "" {
 			var s api.Screen
@@ -81,7 +90,7 @@ func (b *Board) fetch() tea.Cmd {
 				preview = s.Lines
 			}
 		}
-		return panesMsg{panes: panes, preview: preview}
+		return panesMsg{panes: panes, fleet: fleet, preview: preview}
 	}
 }
 
@@ -92,7 +101,8 @@ func (b *Board) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case panesMsg:
 		b.err = msg.err
 		if msg.err == nil {
-			b.panes = sortPanes(msg.panes)
+			b.fleet = msg.fleet
+			b.panes = sortPanes(msg.panes, b.fleet)
 			b.preview = msg.preview
 			if b.sel == "" || b.index(b.sel) < 0 {
 				if v := b.visible(); len(v) > 0 {
@@ -200,8 +210,21 @@ func (b *Board) kill() tea.Cmd {
 	}
 }
 
-func sortPanes(ps []api.Pane) []api.Pane {
-	sort.SliceStable(ps, func(i, j int) bool { return stateOrder[ps[i].State] < stateOrder[ps[j].State] })
+// sortPanes orders the panes by host (this host first; one host outside a
+// fleet), then by state.
+func sortPanes(ps []api.Pane, f *fleetInfo) []api.Pane {
+	rank := func(p api.Pane) string {
+		if f == nil || p.Host == f.self {
+			return ""
+		}
+		return "\x01" + p.Host
+	}
+	sort.SliceStable(ps, func(i, j int) bool {
+		if ri, rj := rank(ps[i]), rank(ps[j]); ri != rj {
+			return ri < rj
+		}
+		return stateOrder[ps[i].State] < stateOrder[ps[j].State]
+	})
 	return ps
 }
 
@@ -254,22 +277,43 @@ func (b *Board) nextBlocked() {
 	b.status = "no pane is blocked"
 }
 
-// fleetPanes are the other hosts' panes when the daemon is in a fleet,
+// fleetInfo is what the board knows of the fleet: this host's name and
+// every host's reachability.
+type fleetInfo struct {
+	self  string
+	hosts []fleetHost
+}
+
+type fleetHost struct {
+	Host      string `json:"host"`
+	Reachable bool   `json:"reachable"`
+	LastSeen  string `json:"last_seen"`
+	Problem   string `json:"problem"`
+}
+
+func (f *fleetInfo) host(name string) (fleetHost, bool) {
+	for _, h := range f.hosts {
+		if h.Host == name {
+			return h, true
+		}
+	}
+	return fleetHost{}, false
+}
+
+// fleetPanes are the fleet (nil outside one) and the other hosts' panes,
 // named HOST:ID (pane commands take that form) and HOST:NAME.
-func fleetPanes(ctx context.Context, c *client.Client) []api.Pane {
+func fleetPanes(ctx context.Context, c *client.Client) (*fleetInfo, []api.Pane) {
 	var st struct {
-		Name  string `json:"name"`
-		Hosts []struct {
-			Host      string `json:"host"`
-			Reachable bool   `json:"reachable"`
-		} `json:"hosts"`
+		Name  string      `json:"name"`
+		Hosts []fleetHost `json:"hosts"`
 	}
-	if c.Do(ctx, "GET", "/v1/fleet/status", nil, &st) != nil {
-		return nil
+	if c.Do(ctx, "GET", "/v1/fleet/status", nil, &st) != nil || st.Name == "" {
+		return nil, nil
 	}
+	f := &fleetInfo{self: st.Name, hosts: st.Hosts}
 	var recs []api.Pane
 	if c.Do(ctx, "GET", "/v1/fleet/panes", nil, &recs) != nil {
-		return nil
+		return f, nil
 	}
 	reach := map[string]bool{}
 	for _, h := range st.Hosts {
@@ -285,10 +329,7 @@ func fleetPanes(ctx context.Context, c *client.Client) []api.Pane {
 			p.Name = p.Host + ":" + p.Name
 		}
 		p.Unreachable = !reach[p.Host]
-		if p.Unreachable {
-			p.Message = "(host unreachable) " + p.Message
-		}
 		out = append(out, p)
 	}
-	return out
+	return f, out
 }

@@ -29,12 +29,15 @@ func (b *Board) View() tea.View {
 		}
 	}
 	out.WriteString("\n")
+	if b.fleet != nil {
+		out.WriteString(clip(b.fleetLine(), b.width) + "\n")
+	}
 	if b.err != nil {
 		fmt.Fprintf(&out, "\x1b[31mno daemon: %v\x1b[0m\n", b.err)
 	}
 	vis := b.visible()
 	listRows := max(3, b.height/2-2)
-	group := ""
+	group, host := "", "\x00"
 	rows := 0
 	// Keep the selection in view.
 	start := 0
@@ -44,6 +47,11 @@ func (b *Board) View() tea.View {
 	for i, p := range vis {
 		if i < start || rows >= listRows {
 			continue
+		}
+		if b.fleet != nil && p.Host != host {
+			host, group = p.Host, ""
+			out.WriteString(clip(b.hostHeader(p.Host), b.width) + "\n")
+			rows++
 		}
 		if p.State != group {
 			group = p.State
@@ -101,6 +109,41 @@ func (b *Board) View() tea.View {
 	v.AltScreen = true
 	v.WindowTitle = fmt.Sprintf("corral (%d blocked)", blocked)
 	return v
+}
+
+// fleetLine names every host of the fleet, marking those unreachable.
+func (b *Board) fleetLine() string {
+	var parts []string
+	down := 0
+	for _, h := range b.fleet.hosts {
+		s := h.Host
+		if h.Host == b.fleet.self {
+			s += " (this host)"
+		}
+		if !h.Reachable {
+			s = "\x1b[31m" + s + " unreachable\x1b[0m"
+			down++
+		}
+		parts = append(parts, s)
+	}
+	return fmt.Sprintf("fleet: %d hosts, %d unreachable · %s", len(b.fleet.hosts), down, strings.Join(parts, " · "))
+}
+
+// hostHeader heads a host's panes: its name and reachability.
+func (b *Board) hostHeader(name string) string {
+	h, known := b.fleet.host(name)
+	what := "reachable"
+	switch {
+	case name == b.fleet.self:
+		what = "this host"
+	case !known:
+		what = "\x1b[31munreachable (never sent a heartbeat)\x1b[0m\x1b[1m"
+	case h.Problem != "":
+		what = "\x1b[31munreachable: " + h.Problem + "\x1b[0m\x1b[1m"
+	case !h.Reachable:
+		what = "\x1b[31munreachable (last seen " + since(h.LastSeen) + " ago; its panes show their last known states)\x1b[0m\x1b[1m"
+	}
+	return "\x1b[1m═ " + name + " · " + what + "\x1b[0m"
 }
 
 func (b *Board) selected() *api.Pane {

@@ -46,3 +46,49 @@ func TestViewWorktreeAndApproval(t *testing.T) {
 		}
 	}
 }
+
+// In a fleet the board groups panes by host (this host first, then the
+// others by name), each headed by its reachability, then by state.
+func TestViewGroupsByHost(t *testing.T) {
+	board := New(nil, "")
+	board.width, board.height = 200, 40
+	now := time.Now().UTC()
+	since := now.Format(time.RFC3339Nano)
+	f := &fleetInfo{self: "laptop", hosts: []fleetHost{
+		{Host: "laptop", Reachable: true, LastSeen: since},
+		{Host: "vm1", Reachable: false, LastSeen: now.Add(-42 * time.Second).Format(time.RFC3339Nano)},
+		{Host: "ws", Reachable: true, LastSeen: since},
+	}}
+	board.fleet = f
+	board.panes = sortPanes([]api.Pane{
+		{ID: "ws:w2", Host: "ws", Agent: "codex", State: "idle", Since: since},
+		{ID: "vm1:v1", Host: "vm1", Agent: "claude-code", State: "working", Since: since, Unreachable: true},
+		{ID: "l1", Host: "laptop", Agent: "claude-code", State: "idle", Since: since},
+		{ID: "ws:w1", Host: "ws", Agent: "claude-code", State: "blocked", Since: since},
+		{ID: "l2", Host: "laptop", Agent: "gemini", State: "blocked", Since: since},
+	}, f)
+	var order []string
+	for _, p := range board.panes {
+		order = append(order, p.ID)
+	}
+	if got, want := strings.Join(order, " "), "l2 l1 vm1:v1 ws:w1 ws:w2"; got != want {
+		t.Fatalf("order %q, want %q", got, want)
+	}
+	board.sel = "l2"
+	out := board.View().Content
+	wants := []string{"fleet: 3 hosts, 1 unreachable", "═ laptop · this host", "BLOCKED", "l2", "IDLE", "l1",
+		"═ vm1 · \x1b[31munreachable (last seen 42s ago", "WORKING", "vm1:v1", "═ ws · reachable", "BLOCKED", "ws:w1", "IDLE", "ws:w2"}
+	rest := out
+	for _, w := range wants {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("view lacks %q (in order) in:\n%s", w, out)
+		}
+		rest = rest[i+len(w):]
+	}
+	// Outside a fleet: no host headers.
+	board.fleet = nil
+	if out := board.View().Content; strings.Contains(out, "═") || strings.Contains(out, "fleet:") {
+		t.Fatalf("a board outside a fleet shows hosts:\n%s", out)
+	}
+}
