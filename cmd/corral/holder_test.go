@@ -167,8 +167,8 @@ func (e *env) shutdownLeavesNothing(pids map[string]int) {
 func TestDaemonCrashLosesNothing(t *testing.T) {
 	e := newEnv(t)
 	names, screens, pids := crowd(t, e, 20)
-	if h := e.holders(); len(h) != 20 {
-		t.Fatalf("%d holders for 20 panes", len(h))
+	if h := e.holders(); len(h) != len(names) {
+		t.Fatalf("%d holders for %d panes", len(h), len(names))
 	}
 	before := e.events()
 	daemon := daemonPID(t, e)
@@ -182,7 +182,7 @@ func TestDaemonCrashLosesNothing(t *testing.T) {
 	start := time.Now()
 	ps := e.panes() // starts the next daemon, which re-adopts
 	took := time.Since(start)
-	if len(ps) != 20 {
+	if len(ps) != len(names) {
 		t.Fatalf("%d panes after the crash: %+v", len(ps), ps)
 	}
 	bound := 2 * time.Second
@@ -190,9 +190,9 @@ func TestDaemonCrashLosesNothing(t *testing.T) {
 		bound = 6 * time.Second // a race-built daemon starts and replays several times slower
 	}
 	if took > bound {
-		t.Fatalf("re-adopting 20 panes took %v", took)
+		t.Fatalf("re-adopting %d panes took %v", len(names), took)
 	}
-	t.Logf("the next command re-adopted 20 panes in %v", took)
+	t.Logf("the next command re-adopted %d panes in %v", len(names), took)
 	if daemonPID(t, e) == daemon {
 		t.Fatal("the same daemon")
 	}
@@ -234,7 +234,7 @@ func TestReplaceHandsOver(t *testing.T) {
 	if proctest.Alive(old) {
 		t.Fatal("the old daemon still runs")
 	}
-	if ps := e.panes(); len(ps) != 20 {
+	if ps := e.panes(); len(ps) != len(names) {
 		t.Fatalf("%d panes after the hand-over", len(ps))
 	}
 	checkEvents(t, before, e.events())
