@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
@@ -101,8 +102,12 @@ type Pane struct {
 	exited   bool
 	exitCode int
 	exitedAt time.Time
-	timer    *time.Timer // fires at the engine's next deadline
+	timer    *paneTimer // fires at the engine's next deadline
 	deadline time.Time
+	// sweepAt is the pane's sweep on the clock; sweepSeen is the
+	// foreground group it last looked up (only the clock changes it).
+	sweepAt   clockEntry
+	sweepSeen int
 
 	input          chan []byte // to writeLoop
 	droppedReplies atomic.Int64
@@ -118,11 +123,13 @@ type Pane struct {
 	watchers map[*Watcher]struct{}
 
 	// Changes are queued under mu and delivered in order, outside mu, by
-	// the delivery goroutine (woken by wake) and, at the end, by reap:
-	// whoever holds notifyMu. A request never waits for OnChange.
-	notifyMu sync.Mutex
-	queue    []detect.Change
-	wake     chan struct{}
+	// a delivery goroutine started when there are some (kick) and, at the
+	// end, by reap: whoever holds notifyMu. A request never waits for
+	// OnChange.
+	notifyMu   sync.Mutex
+	queue      []detect.Change
+	queued     atomic.Bool // queue is not empty
+	delivering atomic.Bool // a delivery goroutine runs
 }
 
 // Start spawns the program.
@@ -185,13 +192,13 @@ func Start(cfg Config) (*Pane, error) {
 // on ptmx; run starts its goroutines.
 func newPane(cfg Config, ptmx *os.File, pid int, started time.Time) *Pane {
 	p := &Pane{cfg: cfg, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
-		input: make(chan []byte, InputQueue), mu: newLock(), wake: make(chan struct{}, 1)}
+		input: make(chan []byte, InputQueue), mu: newLock()}
+	p.sweepAt = clockEntry{p: p, kind: clockSweep, index: -1}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
 	p.term = p.engine.Terminal()
 	p.agent = p.engine.Manifest().Name
-	p.timer = time.AfterFunc(time.Hour, p.onTimer)
-	p.timer.Stop()
+	p.timer = newPaneTimer(p)
 	p.Info() // the first copy for p.last
 	return p
 }
@@ -301,25 +308,48 @@ func (p *Pane) ID() string { return p.cfg.ID }
 // Done is closed when the pane's process group has been reaped.
 func (p *Pane) Done() <-chan struct{} { return p.done }
 
+// readBufs lends the read loops their buffer only while output is there
+// to read: a pane waiting for output holds none.
+var readBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// readLoop feeds the program's output to the engine. It reads inside one
+// long RawConn.Read: after a read that did not fill the buffer, the rest
+// of the output comes with the next readiness edge (the poller is
+// edge-triggered, and every write to the terminal signals one), so it
+// waits for that edge instead of reading again to be told EAGAIN: one read
+// system call per frame, not two.
 func (p *Pane) readLoop() {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := p.ptmx.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			p.queueLocked(p.engine.Feed(time.Now(), buf[:n]))
-			p.scheduleLocked()
-			p.forwardLocked(buf[:n])
-			p.mu.Unlock()
-			p.kick()
-		}
-		if err != nil {
-			// EIO after the child's side closes (Linux), 0 bytes on BSD;
-			// or reap closed the PTY.
-			break
-		}
+	defer close(p.readDone)
+	rc, err := p.ptmx.SyscallConn()
+	if err != nil {
+		return
 	}
-	close(p.readDone)
+	_ = rc.Read(func(fd uintptr) bool {
+		buf := readBufs.Get().(*[32 << 10]byte)
+		defer readBufs.Put(buf)
+		for {
+			n, err := unix.Read(int(fd), buf[:])
+			if n > 0 {
+				p.mu.Lock()
+				p.queueLocked(p.engine.Feed(time.Now(), buf[:n]))
+				p.scheduleLocked()
+				p.forwardLocked(buf[:n])
+				p.mu.Unlock()
+				p.kick()
+			}
+			switch {
+			case err == unix.EINTR:
+			case err == unix.EAGAIN:
+				return false
+			case err != nil || n <= 0:
+				// EIO after the child's side closes (Linux), 0 bytes on
+				// BSD; or reap closed the PTY (the wait fails).
+				return true
+			case n < len(buf):
+				return false
+			}
+		}
+	})
 }
 
 // DrainWait bounds how long the end of a program's output is read after
@@ -368,6 +398,7 @@ func (p *Pane) ended(code int) {
 	p.mu.Lock()
 	p.exited, p.exitCode, p.exitedAt = true, code, time.Now()
 	p.timer.Stop()
+	paneClock.remove(&p.sweepAt)
 	p.queueLocked(p.engine.SetProcess(p.exitedAt, signal.Process{PaneExited: true, ExitCode: code}))
 	p.mu.Unlock()
 	// Only the last screen is needed now: release the emulator.
@@ -385,8 +416,22 @@ func (p *Pane) ended(code int) {
 	}
 }
 
+// fireDeadline runs on the clock at the engine's deadline.
+func (p *Pane) fireDeadline() {
+	if !p.mu.tryLock() {
+		go p.onTimer() // busy: the clock does not wait for it
+		return
+	}
+	p.onTimerLocked()
+}
+
 func (p *Pane) onTimer() {
 	p.mu.Lock()
+	p.onTimerLocked()
+}
+
+// onTimerLocked classifies at the deadline and unlocks mu.
+func (p *Pane) onTimerLocked() {
 	p.deadline = time.Time{}
 	if p.exited {
 		p.mu.Unlock()
@@ -408,62 +453,92 @@ func (p *Pane) scheduleLocked() {
 		return // already armed for an earlier or equal time
 	}
 	p.deadline = at
-	p.timer.Reset(max(time.Until(at), 0))
+	p.timer.reset(at)
 }
 
-// sweepLoop is the safety net: it reclassifies and checks the foreground
-// process every Sweep, whatever the screen did.
+// sweepLoop starts the safety net: every Sweep, whatever the screen did,
+// the clock reclassifies the pane and checks its foreground process.
 func (p *Pane) sweepLoop() {
-	t := time.NewTicker(p.cfg.Sweep)
-	defer t.Stop()
-	seen := 0 // the foreground group last looked up; only this loop changes it
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-t.C:
-			// The ioctl and the /proc reads (which can wait on the other
-			// process) happen outside mu.
-			fg := foreground{}
-			if pgrp, err := foregroundPgrp(p.ptmx); err == nil && pgrp > 0 && pgrp != seen {
-				seen = pgrp
-				fg.pgrp = pgrp
-				fg.name, fg.argv = processInfo(pgrp)
-			}
-			p.mu.Lock()
-			if !p.exited {
-				if fg.pgrp != 0 {
-					p.foregroundLocked(fg)
-				}
-				p.queueLocked(p.engine.Classify(time.Now()))
-				p.scheduleLocked()
-			}
-			p.mu.Unlock()
-			p.kick()
-		}
-	}
+	paneClock.set(&p.sweepAt, time.Now().Add(p.cfg.Sweep))
 }
 
-func (p *Pane) queueLocked(cs []detect.Change) { p.queue = append(p.queue, cs...) }
-
-// kick wakes the delivery goroutine; it never waits.
-func (p *Pane) kick() {
+// fireSweep runs on the clock; at is when it was due.
+func (p *Pane) fireSweep(at time.Time) {
 	select {
-	case p.wake <- struct{}{}:
+	case <-p.done:
+		return
 	default:
 	}
+	next := at.Add(p.cfg.Sweep)
+	if now := time.Now(); next.Before(now) {
+		next = now.Add(p.cfg.Sweep)
+	}
+	paneClock.set(&p.sweepAt, next)
+	pgrp, err := foregroundPgrp(p.ptmx)
+	if err != nil || pgrp <= 0 || pgrp == p.sweepSeen {
+		pgrp = 0
+	} else {
+		p.sweepSeen = pgrp
+	}
+	if pgrp == 0 && p.mu.tryLock() {
+		p.sweepLocked(foreground{})
+		return
+	}
+	// The /proc reads can wait on the other process, and the pane may be
+	// busy: neither holds the clock.
+	go func() {
+		fg := foreground{pgrp: pgrp}
+		if pgrp != 0 {
+			fg.name, fg.argv = processInfo(pgrp)
+		}
+		p.mu.Lock()
+		p.sweepLocked(fg)
+	}()
 }
 
-func (p *Pane) deliverLoop() {
-	for {
-		select {
-		case <-p.wake:
-			p.deliver()
-		case <-p.done:
-			return // reap delivered the last changes
+// sweepLocked reclassifies, with the foreground process when it changed,
+// and unlocks mu.
+func (p *Pane) sweepLocked(fg foreground) {
+	if !p.exited {
+		if fg.pgrp != 0 {
+			p.foregroundLocked(fg)
 		}
+		p.queueLocked(p.engine.Classify(time.Now()))
+		p.scheduleLocked()
+	}
+	p.mu.Unlock()
+	p.kick()
+}
+
+func (p *Pane) queueLocked(cs []detect.Change) {
+	if len(cs) > 0 {
+		p.queue = append(p.queue, cs...)
+		p.queued.Store(true)
 	}
 }
+
+// kick starts a delivery goroutine if changes are queued and none runs;
+// it never waits.
+func (p *Pane) kick() {
+	if !p.queued.Load() || !p.delivering.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for {
+			p.deliver()
+			p.delivering.Store(false)
+			// A change queued after deliver looked, whose kick saw this
+			// goroutine still running, is delivered here.
+			if !p.queued.Load() || !p.delivering.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// deliverLoop delivers what is queued; every later change starts its own
+// delivery (kick).
+func (p *Pane) deliverLoop() { p.kick() }
 
 // deliver hands queued changes to OnChange in order, outside mu.
 func (p *Pane) deliver() {
@@ -473,6 +548,7 @@ func (p *Pane) deliver() {
 		p.mu.Lock()
 		cs := p.queue
 		p.queue = nil
+		p.queued.Store(false)
 		p.mu.Unlock()
 		if len(cs) == 0 {
 			return
