@@ -218,6 +218,12 @@ func BenchmarkSpinners50(b *testing.B) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		live := float64(int64(ms.HeapAlloc+ms.StackInuse)-int64(ms0.HeapAlloc+ms0.StackInuse)) / 1024 / spinPanes
+		if d := os.Getenv("CORRAL_SPIN_PROFILE"); d != "" {
+			if f, err := os.Create(filepath.Join(d, "heap-"+mode+".prof")); err == nil {
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}
 		b.ReportMetric(cpu, mode+"-cpu-%")
 		b.ReportMetric(rssPerPane, mode+"-rss-KB/pane")
 		b.ReportMetric(live, mode+"-heap+stack-KB/pane")

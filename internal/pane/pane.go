@@ -361,7 +361,7 @@ const DrainWait = time.Second
 // setsid keeps the terminal open, so the end of file is not waited for),
 // and records the exit.
 func (p *Pane) reap() {
-	procs.WaitExit(p.pid)
+	waitExit(p.pid)
 	// Everything it left (a background job of a shell, a daemon it
 	// started) goes too, found while the program is a zombie: its pid
 	// cannot be reused until Wait.
