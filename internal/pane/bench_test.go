@@ -156,6 +156,9 @@ func BenchmarkSpinners50(b *testing.B) {
 	if d, err := time.ParseDuration(os.Getenv("CORRAL_SPIN_WINDOW")); err == nil {
 		window = d
 	}
+	if os.Getenv("CORRAL_SPIN_PROFILE") != "" {
+		runtime.MemProfileRate = 64
+	}
 	fake := []string{os.Args[0]}
 	self := os.Getpid()
 

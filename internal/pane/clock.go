@@ -125,12 +125,16 @@ func (c *clock) run() {
 			}
 			due := c.due
 			c.mu.Unlock()
+			// Deadlines first: a prompt's classification does not wait
+			// for the sweeps that fell due with it.
 			for _, e := range due {
-				switch e.kind {
-				case clockDeadline:
+				if e.kind == clockDeadline {
 					e.p.fireDeadline()
-				case clockSweep:
-					e.p.fireSweep(e.at)
+				}
+			}
+			for _, e := range due {
+				if e.kind == clockSweep {
+					e.p.fireSweep()
 				}
 			}
 		}

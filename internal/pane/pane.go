@@ -459,21 +459,24 @@ func (p *Pane) scheduleLocked() {
 // sweepLoop starts the safety net: every Sweep, whatever the screen did,
 // the clock reclassifies the pane and checks its foreground process.
 func (p *Pane) sweepLoop() {
-	paneClock.set(&p.sweepAt, time.Now().Add(p.cfg.Sweep))
+	paneClock.set(&p.sweepAt, nextSweep(time.Now(), p.cfg.Sweep))
 }
 
-// fireSweep runs on the clock; at is when it was due.
-func (p *Pane) fireSweep(at time.Time) {
+// nextSweep is the next multiple of every after now: the sweeps of every
+// pane with the same interval fall due together, one wake-up of the clock
+// for all of them.
+func nextSweep(now time.Time, every time.Duration) time.Time {
+	return now.Truncate(every).Add(every)
+}
+
+// fireSweep runs on the clock.
+func (p *Pane) fireSweep() {
 	select {
 	case <-p.done:
 		return
 	default:
 	}
-	next := at.Add(p.cfg.Sweep)
-	if now := time.Now(); next.Before(now) {
-		next = now.Add(p.cfg.Sweep)
-	}
-	paneClock.set(&p.sweepAt, next)
+	paneClock.set(&p.sweepAt, nextSweep(time.Now(), p.cfg.Sweep))
 	pgrp, err := foregroundPgrp(p.ptmx)
 	if err != nil || pgrp <= 0 || pgrp == p.sweepSeen {
 		pgrp = 0
