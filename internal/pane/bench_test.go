@@ -118,17 +118,24 @@ func waitScreen(b *testing.B, p *Pane, text string) {
 	}
 }
 
-// cpuOf returns a process's user+system CPU time, from /proc.
+// cpuOf returns the CPU time a process's threads ran, from the
+// scheduler's own nanosecond counts (/proc/PID/task/*/schedstat): the
+// tick-sampled utime and stime miss most of a process that runs for
+// microseconds at a time, as a pane's holder does.
 func cpuOf(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(data)); len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			total += time.Duration(ns)
+		}
 	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	return total
 }
 
 func rssKB(pid int) int {
