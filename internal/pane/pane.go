@@ -312,12 +312,18 @@ func (p *Pane) Done() <-chan struct{} { return p.done }
 // to read: a pane waiting for output holds none.
 var readBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 
+// readAgain is the read after which more output is likely there already:
+// a terminal hands over at most about 4 KB a read, so a flood comes in
+// reads this size or larger, and a frame of a redraw in smaller ones.
+const readAgain = 1 << 10
+
 // readLoop feeds the program's output to the engine. It reads inside one
-// long RawConn.Read: after a read that did not fill the buffer, the rest
-// of the output comes with the next readiness edge (the poller is
-// edge-triggered, and every write to the terminal signals one), so it
-// waits for that edge instead of reading again to be told EAGAIN: one read
-// system call per frame, not two.
+// long RawConn.Read: after a small read, the rest of the output comes with
+// the next readiness edge (the poller is edge-triggered, and every write
+// to the terminal signals one), so it waits for that edge instead of
+// reading again to be told EAGAIN: one read system call per frame, not
+// two. After a large one it reads again at once, as a flood goes fastest
+// without a wait between reads.
 func (p *Pane) readLoop() {
 	defer close(p.readDone)
 	rc, err := p.ptmx.SyscallConn()
@@ -345,7 +351,7 @@ func (p *Pane) readLoop() {
 				// EIO after the child's side closes (Linux), 0 bytes on
 				// BSD; or reap closed the PTY (the wait fails).
 				return true
-			case n < len(buf):
+			case n < readAgain:
 				return false
 			}
 		}
