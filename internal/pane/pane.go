@@ -82,8 +82,9 @@ type Pane struct {
 	started time.Time
 	pid     int
 	done    chan struct{} // closed when the process group is reaped
-	// readDone is closed when the read loop has ended.
+	// readDone is closed when the read loop has ended; stopRead ends it.
 	readDone chan struct{}
+	stopRead atomic.Bool
 	// group finds every process the program started, wherever it went.
 	group procs.Group
 
@@ -344,6 +345,10 @@ func (p *Pane) readLoop() {
 				p.kick()
 			}
 			switch {
+			case p.stopRead.Load():
+				// reap gave up on the end of the output: Close does
+				// not end a read loop that is never told EAGAIN.
+				return true
 			case err == unix.EINTR:
 			case err == unix.EAGAIN:
 				return false
@@ -393,6 +398,7 @@ func (p *Pane) reap() {
 	case <-p.readDone:
 	case <-time.After(DrainWait):
 		// Something holds the terminal still: stop reading it.
+		p.stopRead.Store(true)
 		_ = p.ptmx.Close()
 		<-p.readDone
 	}
