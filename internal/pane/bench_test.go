@@ -157,14 +157,13 @@ const spinPanes = 50
 // (this process plus the 50 holders), and a tmux server with the same 50
 // agents, each over the same window. Resident memory per pane is reported
 // for each. CORRAL_SPIN_PROFILE=dir writes a CPU profile of this process
-// over each corral window; CORRAL_SPIN_WINDOW=20s lengthens the windows.
+// over each corral window, and of its heap after each (-memprofilerate
+// samples it finer, at a cost to the CPU it measures); CORRAL_SPIN_WINDOW=20s
+// lengthens the windows.
 func BenchmarkSpinners50(b *testing.B) {
 	window := 5 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("CORRAL_SPIN_WINDOW")); err == nil {
 		window = d
-	}
-	if os.Getenv("CORRAL_SPIN_PROFILE") != "" {
-		runtime.MemProfileRate = 64
 	}
 	fake := []string{os.Args[0]}
 	self := os.Getpid()
