@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -313,6 +314,17 @@ func (p *Pane) Done() <-chan struct{} { return p.done }
 // to read: a pane waiting for output holds none.
 var readBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 
+// readNow reads a non-blocking descriptor without telling the scheduler
+// it enters a system call: such a read never waits, and the telling wakes
+// the runtime's monitor thread at every frame of a quiet program.
+func readNow(fd uintptr, b []byte) (int, error) {
+	r, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(r), nil
+}
+
 // readAgain is the read after which more output is likely there already:
 // a terminal hands over at most about 4 KB a read, so a flood comes in
 // reads this size or larger, and a frame of a redraw in smaller ones.
@@ -335,7 +347,7 @@ func (p *Pane) readLoop() {
 		buf := readBufs.Get().(*[32 << 10]byte)
 		defer readBufs.Put(buf)
 		for {
-			n, err := unix.Read(int(fd), buf[:])
+			n, err := readNow(fd, buf[:])
 			if n > 0 {
 				p.mu.Lock()
 				p.queueLocked(p.engine.Feed(time.Now(), buf[:n]))
