@@ -85,7 +85,10 @@ func Dial(socket, secret string, timeout time.Duration) (*Conn, error) {
 	}
 	_ = c.SetDeadline(time.Time{})
 	ok = true
-	return &Conn{c: c, r: bufio.NewReaderSize(c, 64<<10), PTY: pty, Welcome: w}, nil
+	// A frame larger than the reader's buffer is read straight into the
+	// frame's own: the buffer only gathers small frames, and every pane
+	// keeps one.
+	return &Conn{c: c, r: bufio.NewReaderSize(c, 4<<10), PTY: pty, Welcome: w}, nil
 }
 
 // readWelcome reads the welcome frame and the descriptor that comes with

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -116,17 +118,24 @@ func waitScreen(b *testing.B, p *Pane, text string) {
 	}
 }
 
-// cpuOf returns a process's user+system CPU time, from /proc.
+// cpuOf returns the CPU time a process's threads ran, from the
+// scheduler's own nanosecond counts (/proc/PID/task/*/schedstat): the
+// tick-sampled utime and stime miss most of a process that runs for
+// microseconds at a time, as a pane's holder does.
 func cpuOf(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(data)); len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			total += time.Duration(ns)
+		}
 	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	return total
 }
 
 func rssKB(pid int) int {
@@ -144,43 +153,107 @@ const spinPanes = 50
 
 // BenchmarkSpinners50 runs 50 fake agents each redrawing a spinner at
 // 10 Hz, and measures the CPU the host uses to keep their screens: corral's
-// panes (this process) and a tmux server with the same 50 agents, over the
-// same window. Resident memory per pane is reported for both.
+// panes on PTYs of their own (this process), corral's panes under holders
+// (this process plus the 50 holders), and a tmux server with the same 50
+// agents, each over the same window. Resident memory per pane is reported
+// for each. CORRAL_SPIN_PROFILE=dir writes a CPU profile of this process
+// over each corral window, and of its heap after each (-memprofilerate
+// samples it finer, at a cost to the CPU it measures); CORRAL_SPIN_WINDOW=20s
+// lengthens the windows.
 func BenchmarkSpinners50(b *testing.B) {
-	const window = 5 * time.Second
+	window := 5 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("CORRAL_SPIN_WINDOW")); err == nil {
+		window = d
+	}
 	fake := []string{os.Args[0]}
 	self := os.Getpid()
 
-	// corral
-	runtime.GC()
-	rssBefore := rssKB(self)
-	var panes []*Pane
-	for i := 0; i < spinPanes; i++ {
-		p, err := Start(Config{ID: fmt.Sprint(i), Argv: fake, Env: []string{"CORRAL_FAKE_AGENT=1"}, Cols: 120, Rows: 32,
-			Rules: ruleSet(&testing.T{}), Agent: "claude-code"})
-		if err != nil {
-			b.Fatal(err)
+	// One rule set for every pane, as the daemon has.
+	set := ruleSet(&testing.T{})
+	for _, held := range []bool{false, true} {
+		mode := "direct"
+		if held {
+			mode = "held"
 		}
-		panes = append(panes, p)
-	}
-	for _, p := range panes {
-		waitScreen(b, p, "? for shortcuts")
-		p.Input([]byte("work 60\r"), true)
-	}
-	time.Sleep(time.Second) // every spinner running
-	start, cpu0 := time.Now(), cpuOf(self)
-	time.Sleep(window)
-	corralCPU := float64(cpuOf(self)-cpu0) / float64(time.Since(start)) * 100
-	rssPerPane := float64(rssKB(self)-rssBefore) / spinPanes
-	for _, p := range panes {
-		p.Close(time.Second)
+		debug.FreeOSMemory()
+		rssBefore := rssKB(self)
+		var ms0 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		var panes []*Pane
+		dir := b.TempDir()
+		os.Chmod(dir, 0o700)
+		for i := 0; i < spinPanes; i++ {
+			cfg := Config{ID: fmt.Sprint(i), Argv: fake, Env: []string{"CORRAL_FAKE_AGENT=1"}, Cols: 120, Rows: 32,
+				Rules: set, Agent: "claude-code"}
+			if held {
+				cfg.Holder = &Holding{Exe: os.Args[0], Socket: filepath.Join(dir, fmt.Sprintf("s%d.sock", i)), Secret: strings.Repeat("k", 64)}
+			}
+			p, err := Start(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			panes = append(panes, p)
+		}
+		for _, p := range panes {
+			waitScreen(b, p, "? for shortcuts")
+			p.Input([]byte("work 60\r"), true)
+		}
+		time.Sleep(time.Second) // every spinner running
+		holderCPU := func() (d time.Duration) {
+			for _, p := range panes {
+				if _, pid := p.Held(); pid > 0 {
+					d += cpuOf(pid)
+				}
+			}
+			return d
+		}
+		if d := os.Getenv("CORRAL_SPIN_PROFILE"); d != "" {
+			f, err := os.Create(filepath.Join(d, "cpu-"+mode+".prof"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			pprof.StartCPUProfile(f)
+		}
+		start, cpu0, hcpu0 := time.Now(), cpuOf(self), holderCPU()
+		time.Sleep(window)
+		elapsed := float64(time.Since(start))
+		cpu := float64(cpuOf(self)-cpu0) / elapsed * 100
+		hcpu := float64(holderCPU()-hcpu0) / elapsed * 100
+		if os.Getenv("CORRAL_SPIN_PROFILE") != "" {
+			pprof.StopCPUProfile()
+		}
+		rssPerPane := float64(rssKB(self)-rssBefore) / spinPanes
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		live := float64(int64(ms.HeapAlloc+ms.StackInuse)-int64(ms0.HeapAlloc+ms0.StackInuse)) / 1024 / spinPanes
+		if d := os.Getenv("CORRAL_SPIN_PROFILE"); d != "" {
+			if f, err := os.Create(filepath.Join(d, "heap-"+mode+".prof")); err == nil {
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}
+		b.ReportMetric(cpu, mode+"-cpu-%")
+		b.ReportMetric(rssPerPane, mode+"-rss-KB/pane")
+		b.ReportMetric(live, mode+"-heap+stack-KB/pane")
+		if held {
+			b.ReportMetric(hcpu, "holders-cpu-%")
+			hrss := 0
+			for _, p := range panes {
+				_, pid := p.Held()
+				_, pss := smapsKB(pid)
+				hrss += pss
+			}
+			b.ReportMetric(float64(hrss)/spinPanes, "holder-pss-KB/pane")
+		}
+		for _, p := range panes {
+			p.Close(time.Second)
+		}
 	}
 
 	// tmux, the same agents
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
-		b.ReportMetric(corralCPU, "corral-cpu-%")
-		b.ReportMetric(rssPerPane, "corral-rss-KB/pane")
 		b.Skip("tmux not installed: no baseline")
 	}
 	sock := filepath.Join(b.TempDir(), "tmux.sock")
@@ -211,14 +284,12 @@ func BenchmarkSpinners50(b *testing.B) {
 		t("send-keys", "-t", target, "work 60", "Enter")
 	}
 	time.Sleep(time.Second)
-	start, cpu0 = time.Now(), cpuOf(pid)
+	start, cpu0 := time.Now(), cpuOf(pid)
 	time.Sleep(window)
 	tmuxCPU := float64(cpuOf(pid)-cpu0) / float64(time.Since(start)) * 100
 	tmuxRSSPerPane := float64(rssKB(pid)-tmuxRSS0) / (spinPanes - 1)
 
-	b.ReportMetric(corralCPU, "corral-cpu-%")
 	b.ReportMetric(tmuxCPU, "tmux-cpu-%")
-	b.ReportMetric(rssPerPane, "corral-rss-KB/pane")
 	b.ReportMetric(tmuxRSSPerPane, "tmux-rss-KB/pane")
 }
 

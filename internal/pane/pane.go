@@ -15,8 +15,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
@@ -81,8 +83,9 @@ type Pane struct {
 	started time.Time
 	pid     int
 	done    chan struct{} // closed when the process group is reaped
-	// readDone is closed when the read loop has ended.
+	// readDone is closed when the read loop has ended; stopRead ends it.
 	readDone chan struct{}
+	stopRead atomic.Bool
 	// group finds every process the program started, wherever it went.
 	group procs.Group
 
@@ -101,8 +104,12 @@ type Pane struct {
 	exited   bool
 	exitCode int
 	exitedAt time.Time
-	timer    *time.Timer // fires at the engine's next deadline
+	timer    *paneTimer // fires at the engine's next deadline
 	deadline time.Time
+	// sweepAt is the pane's sweep on the clock; sweepSeen is the
+	// foreground group it last looked up (only the clock changes it).
+	sweepAt   clockEntry
+	sweepSeen int
 
 	input          chan []byte // to writeLoop
 	droppedReplies atomic.Int64
@@ -118,11 +125,13 @@ type Pane struct {
 	watchers map[*Watcher]struct{}
 
 	// Changes are queued under mu and delivered in order, outside mu, by
-	// the delivery goroutine (woken by wake) and, at the end, by reap:
-	// whoever holds notifyMu. A request never waits for OnChange.
-	notifyMu sync.Mutex
-	queue    []detect.Change
-	wake     chan struct{}
+	// a delivery goroutine started when there are some (kick) and, at the
+	// end, by reap: whoever holds notifyMu. A request never waits for
+	// OnChange.
+	notifyMu   sync.Mutex
+	queue      []detect.Change
+	queued     atomic.Bool // queue is not empty
+	delivering atomic.Bool // a delivery goroutine runs
 }
 
 // Start spawns the program.
@@ -185,13 +194,13 @@ func Start(cfg Config) (*Pane, error) {
 // on ptmx; run starts its goroutines.
 func newPane(cfg Config, ptmx *os.File, pid int, started time.Time) *Pane {
 	p := &Pane{cfg: cfg, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
-		input: make(chan []byte, InputQueue), mu: newLock(), wake: make(chan struct{}, 1)}
+		input: make(chan []byte, InputQueue), mu: newLock()}
+	p.sweepAt = clockEntry{p: p, kind: clockSweep, index: -1}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
 	p.term = p.engine.Terminal()
 	p.agent = p.engine.Manifest().Name
-	p.timer = time.AfterFunc(time.Hour, p.onTimer)
-	p.timer.Stop()
+	p.timer = newPaneTimer(p)
 	p.Info() // the first copy for p.last
 	return p
 }
@@ -301,25 +310,69 @@ func (p *Pane) ID() string { return p.cfg.ID }
 // Done is closed when the pane's process group has been reaped.
 func (p *Pane) Done() <-chan struct{} { return p.done }
 
-func (p *Pane) readLoop() {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := p.ptmx.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			p.queueLocked(p.engine.Feed(time.Now(), buf[:n]))
-			p.scheduleLocked()
-			p.forwardLocked(buf[:n])
-			p.mu.Unlock()
-			p.kick()
-		}
-		if err != nil {
-			// EIO after the child's side closes (Linux), 0 bytes on BSD;
-			// or reap closed the PTY.
-			break
-		}
+// readBufs lends the read loops their buffer only while output is there
+// to read: a pane waiting for output holds none.
+var readBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// readNow reads a non-blocking descriptor without telling the scheduler
+// it enters a system call: such a read never waits, and the telling wakes
+// the runtime's monitor thread at every frame of a quiet program.
+func readNow(fd uintptr, b []byte) (int, error) {
+	r, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 {
+		return -1, errno
 	}
-	close(p.readDone)
+	return int(r), nil
+}
+
+// readAgain is the read after which more output is likely there already:
+// a terminal hands over at most about 4 KB a read, so a flood comes in
+// reads this size or larger, and a frame of a redraw in smaller ones.
+const readAgain = 1 << 10
+
+// readLoop feeds the program's output to the engine. It reads inside one
+// long RawConn.Read: after a small read, the rest of the output comes with
+// the next readiness edge (the poller is edge-triggered, and every write
+// to the terminal signals one), so it waits for that edge instead of
+// reading again to be told EAGAIN: one read system call per frame, not
+// two. After a large one it reads again at once, as a flood goes fastest
+// without a wait between reads.
+func (p *Pane) readLoop() {
+	defer close(p.readDone)
+	rc, err := p.ptmx.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Read(func(fd uintptr) bool {
+		buf := readBufs.Get().(*[32 << 10]byte)
+		defer readBufs.Put(buf)
+		for {
+			n, err := readNow(fd, buf[:])
+			if n > 0 {
+				p.mu.Lock()
+				p.queueLocked(p.engine.Feed(time.Now(), buf[:n]))
+				p.scheduleLocked()
+				p.forwardLocked(buf[:n])
+				p.mu.Unlock()
+				p.kick()
+			}
+			switch {
+			case p.stopRead.Load():
+				// reap gave up on the end of the output: Close does
+				// not end a read loop that is never told EAGAIN.
+				return true
+			case err == unix.EINTR:
+			case err == unix.EAGAIN:
+				return false
+			case err != nil || n <= 0:
+				// EIO after the child's side closes (Linux), 0 bytes on
+				// BSD; or reap closed the PTY (the wait fails).
+				return true
+			case n < readAgain:
+				return false
+			}
+		}
+	})
 }
 
 // DrainWait bounds how long the end of a program's output is read after
@@ -331,7 +384,7 @@ const DrainWait = time.Second
 // setsid keeps the terminal open, so the end of file is not waited for),
 // and records the exit.
 func (p *Pane) reap() {
-	procs.WaitExit(p.pid)
+	waitExit(p.pid)
 	// Everything it left (a background job of a shell, a daemon it
 	// started) goes too, found while the program is a zombie: its pid
 	// cannot be reused until Wait.
@@ -357,6 +410,7 @@ func (p *Pane) reap() {
 	case <-p.readDone:
 	case <-time.After(DrainWait):
 		// Something holds the terminal still: stop reading it.
+		p.stopRead.Store(true)
 		_ = p.ptmx.Close()
 		<-p.readDone
 	}
@@ -368,6 +422,7 @@ func (p *Pane) ended(code int) {
 	p.mu.Lock()
 	p.exited, p.exitCode, p.exitedAt = true, code, time.Now()
 	p.timer.Stop()
+	paneClock.remove(&p.sweepAt)
 	p.queueLocked(p.engine.SetProcess(p.exitedAt, signal.Process{PaneExited: true, ExitCode: code}))
 	p.mu.Unlock()
 	// Only the last screen is needed now: release the emulator.
@@ -385,8 +440,22 @@ func (p *Pane) ended(code int) {
 	}
 }
 
+// fireDeadline runs on the clock at the engine's deadline.
+func (p *Pane) fireDeadline() {
+	if !p.mu.tryLock() {
+		go p.onTimer() // busy: the clock does not wait for it
+		return
+	}
+	p.onTimerLocked()
+}
+
 func (p *Pane) onTimer() {
 	p.mu.Lock()
+	p.onTimerLocked()
+}
+
+// onTimerLocked classifies at the deadline and unlocks mu.
+func (p *Pane) onTimerLocked() {
 	p.deadline = time.Time{}
 	if p.exited {
 		p.mu.Unlock()
@@ -408,62 +477,95 @@ func (p *Pane) scheduleLocked() {
 		return // already armed for an earlier or equal time
 	}
 	p.deadline = at
-	p.timer.Reset(max(time.Until(at), 0))
+	p.timer.reset(at)
 }
 
-// sweepLoop is the safety net: it reclassifies and checks the foreground
-// process every Sweep, whatever the screen did.
+// sweepLoop starts the safety net: every Sweep, whatever the screen did,
+// the clock reclassifies the pane and checks its foreground process.
 func (p *Pane) sweepLoop() {
-	t := time.NewTicker(p.cfg.Sweep)
-	defer t.Stop()
-	seen := 0 // the foreground group last looked up; only this loop changes it
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-t.C:
-			// The ioctl and the /proc reads (which can wait on the other
-			// process) happen outside mu.
-			fg := foreground{}
-			if pgrp, err := foregroundPgrp(p.ptmx); err == nil && pgrp > 0 && pgrp != seen {
-				seen = pgrp
-				fg.pgrp = pgrp
-				fg.name, fg.argv = processInfo(pgrp)
-			}
-			p.mu.Lock()
-			if !p.exited {
-				if fg.pgrp != 0 {
-					p.foregroundLocked(fg)
-				}
-				p.queueLocked(p.engine.Classify(time.Now()))
-				p.scheduleLocked()
-			}
-			p.mu.Unlock()
-			p.kick()
-		}
-	}
+	paneClock.set(&p.sweepAt, nextSweep(time.Now(), p.cfg.Sweep))
 }
 
-func (p *Pane) queueLocked(cs []detect.Change) { p.queue = append(p.queue, cs...) }
+// nextSweep is the next multiple of every after now: the sweeps of every
+// pane with the same interval fall due together, one wake-up of the clock
+// for all of them.
+func nextSweep(now time.Time, every time.Duration) time.Time {
+	return now.Truncate(every).Add(every)
+}
 
-// kick wakes the delivery goroutine; it never waits.
-func (p *Pane) kick() {
+// fireSweep runs on the clock.
+func (p *Pane) fireSweep() {
 	select {
-	case p.wake <- struct{}{}:
+	case <-p.done:
+		return
 	default:
 	}
+	paneClock.set(&p.sweepAt, nextSweep(time.Now(), p.cfg.Sweep))
+	pgrp, err := foregroundPgrp(p.ptmx)
+	if err != nil || pgrp <= 0 || pgrp == p.sweepSeen {
+		pgrp = 0
+	} else {
+		p.sweepSeen = pgrp
+	}
+	if pgrp == 0 && p.mu.tryLock() {
+		p.sweepLocked(foreground{})
+		return
+	}
+	// The /proc reads can wait on the other process, and the pane may be
+	// busy: neither holds the clock.
+	go func() {
+		fg := foreground{pgrp: pgrp}
+		if pgrp != 0 {
+			fg.name, fg.argv = processInfo(pgrp)
+		}
+		p.mu.Lock()
+		p.sweepLocked(fg)
+	}()
 }
 
-func (p *Pane) deliverLoop() {
-	for {
-		select {
-		case <-p.wake:
-			p.deliver()
-		case <-p.done:
-			return // reap delivered the last changes
+// sweepLocked reclassifies, with the foreground process when it changed,
+// and unlocks mu.
+func (p *Pane) sweepLocked(fg foreground) {
+	if !p.exited {
+		if fg.pgrp != 0 {
+			p.foregroundLocked(fg)
 		}
+		p.queueLocked(p.engine.Classify(time.Now()))
+		p.scheduleLocked()
+	}
+	p.mu.Unlock()
+	p.kick()
+}
+
+func (p *Pane) queueLocked(cs []detect.Change) {
+	if len(cs) > 0 {
+		p.queue = append(p.queue, cs...)
+		p.queued.Store(true)
 	}
 }
+
+// kick starts a delivery goroutine if changes are queued and none runs;
+// it never waits.
+func (p *Pane) kick() {
+	if !p.queued.Load() || !p.delivering.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for {
+			p.deliver()
+			p.delivering.Store(false)
+			// A change queued after deliver looked, whose kick saw this
+			// goroutine still running, is delivered here.
+			if !p.queued.Load() || !p.delivering.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// deliverLoop delivers what is queued; every later change starts its own
+// delivery (kick).
+func (p *Pane) deliverLoop() { p.kick() }
 
 // deliver hands queued changes to OnChange in order, outside mu.
 func (p *Pane) deliver() {
@@ -473,6 +575,7 @@ func (p *Pane) deliver() {
 		p.mu.Lock()
 		cs := p.queue
 		p.queue = nil
+		p.queued.Store(false)
 		p.mu.Unlock()
 		if len(cs) == 0 {
 			return
