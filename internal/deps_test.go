@@ -10,34 +10,34 @@ const module = "github.com/corral-dev/corral/internal/"
 
 // The pure packages know nothing of processes, sockets or the file
 // system's watches, and corral's packages depend one way: cmd → server →
-// pane → detect → term/rules/status/signal. Every package under internal
+// pane → detect → term/rules/status/combine. Every package under internal
 // must have a row here, naming the corral packages it may import: a new
 // package declares its place.
 func TestDependencyBoundaries(t *testing.T) {
-	pure := []string{"term", "rules", "status", "signal", "detect", "tomlfile"}
+	pure := []string{"term", "rules", "status", "combine", "detect", "tomlfile"}
 	forbidden := []string{"net", "net/http", "os/exec", "syscall", "github.com/creack/pty", "github.com/fsnotify/fsnotify"}
 	allowed := map[string][]string{
 		"term":          nil,
 		"status":        nil,
 		"rules":         {"safefile", "tomlfile"},
 		"ruleswatch":    {"rules"},
-		"signal":        nil,
-		"detect":        {"term", "rules", "status", "signal"},
+		"combine":       nil,
+		"detect":        {"term", "rules", "status", "combine"},
 		"replay":        {"detect", "rules", "term"},
-		"pane":          {"detect", "holder", "procs", "rules", "signal", "status", "term"},
+		"pane":          {"detect", "holder", "procs", "rules", "combine", "status", "term"},
 		"holder":        {"procs"},
 		"lab/fakeagent": {"tty"},
-		"lab":           {"lab/fakeagent", "pane", "replay", "rules", "signal"},
+		"lab":           {"lab/fakeagent", "pane", "replay", "rules", "combine"},
 		"tty":           nil,
 		"proctest":      nil,
 		"procs":         nil,
 		"eventlog":      nil,
 		"notify":        {"eventlog"},
-		"agents":        {"signal"},
+		"agents":        {"combine"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
 		"fleet":         {"api", "eventlog"},
-		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "signal", "status", "term", "tomlfile"},
+		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tomlfile"},
 		"board":         {"api", "term"},
 		"cli":           {"agents", "api", "buildinfo", "client", "fleet", "headless", "holder", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui", "verify"},
 		"headless":      {"procs", "rules", "safefile", "term", "tomlfile"},
@@ -46,7 +46,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"buildinfo":     nil,
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
-		"verify":        {"agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "signal", "status", "term"},
+		"verify":        {"agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "combine", "status", "term"},
 	}
 	// Every package, with its imports, in one go list.
 	seen := map[string]bool{}

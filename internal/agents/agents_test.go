@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/combine"
 )
 
 func TestParseHook(t *testing.T) {
@@ -14,31 +14,31 @@ func TestParseHook(t *testing.T) {
 		want           Report
 	}{
 		{"claude-code", `{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls -la /tmp"}}`,
-			Report{Event: "PermissionRequest", State: signal.Blocked, Kind: "permission", Message: "approve Bash: ls -la /tmp"}},
+			Report{Event: "PermissionRequest", State: combine.Blocked, Kind: "permission", Message: "approve Bash: ls -la /tmp"}},
 		{"claude-code", `{"hook_event_name":"PermissionRequest","tool_name":"Write","tool_input":{"file_path":"/a/b.txt","content":"x"}}`,
-			Report{Event: "PermissionRequest", State: signal.Blocked, Kind: "permission", Message: "approve Write: /a/b.txt"}},
+			Report{Event: "PermissionRequest", State: combine.Blocked, Kind: "permission", Message: "approve Write: /a/b.txt"}},
 		{"claude-code", `{"hook_event_name":"Notification","notification_type":"permission_prompt","message":"Claude needs your permission to use Bash"}`,
-			Report{Event: "Notification", State: signal.Blocked, Kind: "permission", Message: "Claude needs your permission to use Bash"}},
+			Report{Event: "Notification", State: combine.Blocked, Kind: "permission", Message: "Claude needs your permission to use Bash"}},
 		{"claude-code", `{"hook_event_name":"Notification","notification_type":"idle_prompt","message":"waiting"}`, Report{Event: "Notification", Ignore: true, Why: "notification idle_prompt"}},
-		{"claude-code", `{"hook_event_name":"UserPromptSubmit","prompt":"hi"}`, Report{Event: "UserPromptSubmit", State: signal.Working}},
-		{"claude-code", `{"hook_event_name":"Stop","last_assistant_message":"ok"}`, Report{Event: "Stop", State: signal.Done}},
+		{"claude-code", `{"hook_event_name":"UserPromptSubmit","prompt":"hi"}`, Report{Event: "UserPromptSubmit", State: combine.Working}},
+		{"claude-code", `{"hook_event_name":"Stop","last_assistant_message":"ok"}`, Report{Event: "Stop", State: combine.Done}},
 		{"claude-code", `{"hook_event_name":"SubagentStop"}`, Report{Event: "SubagentStop", Ignore: true, Why: "event SubagentStop"}},
-		{"claude-code", `{"hook_event_name":"StopFailure","error":"rate_limit"}`, Report{Event: "StopFailure", State: signal.Error, Message: "rate_limit"}},
+		{"claude-code", `{"hook_event_name":"StopFailure","error":"rate_limit"}`, Report{Event: "StopFailure", State: combine.Error, Message: "rate_limit"}},
 		{"claude-code", `{"hook_event_name":"SessionEnd","reason":"exit"}`, Report{Event: "SessionEnd", Clear: true}},
-		{"codex", `{"type":"agent-turn-complete","thread-id":"t","last-assistant-message":"done"}`, Report{Event: "agent-turn-complete", State: signal.Done}},
+		{"codex", `{"type":"agent-turn-complete","thread-id":"t","last-assistant-message":"done"}`, Report{Event: "agent-turn-complete", State: combine.Done}},
 		{"codex", `{"type":"agent-turn-complete","thread-id":"t2","input-messages":["Generate a concise, single-line task title for this conversation:\nfix it"]}`,
 			Report{Event: "agent-turn-complete", Ignore: true, Why: "the agent's own hidden request", Hidden: true}},
-		{"codex", `{"type":"agent-turn-complete","thread-id":"t","input-messages":["fix the tests", 7]}`, Report{Event: "agent-turn-complete", State: signal.Done}},
+		{"codex", `{"type":"agent-turn-complete","thread-id":"t","input-messages":["fix the tests", 7]}`, Report{Event: "agent-turn-complete", State: combine.Done}},
 		{"claude-code", `{"hook_event_name":"PermissionRequest","session_id":"s1","tool_name":"AskUserQuestion","tool_input":{"questions":[{"question":"Which colour?","options":[{"label":"Red"},{"label":"Blue"}]}]}}`,
-			Report{Event: "PermissionRequest", Session: "s1", State: signal.Blocked, Kind: "question", Message: "Which colour? (Red / Blue)"}},
+			Report{Event: "PermissionRequest", Session: "s1", State: combine.Blocked, Kind: "question", Message: "Which colour? (Red / Blue)"}},
 		{"claude-code", `{"hook_event_name":"SessionStart","session_id":"s2","source":"clear"}`,
-			Report{Event: "SessionStart", Session: "s2", NewSession: true, State: signal.Idle}},
+			Report{Event: "SessionStart", Session: "s2", NewSession: true, State: combine.Idle}},
 		// Fields of an unexpected shape read as absent.
 		{"claude-code", `{"hook_event_name":"PermissionRequest","session_id":5,"tool_name":["x"],"tool_input":"rm -rf /"}`,
-			Report{Event: "PermissionRequest", State: signal.Blocked, Kind: "permission", Message: `approve a tool: "rm -rf /"`}},
+			Report{Event: "PermissionRequest", State: combine.Blocked, Kind: "permission", Message: `approve a tool: "rm -rf /"`}},
 		{"claude-code", `{"hook_event_name":{"a":1}}`, Report{Ignore: true, Why: "no event name"}},
 		{"gemini", `{"hook_event_name":"Notification","notification_type":"ToolPermission","message":"Allow shell?"}`,
-			Report{Event: "Notification", State: signal.Blocked, Kind: "permission", Message: "Allow shell?"}},
+			Report{Event: "Notification", State: combine.Blocked, Kind: "permission", Message: "Allow shell?"}},
 	}
 	for _, tt := range tests {
 		got, err := ParseHook(tt.agent, []byte(tt.payload))

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/combine"
 )
 
 // Report is what one hook call says. Ignore: it says nothing about the
 // pane's state. Clear: the session ended; forget the hook's last word.
 type Report struct {
-	State   signal.State
+	State   combine.State
 	Kind    string
 	Message string
 	Clear   bool
@@ -54,19 +54,19 @@ func ParseHook(agent string, payload []byte) (Report, error) {
 	r := Report{Event: ev, Session: p.str("session_id")}
 	switch ev {
 	case "PermissionRequest":
-		r.State = signal.Blocked
+		r.State = combine.Blocked
 		r.Kind, r.Message = approveMessage(p.str("tool_name"), p["tool_input"])
 	case "Notification":
 		switch p.str("notification_type") {
 		case "permission_prompt", "ToolPermission":
-			r.State, r.Kind, r.Message = signal.Blocked, "permission", clip(p.str("message"))
+			r.State, r.Kind, r.Message = combine.Blocked, "permission", clip(p.str("message"))
 		case "elicitation_dialog":
-			r.State, r.Kind, r.Message = signal.Blocked, "question", clip(p.str("message"))
+			r.State, r.Kind, r.Message = combine.Blocked, "question", clip(p.str("message"))
 		default:
 			r.Ignore, r.Why = true, "notification "+p.str("notification_type") // idle_prompt and others say nothing new
 		}
 	case "UserPromptSubmit", "PreToolUse", "PostToolUse", "BeforeAgent", "BeforeTool", "AfterTool":
-		r.State = signal.Working
+		r.State = combine.Working
 	case "agent-turn-complete":
 		for _, in := range p.strs("input-messages") {
 			for _, hidden := range hiddenRequests {
@@ -76,13 +76,13 @@ func ParseHook(agent string, payload []byte) (Report, error) {
 				}
 			}
 		}
-		r.State = signal.Done
+		r.State = combine.Done
 	case "Stop", "AfterAgent":
-		r.State = signal.Done
+		r.State = combine.Done
 	case "StopFailure":
-		r.State, r.Message = signal.Error, clip(p.str("error"))
+		r.State, r.Message = combine.Error, clip(p.str("error"))
 	case "SessionStart":
-		r.State, r.NewSession = signal.Idle, true
+		r.State, r.NewSession = combine.Idle, true
 	case "SessionEnd":
 		r.Clear = true
 	default:

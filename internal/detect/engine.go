@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/status"
 	"github.com/corral-dev/corral/internal/term"
 )
@@ -63,8 +63,8 @@ const (
 // Change is one state change.
 type Change struct {
 	At       time.Time
-	Previous signal.Decision
-	Decision signal.Decision
+	Previous combine.Decision
+	Decision combine.Decision
 }
 
 // Counters count what the engine saw and refused.
@@ -101,13 +101,13 @@ type Engine struct {
 	dirty       bool
 	firstDirty  time.Time
 	lastFeed    time.Time
-	cur         signal.Decision
+	cur         combine.Decision
 	since       time.Time
 	idlePending bool // working → idle seen, waiting for confirmation
 	idleAt      time.Time
 
-	process signal.Process // what the process table says
-	hook    *hookReport    // the newest hook report, if any
+	process combine.Process // what the process table says
+	hook    *hookReport     // the newest hook report, if any
 	// conversation is the session the pane's hooks speak for: the first
 	// one a report named, or the newest that started.
 	conversation string
@@ -151,7 +151,7 @@ func New(cfg Config) *Engine {
 		cfg.Signals = AllSignals
 	}
 	e := &Engine{cfg: cfg, store: status.NewStore(0), progress: -1,
-		cur: signal.Decision{State: signal.Idle, Source: signal.SourceDefault}}
+		cur: combine.Decision{State: combine.Idle, Source: combine.SourceDefault}}
 	e.term = term.New(term.Options{Cols: cfg.Cols, Rows: cfg.Rows, Replies: cfg.Replies,
 		OnEvent: func(ev term.Event) { e.pending = append(e.pending, ev) }})
 	if cfg.Agent != "" {
@@ -186,7 +186,7 @@ func (e *Engine) SetManifest(m *rules.Manifest, now time.Time) []Change {
 func (e *Engine) PromptShown() time.Time { return e.promptShown }
 
 // Decision returns the current state and since when.
-func (e *Engine) Decision() (signal.Decision, time.Time) { return e.cur, e.since }
+func (e *Engine) Decision() (combine.Decision, time.Time) { return e.cur, e.since }
 
 // Records returns copies of the program's OSC 7501 status records.
 func (e *Engine) Records() []status.Record { return e.store.Records() }
@@ -330,7 +330,7 @@ func (e *Engine) rootState() status.State {
 // SetProcess records what the process table says (the pane exited, the
 // agent exited back to its shell) and reclassifies. When a process ends,
 // the program's working and blocked records end with it.
-func (e *Engine) SetProcess(now time.Time, p signal.Process) []Change {
+func (e *Engine) SetProcess(now time.Time, p combine.Process) []Change {
 	if p == e.process {
 		return nil
 	}
@@ -352,7 +352,7 @@ func (e *Engine) SetProcess(now time.Time, p signal.Process) []Change {
 const HookGrace = time.Second
 
 type hookReport struct {
-	state   signal.State
+	state   combine.State
 	kind    string
 	message string
 	at      time.Time
@@ -360,7 +360,7 @@ type hookReport struct {
 
 // Hook is one report from an agent's hook (or an ACP request).
 type Hook struct {
-	State   signal.State
+	State   combine.State
 	Kind    string
 	Message string
 	// Session is the conversation the report is about ("" when the
@@ -395,7 +395,7 @@ func (e *Engine) ApplyHook(now time.Time, h Hook) []Change {
 		e.hook = nil
 	} else {
 		e.hook = &hookReport{state: h.State, kind: h.Kind, message: h.Message, at: now}
-		if h.State == signal.Done {
+		if h.State == combine.Done {
 			e.doneEdge = true
 		}
 	}
@@ -404,17 +404,17 @@ func (e *Engine) ApplyHook(now time.Time, h Hook) []Change {
 
 // hookOutlived reports whether the screen has shown, after the grace, a
 // state that ends what the hook said.
-func hookOutlived(h *hookReport, screen signal.State, now time.Time) bool {
+func hookOutlived(h *hookReport, screen combine.State, now time.Time) bool {
 	if screen == "" || now.Sub(h.at) < HookGrace {
 		return false
 	}
 	switch h.state {
-	case signal.Blocked:
-		return screen != signal.Blocked // answered or refused
-	case signal.Working:
-		return screen == signal.Idle // interrupted
-	case signal.Done, signal.Idle, signal.Error:
-		return screen == signal.Working // a new turn the hooks did not report
+	case combine.Blocked:
+		return screen != combine.Blocked // answered or refused
+	case combine.Working:
+		return screen == combine.Idle // interrupted
+	case combine.Done, combine.Idle, combine.Error:
+		return screen == combine.Working // a new turn the hooks did not report
 	}
 	return false
 }
@@ -464,25 +464,25 @@ func (e *Engine) classifyLocked(now time.Time) {
 	} else if e.promptShown.IsZero() {
 		e.promptShown = now
 	}
-	in := signal.Inputs{}
+	in := combine.Inputs{}
 	if verdict.Rule != "" && e.cfg.Signals&SignalScreen != 0 {
-		in.Screen = signal.Screen{State: signal.State(verdict.State), Kind: verdict.Kind, Rule: verdict.Rule, Message: verdict.Message}
+		in.Screen = combine.Screen{State: combine.State(verdict.State), Kind: verdict.Kind, Rule: verdict.Rule, Message: verdict.Message}
 	}
 	if root, ok := e.store.Root(); ok && e.cfg.Signals&SignalOSC7501 != 0 {
-		in.Report = signal.Report{Present: true, Source: signal.SourceOSC7501, State: signal.State(root.State), Kind: string(root.Kind), Message: root.Msg}
+		in.Report = combine.Report{Present: true, Source: combine.SourceOSC7501, State: combine.State(root.State), Kind: string(root.Kind), Message: root.Msg}
 	}
 	if h := e.hook; h != nil && e.cfg.Signals&SignalHooks != 0 {
 		e.applyHookReport(&in, h, now)
 	}
 	in.Process = e.process
-	next := signal.Decide(in)
+	next := combine.Decide(in)
 
 	// working or blocked → idle from the screen needs the screen to keep
 	// saying so for IdleConfirm: a spinner frame can blank for a moment,
 	// and an answered prompt is erased before the work it allowed is drawn.
 	// A program's own report needs no confirmation; nothing delays a block.
-	if (e.cur.State == signal.Working || e.cur.State == signal.Blocked) && next.State == signal.Idle &&
-		(next.Source == signal.SourceScreen || next.Source == signal.SourceDefault) && e.manifest.IdleConfirm > 0 {
+	if (e.cur.State == combine.Working || e.cur.State == combine.Blocked) && next.State == combine.Idle &&
+		(next.Source == combine.SourceScreen || next.Source == combine.SourceDefault) && e.manifest.IdleConfirm > 0 {
 		if !e.idlePending {
 			e.idlePending, e.idleAt = true, now
 			return
@@ -494,8 +494,8 @@ func (e *Engine) classifyLocked(now time.Time) {
 	e.idlePending = false
 	next = e.applyDone(next, now)
 	fallback := false
-	if next.State == signal.Blocked {
-		if e.cur.State == signal.Blocked && next.Source == signal.SourceScreen && e.cur.Kind == next.Kind &&
+	if next.State == combine.Blocked {
+		if e.cur.State == combine.Blocked && next.Source == combine.SourceScreen && e.cur.Kind == next.Kind &&
 			(e.cur.Rule == next.Rule || e.cur.Rule == "") && e.cur.Message != "" && (!e.msgFallback || next.Message == "") {
 			// The same prompt is still on screen: keep the words it was
 			// first reported with, whichever signal gave them.
@@ -504,11 +504,11 @@ func (e *Engine) classifyLocked(now time.Time) {
 		if next.Message == "" {
 			// No signal said what it asks (a report without text, a rule
 			// without a message): the screen's question line says it.
-			next.Message, fallback = promptLine(snap.Lines, next.Kind, in.Screen.State == signal.Blocked), true
+			next.Message, fallback = promptLine(snap.Lines, next.Kind, in.Screen.State == combine.Blocked), true
 		}
 	}
 	e.msgFallback = fallback
-	if signal.Changed(e.cur, next) {
+	if combine.Changed(e.cur, next) {
 		e.changes = append(e.changes, Change{At: now, Previous: e.cur, Decision: next})
 		e.cur, e.since = next, now
 		return
@@ -522,15 +522,15 @@ func (e *Engine) classifyLocked(now time.Time) {
 // from working to idle says so too. Once seen, done reads as idle until
 // another turn ends: a done report that is only still standing (re-sent,
 // or read again at the next classification) raises nothing.
-func (e *Engine) applyDone(next signal.Decision, now time.Time) signal.Decision {
+func (e *Engine) applyDone(next combine.Decision, now time.Time) combine.Decision {
 	edge := e.doneEdge
 	e.doneEdge = false
-	if next.Source == signal.SourceProcess {
+	if next.Source == combine.SourceProcess {
 		return next
 	}
-	inTurn := e.cur.State == signal.Working || e.cur.State == signal.Blocked
+	inTurn := e.cur.State == combine.Working || e.cur.State == combine.Blocked
 	interrupted := !e.interruptAt.IsZero() && now.Sub(e.interruptAt) < InterruptWindow
-	if inTurn && next.State != signal.Working && next.State != signal.Blocked {
+	if inTurn && next.State != combine.Working && next.State != combine.Blocked {
 		e.interruptAt = time.Time{} // the turn the interrupt was for is over
 	}
 	turnEnded := func() {
@@ -541,24 +541,24 @@ func (e *Engine) applyDone(next signal.Decision, now time.Time) signal.Decision 
 		e.doneUnseen = true
 	}
 	switch next.State {
-	case signal.Working, signal.Blocked:
+	case combine.Working, combine.Blocked:
 		e.doneUnseen = false
-	case signal.Done:
+	case combine.Done:
 		if edge || inTurn {
 			turnEnded()
 		}
 		if !e.doneUnseen {
-			next.State = signal.Idle
+			next.State = combine.Idle
 		}
-	case signal.Idle:
-		if !e.cfg.MarkDone || (next.Source != signal.SourceScreen && next.Source != signal.SourceDefault) {
+	case combine.Idle:
+		if !e.cfg.MarkDone || (next.Source != combine.SourceScreen && next.Source != combine.SourceDefault) {
 			break
 		}
-		if e.cur.State == signal.Working {
+		if e.cur.State == combine.Working {
 			turnEnded() // a turn ended on screen
 		}
-		if e.doneUnseen && (e.cur.State == signal.Working || e.cur.State == signal.Done) {
-			next.State = signal.Done
+		if e.doneUnseen && (e.cur.State == combine.Working || e.cur.State == combine.Done) {
+			next.State = combine.Done
 		}
 	}
 	return next
@@ -570,21 +570,21 @@ func (e *Engine) applyDone(next signal.Decision, now time.Time) signal.Decision 
 // reports nothing itself, or when it is a newer prompt or failure the
 // record has not caught up with (a missed prompt is the worst mistake). A
 // hook the screen has outlived is dropped.
-func (e *Engine) applyHookReport(in *signal.Inputs, h *hookReport, now time.Time) {
+func (e *Engine) applyHookReport(in *combine.Inputs, h *hookReport, now time.Time) {
 	if hookOutlived(h, in.Screen.State, now) {
 		e.hook = nil
 		return
 	}
-	hook := signal.Report{Present: true, Source: signal.SourceHook, State: h.state, Kind: h.kind, Message: h.message}
+	hook := combine.Report{Present: true, Source: combine.SourceHook, State: h.state, Kind: h.kind, Message: h.message}
 	if !in.Report.Present {
 		in.Report = hook
 		return
 	}
 	root, _ := e.store.Root()
 	switch {
-	case (h.state == signal.Blocked || h.state == signal.Error) && in.Report.State != h.state && !h.at.Before(root.Updated):
+	case (h.state == combine.Blocked || h.state == combine.Error) && in.Report.State != h.state && !h.at.Before(root.Updated):
 		in.Report = hook
-	case h.state == signal.Blocked && in.Report.State == signal.Blocked && in.Report.Message == "":
+	case h.state == combine.Blocked && in.Report.State == combine.Blocked && in.Report.Message == "":
 		in.Report.Message = h.message // the program's report says no more than "blocked"
 		if in.Report.Kind == "" {
 			in.Report.Kind = h.kind
@@ -596,11 +596,11 @@ func (e *Engine) applyHookReport(in *signal.Inputs, h *hookReport, now time.Time
 // newest report while it stands, and the conversation the hooks speak
 // for. A daemon that hands a pane over keeps it; hooks are not said again.
 type Standing struct {
-	State        signal.State `json:"state,omitempty"`
-	Kind         string       `json:"kind,omitempty"`
-	Message      string       `json:"message,omitempty"`
-	At           time.Time    `json:"at,omitzero"`
-	Conversation string       `json:"conversation,omitempty"`
+	State        combine.State `json:"state,omitempty"`
+	Kind         string        `json:"kind,omitempty"`
+	Message      string        `json:"message,omitempty"`
+	At           time.Time     `json:"at,omitzero"`
+	Conversation string        `json:"conversation,omitempty"`
 }
 
 // Standing returns the hooks' standing report and conversation.
@@ -633,7 +633,7 @@ func (e *Engine) RestoreStanding(s Standing, now time.Time) {
 // knew of the current state: when it began and, for a prompt still on
 // screen, the words it was first reported with. Nothing is carried over
 // when the engine decides another state or kind than last.
-func (e *Engine) Resume(last signal.Decision, since time.Time) {
+func (e *Engine) Resume(last combine.Decision, since time.Time) {
 	if e.cur.State != last.State || e.cur.Kind != last.Kind || last.State == "" {
 		return
 	}
@@ -641,7 +641,7 @@ func (e *Engine) Resume(last signal.Decision, since time.Time) {
 		e.since = since
 	}
 	_, reported := e.store.Root()
-	if e.cur.State == signal.Blocked && last.Message != "" && e.cur.Source == signal.SourceScreen && e.hook == nil && !reported &&
+	if e.cur.State == combine.Blocked && last.Message != "" && e.cur.Source == combine.SourceScreen && e.hook == nil && !reported &&
 		(last.Rule == "" || e.cur.Rule == last.Rule) {
 		// The same prompt, whose words came from a signal not said again.
 		e.cur.Message, e.msgFallback = last.Message, false

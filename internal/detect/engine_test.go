@@ -7,8 +7,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 const toyManifest = `
@@ -138,7 +138,7 @@ func TestBlockedIsImmediateIdleIsConfirmed(t *testing.T) {
 func TestReportsApplyAtOnce(t *testing.T) {
 	e, _ := newToy(t)
 	cs := e.Feed(at(0), []byte("\x1b]7501;state=working:progress=40\x1b\\"))
-	if states(cs) != "working@0s" || cs[0].Decision.Source != signal.SourceOSC7501 {
+	if states(cs) != "working@0s" || cs[0].Decision.Source != combine.SourceOSC7501 {
 		t.Fatalf("changes %+v", cs)
 	}
 	// The program says done: no idle confirmation for its own word.
@@ -149,7 +149,7 @@ func TestReportsApplyAtOnce(t *testing.T) {
 	e.Feed(at(1000), []byte("\x1b]7501;state=working\a"))
 	e.Feed(at(1100), []byte("Allow ls?"))
 	cs = tickUntil(e, at(1200))
-	if states(cs) != "blocked@1.12s" || cs[0].Decision.Source != signal.SourceScreen {
+	if states(cs) != "blocked@1.12s" || cs[0].Decision.Source != combine.SourceScreen {
 		t.Fatalf("changes %+v", cs)
 	}
 	// A shell prompt mark ends working records; done records stay.
@@ -215,7 +215,7 @@ func TestDoneUntilSeen(t *testing.T) {
 	// Output that is not a new turn keeps it done; looking makes it idle.
 	e.Feed(at(2100), []byte("x"))
 	tickUntil(e, at(2200))
-	if d, _ := e.Decision(); d.State != signal.Done {
+	if d, _ := e.Decision(); d.State != combine.Done {
 		t.Fatalf("state %s", d.State)
 	}
 	if got := states(e.MarkSeen(at(3000))); got != "idle@3s" {
@@ -230,19 +230,19 @@ func TestDoneUntilSeen(t *testing.T) {
 		t.Fatalf("reported done, seen: %s", got)
 	}
 	// A process exit beats all.
-	if cs := e.SetProcess(at(7000), signal.Process{PaneExited: true, ExitCode: 2}); states(cs) != "exited@7s" || cs[0].Decision.ExitCode != 2 {
+	if cs := e.SetProcess(at(7000), combine.Process{PaneExited: true, ExitCode: 2}); states(cs) != "exited@7s" || cs[0].Decision.ExitCode != 2 {
 		t.Fatalf("exit: %+v", cs)
 	}
 }
 
-func hook(state signal.State, kind, msg string) Hook {
+func hook(state combine.State, kind, msg string) Hook {
 	return Hook{State: state, Kind: kind, Message: msg}
 }
 
 func TestHookReports(t *testing.T) {
 	e, _ := newToy(t)
-	cs := e.ApplyHook(at(0), hook(signal.Blocked, "permission", "approve Bash: ls"))
-	if states(cs) != "blocked@0s" || cs[0].Decision.Source != signal.SourceHook || cs[0].Decision.Message != "approve Bash: ls" {
+	cs := e.ApplyHook(at(0), hook(combine.Blocked, "permission", "approve Bash: ls"))
+	if states(cs) != "blocked@0s" || cs[0].Decision.Source != combine.SourceHook || cs[0].Decision.Message != "approve Bash: ls" {
 		t.Fatalf("hook blocked: %+v", cs)
 	}
 	// A screen matching no rule leaves the hook's block standing.
@@ -273,17 +273,17 @@ func TestSignalTableOSCOutranksHooks(t *testing.T) {
 	e, _ := newToy(t)
 	e.Feed(at(0), []byte("\x1b]7501;state=working\a"))
 	// Codex's notify for its hidden title thread: done while working.
-	if cs := e.ApplyHook(at(200), hook(signal.Done, "", "")); len(cs) != 0 {
+	if cs := e.ApplyHook(at(200), hook(combine.Done, "", "")); len(cs) != 0 {
 		t.Fatalf("a hook overruled the program's own report: %s", states(cs))
 	}
 	// Claude Code's PermissionRequest comes before its OSC 7501 blocked.
-	cs := e.ApplyHook(at(300), hook(signal.Blocked, "permission", "approve Bash: ls"))
-	if states(cs) != "blocked@300ms" || cs[0].Decision.Source != signal.SourceHook {
+	cs := e.ApplyHook(at(300), hook(combine.Blocked, "permission", "approve Bash: ls"))
+	if states(cs) != "blocked@300ms" || cs[0].Decision.Source != combine.SourceHook {
 		t.Fatalf("newer hook prompt: %+v", cs)
 	}
 	// The report catches up without words: the hook's words stay.
 	e.Feed(at(320), []byte("\x1b]7501;state=blocked:kind=permission\a"))
-	if d, _ := e.Decision(); d.Source != signal.SourceOSC7501 || d.Message != "approve Bash: ls" {
+	if d, _ := e.Decision(); d.Source != combine.SourceOSC7501 || d.Message != "approve Bash: ls" {
 		t.Fatalf("report without words: %+v", d)
 	}
 	// Answered: the program says working; the stale hook prompt is older.
@@ -291,7 +291,7 @@ func TestSignalTableOSCOutranksHooks(t *testing.T) {
 		t.Fatalf("answered: %s", got)
 	}
 	// A turn that failed (StopFailure) is news the record may not carry.
-	if got := states(e.ApplyHook(at(500), hook(signal.Error, "", "rate_limit"))); got != "error@500ms" {
+	if got := states(e.ApplyHook(at(500), hook(combine.Error, "", "rate_limit"))); got != "error@500ms" {
 		t.Fatalf("hook failure: %s", got)
 	}
 	if got := states(e.Feed(at(600), []byte("\x1b]7501;state=idle\a"))); got != "idle@600ms" {
@@ -315,8 +315,8 @@ func TestSignalTableSeenDoneStaysSeen(t *testing.T) {
 			func(e *Engine, ms int) { e.Feed(at(ms), []byte("\x1b]7501;state=done\a")) }, ""},
 		{"hook",
 			func(e *Engine, ms int) {
-				e.ApplyHook(at(ms-500), hook(signal.Working, "", ""))
-				e.ApplyHook(at(ms), hook(signal.Done, "", ""))
+				e.ApplyHook(at(ms-500), hook(combine.Working, "", ""))
+				e.ApplyHook(at(ms), hook(combine.Done, "", ""))
 			},
 			nil, ""},
 		{"screen",
@@ -333,7 +333,7 @@ func TestSignalTableSeenDoneStaysSeen(t *testing.T) {
 			e := New(Config{Cols: 40, Rows: 6, Rules: set, Agent: "toy", MarkDone: true})
 			defer e.Close()
 			tt.turn(e, 1000)
-			if d, _ := e.Decision(); d.State != signal.Done {
+			if d, _ := e.Decision(); d.State != combine.Done {
 				t.Fatalf("turn end: %s", d.State)
 			}
 			if got := states(e.MarkSeen(at(2000))); got != "idle@2s" {
@@ -353,7 +353,7 @@ func TestSignalTableSeenDoneStaysSeen(t *testing.T) {
 			}
 			// The next turn's end raises done again.
 			tt.turn(e, 5000)
-			if d, _ := e.Decision(); d.State != signal.Done {
+			if d, _ := e.Decision(); d.State != combine.Done {
 				t.Fatalf("next turn end: %s", d.State)
 			}
 		})
@@ -363,18 +363,18 @@ func TestSignalTableSeenDoneStaysSeen(t *testing.T) {
 // A hook's report that nothing renews gives way to what the screen shows.
 func TestSignalTableHooksAreEdges(t *testing.T) {
 	e, _ := newToy(t)
-	e.ApplyHook(at(0), hook(signal.Working, "", ""))
+	e.ApplyHook(at(0), hook(combine.Working, "", ""))
 	e.Feed(at(100), []byte("\r\x1b[K⠋ esc to interrupt"))
 	tickUntil(e, at(10000))
 	// Esc mid-turn: no Stop hook; the screen shows the input box.
 	e.Feed(at(10000), []byte("\r\x1b[K? for shortcuts"))
 	cs := tickUntil(e, at(11000))
-	if states(cs) != "idle@10.32s" || cs[0].Decision.Source != signal.SourceScreen {
+	if states(cs) != "idle@10.32s" || cs[0].Decision.Source != combine.SourceScreen {
 		t.Fatalf("working outlived an interrupt: %+v", cs)
 	}
 	// A done nothing follows up (Codex notify has no "working"): the
 	// next turn on screen ends it after the grace.
-	e.ApplyHook(at(12000), hook(signal.Done, "", ""))
+	e.ApplyHook(at(12000), hook(combine.Done, "", ""))
 	e.Feed(at(12100), []byte("\r\x1b[K⠋ esc to interrupt"))
 	if cs := tickUntil(e, at(12500)); len(cs) != 0 {
 		t.Fatalf("hook overruled within its grace: %s", states(cs))
@@ -384,13 +384,13 @@ func TestSignalTableHooksAreEdges(t *testing.T) {
 		t.Fatalf("stuck hook done: %s", got)
 	}
 	// An unknown screen leaves a hook's word standing.
-	e.ApplyHook(at(14000), hook(signal.Working, "", ""))
+	e.ApplyHook(at(14000), hook(combine.Working, "", ""))
 	e.Feed(at(14100), []byte("\r\x1b[Ksomething else"))
 	if cs := tickUntil(e, at(20000)); len(cs) != 0 {
 		t.Fatalf("hook dropped on an unknown screen: %s", states(cs))
 	}
 	// The agent exited back to its shell: its hook's word ends with it.
-	if got := states(e.SetProcess(at(21000), signal.Process{AgentExited: true})); got != "idle@21s" {
+	if got := states(e.SetProcess(at(21000), combine.Process{AgentExited: true})); got != "idle@21s" {
 		t.Fatalf("hook outlived its agent: %s", got)
 	}
 }
@@ -398,18 +398,18 @@ func TestSignalTableHooksAreEdges(t *testing.T) {
 // Only the pane's own conversation counts.
 func TestSignalTableOneConversation(t *testing.T) {
 	e, _ := newToy(t)
-	mine := Hook{State: signal.Working, Session: "mine"}
+	mine := Hook{State: combine.Working, Session: "mine"}
 	e.ApplyHook(at(0), mine)
 	// A nested agent in the pane inherits its environment.
-	if cs := e.ApplyHook(at(100), Hook{State: signal.Done, Session: "nested"}); len(cs) != 0 {
+	if cs := e.ApplyHook(at(100), Hook{State: combine.Done, Session: "nested"}); len(cs) != 0 {
 		t.Fatalf("another conversation decided: %s", states(cs))
 	}
 	if c := e.Counters(); c.HooksOtherConversation != 1 {
 		t.Fatalf("counted %d", c.HooksOtherConversation)
 	}
 	// A new session (/clear) becomes the pane's.
-	e.ApplyHook(at(200), Hook{State: signal.Idle, Session: "fresh", NewSession: true})
-	if got := states(e.ApplyHook(at(300), Hook{State: signal.Working, Session: "fresh"})); got != "working@300ms" {
+	e.ApplyHook(at(200), Hook{State: combine.Idle, Session: "fresh", NewSession: true})
+	if got := states(e.ApplyHook(at(300), Hook{State: combine.Working, Session: "fresh"})); got != "working@300ms" {
 		t.Fatalf("new session: %s", got)
 	}
 }
@@ -420,7 +420,7 @@ func TestSignalTableBlockedSaysWhat(t *testing.T) {
 	// The report comes first with no text; the screen has no prompt yet,
 	// and its question line is older than the prompt.
 	e.Feed(at(0), []byte("Did the tests pass?\r\n\x1b]7501;state=blocked:kind=permission\a"))
-	if d, _ := e.Decision(); d.State != signal.Blocked || d.Message != "a permission prompt is open" {
+	if d, _ := e.Decision(); d.State != combine.Blocked || d.Message != "a permission prompt is open" {
 		t.Fatalf("report without text: %+v", d)
 	}
 	// The prompt rule matches: its words replace the made-up ones.
@@ -460,7 +460,7 @@ func TestPromptLineFromTheScreen(t *testing.T) {
 // PromptShown is when the screen rules first saw the prompt now on screen.
 func TestPromptShown(t *testing.T) {
 	e, _ := newToy(t)
-	e.ApplyHook(at(0), hook(signal.Blocked, "permission", "approve Bash: ls"))
+	e.ApplyHook(at(0), hook(combine.Blocked, "permission", "approve Bash: ls"))
 	if !e.PromptShown().IsZero() {
 		t.Fatal("a hook's prompt counted as shown")
 	}

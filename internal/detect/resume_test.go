@@ -3,7 +3,7 @@ package detect
 import (
 	"testing"
 
-	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/combine"
 )
 
 // A fresh engine given what the previous one knew (its hooks' standing
@@ -13,26 +13,26 @@ func TestResumeAfterAdoption(t *testing.T) {
 	const hookMsg = "Tool Confirm Shell Command requires execution"
 	prompt := "\x1b[2J\x1b[HAllow running ls?\r\n"
 	idle := "\x1b[2J\x1b[H? for shortcuts\r\n"
-	blockedByHook := signal.Decision{State: signal.Blocked, Kind: "permission", Message: hookMsg, Source: signal.SourceScreen, Rule: "prompt"}
+	blockedByHook := combine.Decision{State: combine.Blocked, Kind: "permission", Message: hookMsg, Source: combine.SourceScreen, Rule: "prompt"}
 	for _, c := range []struct {
 		name   string
 		screen string
 		hooks  Standing
-		last   signal.Decision
+		last   combine.Decision
 		since  int // ms
-		want   signal.Decision
+		want   combine.Decision
 		wantAt int // ms: when the state began (-1: as a fresh engine, never)
 	}{
 		{"the hook's words and since, the hook restored", prompt,
-			Standing{State: signal.Blocked, Kind: "permission", Message: hookMsg, At: at(100), Conversation: "c1"},
-			blockedByHook, 200, signal.Decision{State: signal.Blocked, Kind: "permission", Message: hookMsg}, 200},
+			Standing{State: combine.Blocked, Kind: "permission", Message: hookMsg, At: at(100), Conversation: "c1"},
+			blockedByHook, 200, combine.Decision{State: combine.Blocked, Kind: "permission", Message: hookMsg}, 200},
 		{"the words kept with no hook standing", prompt, Standing{}, blockedByHook, 200,
-			signal.Decision{State: signal.Blocked, Kind: "permission", Message: hookMsg}, 200},
+			combine.Decision{State: combine.Blocked, Kind: "permission", Message: hookMsg}, 200},
 		{"the screen answered the prompt meanwhile", idle,
-			Standing{State: signal.Blocked, Kind: "permission", Message: hookMsg, At: at(100)},
-			blockedByHook, 200, signal.Decision{State: signal.Idle}, -1},
+			Standing{State: combine.Blocked, Kind: "permission", Message: hookMsg, At: at(100)},
+			blockedByHook, 200, combine.Decision{State: combine.Idle}, -1},
 		{"another state: no since carried over", idle, Standing{}, blockedByHook, 200,
-			signal.Decision{State: signal.Idle}, -1},
+			combine.Decision{State: combine.Idle}, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, _ := newToy(t)

@@ -17,11 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/lab/fakeagent"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // Options configure a lab run.
@@ -158,7 +158,7 @@ func Run(ctx context.Context, o Options) ([]Score, error) {
 			sweep = manifest.Classify(scr).State == rules.Blocked
 		}
 		s := sample{at: now, truth: truth, waiting: map[string]bool{
-			"corral":    info.Decision.State == signal.Blocked,
+			"corral":    info.Decision.State == combine.Blocked,
 			"sweep700":  sweep,
 			"tail8k":    manifest.Classify(rules.Screen{Lines: tailLines}).State == rules.Blocked,
 			"quiet1s":   quiet >= time.Second,

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // BenchmarkPromptToEvent measures the live delay from a prompt's last byte
@@ -45,9 +45,9 @@ func BenchmarkPromptToEvent(b *testing.B) {
 				Cols: 80, Rows: 24, Rules: ruleSet(&testing.T{}), Agent: "claude-code", Sweep: mode.sweep, Quiet: mode.quiet, MaxWait: mode.maxWait,
 				OnChange: func(_ *Pane, c detect.Change) {
 					switch c.Decision.State {
-					case signal.Blocked:
+					case combine.Blocked:
 						blocked <- time.Now()
-					case signal.Done, signal.Idle:
+					case combine.Done, combine.Idle:
 						done <- struct{}{}
 					}
 				}})

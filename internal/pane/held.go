@@ -10,10 +10,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/procs"
-	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/status"
 )
 
@@ -69,7 +69,7 @@ type Adopted struct {
 	Records []status.Record
 	// Last is the state last logged for the pane: the first change
 	// reported after the replay is from it. Since is when it began.
-	Last  signal.Decision
+	Last  combine.Decision
 	Since time.Time
 	// Hooks is what the pane's hooks last said, as Standing returned it:
 	// they do not say it again.

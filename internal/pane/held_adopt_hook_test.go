@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // A pane blocked on a prompt whose message came from the agent's hook (as
@@ -29,14 +29,14 @@ func TestAdoptKeepsHookMessageAndSince(t *testing.T) {
 	awaitScreen(t, p, "? for shortcuts")
 	// The hook tells of the prompt before the screen shows it, as live.
 	const msg = "Tool Confirm Shell Command requires execution"
-	p.ApplyHook(detect.Hook{State: signal.Blocked, Kind: "permission", Message: msg})
-	await(t, p, "blocked by the hook", inState(signal.Blocked))
+	p.ApplyHook(detect.Hook{State: combine.Blocked, Kind: "permission", Message: msg})
+	await(t, p, "blocked by the hook", inState(combine.Blocked))
 	if err := p.Input([]byte("ask\r"), false); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	// Both the screen rule and the hook say blocked, as live.
-	for d := p.Info().Decision; d.State != signal.Blocked || d.Source != signal.SourceScreen || d.Message != msg; d = p.Info().Decision {
+	for d := p.Info().Decision; d.State != combine.Blocked || d.Source != combine.SourceScreen || d.Message != msg; d = p.Info().Decision {
 		if time.Now().After(deadline) {
 			t.Fatalf("before: %+v, want blocked by the screen with the hook's message", d)
 		}
@@ -60,10 +60,10 @@ func TestAdoptKeepsHookMessageAndSince(t *testing.T) {
 	cleanup(t, q)
 	// The adopted pane's screen is classified within its sweep.
 	after := q.Info()
-	for deadline := time.Now().Add(2 * time.Second); after.Decision.State != signal.Blocked && time.Now().Before(deadline); after = q.Info() {
+	for deadline := time.Now().Add(2 * time.Second); after.Decision.State != combine.Blocked && time.Now().Before(deadline); after = q.Info() {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if after.Decision.State != signal.Blocked || after.Decision.Kind != "permission" || after.Decision.Message != msg {
+	if after.Decision.State != combine.Blocked || after.Decision.Kind != "permission" || after.Decision.Message != msg {
 		t.Errorf("adopted: %+v; want blocked/permission %q as before", after.Decision, msg)
 	}
 	if after.Since.After(detached) {

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // BenchmarkHolderPromptToEvent: each iteration prompts a fake agent on a
@@ -39,9 +39,9 @@ func BenchmarkHolderPromptToEvent(b *testing.B) {
 			Cols: 80, Rows: 24, Rules: ruleSet(&testing.T{}), Agent: "claude-code",
 			OnChange: func(_ *Pane, c detect.Change) {
 				switch c.Decision.State {
-				case signal.Blocked:
+				case combine.Blocked:
 					s.blocked <- time.Now()
-				case signal.Done, signal.Idle:
+				case combine.Done, combine.Idle:
 					s.done <- struct{}{}
 				}
 			}}

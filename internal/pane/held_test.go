@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/proctest"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // holding returns a holder configuration for one pane of a test: the
@@ -88,7 +88,7 @@ func TestHeldPaneDetachAndAdopt(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("adopted pane not reaped")
 	}
-	if in := q.Info(); in.Decision.State != signal.Exited || in.ExitCode != 128+int(syscall.SIGTERM) {
+	if in := q.Info(); in.Decision.State != combine.Exited || in.ExitCode != 128+int(syscall.SIGTERM) {
 		t.Fatalf("after kill: %+v code %d", in.Decision, in.ExitCode)
 	}
 	waitGone(t, pid, hpid)

@@ -3,8 +3,8 @@ package pane
 import (
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/status"
 	"github.com/corral-dev/corral/internal/term"
 )
@@ -18,7 +18,7 @@ type Info struct {
 	Cols, Rows int
 	PID        int
 	Started    time.Time
-	Decision   signal.Decision
+	Decision   combine.Decision
 	Since      time.Time
 	Exited     bool
 	ExitCode   int
@@ -129,13 +129,13 @@ func (p *Pane) foregroundLocked(fg foreground) {
 		if m.Name != p.engine.Manifest().Name {
 			p.queueLocked(p.engine.SetManifest(m, now))
 		}
-		p.queueLocked(p.engine.SetProcess(now, signal.Process{}))
+		p.queueLocked(p.engine.SetProcess(now, combine.Process{}))
 		return
 	}
 	// The pane's own process is back in the foreground after another group
 	// held it: whatever ran has exited.
 	if pgrp == p.pid && prev != 0 && prev != p.pid {
 		p.queueLocked(p.engine.SetManifest(p.cfg.Rules.Generic(), now))
-		p.queueLocked(p.engine.SetProcess(now, signal.Process{AgentExited: true}))
+		p.queueLocked(p.engine.SetProcess(now, combine.Process{AgentExited: true}))
 	}
 }

@@ -20,11 +20,11 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/term"
 )
 
@@ -423,7 +423,7 @@ func (p *Pane) ended(code int) {
 	p.exited, p.exitCode, p.exitedAt = true, code, time.Now()
 	p.timer.Stop()
 	paneClock.remove(&p.sweepAt)
-	p.queueLocked(p.engine.SetProcess(p.exitedAt, signal.Process{PaneExited: true, ExitCode: code}))
+	p.queueLocked(p.engine.SetProcess(p.exitedAt, combine.Process{PaneExited: true, ExitCode: code}))
 	p.mu.Unlock()
 	// Only the last screen is needed now: release the emulator.
 	p.term.Freeze()
@@ -602,12 +602,12 @@ func (p *Pane) Input(data []byte, guard bool) error {
 	now := time.Now()
 	p.queueLocked(p.engine.Classify(now))
 	d, _ := p.engine.Decision()
-	if detect.IsInterrupt(data) && !(guard && d.State == signal.Blocked) {
+	if detect.IsInterrupt(data) && !(guard && d.State == combine.Blocked) {
 		p.engine.NoteInterrupt(now)
 	}
 	p.mu.Unlock()
 	p.kick()
-	if guard && d.State == signal.Blocked {
+	if guard && d.State == combine.Blocked {
 		return fmt.Errorf("%w (%s)", ErrBlocked, describe(d))
 	}
 	return p.enqueue(append([]byte(nil), data...), InputWait)
@@ -627,7 +627,7 @@ func (p *Pane) Answer(choice string) (string, error) {
 	now := time.Now()
 	p.queueLocked(p.engine.Classify(now))
 	d, _ := p.engine.Decision()
-	if d.State != signal.Blocked {
+	if d.State != combine.Blocked {
 		p.mu.Unlock()
 		p.kick()
 		return "", fmt.Errorf("%w (it is %s)", ErrNotBlocked, d.State)
@@ -789,7 +789,7 @@ func killGroup(pgid int, sig syscall.Signal) error {
 	return err
 }
 
-func describe(d signal.Decision) string {
+func describe(d combine.Decision) string {
 	s := string(d.State)
 	if d.Kind != "" {
 		s += "/" + d.Kind

@@ -11,12 +11,12 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/lab/fakeagent"
 	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 	rulesdata "github.com/corral-dev/corral/rules"
 )
 
@@ -101,7 +101,7 @@ func await(t *testing.T, p *Pane, what string, pred func(Info) bool) Info {
 	}
 }
 
-func inState(s signal.State) func(Info) bool {
+func inState(s combine.State) func(Info) bool {
 	return func(in Info) bool { return in.Decision.State == s }
 }
 
@@ -122,18 +122,18 @@ func TestFakeAgentTurnAndPrompt(t *testing.T) {
 	if err := p.Input([]byte("work 0.6\r"), true); err != nil {
 		t.Fatal(err)
 	}
-	in := await(t, p, "working", inState(signal.Working))
-	if in.Decision.Source != signal.SourceScreen || in.Decision.Rule != "working" {
+	in := await(t, p, "working", inState(combine.Working))
+	if in.Decision.Source != combine.SourceScreen || in.Decision.Rule != "working" {
 		t.Fatalf("working decided by %s rule %q", in.Decision.Source, in.Decision.Rule)
 	}
-	await(t, p, "done", inState(signal.Done))
+	await(t, p, "done", inState(combine.Done))
 	p.MarkSeen()
-	await(t, p, "idle after seen", inState(signal.Idle))
+	await(t, p, "idle after seen", inState(combine.Idle))
 
 	if err := p.Input([]byte("ask\r"), true); err != nil {
 		t.Fatal(err)
 	}
-	in = await(t, p, "blocked", inState(signal.Blocked))
+	in = await(t, p, "blocked", inState(combine.Blocked))
 	if in.Decision.Kind != "permission" || in.Decision.Message != "Do you want to proceed?" || in.Decision.Rule != "permission" {
 		t.Fatalf("blocked: %+v", in.Decision)
 	}
@@ -147,7 +147,7 @@ func TestFakeAgentTurnAndPrompt(t *testing.T) {
 	if keys, err := p.Answer("yes"); err != nil || keys != "1" {
 		t.Fatalf("answer: %q %v", keys, err)
 	}
-	await(t, p, "done after the answer", inState(signal.Done))
+	await(t, p, "done after the answer", inState(combine.Done))
 	if _, err := p.Answer("yes"); !errors.Is(err, ErrNotBlocked) {
 		t.Fatalf("answer while not blocked: %v", err)
 	}
@@ -166,14 +166,14 @@ func TestFakeAgentReportsOSC7501(t *testing.T) {
 	p, _ := startFake(t, "claude-code", "--osc7501", "--command", "rm -rf build")
 	awaitScreen(t, p, "? for shortcuts")
 	p.Input([]byte("ask\r"), true)
-	in := await(t, p, "blocked", inState(signal.Blocked))
+	in := await(t, p, "blocked", inState(combine.Blocked))
 	// The prompt on screen decides; the program's own words are the message.
 	if in.Decision.Message != "approve Bash: rm -rf build" {
 		t.Fatalf("blocked: %+v", in.Decision)
 	}
 	p.Answer("no")
-	in = await(t, p, "idle by report", inState(signal.Idle))
-	if in.Decision.Source != signal.SourceOSC7501 {
+	in = await(t, p, "idle by report", inState(combine.Idle))
+	if in.Decision.Source != combine.SourceOSC7501 {
 		t.Fatalf("after deny: %+v", in.Decision)
 	}
 }
@@ -182,7 +182,7 @@ func TestExitStatusAndScreenKept(t *testing.T) {
 	p, _ := startFake(t, "claude-code")
 	awaitScreen(t, p, "? for shortcuts")
 	p.Input([]byte("fail\r"), true)
-	in := await(t, p, "exited", inState(signal.Exited))
+	in := await(t, p, "exited", inState(combine.Exited))
 	if in.ExitCode != 3 || in.Decision.ExitCode != 3 || !in.Exited {
 		t.Fatalf("exit: %+v", in)
 	}
@@ -220,7 +220,7 @@ func TestShellForegroundTracking(t *testing.T) {
 	awaitScreen(t, p, "? for shortcuts")
 	p.Input([]byte("exit\r"), true)
 	in = await(t, p, "agent exited, shell idle", func(in Info) bool {
-		return in.Agent == "generic" && in.Decision.State == signal.Idle && in.Decision.Source == signal.SourceProcess
+		return in.Agent == "generic" && in.Decision.State == combine.Idle && in.Decision.Source == combine.SourceProcess
 	})
 	_ = in
 }
@@ -254,7 +254,7 @@ func TestKillLeavesNoOrphans(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if in := p.Info(); in.Decision.State != signal.Exited || in.ExitCode != 128+int(syscall.SIGTERM) {
+	if in := p.Info(); in.Decision.State != combine.Exited || in.ExitCode != 128+int(syscall.SIGTERM) {
 		t.Fatalf("after kill: %+v", in.Decision)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // Every call a request makes into a pane answers within a bound, whatever
@@ -60,7 +60,7 @@ func TestStuckPaneAnswersInBoundedTime(t *testing.T) {
 			}
 			defer p.Close(time.Second)
 			defer consumer.free()
-			await(t, p, "blocked", inState(signal.Blocked))
+			await(t, p, "blocked", inState(combine.Blocked))
 			release := tc.hold(t, p, consumer)
 			defer release()
 
@@ -71,7 +71,7 @@ func TestStuckPaneAnswersInBoundedTime(t *testing.T) {
 				"screen":     func() error { p.Snapshot(); p.MarkSeen(); p.ANSI(); return nil },
 				"ls":         func() error { p.Info(); return nil },
 				"hook": func() error {
-					p.ApplyHook(detect.Hook{State: signal.Blocked, Kind: "permission", Message: "x"})
+					p.ApplyHook(detect.Hook{State: combine.Blocked, Kind: "permission", Message: "x"})
 					return nil
 				},
 				"attach":      func() error { _, w, err := p.WatchWithin(); w.closeIfAny(); return err },
@@ -156,14 +156,14 @@ func TestHookWhileBusyIsKept(t *testing.T) {
 	awaitScreen(t, p, "? for shortcuts")
 	p.mu.Lock() // busy past LockWait
 	start := time.Now()
-	p.ApplyHook(detect.Hook{State: signal.Blocked, Kind: "permission", Message: "approve Bash: make"})
+	p.ApplyHook(detect.Hook{State: combine.Blocked, Kind: "permission", Message: "approve Bash: make"})
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Errorf("the hook's caller waited %v", d)
 	}
 	time.Sleep(LockWait + 200*time.Millisecond)
 	p.mu.Unlock()
-	in := await(t, p, "blocked by the hook", inState(signal.Blocked))
-	if in.Decision.Source != signal.SourceHook || in.Decision.Message != "approve Bash: make" {
+	in := await(t, p, "blocked by the hook", inState(combine.Blocked))
+	if in.Decision.Source != combine.SourceHook || in.Decision.Message != "approve Bash: make" {
 		t.Fatalf("after the pane was free: %+v", in.Decision)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/term"
 )
 
@@ -38,8 +38,8 @@ type studyCase struct {
 	name   string
 	agent  string
 	rows   int
-	output []byte       // all output bytes up to the moment
-	want   signal.State // the truth
+	output []byte        // all output bytes up to the moment
+	want   combine.State // the truth
 	kind   string
 	rec    *Recording    // for casts: replayed to the moment
 	at     time.Duration // for casts
@@ -151,7 +151,7 @@ func claudeMarkerCases(t *testing.T) []studyCase {
 
 // markerTruth maps a marker to what a screen can show: done reads as idle;
 // clear (exit) is not judged.
-func markerTruth(marker string) (signal.State, string) {
+func markerTruth(marker string) (combine.State, string) {
 	body := strings.TrimPrefix(marker, "state=")
 	st, rest, _ := strings.Cut(body, ":")
 	kind := strings.TrimPrefix(rest, "kind=")
@@ -159,12 +159,12 @@ func markerTruth(marker string) (signal.State, string) {
 	case "clear":
 		return "", ""
 	case "done":
-		return signal.Idle, ""
+		return combine.Idle, ""
 	}
-	return signal.State(st), kind
+	return combine.State(st), kind
 }
 
-func verdictAgrees(v rules.Verdict, want signal.State, kind string) bool {
+func verdictAgrees(v rules.Verdict, want combine.State, kind string) bool {
 	return string(v.State) == string(want) && v.Kind == kind
 }
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 	rulesdata "github.com/corral-dev/corral/rules"
 )
 
@@ -70,14 +70,14 @@ func (s rawState) bytes(t testing.TB) []byte {
 }
 
 // wantState is the state a STATE.raw must end in.
-func wantState(state string) (signal.State, string) {
+func wantState(state string) (combine.State, string) {
 	switch {
 	case strings.HasPrefix(state, "approval"), state == "trust_prompt":
-		return signal.Blocked, "permission"
+		return combine.Blocked, "permission"
 	case strings.HasPrefix(state, "working"):
-		return signal.Working, ""
+		return combine.Working, ""
 	}
-	return signal.Idle, ""
+	return combine.Idle, ""
 }
 
 // Every STATE.raw of the five other agents (and Claude Code 2.1.197) ends
@@ -156,7 +156,7 @@ const lag = 500 * time.Millisecond
 type markerCheck struct {
 	at   time.Duration
 	want string // marker text
-	got  []signal.Decision
+	got  []combine.Decision
 }
 
 func castTruth(t *testing.T, file string, screenOnly bool) []markerCheck {
@@ -197,7 +197,7 @@ func castTruth(t *testing.T, file string, screenOnly bool) []markerCheck {
 
 // agrees says whether a decision matches a marker. Screens cannot tell done
 // from idle; clear (exit) is not judged here.
-func agrees(marker string, d signal.Decision, screenOnly bool) bool {
+func agrees(marker string, d combine.Decision, screenOnly bool) bool {
 	r, _, _ := strings.Cut(strings.TrimPrefix(marker, "state="), ":")
 	kind := ""
 	if _, k, ok := strings.Cut(marker, "kind="); ok {
@@ -208,9 +208,9 @@ func agrees(marker string, d signal.Decision, screenOnly bool) bool {
 		return true
 	case "done":
 		if screenOnly {
-			return d.State == signal.Idle
+			return d.State == combine.Idle
 		}
-		return d.State == signal.Done
+		return d.State == combine.Done
 	}
 	return string(d.State) == r && d.Kind == kind
 }

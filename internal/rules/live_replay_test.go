@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 	rulesdata "github.com/corral-dev/corral/rules"
 )
 
@@ -29,7 +29,7 @@ func TestLiveRecordingsAtMarkers(t *testing.T) {
 		}
 		var phases []struct {
 			Screen, Recording, Marker, Kind, Message string
-			State                                    signal.State
+			State                                    combine.State
 		}
 		if err := json.Unmarshal(data, &phases); err != nil {
 			t.Fatal(err)
@@ -68,8 +68,8 @@ func TestLiveRecordingsAtMarkers(t *testing.T) {
 					p := phases[want[d]]
 					got, _ := e.Decision()
 					state := got.State
-					if state == signal.Done {
-						state = signal.Idle // a finished turn, on a screen
+					if state == combine.Done {
+						state = combine.Idle // a finished turn, on a screen
 					}
 					if state != p.State || got.Kind != p.Kind || got.Message != p.Message {
 						t.Errorf("%s/%s at %q (%.2fs): %s/%s %q (rule %q), want %s/%s %q", agent, recName, p.Marker,

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // heldEntry is what the table keeps of a pane that runs under a holder.
@@ -266,7 +266,7 @@ func (s *Server) adoptAll() {
 
 // logged is a pane's newest logged decision and when it was made.
 type logged struct {
-	d  signal.Decision
+	d  combine.Decision
 	at time.Time
 }
 
@@ -332,7 +332,7 @@ func (s *Server) lastLogged() map[string]logged {
 	}
 	out := map[string]logged{}
 	for _, ev := range evs {
-		out[ev.Pane] = logged{signal.Decision{State: signal.State(ev.State), Kind: ev.Kind, Message: ev.Message}, ev.Time}
+		out[ev.Pane] = logged{combine.Decision{State: combine.State(ev.State), Kind: ev.Kind, Message: ev.Message}, ev.Time}
 	}
 	return out
 }
@@ -340,10 +340,10 @@ func (s *Server) lastLogged() map[string]logged {
 // lastKnown is the state the pane was last known in, and since when: the
 // table's row when it agrees with the log (it says more: the rule, the
 // source, a message kept), else the log's, which is written first.
-func lastKnown(row tablePane, ev logged) (signal.Decision, time.Time) {
-	d := signal.Decision{State: signal.State(row.State), Kind: row.Kind, Message: row.Message,
-		Source: signal.Source(row.Source), Rule: row.Rule}
-	if ev.d.State == "" || ev.d.State == d.State && ev.d.Kind == d.Kind && (d.State != signal.Blocked || ev.d.Message == d.Message) {
+func lastKnown(row tablePane, ev logged) (combine.Decision, time.Time) {
+	d := combine.Decision{State: combine.State(row.State), Kind: row.Kind, Message: row.Message,
+		Source: combine.Source(row.Source), Rule: row.Rule}
+	if ev.d.State == "" || ev.d.State == d.State && ev.d.Kind == d.Kind && (d.State != combine.Blocked || ev.d.Message == d.Message) {
 		return d, row.Since
 	}
 	return ev.d, ev.at

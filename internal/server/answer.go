@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/combine"
 )
 
 // PromptDrawWait bounds how long an answer waits for the prompt it
@@ -23,7 +23,7 @@ func (e *entry) answer(choice string) (string, error) {
 		start := time.Now()
 		for {
 			in := p.Info()
-			if in.Decision.State != signal.Blocked {
+			if in.Decision.State != combine.Blocked {
 				break // Answer refuses it
 			}
 			now := time.Now()

@@ -18,10 +18,10 @@ import (
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/buildinfo"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // routes is the API, one route per line.
@@ -372,7 +372,7 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		// A request a rule decided never waits on anyone: the agent goes on.
 		if decided = s.decidePermission(e, rep, req.Payload); decided != nil {
-			rep.State, rep.Kind, rep.Message = signal.Working, "", ""
+			rep.State, rep.Kind, rep.Message = combine.Working, "", ""
 		}
 		p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
 			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})

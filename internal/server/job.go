@@ -9,10 +9,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/pane"
-	"github.com/corral-dev/corral/internal/signal"
 	"github.com/corral-dev/corral/internal/term"
 )
 
@@ -56,7 +56,7 @@ type job struct {
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
-	decision signal.Decision
+	decision combine.Decision
 	since    time.Time
 	pid      int
 	lines    []string
@@ -87,7 +87,7 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &job{id: id, name: name, agent: o.Agent, argv: o.Argv, dir: o.Dir, started: time.Now(), cancel: cancel,
 		done: make(chan struct{}), onChange: onChange, grew: make(chan struct{}),
-		decision: signal.Decision{State: signal.Working, Source: signal.SourceStream}}
+		decision: combine.Decision{State: combine.Working, Source: combine.SourceStream}}
 	j.since = j.started
 	o.OnEvent = j.event
 	o.OnStart = func(pid int) {
@@ -100,7 +100,7 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 	}
 	o.OnStall = func(quiet time.Duration) {
 		// The stall event itself reached the stream (and the screen) first.
-		j.set(signal.Decision{State: signal.Working, Kind: KindStalled, Source: signal.SourceStream, Message: fmt.Sprintf("stalled: no output for %v", quiet)})
+		j.set(combine.Decision{State: combine.Working, Kind: KindStalled, Source: combine.SourceStream, Message: fmt.Sprintf("stalled: no output for %v", quiet)})
 	}
 	go func() {
 		out, err := headless.Run(ctx, o)
@@ -151,9 +151,9 @@ func (j *job) event(e headless.Event) {
 	switch {
 	case e.Type == headless.EventRetry:
 		// The run is waiting on the model API: say so until it goes on.
-		j.set(signal.Decision{State: signal.Working, Kind: KindRetrying, Source: signal.SourceStream, Message: e.Summary()})
+		j.set(combine.Decision{State: combine.Working, Kind: KindRetrying, Source: combine.SourceStream, Message: e.Summary()})
 	case e.Type == headless.EventDecision || ((stalled || retrying) && e.Type != headless.EventStall):
-		j.set(signal.Decision{State: signal.Working, Source: signal.SourceStream})
+		j.set(combine.Decision{State: combine.Working, Source: combine.SourceStream})
 	}
 }
 
@@ -207,7 +207,7 @@ func (j *job) ask(req headless.Event, answer func(bool, string)) {
 	j.mu.Lock()
 	j.pending = &permissionAsk{req: req, answer: answer}
 	j.mu.Unlock()
-	j.set(signal.Decision{State: signal.Blocked, Kind: "permission", Source: signal.SourceStream,
+	j.set(combine.Decision{State: combine.Blocked, Kind: "permission", Source: combine.SourceStream,
 		Message: fmt.Sprintf("approve %s: %s", req.Tool, req.Input)})
 }
 
@@ -234,10 +234,10 @@ func (j *job) Answer(choice string) (string, error) {
 	return choice, nil
 }
 
-func (j *job) set(d signal.Decision) {
+func (j *job) set(d combine.Decision) {
 	j.mu.Lock()
 	prev := j.decision
-	changed := signal.Changed(prev, d)
+	changed := combine.Changed(prev, d)
 	j.decision = d
 	now := time.Now()
 	if changed {
@@ -256,9 +256,9 @@ func (j *job) finish(out headless.Outcome) {
 	close(j.grew)
 	j.grew = make(chan struct{})
 	j.mu.Unlock()
-	d := signal.Decision{State: signal.Done, Source: signal.SourceStream, ExitCode: out.ExitCode}
+	d := combine.Decision{State: combine.Done, Source: combine.SourceStream, ExitCode: out.ExitCode}
 	if out.State != "done" {
-		d = signal.Decision{State: signal.Error, Source: signal.SourceStream, Message: out.Reason, ExitCode: out.ExitCode}
+		d = combine.Decision{State: combine.Error, Source: combine.SourceStream, Message: out.Reason, ExitCode: out.ExitCode}
 	}
 	j.line("outcome: " + out.State + " " + out.Reason)
 	j.set(d)

@@ -10,10 +10,10 @@ import (
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/safefile"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // SourcePolicy is the event source of a policy's decision.
@@ -42,7 +42,7 @@ const decidedQuiet = 3 * time.Second
 // rule decided its hook's request, or an OSC 7501 report naming the
 // request whole, which a rule then answers by the manifest's keys.
 func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
-	if ev.State != string(signal.Blocked) || ev.Kind != "permission" {
+	if ev.State != string(combine.Blocked) || ev.Kind != "permission" {
 		return false
 	}
 	e, err := s.find(id)
@@ -140,7 +140,7 @@ func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input stri
 	deadline := time.Now().Add(PromptDrawWait)
 	for {
 		in := p.Info()
-		if in.Decision.State != signal.Blocked || in.Decision.Kind != "permission" {
+		if in.Decision.State != combine.Blocked || in.Decision.Kind != "permission" {
 			return // answered meanwhile
 		}
 		if lines := p.Snapshot().Lines; !in.PromptShown.IsZero() && onScreen(lines, input) && (!endsLine || endsALine(lines, input)) {
@@ -276,7 +276,7 @@ func (s *Server) decidePermission(e *entry, rep agents.Report, payload []byte) *
 	case ok && req.Question:
 		opts := req.Options
 		e.question.Store(&opts)
-	case ok || (!rep.Ignore && rep.State != signal.Blocked):
+	case ok || (!rep.Ignore && rep.State != combine.Blocked):
 		e.question.Store(nil) // another request, or the agent went on
 	}
 	a := e.approve.Load()

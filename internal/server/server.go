@@ -23,6 +23,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/board"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
@@ -31,7 +32,6 @@ import (
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/ruleswatch"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // Options configure a Server.
@@ -553,7 +553,7 @@ func (s *Server) record(id, name, agent string, c detect.Change) {
 	d := c.Decision
 	ev := eventlog.Event{Time: c.At, Pane: id, Name: name, Agent: agent, State: string(d.State), Kind: d.Kind,
 		Message: d.Message, Source: string(d.Source), Rule: d.Rule, Previous: string(c.Previous.State), PreviousKind: c.Previous.Kind}
-	if d.State == signal.Exited || (d.Source == signal.SourceStream && (d.State == signal.Done || d.State == signal.Error)) {
+	if d.State == combine.Exited || (d.Source == combine.SourceStream && (d.State == combine.Done || d.State == combine.Error)) {
 		code := d.ExitCode
 		ev.ExitCode = &code
 	}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/corral-dev/corral/internal/signal"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/status"
 	"github.com/corral-dev/corral/internal/term"
 )
@@ -34,7 +34,7 @@ type timed struct {
 // Point is a state at a moment of a run.
 type Point struct {
 	At      time.Duration
-	State   signal.State
+	State   combine.State
 	Kind    string
 	Source  string
 	Rule    string
@@ -67,7 +67,7 @@ func (c *capture) output(b []byte) {
 		if err != nil || r.ID != "" {
 			continue
 		}
-		c.reports = append(c.reports, Point{At: now, State: signal.State(r.State), Kind: string(r.Kind), Source: "osc7501", Message: r.Msg})
+		c.reports = append(c.reports, Point{At: now, State: combine.State(r.State), Kind: string(r.Kind), Source: "osc7501", Message: r.Msg})
 	}
 	c.pending = c.pending[:0]
 }
@@ -121,7 +121,7 @@ func (c *capture) liveState() Point {
 	if n := len(c.live); n > 0 {
 		return c.live[n-1]
 	}
-	return Point{State: signal.Idle, Source: "default"}
+	return Point{State: combine.Idle, Source: "default"}
 }
 
 func (c *capture) close() {

@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // Scorers are the ways each step is judged: corral live (all signals),
@@ -27,10 +27,10 @@ var Scorers = []struct {
 
 // Verdict is one scorer's word on one step.
 type Verdict struct {
-	State  signal.State `json:"state"`
-	Kind   string       `json:"kind,omitempty"`
-	Source string       `json:"source"`
-	Rule   string       `json:"rule,omitempty"`
+	State  combine.State `json:"state"`
+	Kind   string        `json:"kind,omitempty"`
+	Source string        `json:"source"`
+	Rule   string        `json:"rule,omitempty"`
 	// Delay is from the truth to the moment corral entered the state it
 	// held at the step's end (negative: before the agent's own report).
 	Delay float64 `json:"delay"`
@@ -67,7 +67,7 @@ func Judge(rec *Recording, set *rules.Set) *Result {
 	for _, sc := range Scorers {
 		if sc.Signals == 0 {
 			for _, p := range rec.Live {
-				timelines[sc.Name] = append(timelines[sc.Name], Point{At: dur(p.At), State: signal.State(p.State), Kind: p.Kind, Source: p.Source, Rule: p.Rule})
+				timelines[sc.Name] = append(timelines[sc.Name], Point{At: dur(p.At), State: combine.State(p.State), Kind: p.Kind, Source: p.Source, Rule: p.Rule})
 			}
 			continue
 		}
@@ -92,7 +92,7 @@ func dur(s float64) time.Duration { return time.Duration(s * float64(time.Second
 // judgeStep reads a timeline of state changes at one step: the state held
 // at the step's end is the verdict, right when it is the wanted one.
 func judgeStep(tl []Point, s StepRun) Verdict {
-	cur := Point{State: signal.Idle, Source: "default"}
+	cur := Point{State: combine.Idle, Source: "default"}
 	since := time.Duration(0)
 	end := dur(s.End)
 	for _, p := range tl {

@@ -19,10 +19,10 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/lab/mockmodel"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // Options configure a run.
@@ -171,7 +171,7 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 			if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Pane != pane.ID {
 				continue
 			}
-			cap.change(Point{At: cap.since(ev.Time), State: signal.State(ev.State), Kind: ev.Kind, Source: ev.Source, Rule: ev.Rule, Message: ev.Message})
+			cap.change(Point{At: cap.since(ev.Time), State: combine.State(ev.State), Kind: ev.Kind, Source: ev.Source, Rule: ev.Rule, Message: ev.Message})
 		}
 	}()
 

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/lab/mockmodel"
-	"github.com/corral-dev/corral/internal/signal"
 )
 
 // Key is a keystroke the scenario presses, resolved per agent.
@@ -31,8 +31,8 @@ const (
 
 // Want is a state a step expects.
 type Want struct {
-	State signal.State `json:"state"`
-	Kind  string       `json:"kind,omitempty"`
+	State combine.State `json:"state"`
+	Kind  string        `json:"kind,omitempty"`
 }
 
 func (w Want) String() string {
@@ -43,8 +43,8 @@ func (w Want) String() string {
 }
 
 // Matches says whether a state and kind are what is wanted.
-func (w Want) Matches(state signal.State, kind string) bool {
-	return state == w.State && (w.State != signal.Blocked || kind == w.Kind)
+func (w Want) Matches(state combine.State, kind string) bool {
+	return state == w.State && (w.State != combine.Blocked || kind == w.Kind)
 }
 
 // Step is one scenario step: an action (a turn typed, or a key pressed)
@@ -68,20 +68,20 @@ type Step struct {
 // Scenario is the default scenario. Each step's state differs from the
 // state the previous step leaves, so a stale state is never scored right.
 var Scenario = []Step{
-	{Name: "startup", Want: Want{State: signal.Idle}, Deadline: 90 * time.Second},
-	{Name: "shell", Turn: mockmodel.StepShell, Want: Want{signal.Blocked, "permission"}, Deadline: 60 * time.Second},
-	{Name: "shell-yes", Key: KeyYes, Want: Want{State: signal.Done}, Deadline: 60 * time.Second},
-	{Name: "edit", Turn: mockmodel.StepEdit, Arg: "{work}/notes.txt", Want: Want{signal.Blocked, "permission"}, Deadline: 60 * time.Second},
-	{Name: "edit-yes", Key: KeyYes, Want: Want{State: signal.Done}, Deadline: 60 * time.Second},
-	{Name: "question", Turn: mockmodel.StepQuestion, Want: Want{signal.Blocked, "question"}, Deadline: 60 * time.Second},
-	{Name: "question-answer", Key: KeyOption, Want: Want{State: signal.Done}, Deadline: 60 * time.Second},
-	{Name: "deny", Turn: mockmodel.StepShell, Want: Want{signal.Blocked, "permission"}, Deadline: 60 * time.Second},
-	{Name: "deny-no", Key: KeyNo, Want: Want{State: signal.Idle}, Deadline: 30 * time.Second},
-	{Name: "interrupt", Turn: mockmodel.StepSlow, Arg: "30", Want: Want{State: signal.Working}, Hold: 3 * time.Second, Deadline: 60 * time.Second},
-	{Name: "interrupt-esc", Key: KeyInterrupt, Want: Want{State: signal.Idle}, Deadline: 30 * time.Second},
-	{Name: "prose", Turn: mockmodel.StepProse, Want: Want{State: signal.Done}, Deadline: 60 * time.Second},
-	{Name: "slow", Turn: mockmodel.StepSlow, Arg: "6", Want: Want{State: signal.Working}, Hold: 2 * time.Second, Deadline: 60 * time.Second},
-	{Name: "slow-done", Want: Want{State: signal.Done}, Deadline: 60 * time.Second},
+	{Name: "startup", Want: Want{State: combine.Idle}, Deadline: 90 * time.Second},
+	{Name: "shell", Turn: mockmodel.StepShell, Want: Want{combine.Blocked, "permission"}, Deadline: 60 * time.Second},
+	{Name: "shell-yes", Key: KeyYes, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "edit", Turn: mockmodel.StepEdit, Arg: "{work}/notes.txt", Want: Want{combine.Blocked, "permission"}, Deadline: 60 * time.Second},
+	{Name: "edit-yes", Key: KeyYes, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "question", Turn: mockmodel.StepQuestion, Want: Want{combine.Blocked, "question"}, Deadline: 60 * time.Second},
+	{Name: "question-answer", Key: KeyOption, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "deny", Turn: mockmodel.StepShell, Want: Want{combine.Blocked, "permission"}, Deadline: 60 * time.Second},
+	{Name: "deny-no", Key: KeyNo, Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
+	{Name: "interrupt", Turn: mockmodel.StepSlow, Arg: "30", Want: Want{State: combine.Working}, Hold: 3 * time.Second, Deadline: 60 * time.Second},
+	{Name: "interrupt-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
+	{Name: "prose", Turn: mockmodel.StepProse, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "slow", Turn: mockmodel.StepSlow, Arg: "6", Want: Want{State: combine.Working}, Hold: 2 * time.Second, Deadline: 60 * time.Second},
+	{Name: "slow-done", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
 }
 
 // text is what a step types for an agent that talks to the scripted

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/signal"
 	rulesdata "github.com/corral-dev/corral/rules"
 )
 
@@ -27,8 +27,8 @@ func ruleSet(t testing.TB) *rules.Set {
 }
 
 func TestJudgeStep(t *testing.T) {
-	blocked := Want{signal.Blocked, "permission"}
-	pt := func(at float64, s signal.State, kind string) Point {
+	blocked := Want{combine.Blocked, "permission"}
+	pt := func(at float64, s combine.State, kind string) Point {
 		return Point{At: dur(at), State: s, Kind: kind, Source: "screen"}
 	}
 	for _, c := range []struct {
@@ -37,19 +37,19 @@ func TestJudgeStep(t *testing.T) {
 		step      StepRun
 		right     bool
 		delay     float64
-		wantState signal.State
+		wantState combine.State
 	}{
-		{"nothing said: idle by default", nil, StepRun{Want: Want{State: signal.Idle}, Start: 0, Truth: 0.5, End: 2}, true, -0.5, signal.Idle},
-		{"reached after the truth", []Point{pt(1, signal.Working, ""), pt(2.25, signal.Blocked, "permission")},
-			StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, true, 0.25, signal.Blocked},
-		{"wrong kind", []Point{pt(2, signal.Blocked, "question")}, StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, false, 0, signal.Blocked},
-		{"left the state before the end", []Point{pt(2, signal.Blocked, "permission"), pt(2.5, signal.Idle, "")},
-			StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, false, 0.5, signal.Idle},
-		{"changes after the end do not count", []Point{pt(2, signal.Blocked, "permission"), pt(3.5, signal.Idle, "")},
-			StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, true, 0, signal.Blocked},
-		{"a same-state point keeps the first entry", []Point{pt(2, signal.Blocked, "permission"), pt(2.5, signal.Blocked, "permission")},
-			StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, true, 0, signal.Blocked},
-		{"before the agent's own report", []Point{pt(1.8, signal.Done, "")}, StepRun{Want: Want{State: signal.Done}, Start: 1, Truth: 2, End: 3}, true, -0.2, signal.Done},
+		{"nothing said: idle by default", nil, StepRun{Want: Want{State: combine.Idle}, Start: 0, Truth: 0.5, End: 2}, true, -0.5, combine.Idle},
+		{"reached after the truth", []Point{pt(1, combine.Working, ""), pt(2.25, combine.Blocked, "permission")},
+			StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, true, 0.25, combine.Blocked},
+		{"wrong kind", []Point{pt(2, combine.Blocked, "question")}, StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, false, 0, combine.Blocked},
+		{"left the state before the end", []Point{pt(2, combine.Blocked, "permission"), pt(2.5, combine.Idle, "")},
+			StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, false, 0.5, combine.Idle},
+		{"changes after the end do not count", []Point{pt(2, combine.Blocked, "permission"), pt(3.5, combine.Idle, "")},
+			StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, true, 0, combine.Blocked},
+		{"a same-state point keeps the first entry", []Point{pt(2, combine.Blocked, "permission"), pt(2.5, combine.Blocked, "permission")},
+			StepRun{Want: blocked, Start: 1, Truth: 2, End: 3}, true, 0, combine.Blocked},
+		{"before the agent's own report", []Point{pt(1.8, combine.Done, "")}, StepRun{Want: Want{State: combine.Done}, Start: 1, Truth: 2, End: 3}, true, -0.2, combine.Done},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v := judgeStep(c.tl, c.step)
@@ -145,26 +145,26 @@ func TestReplaySignals(t *testing.T) {
 		}},
 		Hooks: []Hook{{At: 1.5, Agent: "claude-code", Payload: perm}, {At: 3.9, Agent: "claude-code", Payload: stop}},
 		Steps: []StepRun{
-			{Name: "startup", Want: Want{State: signal.Idle}, End: 1},
-			{Name: "shell", Want: Want{signal.Blocked, "permission"}, Start: 1, Truth: 2, End: 3},
-			{Name: "shell-yes", Want: Want{State: signal.Done}, Start: 3, Truth: 4, End: 5},
+			{Name: "startup", Want: Want{State: combine.Idle}, End: 1},
+			{Name: "shell", Want: Want{combine.Blocked, "permission"}, Start: 1, Truth: 2, End: 3},
+			{Name: "shell-yes", Want: Want{State: combine.Done}, Start: 3, Truth: 4, End: 5},
 		}}
 	res := Judge(rec, set)
 	for _, c := range []struct {
 		scorer string
 		step   int
-		state  signal.State
+		state  combine.State
 		source string
 		delay  float64
 	}{
-		{"screen", 1, signal.Blocked, "screen", 0},
-		{"hooks", 1, signal.Blocked, "hook", -0.5},
-		{"osc7501", 1, signal.Blocked, "osc7501", 0},
-		{"hooks", 2, signal.Done, "hook", -0.1},
-		{"osc7501", 2, signal.Done, "osc7501", 0},
+		{"screen", 1, combine.Blocked, "screen", 0},
+		{"hooks", 1, combine.Blocked, "hook", -0.5},
+		{"osc7501", 1, combine.Blocked, "osc7501", 0},
+		{"hooks", 2, combine.Done, "hook", -0.1},
+		{"osc7501", 2, combine.Done, "osc7501", 0},
 		// blocked → idle with no work seen between: the screen cannot
 		// tell a finished turn from a refused prompt.
-		{"screen", 2, signal.Idle, "screen", 0},
+		{"screen", 2, combine.Idle, "screen", 0},
 	} {
 		v := res.Steps[c.step].Verdicts[c.scorer]
 		if v.State != c.state || v.Source != c.source || (c.source != "screen" && (v.Delay-c.delay > 0.01 || c.delay-v.Delay > 0.01)) {
@@ -193,7 +193,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 		}},
 		Hooks: []Hook{{At: 2.1, Agent: "claude-code", Payload: perm}},
 		Live:  []LivePoint{{At: 2.01, State: "blocked", Kind: "permission", Source: "screen", Rule: "permission"}},
-		Steps: []StepRun{{Name: "shell", Want: Want{signal.Blocked, "permission"}, Start: 1, Truth: 2, End: 3, TruthSource: "phase", Right: true}}}
+		Steps: []StepRun{{Name: "shell", Want: Want{combine.Blocked, "permission"}, Start: 1, Truth: 2, End: 3, TruthSource: "phase", Right: true}}}
 	dir := t.TempDir()
 	if err := rec.Save(dir); err != nil {
 		t.Fatal(err)

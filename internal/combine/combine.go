@@ -1,4 +1,4 @@
-// Package signal is corral's one combining policy: given what the screen,
+// Package combine is corral's one combining policy: given what the screen,
 // the program itself and the process say, it decides a pane's state and
 // names the signal that decided it. It is pure: no clocks, no I/O.
 //
@@ -14,7 +14,7 @@
 // A pane whose own process has exited is exited, whatever else is said.
 // docs/detection.md holds the table of every signal: level or edge, what
 // renews it, what ends it, what it may overrule.
-package signal
+package combine
 
 // State is a pane's state.
 type State string
