@@ -99,6 +99,12 @@ func TestAdoptAndRestoreKeepPolicyAndWorktree(t *testing.T) {
 // them, and the time it got blocked, when the next daemon adopts it after
 // a kill -9: no event for a change that did not happen.
 func TestAdoptKeepsHookMessage(t *testing.T) {
+	if os.Getenv("CORRAL_E2E_RACE") == "1" {
+		// The hook's word stands 1 s (detect.HookGrace) before the idle
+		// screen ends it; a race-built send often takes longer to bring
+		// the prompt up. The plain pass runs it with -race.
+		t.Skip("timing-bound: run in the pass against the plain daemon")
+	}
 	e := newEnv(t)
 	e.must("run", "--name", "g", "--agent", "claude-code", "--", corralBin, "fake-agent")
 	waitFor(t, 10*time.Second, "the agent", func() bool { return strings.Contains(e.must("screen", "g"), "? for shortcuts") })
