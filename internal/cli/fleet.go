@@ -258,18 +258,5 @@ func fleetEvents(ctx context.Context, std IO, refs []string, since string, follo
 	if follow {
 		q.Set("follow", "1")
 	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	body, err := c.Stream(ctx, "/v1/fleet/events?"+q.Encode())
-	if err != nil {
-		return apiError(err)
-	}
-	defer body.Close()
-	_, err = copyLines(std, body)
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return printStream(ctx, std, "/v1/fleet/events?"+q.Encode())
 }

@@ -378,11 +378,17 @@ func runEvents(ctx context.Context, std IO, args []string) error {
 	if !*follow && *since == "" {
 		q.Set("since", time.Now().Add(-24*time.Hour).UTC().Format(time.RFC3339Nano))
 	}
+	return printStream(ctx, std, "/v1/events?"+q.Encode())
+}
+
+// printStream copies an NDJSON stream of the daemon's to stdout, line by
+// line as it arrives, until it ends or ctx does.
+func printStream(ctx context.Context, std IO, path string) error {
 	c, err := connect(ctx)
 	if err != nil {
 		return err
 	}
-	body, err := c.Stream(ctx, "/v1/events?"+q.Encode())
+	body, err := c.Stream(ctx, path)
 	if err != nil {
 		return apiError(err)
 	}
