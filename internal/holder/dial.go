@@ -22,15 +22,16 @@ import (
 
 // Conn is a daemon's connection to one holder.
 type Conn struct {
-	c *net.UnixConn
-	r *bufio.Reader
-	// PTY is the daemon's duplicate of the PTY master (non-blocking,
-	// close-on-exec): for input and the terminal's ioctls, never read.
-	PTY *os.File
+	c  *net.UnixConn
+	rc syscall.RawConn // c's, for the reads of Run
+	in inbox
+	// pty is the daemon's duplicate of the PTY master (non-blocking,
+	// close-on-exec, -1 once taken): for input and the terminal's ioctls,
+	// never read, and so never put in the runtime's poller (see TakePTY).
+	pty int
 	// Welcome is what the holder said of its pane.
 	Welcome Welcome
 	wmu     sync.Mutex
-	buf     []byte // the last frame read, reused by Next
 }
 
 // Msg is one thing a holder says after the welcome.
@@ -84,22 +85,24 @@ func Dial(socket, secret string, timeout time.Duration) (*Conn, error) {
 		return nil, err
 	}
 	_ = c.SetDeadline(time.Time{})
+	rc, err := c.SyscallConn()
+	if err != nil {
+		unix.Close(pty)
+		return nil, err
+	}
 	ok = true
-	// A frame larger than the reader's buffer is read straight into the
-	// frame's own: the buffer only gathers small frames, and every pane
-	// keeps one.
-	return &Conn{c: c, r: bufio.NewReaderSize(c, 4<<10), PTY: pty, Welcome: w}, nil
+	return &Conn{c: c, rc: rc, pty: pty, Welcome: w}, nil
 }
 
 // readWelcome reads the welcome frame and the descriptor that comes with
-// it. Any other descriptor is closed.
-func readWelcome(c *net.UnixConn) (*os.File, Welcome, error) {
+// it (close-on-exec, non-blocking). Any other descriptor is closed.
+func readWelcome(c *net.UnixConn) (int, Welcome, error) {
 	var w Welcome
 	var h [5]byte
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(h[:], oob)
 	if err != nil {
-		return nil, w, err
+		return -1, w, err
 	}
 	var fds []int
 	if oobn > 0 {
@@ -112,20 +115,20 @@ func readWelcome(c *net.UnixConn) (*os.File, Welcome, error) {
 			}
 		}
 	}
-	var pty *os.File
+	pty := -1
 	for i, fd := range fds {
 		if i == 0 {
 			unix.CloseOnExec(fd)
-			pty = os.NewFile(uintptr(fd), "/dev/ptmx")
+			pty = fd
 		} else {
 			unix.Close(fd)
 		}
 	}
-	fail := func(err error) (*os.File, Welcome, error) {
-		if pty != nil {
-			pty.Close()
+	fail := func(err error) (int, Welcome, error) {
+		if pty >= 0 {
+			unix.Close(pty)
 		}
-		return nil, w, err
+		return -1, w, err
 	}
 	if n < len(h) {
 		if _, err := io.ReadFull(c, h[n:]); err != nil {
@@ -149,52 +152,15 @@ func readWelcome(c *net.UnixConn) (*os.File, Welcome, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return fail(fmt.Errorf("%w: welcome: %v", ErrFrame, err))
 	}
-	if pty == nil {
+	if pty < 0 {
 		return fail(errors.New("the holder sent no terminal with its welcome"))
 	}
-	if err := unix.SetNonblock(int(pty.Fd()), true); err != nil {
+	// The holder's reads need it non-blocking (the flag is the terminal's,
+	// shared by both descriptors): never call anything here that clears it.
+	if err := unix.SetNonblock(pty, true); err != nil {
 		return fail(err)
 	}
-	// Fd() made it blocking; a fresh *os.File polls it again.
-	fd, err := unix.FcntlInt(pty.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	pty.Close()
-	pty = nil
-	if err != nil {
-		return fail(err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return fail(err)
-	}
-	return os.NewFile(uintptr(fd), "/dev/ptmx"), w, nil
-}
-
-// Next reads what the holder says next. A frame of an unknown type is
-// skipped; a malformed one ends the connection with an error.
-func (c *Conn) Next() (Msg, error) {
-	for {
-		typ, b, err := readFrame(c.r, c.buf)
-		if cap(b) <= 64<<10 {
-			c.buf = b[:0] // kept for the next frame
-		}
-		if err != nil {
-			return Msg{}, err
-		}
-		switch typ {
-		case tOutput:
-			return Msg{Output: b}, nil
-		case tLive:
-			return Msg{Live: true}, nil
-		case tExit:
-			var e exitMsg
-			if err := json.Unmarshal(b, &e); err != nil {
-				return Msg{}, fmt.Errorf("%w: exit: %v", ErrFrame, err)
-			}
-			return Msg{Exit: true, Code: e.Code}, nil
-		case tError:
-			return Msg{}, fmt.Errorf("the holder said: %s", clip(string(b)))
-		}
-	}
+	return pty, w, nil
 }
 
 // Kill asks the holder to signal every process of the pane.
@@ -212,9 +178,23 @@ func (c *Conn) Collect() error {
 	return writeFrame(c.c, tDone, nil)
 }
 
+// TakePTY hands the caller the daemon's descriptor of the PTY master,
+// which it then closes, once; Close no longer does. It is a bare
+// descriptor: wrapping it in an *os.File would put it in the runtime's
+// poller, and as the holder's reads share its open file, every frame of
+// output would wake the daemon for nothing. -1 if taken already.
+func (c *Conn) TakePTY() int {
+	fd := c.pty
+	c.pty = -1
+	return fd
+}
+
 // Close leaves the holder running (for the next daemon).
 func (c *Conn) Close() error {
-	c.PTY.Close()
+	if c.pty >= 0 {
+		unix.Close(c.pty)
+		c.pty = -1
+	}
 	return c.c.Close()
 }
 

@@ -13,8 +13,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/internal/procs"
+	"github.com/corral-dev/corral/internal/rawio"
 )
 
 // Config is what a holder is started with (as JSON on its stdin).
@@ -73,6 +76,7 @@ type holder struct {
 	logf  func(string, ...any)
 
 	readDone  chan struct{}
+	stopRead  atomic.Bool   // reap gave up on the end of the output
 	reaped    chan struct{} // the program's exit status is known
 	first     chan struct{} // the first daemon is in
 	firstOnce sync.Once
@@ -88,7 +92,7 @@ type holder struct {
 
 // sconn is the daemon's connection; wmu orders its frames.
 type sconn struct {
-	c   *net.UnixConn
+	c   *bareConn
 	wmu sync.Mutex
 	buf []byte // a frame being written; guarded by wmu
 }
@@ -99,6 +103,9 @@ type sconn struct {
 // copies bytes.
 func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	debug.SetGCPercent(50)
+	// One processor: a holder copies bytes, and a second one only adds
+	// threads woken to look for work at every frame.
+	runtime.GOMAXPROCS(1)
 	debug.SetMemoryLimit(16 << 20)
 	// Caught, not ignored: an ignored signal stays ignored across exec,
 	// and the program would not take Ctrl-C or a hangup.
@@ -229,22 +236,19 @@ func (h *holder) readLoop() {
 	case <-h.first:
 	case <-time.After(StartWait):
 	}
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := h.ptmx.Read(buf)
-		if n > 0 {
-			h.mu.Lock()
-			h.ring.write(buf[:n])
-			sc := h.conn
-			h.mu.Unlock()
-			if sc != nil {
-				h.send(sc, tOutput, buf[:n])
-			}
-		}
-		if err != nil {
-			return
-		}
+	rc, err := h.ptmx.SyscallConn()
+	if err != nil {
+		return
 	}
+	rawio.ReadTerminal(rc, &h.stopRead, func(b []byte) {
+		h.mu.Lock()
+		h.ring.write(b)
+		sc := h.conn
+		h.mu.Unlock()
+		if sc != nil {
+			h.send(sc, tOutput, b)
+		}
+	})
 }
 
 // send writes one frame to the daemon; a connection that fails is dropped
@@ -300,6 +304,7 @@ func (h *holder) reap() {
 	select {
 	case <-h.readDone:
 	case <-time.After(DrainWait):
+		h.stopRead.Store(true)
 		_ = h.ptmx.Close()
 		<-h.readDone
 	}
@@ -370,9 +375,12 @@ func (h *holder) serve(c *net.UnixConn) {
 		refuse(errors.New("wrong secret: this pane belongs to another daemon"))
 		return
 	}
-	_ = c.SetDeadline(time.Time{})
-
-	sc := &sconn{c: c}
+	bc, err := takeBare(c)
+	if err != nil {
+		refuse(err)
+		return
+	}
+	sc := &sconn{c: bc}
 	sc.wmu.Lock()
 	h.mu.Lock()
 	old := h.conn
@@ -383,18 +391,18 @@ func (h *holder) serve(c *net.UnixConn) {
 	if old != nil {
 		old.c.Close() // a newer daemon takes over
 	}
-	err := h.welcome(c, Welcome{HolderPID: os.Getpid(), ProgramPID: h.pid, Exited: exited, ExitCode: code, Ring: len(replay)})
+	err = h.welcome(bc, Welcome{HolderPID: os.Getpid(), ProgramPID: h.pid, Exited: exited, ExitCode: code, Ring: len(replay)})
 	for len(replay) > 0 && err == nil {
 		n := min(len(replay), 64<<10)
-		err = writeFrame(c, tOutput, replay[:n])
+		err = writeFrame(bc, tOutput, replay[:n])
 		replay = replay[n:]
 	}
 	if err == nil {
-		err = writeFrame(c, tLive, nil)
+		err = writeFrame(bc, tLive, nil)
 	}
 	if err == nil && exited {
 		b, _ := json.Marshal(exitMsg{Code: code})
-		err = writeFrame(c, tExit, b)
+		err = writeFrame(bc, tExit, b)
 	}
 	sc.wmu.Unlock()
 	if err != nil {
@@ -404,7 +412,7 @@ func (h *holder) serve(c *net.UnixConn) {
 	h.firstOnce.Do(func() { close(h.first) })
 	buf := make([]byte, 256)
 	for {
-		typ, b, err := readFrame(c, buf)
+		typ, b, err := readFrame(bc, buf)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				h.logf("daemon connection: %v", err)
@@ -433,7 +441,7 @@ func (h *holder) serve(c *net.UnixConn) {
 }
 
 // welcome sends the welcome frame with the PTY master attached.
-func (h *holder) welcome(c *net.UnixConn, w Welcome) error {
+func (h *holder) welcome(c *bareConn, w Welcome) error {
 	b, _ := json.Marshal(w)
 	frame := make([]byte, 5+len(b))
 	frame[0] = tWelcome
@@ -445,11 +453,7 @@ func (h *holder) welcome(c *net.UnixConn, w Welcome) error {
 	}
 	var werr error
 	cerr := rc.Control(func(fd uintptr) {
-		var n int
-		n, _, werr = c.WriteMsgUnix(frame, unix.UnixRights(int(fd)), nil)
-		if werr == nil && n < len(frame) {
-			_, werr = c.Write(frame[n:])
-		}
+		_, werr = c.write(frame, unix.UnixRights(int(fd)))
 	})
 	if cerr != nil {
 		return cerr

@@ -1,16 +1,19 @@
 package holder
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRing(t *testing.T) {
@@ -128,8 +131,13 @@ func FuzzNext(f *testing.F) {
 	f.Add(b.Bytes())
 	f.Add([]byte{'X', 0, 0, 0, 2, '{', '}'})
 	f.Add([]byte{'O', 0xff, 0xff, 0xff, 0xff})
+	f.Add(append([]byte{'O', 0, 0, 0x20, 0}, bytes.Repeat([]byte("x"), 8192)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c := &Conn{r: bufio.NewReader(bytes.NewReader(data))}
+		c, w := connPair(t)
+		go func() {
+			w.Write(data)
+			w.Close()
+		}()
 		for i := 0; i < 1000; i++ {
 			m, err := c.Next()
 			if err != nil {
@@ -140,4 +148,154 @@ func FuzzNext(f *testing.F) {
 			}
 		}
 	})
+}
+
+// connPair returns the daemon's side of a connection on a socket pair, and
+// the holder's end to write to.
+func connPair(t testing.TB) (*Conn, *os.File) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.SetNonblock(fds[0], true)
+	f := os.NewFile(uintptr(fds[0]), "daemon")
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc := nc.(*net.UnixConn)
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := os.NewFile(uintptr(fds[1]), "holder")
+	t.Cleanup(func() { uc.Close(); w.Close() })
+	return &Conn{c: uc, rc: rc}, w
+}
+
+// Run hands over every frame however the bytes are cut, a frame bigger
+// than its buffer, frames that come after a pause (a wait for the
+// socket's next edge), skips unknown types, and tells a clean end from a
+// cut frame.
+func TestRunFrames(t *testing.T) {
+	for _, cut := range []int{1, 3, 5, 4096, 70000} {
+		t.Run(fmt.Sprint(cut), func(t *testing.T) { testRunFrames(t, cut) })
+	}
+
+	c, w := connPair(t)
+	writeFrame(w, tOutput, []byte("whole"))
+	w.Write([]byte{tOutput, 0, 0, 0, 9, 'c', 'u'})
+	w.Close()
+	m, err := c.Next()
+	if err != nil || string(m.Output) != "whole" {
+		t.Fatalf("first: %q %v", m.Output, err)
+	}
+	if _, err := c.Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a cut frame: %v, want ErrUnexpectedEOF", err)
+	}
+}
+
+func testRunFrames(t *testing.T, cut int) {
+	big := bytes.Repeat([]byte("0123456789"), 30000) // 300 KB: many reads
+	if cut < 10 {
+		big = big[:20000] // a byte a write is slow
+	}
+	var all bytes.Buffer
+	writeFrame(&all, tOutput, []byte("first"))
+	writeFrame(&all, 'Z', []byte("a type from a newer holder"))
+	writeFrame(&all, tOutput, big)
+	writeFrame(&all, tLive, nil)
+	for i := 0; i < 50; i++ {
+		writeFrame(&all, tOutput, []byte(fmt.Sprintf("frame %d;", i)))
+	}
+	writeFrame(&all, tExit, []byte(`{"code":7}`))
+	stream := all.Bytes()
+
+	c, w := connPair(t)
+	go func() {
+		for b := stream; len(b) > 0; {
+			n := min(cut, len(b))
+			w.Write(b[:n])
+			b = b[n:]
+			if cut < 10 && len(b)%97 == 0 {
+				time.Sleep(time.Millisecond) // let the reader drain and wait
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		writeFrame(w, tOutput, []byte("after a pause"))
+		w.Close()
+	}()
+	var out bytes.Buffer
+	var live, exit bool
+	code := 0
+	err := c.Run(func(m Msg) bool {
+		out.Write(m.Output)
+		live = live || m.Live
+		if m.Exit {
+			exit, code = true, m.Code
+		}
+		return true
+	})
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("end: %v, want EOF", err)
+	}
+	want := "first" + string(big)
+	for i := 0; i < 50; i++ {
+		want += fmt.Sprintf("frame %d;", i)
+	}
+	want += "after a pause"
+	if out.String() != want || !live || !exit || code != 7 {
+		t.Fatalf("got %d bytes (want %d), live %v, exit %v code %d", out.Len(), len(want), live, exit, code)
+	}
+}
+
+// A holder that goes right after its last output is seen gone: the
+// hang-up's edge can fold into the output's, and Run must not wait for it.
+func TestRunSeesHangUpAfterOutput(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		c, w := connPair(t)
+		go func() {
+			writeFrame(w, tOutput, []byte("last words"))
+			w.Close()
+		}()
+		done := make(chan error, 1)
+		go func() { done <- c.Run(func(Msg) bool { return true }) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("run %d: %v, want EOF", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("run %d: the hang-up after the last output was never seen", i)
+		}
+	}
+}
+
+// Frames written while nobody reads arrive with the next Next, and Next
+// ends when its connection is closed.
+func TestRunFrameBetweenCalls(t *testing.T) {
+	c, w := connPair(t)
+	for i := 0; i < 20; i++ {
+		writeFrame(w, tOutput, []byte(fmt.Sprint(i)))
+		m, err := c.Next()
+		if err != nil || string(m.Output) != fmt.Sprint(i) {
+			t.Fatalf("frame %d: %q %v", i, m.Output, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Next()
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	c.c.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Next on a closed connection returned no error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next went on waiting after its connection was closed")
+	}
 }

@@ -55,7 +55,7 @@ func startHeld(cfg Config, path string) (*Pane, error) {
 		_ = st.Cmd.Process.Kill()
 		return nil, fmt.Errorf("start %s: connect to its holder: %w", cfg.Argv[0], err)
 	}
-	p := newPane(cfg, hc.PTY, hc.Welcome.ProgramPID, time.Now())
+	p := newPane(cfg, bareMaster(hc.TakePTY()), hc.Welcome.ProgramPID, time.Now())
 	p.hc, p.held, p.holderPID = hc, make(chan heldEnd, 1), hc.Welcome.HolderPID
 	p.run()
 	return p, nil
@@ -89,17 +89,19 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
 	}
-	if ws, err := getSize(hc.PTY); err == nil && CheckSize(int(ws.Col), int(ws.Row)) == nil {
+	ptmx := bareMaster(hc.TakePTY())
+	if ws, err := getSize(ptmx); err == nil && CheckSize(int(ws.Col), int(ws.Row)) == nil {
 		cfg.Cols, cfg.Rows = int(ws.Col), int(ws.Row)
 	}
 	if err := CheckSize(cfg.Cols, cfg.Rows); err != nil {
+		ptmx.Close()
 		return nil, err
 	}
 	started := a.Started
 	if started.IsZero() {
 		started = time.Now()
 	}
-	p := newPane(cfg, hc.PTY, hc.Welcome.ProgramPID, started)
+	p := newPane(cfg, ptmx, hc.Welcome.ProgramPID, started)
 	p.hc, p.held, p.holderPID = hc, make(chan heldEnd, 1), hc.Welcome.HolderPID
 	p.replaying.Store(true)
 	now := time.Now()
@@ -119,6 +121,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		if err != nil {
 			p.replaying.Store(false)
 			p.engine.Close()
+			p.ptmx.Close()
 			return nil, fmt.Errorf("replay the holder's output: %w", err)
 		}
 		if m.Output != nil {
@@ -176,12 +179,8 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 // heldLoop feeds the holder's output to the engine.
 func (p *Pane) heldLoop() {
 	defer close(p.readDone)
-	for {
-		m, err := p.hc.Next()
-		if err != nil {
-			p.held <- heldEnd{lost: err}
-			return
-		}
+	var end *heldEnd
+	err := p.hc.Run(func(m holder.Msg) bool {
 		if len(m.Output) > 0 {
 			p.mu.Lock()
 			p.queueLocked(p.engine.Feed(time.Now(), m.Output))
@@ -191,10 +190,15 @@ func (p *Pane) heldLoop() {
 			p.kick()
 		}
 		if m.Exit {
-			p.held <- heldEnd{code: m.Code}
-			return
+			end = &heldEnd{code: m.Code}
+			return false
 		}
+		return true
+	})
+	if end == nil {
+		end = &heldEnd{lost: err}
 	}
+	p.held <- *end
 }
 
 // reapHeld waits for the holder's word on the program's end. A pane
@@ -208,6 +212,7 @@ func (p *Pane) reapHeld() {
 		}
 		p.timer.Stop()
 		p.mu.Unlock()
+		_ = p.ptmx.Close()
 		close(p.done)
 		return
 	}
@@ -284,9 +289,9 @@ type heldState struct {
 
 var errNoSize = errors.New("no size")
 
-func getSize(m *os.File) (*unix.Winsize, error) {
+func getSize(m *master) (*unix.Winsize, error) {
 	var ws *unix.Winsize
-	err := control(m, func(fd int) error {
+	err := m.control(func(fd int) error {
 		var err error
 		ws, err = unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
 		return err

@@ -15,15 +15,14 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/procs"
+	"github.com/corral-dev/corral/internal/rawio"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/term"
 )
@@ -79,7 +78,7 @@ type Pane struct {
 	// is replayed: the program asked those long ago.
 	replaying atomic.Bool
 	heldState
-	ptmx    *os.File
+	ptmx    *master
 	started time.Time
 	pid     int
 	done    chan struct{} // closed when the process group is reaped
@@ -180,7 +179,7 @@ func Start(cfg Config) (*Pane, error) {
 		procs.Release(cmd.Process.Pid)
 		return nil, err
 	}
-	p := newPane(cfg, ptmx, cmd.Process.Pid, time.Now())
+	p := newPane(cfg, fileMaster(ptmx), cmd.Process.Pid, time.Now())
 	p.cmd = cmd
 	p.group = procs.Group{Root: p.pid}
 	if cfg.ID != "" {
@@ -192,7 +191,7 @@ func Start(cfg Config) (*Pane, error) {
 
 // newPane makes a pane's state and engine for a program already running
 // on ptmx; run starts its goroutines.
-func newPane(cfg Config, ptmx *os.File, pid int, started time.Time) *Pane {
+func newPane(cfg Config, ptmx *master, pid int, started time.Time) *Pane {
 	p := &Pane{cfg: cfg, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
 		input: make(chan []byte, InputQueue), mu: newLock()}
 	p.sweepAt = clockEntry{p: p, kind: clockSweep, index: -1}
@@ -310,68 +309,22 @@ func (p *Pane) ID() string { return p.cfg.ID }
 // Done is closed when the pane's process group has been reaped.
 func (p *Pane) Done() <-chan struct{} { return p.done }
 
-// readBufs lends the read loops their buffer only while output is there
-// to read: a pane waiting for output holds none.
-var readBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
-
-// readNow reads a non-blocking descriptor without telling the scheduler
-// it enters a system call: such a read never waits, and the telling wakes
-// the runtime's monitor thread at every frame of a quiet program.
-func readNow(fd uintptr, b []byte) (int, error) {
-	r, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if errno != 0 {
-		return -1, errno
-	}
-	return int(r), nil
-}
-
-// readAgain is the read after which more output is likely there already:
-// a terminal hands over at most about 4 KB a read, so a flood comes in
-// reads this size or larger, and a frame of a redraw in smaller ones.
-const readAgain = 1 << 10
-
-// readLoop feeds the program's output to the engine. It reads inside one
-// long RawConn.Read: after a small read, the rest of the output comes with
-// the next readiness edge (the poller is edge-triggered, and every write
-// to the terminal signals one), so it waits for that edge instead of
-// reading again to be told EAGAIN: one read system call per frame, not
-// two. After a large one it reads again at once, as a flood goes fastest
-// without a wait between reads.
+// readLoop feeds the program's output to the engine, one raw read per
+// frame (rawio.ReadTerminal).
 func (p *Pane) readLoop() {
 	defer close(p.readDone)
-	rc, err := p.ptmx.SyscallConn()
+	rc, err := p.ptmx.file.SyscallConn()
 	if err != nil {
 		return
 	}
-	_ = rc.Read(func(fd uintptr) bool {
-		buf := readBufs.Get().(*[32 << 10]byte)
-		defer readBufs.Put(buf)
-		for {
-			n, err := readNow(fd, buf[:])
-			if n > 0 {
-				p.mu.Lock()
-				p.queueLocked(p.engine.Feed(time.Now(), buf[:n]))
-				p.scheduleLocked()
-				p.forwardLocked(buf[:n])
-				p.mu.Unlock()
-				p.kick()
-			}
-			switch {
-			case p.stopRead.Load():
-				// reap gave up on the end of the output: Close does
-				// not end a read loop that is never told EAGAIN.
-				return true
-			case err == unix.EINTR:
-			case err == unix.EAGAIN:
-				return false
-			case err != nil || n <= 0:
-				// EIO after the child's side closes (Linux), 0 bytes on
-				// BSD; or reap closed the PTY (the wait fails).
-				return true
-			case n < readAgain:
-				return false
-			}
-		}
+	// reap sets stopRead when it gives up on the end of the output.
+	rawio.ReadTerminal(rc, &p.stopRead, func(b []byte) {
+		p.mu.Lock()
+		p.queueLocked(p.engine.Feed(time.Now(), b))
+		p.scheduleLocked()
+		p.forwardLocked(b)
+		p.mu.Unlock()
+		p.kick()
 	})
 }
 

@@ -31,33 +31,21 @@ func nonBlocking(m *os.File) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
 }
 
-func setSize(m *os.File, cols, rows int) error {
-	return control(m, func(fd int) error {
+func setSize(m *master, cols, rows int) error {
+	return m.control(func(fd int) error {
 		return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
 	})
 }
 
 // foregroundPgrp returns the terminal's foreground process group.
-func foregroundPgrp(m *os.File) (int, error) {
+func foregroundPgrp(m *master) (int, error) {
 	var pgrp int
-	err := control(m, func(fd int) error {
+	err := m.control(func(fd int) error {
 		var err error
 		pgrp, err = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
 		return err
 	})
 	return pgrp, err
-}
-
-func control(m *os.File, f func(fd int) error) error {
-	rc, err := m.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
 }
 
 // processInfo reads a process's name and argv from /proc.
@@ -75,9 +63,9 @@ func processInfo(pid int) (name string, argv []string) {
 // read from its terminal. It asks through a short-lived descriptor of the
 // terminal's own side (TIOCGPTPEER), never kept: a held descriptor would
 // keep the terminal open after the program exits.
-func unreadInput(m *os.File) (int, error) {
+func unreadInput(m *master) (int, error) {
 	var n int
-	err := control(m, func(fd int) error {
+	err := m.control(func(fd int) error {
 		peer, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER,
 			uintptr(unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC))
 		if errno != 0 {
