@@ -29,6 +29,10 @@ type Conn struct {
 	// close-on-exec, -1 once taken): for input and the terminal's ioctls,
 	// never read, and so never put in the runtime's poller (see TakePTY).
 	pty int
+	// Ring is the holder's shared ring when the daemon reads the terminal
+	// itself (Welcome.Shared): append what is read to it. Nil otherwise:
+	// the output comes through Run.
+	Ring *Ring
 	// Welcome is what the holder said of its pane.
 	Welcome Welcome
 	wmu     sync.Mutex
@@ -47,6 +51,17 @@ type Msg struct {
 // gets ours, and it hands over the PTY master only to a daemon that knows
 // it too. Nothing waits longer than timeout.
 func Dial(socket, secret string, timeout time.Duration) (*Conn, error) {
+	return dial(socket, secret, timeout, true)
+}
+
+// DialStream is Dial for a daemon that takes the output as frames from
+// the holder, as daemons did before the shared ring (kept for them, and
+// tested through this).
+func DialStream(socket, secret string, timeout time.Duration) (*Conn, error) {
+	return dial(socket, secret, timeout, false)
+}
+
+func dial(socket, secret string, timeout time.Duration, shared bool) (*Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.Dial("unix", socket)
 	if err != nil {
@@ -64,7 +79,7 @@ func Dial(socket, secret string, timeout time.Duration) (*Conn, error) {
 		return nil, err
 	}
 	nonce := newNonce()
-	if err := writeJSON(c, tHello, hello{Version: Version, Nonce: nonce}); err != nil {
+	if err := writeJSON(c, tHello, hello{Version: Version, Nonce: nonce, Shared: shared}); err != nil {
 		return nil, err
 	}
 	var ch challenge
@@ -80,29 +95,51 @@ func Dial(socket, secret string, timeout time.Duration) (*Conn, error) {
 	if err := writeJSON(c, tAuth, auth{Proof: proof(secret, "daemon", ch.Nonce)}); err != nil {
 		return nil, err
 	}
-	pty, w, err := readWelcome(c)
+	pty, ringFD, w, err := readWelcome(c)
 	if err != nil {
 		return nil, err
+	}
+	var ring *Ring
+	if ringFD >= 0 {
+		ring, err = MapRing(ringFD)
+		unix.Close(ringFD)
+		if err != nil {
+			unix.Close(pty)
+			return nil, err
+		}
 	}
 	_ = c.SetDeadline(time.Time{})
 	rc, err := c.SyscallConn()
 	if err != nil {
 		unix.Close(pty)
+		if ring != nil {
+			ring.Close()
+		}
 		return nil, err
 	}
 	ok = true
-	return &Conn{c: c, rc: rc, pty: pty, Welcome: w}, nil
+	return &Conn{c: c, rc: rc, pty: pty, Ring: ring, Welcome: w}, nil
 }
 
-// readWelcome reads the welcome frame and the descriptor that comes with
-// it (close-on-exec, non-blocking). Any other descriptor is closed.
-func readWelcome(c *net.UnixConn) (int, Welcome, error) {
-	var w Welcome
+// readWelcome reads the welcome frame and the descriptors that come with
+// it: the PTY master (close-on-exec, non-blocking) and, when the welcome
+// says Shared, the ring's memfd (else -1). Any other descriptor is closed.
+func readWelcome(c *net.UnixConn) (pty, ring int, w Welcome, err error) {
+	pty, ring = -1, -1
+	fail := func(err error) (int, int, Welcome, error) {
+		if pty >= 0 {
+			unix.Close(pty)
+		}
+		if ring >= 0 {
+			unix.Close(ring)
+		}
+		return -1, -1, w, err
+	}
 	var h [5]byte
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(h[:], oob)
 	if err != nil {
-		return -1, w, err
+		return fail(err)
 	}
 	var fds []int
 	if oobn > 0 {
@@ -115,20 +152,17 @@ func readWelcome(c *net.UnixConn) (int, Welcome, error) {
 			}
 		}
 	}
-	pty := -1
 	for i, fd := range fds {
-		if i == 0 {
+		switch i {
+		case 0:
 			unix.CloseOnExec(fd)
 			pty = fd
-		} else {
+		case 1:
+			unix.CloseOnExec(fd)
+			ring = fd
+		default:
 			unix.Close(fd)
 		}
-	}
-	fail := func(err error) (int, Welcome, error) {
-		if pty >= 0 {
-			unix.Close(pty)
-		}
-		return -1, w, err
 	}
 	if n < len(h) {
 		if _, err := io.ReadFull(c, h[n:]); err != nil {
@@ -155,12 +189,15 @@ func readWelcome(c *net.UnixConn) (int, Welcome, error) {
 	if pty < 0 {
 		return fail(errors.New("the holder sent no terminal with its welcome"))
 	}
+	if w.Shared != (ring >= 0) {
+		return fail(errors.New("the holder's welcome and the descriptors that came with it disagree on the shared ring"))
+	}
 	// The holder's reads need it non-blocking (the flag is the terminal's,
 	// shared by both descriptors): never call anything here that clears it.
 	if err := unix.SetNonblock(pty, true); err != nil {
 		return fail(err)
 	}
-	return pty, w, nil
+	return pty, ring, w, nil
 }
 
 // Kill asks the holder to signal every process of the pane.
@@ -189,8 +226,13 @@ func (c *Conn) TakePTY() int {
 	return fd
 }
 
-// Close leaves the holder running (for the next daemon).
+// Close leaves the holder running (for the next daemon). A daemon that
+// read the terminal itself must have stopped before: the holder reads on
+// from here.
 func (c *Conn) Close() error {
+	if c.Ring != nil {
+		c.Ring.Close() // unmapped: not to be used after Close
+	}
 	if c.pty >= 0 {
 		unix.Close(c.pty)
 		c.pty = -1

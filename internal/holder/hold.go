@@ -67,34 +67,50 @@ const StartWait = 10 * time.Second
 const handshakeWait = 5 * time.Second
 
 type holder struct {
-	cfg   Config
-	ln    *net.UnixListener
-	ptmx  *os.File
-	cmd   *exec.Cmd
-	pid   int
-	group procs.Group
-	logf  func(string, ...any)
+	cfg Config
+	ln  *net.UnixListener
+	// pty is the PTY master, bare: out of the poller, so that while a
+	// daemon reads the terminal the holder is never woken by its output.
+	// The holder reads it through a reader of its own only while no
+	// daemon does.
+	pty    int
+	ring   *Ring // shared with daemons that read the terminal themselves
+	ringFD int
+	cmd    *exec.Cmd
+	pid    int
+	group  procs.Group
+	logf   func(string, ...any)
 
-	readDone  chan struct{}
-	stopRead  atomic.Bool   // reap gave up on the end of the output
 	reaped    chan struct{} // the program's exit status is known
 	first     chan struct{} // the first daemon is in
 	firstOnce sync.Once
 	finished  chan struct{} // a daemon collected the exit status
 	finish    sync.Once
 
-	mu     sync.Mutex // guards what follows
-	ring   *ring
-	conn   *sconn
-	exited bool
-	code   int
+	mu      sync.Mutex // guards what follows
+	conn    *sconn
+	reader  *reader // the holder's own reading of the terminal, if any
+	ptyGone bool    // the terminal has ended: nothing more to read
+	exited  bool
+	code    int
 }
 
 // sconn is the daemon's connection; wmu orders its frames.
 type sconn struct {
-	c   *bareConn
-	wmu sync.Mutex
-	buf []byte // a frame being written; guarded by wmu
+	c *bareConn
+	// shared: the daemon reads the terminal itself, into the shared
+	// ring; no output goes over the connection.
+	shared bool
+	wmu    sync.Mutex
+	buf    []byte // a frame being written; guarded by wmu
+}
+
+// reader is the holder reading the terminal itself, through a duplicate
+// in the poller that exists only while it reads.
+type reader struct {
+	f    *os.File
+	stop atomic.Bool
+	done chan struct{}
 }
 
 // Main runs a holder: it reads its Config from stdin, starts the program,
@@ -190,7 +206,15 @@ func start(cfg Config, logf func(string, ...any)) (*holder, error) {
 		os.Remove(cfg.Socket)
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
-	ptmx, err = NonBlocking(ptmx)
+	ptyFD, err := bareNonBlocking(ptmx)
+	var ring *Ring
+	ringFD := -1
+	if err == nil {
+		ring, ringFD, err = NewRing(cfg.Ring)
+		if err != nil {
+			unix.Close(ptyFD)
+		}
+	}
 	if err != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
@@ -198,14 +222,29 @@ func start(cfg Config, logf func(string, ...any)) (*holder, error) {
 		os.Remove(cfg.Socket)
 		return nil, err
 	}
-	h := &holder{cfg: cfg, ln: ln, ptmx: ptmx, cmd: cmd, pid: cmd.Process.Pid, logf: logf, ring: newRing(cfg.Ring),
-		readDone: make(chan struct{}), reaped: make(chan struct{}), first: make(chan struct{}), finished: make(chan struct{})}
+	h := &holder{cfg: cfg, ln: ln, pty: ptyFD, ring: ring, ringFD: ringFD, cmd: cmd, pid: cmd.Process.Pid, logf: logf,
+		reaped: make(chan struct{}), first: make(chan struct{}), finished: make(chan struct{})}
 	h.group = procs.Group{Root: h.pid, Mark: cfg.Mark}
 	go h.reapOrphans()
-	go h.readLoop()
+	go h.readWithoutDaemon()
 	go h.reap()
 	go h.acceptLoop()
 	return h, nil
+}
+
+// bareNonBlocking replaces a PTY master with a bare non-blocking,
+// close-on-exec duplicate.
+func bareNonBlocking(m *os.File) (int, error) {
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	m.Close()
+	if err != nil {
+		return -1, fmt.Errorf("dup pty: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("pty non-blocking: %w", err)
+	}
+	return fd, nil
 }
 
 // reapOrphans reaps the adopted orphans that end, when a child ends
@@ -228,27 +267,69 @@ func (h *holder) reapOrphans() {
 	}
 }
 
-func (h *holder) readLoop() {
-	defer close(h.readDone)
-	// Nothing is read before the first daemon is in: the program's first
-	// output waits in the terminal rather than fall out of the ring.
+// readWithoutDaemon starts the holder's own reading if no daemon came
+// within StartWait. Nothing is read before: the program's first output
+// waits in the terminal rather than fall out of the ring.
+func (h *holder) readWithoutDaemon() {
 	select {
 	case <-h.first:
 	case <-time.After(StartWait):
+		h.mu.Lock()
+		if h.conn == nil {
+			h.startReadingLocked()
+		}
+		h.mu.Unlock()
 	}
-	rc, err := h.ptmx.SyscallConn()
-	if err != nil {
+}
+
+// startReadingLocked starts the holder's own reading of the terminal, into
+// the ring and to a daemon that does not read it itself.
+func (h *holder) startReadingLocked() {
+	if h.reader != nil || h.ptyGone {
 		return
 	}
-	rawio.ReadTerminal(rc, &h.stopRead, func(b []byte) {
+	fd, err := unix.FcntlInt(uintptr(h.pty), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		h.logf("read the terminal: %v", err)
+		return
+	}
+	rd := &reader{f: os.NewFile(uintptr(fd), "/dev/ptmx"), done: make(chan struct{})}
+	rc, err := rd.f.SyscallConn()
+	if err != nil {
+		rd.f.Close()
+		h.logf("read the terminal: %v", err)
+		return
+	}
+	h.reader = rd
+	go func() {
+		rawio.ReadTerminal(rc, &rd.stop, func(b []byte) {
+			h.mu.Lock()
+			h.ring.Append(b)
+			sc := h.conn
+			h.mu.Unlock()
+			if sc != nil && !sc.shared {
+				h.send(sc, tOutput, b)
+			}
+		})
 		h.mu.Lock()
-		h.ring.write(b)
-		sc := h.conn
-		h.mu.Unlock()
-		if sc != nil {
-			h.send(sc, tOutput, b)
+		if !rd.stop.Load() {
+			h.ptyGone = true // EIO: every process of the pane has let go
 		}
-	})
+		if h.reader == rd {
+			h.reader = nil
+		}
+		h.mu.Unlock()
+		rd.f.Close() // out of the poller
+		close(rd.done)
+	}()
+}
+
+// stop ends a reader and waits until it has: every byte it read is in
+// the ring.
+func (rd *reader) end() {
+	rd.stop.Store(true)
+	_ = rd.f.SetReadDeadline(time.Now()) // ends its wait in the poller
+	<-rd.done
 }
 
 // send writes one frame to the daemon; a connection that fails is dropped
@@ -266,10 +347,15 @@ func (h *holder) send(sc *sconn, typ byte, b []byte) {
 	}
 }
 
+// drop ends a daemon's connection. If it read the terminal itself, it no
+// longer does (it let go, or it is gone): the holder reads on.
 func (h *holder) drop(sc *sconn) {
 	h.mu.Lock()
 	if h.conn == sc {
 		h.conn = nil
+		if sc.shared {
+			h.startReadingLocked()
+		}
 	}
 	h.mu.Unlock()
 	sc.c.Close()
@@ -297,16 +383,21 @@ func (h *holder) reap() {
 			code = -1
 		}
 	}
-	select { // the read loop starts with the first daemon
+	select { // nothing reads the terminal before the first daemon
 	case <-h.first:
 	case <-time.After(StartWait):
 	}
-	select {
-	case <-h.readDone:
-	case <-time.After(DrainWait):
-		h.stopRead.Store(true)
-		_ = h.ptmx.Close()
-		<-h.readDone
+	// The end of the output: the holder's own reading ends at the
+	// terminal's hang-up. (A daemon that reads it waits for the same.)
+	h.mu.Lock()
+	rd := h.reader
+	h.mu.Unlock()
+	if rd != nil {
+		select {
+		case <-rd.done:
+		case <-time.After(DrainWait):
+			rd.end()
+		}
 	}
 	h.mu.Lock()
 	h.exited, h.code = true, code
@@ -380,18 +471,36 @@ func (h *holder) serve(c *net.UnixConn) {
 		refuse(err)
 		return
 	}
-	sc := &sconn{c: bc}
+	// A daemon that asks reads the terminal itself, into the shared ring;
+	// one that does not (an older build) gets the output from the holder.
+	sc := &sconn{c: bc, shared: hi.Shared}
 	sc.wmu.Lock()
 	h.mu.Lock()
 	old := h.conn
 	h.conn = sc
-	replay := h.ring.bytes()
+	var replay []byte
+	var rd *reader
+	if sc.shared {
+		rd, h.reader = h.reader, nil
+	} else {
+		replay = h.ring.Bytes()
+		h.startReadingLocked() // what it reads from now on goes live, after the replay
+	}
 	exited, code := h.exited, h.code
 	h.mu.Unlock()
 	if old != nil {
 		old.c.Close() // a newer daemon takes over
 	}
-	err = h.welcome(bc, Welcome{HolderPID: os.Getpid(), ProgramPID: h.pid, Exited: exited, ExitCode: code, Ring: len(replay)})
+	fds := []int{h.pty}
+	w := Welcome{HolderPID: os.Getpid(), ProgramPID: h.pid, Exited: exited, ExitCode: code, Ring: len(replay)}
+	if sc.shared {
+		if rd != nil {
+			rd.end() // every byte it read is in the ring before the daemon reads on
+		}
+		fds = append(fds, h.ringFD)
+		w.Shared = true
+	}
+	err = h.welcome(bc, w, fds)
 	for len(replay) > 0 && err == nil {
 		n := min(len(replay), 64<<10)
 		err = writeFrame(bc, tOutput, replay[:n])
@@ -440,25 +549,16 @@ func (h *holder) serve(c *net.UnixConn) {
 	}
 }
 
-// welcome sends the welcome frame with the PTY master attached.
-func (h *holder) welcome(c *bareConn, w Welcome) error {
+// welcome sends the welcome frame with fds attached: the PTY master, and
+// the ring's memfd for a daemon that reads the terminal itself.
+func (h *holder) welcome(c *bareConn, w Welcome, fds []int) error {
 	b, _ := json.Marshal(w)
 	frame := make([]byte, 5+len(b))
 	frame[0] = tWelcome
 	binary.BigEndian.PutUint32(frame[1:5], uint32(len(b)))
 	copy(frame[5:], b)
-	rc, err := h.ptmx.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var werr error
-	cerr := rc.Control(func(fd uintptr) {
-		_, werr = c.write(frame, unix.UnixRights(int(fd)))
-	})
-	if cerr != nil {
-		return cerr
-	}
-	return werr
+	_, err := c.write(frame, unix.UnixRights(fds...))
+	return err
 }
 
 // kill signals every process of the pane (and wakes a stopped group so

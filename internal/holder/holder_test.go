@@ -30,13 +30,50 @@ func TestRing(t *testing.T) {
 		{8, []string{"abcdef", "gh", "ijk"}, "defghijk"},
 		{4, []string{"a", "b", "c", "d", "e"}, "bcde"},
 	} {
-		r := newRing(tc.size)
-		for _, w := range tc.writes {
-			r.write([]byte(w))
+		r, fd, err := NewRing(tc.size)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got := string(r.bytes()); got != tc.want {
+		for _, w := range tc.writes {
+			r.Append([]byte(w))
+		}
+		if got := string(r.Bytes()); got != tc.want {
 			t.Errorf("ring %d after %q: %q, want %q", tc.size, tc.writes, got, tc.want)
 		}
+		// The daemon's mapping sees the same bytes, and its appends.
+		d, err := MapRing(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(d.Bytes()); got != tc.want {
+			t.Errorf("mapped ring %d after %q: %q, want %q", tc.size, tc.writes, got, tc.want)
+		}
+		d.Append([]byte("Z"))
+		if got, want := string(r.Bytes()), (tc.want + "Z")[max(0, len(tc.want)+1-tc.size):]; got != want {
+			t.Errorf("after the daemon's append: %q, want %q", got, want)
+		}
+		d.Close()
+		r.Close()
+		unix.Close(fd)
+	}
+}
+
+// A daemon maps only a corral ring of a sane size.
+func TestMapRingRefusesOthers(t *testing.T) {
+	fd, err := unix.MemfdCreate("other", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer unix.Close(fd)
+	if _, err := MapRing(fd); err == nil {
+		t.Fatal("an empty memfd mapped as a ring")
+	}
+	unix.Ftruncate(fd, 4096)
+	if _, err := MapRing(fd); err == nil {
+		t.Fatal("a memfd without the ring's header mapped as a ring")
+	}
+	if _, _, err := NewRing(0); err == nil {
+		t.Fatal("a ring of 0 bytes")
 	}
 }
 

@@ -129,6 +129,9 @@ func clip(s string) string {
 type hello struct {
 	Version int    `json:"version"`
 	Nonce   string `json:"nonce"`
+	// Shared asks to read the terminal itself, into the ring the holder
+	// shares (holders that predate it ignore it and send the output).
+	Shared bool `json:"shared,omitempty"`
 }
 
 type challenge struct {
@@ -149,6 +152,9 @@ type Welcome struct {
 	ExitCode   int  `json:"exit_code"`
 	// Ring is how many bytes of output the replay carries.
 	Ring int `json:"ring"`
+	// Shared: the daemon reads the terminal itself; the ring's memfd
+	// comes with the PTY master, and no output comes as frames.
+	Shared bool `json:"shared,omitempty"`
 }
 
 type killMsg struct {

@@ -1,37 +1,125 @@
 package holder
 
-// ring keeps the newest n bytes written to it.
-type ring struct {
-	buf  []byte
-	next int  // where the next byte goes
-	full bool // buf has wrapped
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Ring keeps a pane's newest output in memory shared by its holder and
+// the daemon (a memfd both map). Whoever reads the terminal appends what
+// it reads: while a daemon reads it, the holder does nothing at all per
+// frame, and after a crash the next daemon replays the ring the last one
+// filled. One side appends at a time: the holder reads the terminal only
+// while no daemon does.
+type Ring struct {
+	mem  []byte // the mapping: header, then data
+	data []byte
 }
 
-func newRing(n int) *ring { return &ring{buf: make([]byte, n)} }
+// Ring layout: a header of ringHeader bytes (magic, data size, bytes ever
+// written), then the data.
+const (
+	ringHeader = 64
+	ringMagic  = "corral ring v1\x00\x00"
+	// MaxRing bounds the ring a daemon maps.
+	MaxRing = 64 << 20
+)
 
-func (r *ring) write(p []byte) {
-	if len(p) >= len(r.buf) {
-		copy(r.buf, p[len(p)-len(r.buf):])
-		r.next, r.full = 0, true
-		return
+// NewRing makes a ring of size bytes and returns it with its memfd
+// (close-on-exec), to pass to daemons.
+func NewRing(size int) (*Ring, int, error) {
+	if size <= 0 || size > MaxRing {
+		return nil, -1, fmt.Errorf("ring of %d bytes: the size must be between 1 and %d", size, MaxRing)
 	}
-	n := copy(r.buf[r.next:], p)
-	if n < len(p) {
-		copy(r.buf, p[n:])
-		r.full = true
+	fd, err := unix.MemfdCreate("corral-ring", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, -1, fmt.Errorf("ring: memfd: %w", err)
 	}
-	r.next = (r.next + len(p)) % len(r.buf)
-	if r.next == 0 && n == len(p) && len(p) > 0 {
-		r.full = true
+	if err := unix.Ftruncate(fd, int64(ringHeader+size)); err != nil {
+		unix.Close(fd)
+		return nil, -1, fmt.Errorf("ring: %w", err)
 	}
+	r, err := mapRing(fd, ringHeader+size)
+	if err != nil {
+		unix.Close(fd)
+		return nil, -1, err
+	}
+	copy(r.mem, ringMagic)
+	binary.LittleEndian.PutUint64(r.mem[16:], uint64(size))
+	return r, fd, nil
 }
 
-// bytes returns a copy of what the ring holds, oldest first.
-func (r *ring) bytes() []byte {
-	if !r.full {
-		return append([]byte(nil), r.buf[:r.next]...)
+// MapRing maps the ring a holder passed. The memfd may be closed after.
+func MapRing(fd int) (*Ring, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("ring: %w", err)
 	}
-	out := make([]byte, 0, len(r.buf))
-	out = append(out, r.buf[r.next:]...)
-	return append(out, r.buf[:r.next]...)
+	if st.Size <= ringHeader || st.Size > ringHeader+MaxRing {
+		return nil, fmt.Errorf("ring: a shared ring of %d bytes", st.Size)
+	}
+	r, err := mapRing(fd, int(st.Size))
+	if err != nil {
+		return nil, err
+	}
+	if string(r.mem[:16]) != ringMagic || binary.LittleEndian.Uint64(r.mem[16:]) != uint64(len(r.data)) {
+		r.Close()
+		return nil, errors.New("ring: the shared memory is not a corral ring of its size")
+	}
+	return r, nil
+}
+
+func mapRing(fd, size int) (*Ring, error) {
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("ring: map: %w", err)
+	}
+	return &Ring{mem: mem, data: mem[ringHeader:]}, nil
+}
+
+// written counts the bytes ever appended (the mapping is page-aligned, so
+// the counter is too).
+func (r *Ring) written() *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&r.mem[24]))
+}
+
+// Append adds p, dropping the oldest bytes beyond the ring's size.
+func (r *Ring) Append(p []byte) {
+	size := uint64(len(r.data))
+	w := r.written().Load()
+	total := uint64(len(p))
+	if total > size {
+		p = p[total-size:]
+	}
+	at := (w + total - uint64(len(p))) % size
+	n := copy(r.data[at:], p)
+	copy(r.data, p[n:])
+	r.written().Store(w + total)
+}
+
+// Bytes returns a copy of what the ring holds, oldest first.
+func (r *Ring) Bytes() []byte {
+	size := uint64(len(r.data))
+	w := r.written().Load()
+	n := min(w, size)
+	out := make([]byte, n)
+	at := (w - n) % size
+	k := copy(out, r.data[at:])
+	copy(out[k:], r.data)
+	return out
+}
+
+// Close unmaps the ring.
+func (r *Ring) Close() error {
+	if r.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(r.mem)
+	r.mem, r.data = nil, nil
+	return err
 }

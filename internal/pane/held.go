@@ -55,10 +55,21 @@ func startHeld(cfg Config, path string) (*Pane, error) {
 		_ = st.Cmd.Process.Kill()
 		return nil, fmt.Errorf("start %s: connect to its holder: %w", cfg.Argv[0], err)
 	}
-	p := newPane(cfg, bareMaster(hc.TakePTY()), hc.Welcome.ProgramPID, time.Now())
-	p.hc, p.held, p.holderPID = hc, make(chan heldEnd, 1), hc.Welcome.HolderPID
+	p := newPane(cfg, heldMaster(hc), hc.Welcome.ProgramPID, time.Now())
+	p.hc, p.ring, p.held, p.holderPID = hc, hc.Ring, make(chan heldEnd, 1), hc.Welcome.HolderPID
 	p.run()
 	return p, nil
+}
+
+// heldMaster is the daemon's descriptor of a holder's terminal: in the
+// poller when the daemon reads the terminal itself (the holder shares its
+// ring), bare when the holder sends the output.
+func heldMaster(hc *holder.Conn) *master {
+	fd := hc.TakePTY()
+	if hc.Ring != nil {
+		return fileMaster(os.NewFile(uintptr(fd), "/dev/ptmx"))
+	}
+	return bareMaster(fd)
 }
 
 // Adopted is what the daemon kept of a pane whose holder it reconnects to.
@@ -89,7 +100,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
 	}
-	ptmx := bareMaster(hc.TakePTY())
+	ptmx := heldMaster(hc)
 	if ws, err := getSize(ptmx); err == nil && CheckSize(int(ws.Col), int(ws.Row)) == nil {
 		cfg.Cols, cfg.Rows = int(ws.Col), int(ws.Row)
 	}
@@ -102,7 +113,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		started = time.Now()
 	}
 	p := newPane(cfg, ptmx, hc.Welcome.ProgramPID, started)
-	p.hc, p.held, p.holderPID = hc, make(chan heldEnd, 1), hc.Welcome.HolderPID
+	p.hc, p.ring, p.held, p.holderPID = hc, hc.Ring, make(chan heldEnd, 1), hc.Welcome.HolderPID
 	p.replaying.Store(true)
 	now := time.Now()
 	for _, r := range a.Records {
@@ -112,6 +123,13 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 				at = r.Updated // a record keeps when its report arrived
 			}
 			p.engine.Feed(at, []byte(r.Report.Encode()))
+		}
+	}
+	if hc.Ring != nil {
+		// Nobody appends to the ring now: the holder stopped reading
+		// before its welcome, and this daemon reads from here on.
+		if b := hc.Ring.Bytes(); len(b) > 0 {
+			p.engine.Feed(time.Now(), b)
 		}
 	}
 	hc.SetDeadline(time.Now().Add(ReplayWait))
@@ -164,8 +182,16 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		if pgrp, err := foregroundPgrp(p.ptmx); err == nil && pgrp > 0 {
 			_ = syscall.Kill(-pgrp, syscall.SIGWINCH)
 		}
+	}
+	switch {
+	case p.ring != nil:
+		go p.readLoop() // to the end of what the terminal holds
+		if !exited {
+			go p.heldLoop()
+		}
+	case !exited:
 		go p.heldLoop()
-	} else {
+	default:
 		close(p.readDone)
 	}
 	go p.reapHeld()
@@ -176,9 +202,12 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	return p, nil
 }
 
-// heldLoop feeds the holder's output to the engine.
+// heldLoop takes what the holder says: the program's exit, and its output
+// when the daemon does not read the terminal itself.
 func (p *Pane) heldLoop() {
-	defer close(p.readDone)
+	if p.ring == nil {
+		defer close(p.readDone)
+	}
 	var end *heldEnd
 	err := p.hc.Run(func(m holder.Msg) bool {
 		if len(m.Output) > 0 {
@@ -232,7 +261,11 @@ func (p *Pane) reapHeld() {
 		time.Sleep(100 * time.Millisecond)
 		_ = killGroup(p.pid, syscall.SIGKILL)
 		g.KillAll(2 * time.Second)
-	} else {
+	}
+	if p.ring != nil {
+		p.drain() // this daemon reads the terminal: to its end
+	}
+	if end.lost == nil {
 		_ = p.hc.Collect()
 	}
 	p.ended(code)
@@ -256,6 +289,13 @@ func (p *Pane) Detach() bool {
 		time.Sleep(2 * time.Millisecond)
 	}
 	p.detached.Store(true)
+	if p.ring != nil {
+		// Stop reading before letting go: every byte read is in the
+		// ring, and the holder reads on from where this stopped.
+		p.stopRead.Store(true)
+		_ = p.ptmx.file.SetReadDeadline(time.Now())
+		<-p.readDone
+	}
 	_ = p.hc.Close()
 	<-p.done
 	return true
@@ -282,6 +322,9 @@ func (p *Pane) Lost() string {
 }
 
 type heldState struct {
+	// ring is the holder's shared ring when this daemon reads the
+	// terminal itself (nil otherwise); read only, set before the loops.
+	ring      *holder.Ring
 	holderPID int
 	detached  atomic.Bool
 	lost      atomic.Pointer[string]

@@ -223,3 +223,60 @@ func TestHeldProgramSignalsDefault(t *testing.T) {
 	}
 	t.Logf("SIGHUP to exit: %v", time.Since(start))
 }
+
+// A daemon that reads the terminal itself (the shared ring) and one that
+// takes the output from the holder (an older daemon's way) hand the same
+// pane to each other: nothing printed in between is lost, and each can
+// type into it.
+func TestHeldSharedAndStreamHandOver(t *testing.T) {
+	h := holding(t, "h5")
+	cfg := Config{ID: "h5", Argv: []string{"sh", "-c", `while read x; do echo "got-$x"; done`},
+		Cols: 60, Rows: 20, Rules: ruleSet(t), Holder: h}
+	p, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, p)
+	if p.hc.Ring == nil {
+		t.Fatal("a new pane's daemon does not read the terminal itself")
+	}
+	if err := p.Input([]byte("one\r"), false); err != nil {
+		t.Fatal(err)
+	}
+	awaitScreen(t, p, "got-one")
+	for i, dial := range []func(string, string, time.Duration) (*holder.Conn, error){holder.DialStream, holder.Dial, holder.DialStream, holder.Dial} {
+		word := fmt.Sprintf("w%d", i)
+		// Typed, then let go before it is surely read: the answer is
+		// printed with no daemon, or to the one going.
+		if err := p.Input([]byte(word+"\r"), false); err != nil {
+			t.Fatal(err)
+		}
+		p.Detach()
+		time.Sleep(50 * time.Millisecond)
+		hc, err := dial(h.Socket, h.Secret, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shared := hc.Ring != nil; shared != (i%2 == 1) {
+			t.Fatalf("hand-over %d: shared ring %v", i, shared)
+		}
+		q, err := Adopt(cfg, hc, Adopted{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitScreen(t, q, "got-"+word)
+		if err := q.Input([]byte("live"+word+"\r"), false); err != nil {
+			t.Fatal(err)
+		}
+		awaitScreen(t, q, "got-live"+word)
+		p = q
+	}
+	text := p.Snapshot().Text()
+	for _, w := range []string{"got-one", "got-w0", "got-livew0", "got-w1", "got-w3", "got-livew3"} {
+		if !strings.Contains(text, w) {
+			t.Fatalf("%q lost:\n%s", w, text)
+		}
+	}
+	p.Kill(syscall.SIGKILL)
+	<-p.Done()
+}

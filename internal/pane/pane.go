@@ -206,6 +206,9 @@ func newPane(cfg Config, ptmx *master, pid int, started time.Time) *Pane {
 
 func (p *Pane) run() {
 	if p.hc != nil {
+		if p.ring != nil {
+			go p.readLoop()
+		}
 		go p.heldLoop()
 		go p.reapHeld()
 	} else {
@@ -319,6 +322,12 @@ func (p *Pane) readLoop() {
 	}
 	// reap sets stopRead when it gives up on the end of the output.
 	rawio.ReadTerminal(rc, &p.stopRead, func(b []byte) {
+		if p.ring != nil {
+			// Under a holder that shares its ring: first, so that a crash
+			// right after the read still leaves the bytes to the next
+			// daemon.
+			p.ring.Append(b)
+		}
 		p.mu.Lock()
 		p.queueLocked(p.engine.Feed(time.Now(), b))
 		p.scheduleLocked()
@@ -359,6 +368,13 @@ func (p *Pane) reap() {
 			code = -1
 		}
 	}
+	p.drain()
+	p.ended(code)
+}
+
+// drain waits for the read loop to reach the end of the terminal's output,
+// at most DrainWait once every process of the pane has been ended.
+func (p *Pane) drain() {
 	select {
 	case <-p.readDone:
 	case <-time.After(DrainWait):
@@ -367,7 +383,6 @@ func (p *Pane) reap() {
 		_ = p.ptmx.Close()
 		<-p.readDone
 	}
-	p.ended(code)
 }
 
 // ended records the program's exit, once its output has been read.
