@@ -26,8 +26,7 @@ type Conn struct {
 	rc syscall.RawConn // c's, for the reads of Run
 	in inbox
 	// pty is the daemon's duplicate of the PTY master (non-blocking,
-	// close-on-exec, -1 once taken): for input and the terminal's ioctls,
-	// never read, and so never put in the runtime's poller (see TakePTY).
+	// close-on-exec, -1 once taken; see TakePTY).
 	pty int
 	// Ring is the holder's shared ring when the daemon reads the terminal
 	// itself (Welcome.Shared): append what is read to it. Nil otherwise:
@@ -217,9 +216,10 @@ func (c *Conn) Collect() error {
 
 // TakePTY hands the caller the daemon's descriptor of the PTY master,
 // which it then closes, once; Close no longer does. It is a bare
-// descriptor: wrapping it in an *os.File would put it in the runtime's
-// poller, and as the holder's reads share its open file, every frame of
-// output would wake the daemon for nothing. -1 if taken already.
+// descriptor: wrapping it in an *os.File puts it in the runtime's poller,
+// right when the daemon reads it (Ring set) and wrong when the holder does
+// (every frame of output would wake the daemon for nothing: readiness is
+// the terminal's, shared by both descriptors). -1 if taken already.
 func (c *Conn) TakePTY() int {
 	fd := c.pty
 	c.pty = -1

@@ -2,16 +2,20 @@
 // process per pane (the corral binary's hidden "hold" command) owns the
 // PTY master, is the child subreaper of the pane's processes, keeps a
 // bounded ring of recent output, and serves one daemon at a time on a
-// private unix socket. The daemon gets a duplicate of the PTY master (it
-// writes input and does the terminal's ioctls itself); only the holder
-// reads the program's output, and sends it on as frames.
+// private unix socket. The daemon gets a duplicate of the PTY master and
+// the ring (a memfd both map): it reads the program's output, appending
+// to the ring, writes input and does the terminal's ioctls itself. The
+// holder reads the terminal only while no daemon does (and for a daemon
+// of an older build, which did not ask for the ring, it sends the output
+// on as frames).
 //
 // The wire protocol: every frame is a type byte, a 4-byte big-endian
 // length and that many bytes of payload, at most MaxFrame. A connection
 // opens with a mutual proof of the pane's secret (HMAC-SHA256 over the
 // other side's nonce), both sides checking the peer's uid (SO_PEERCRED)
-// first; only then does the holder pass the PTY master (SCM_RIGHTS),
-// replay its ring and go live.
+// first; only then does the holder pass the PTY master and the ring
+// (SCM_RIGHTS), replay its ring as frames to a daemon that did not ask
+// for it, and go live.
 package holder
 
 import (

@@ -9,13 +9,14 @@ import (
 	"github.com/corral-dev/corral/internal/rawio"
 )
 
-// master is the daemon's descriptor of a pane's PTY master. A pane's own
-// PTY is a file in the runtime's poller, which readLoop reads. A holder's
-// is a bare descriptor kept out of the poller: the holder reads it, and
-// registered here too it would wake the daemon at every frame of output
-// for nothing (readiness is the terminal's, shared by both descriptors).
+// master is the daemon's descriptor of a pane's PTY master. One the daemon
+// reads (its own PTY, or a holder's that shares its ring) is a file in the
+// runtime's poller, which readLoop reads. One whose holder sends the
+// output as frames is a bare descriptor kept out of the poller: registered
+// here too it would wake the daemon at every frame of output for nothing
+// (readiness is the terminal's, shared by both descriptors).
 type master struct {
-	file *os.File // a PTY of the pane's own; nil under a holder
+	file *os.File // read here; nil when the holder reads
 
 	mu sync.RWMutex // held to use fd, and to close it
 	fd int          // under a holder: the bare descriptor, -1 once closed
