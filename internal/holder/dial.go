@@ -35,6 +35,9 @@ type Conn struct {
 	// Welcome is what the holder said of its pane.
 	Welcome Welcome
 	wmu     sync.Mutex
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Msg is one thing a holder says after the welcome.
@@ -229,15 +232,19 @@ func (c *Conn) TakePTY() int {
 // Close leaves the holder running (for the next daemon). A daemon that
 // read the terminal itself must have stopped before: the holder reads on
 // from here.
+// Close is safe to call more than once, from any goroutine.
 func (c *Conn) Close() error {
-	if c.Ring != nil {
-		c.Ring.Close() // unmapped: not to be used after Close
-	}
-	if c.pty >= 0 {
-		unix.Close(c.pty)
-		c.pty = -1
-	}
-	return c.c.Close()
+	c.closeOnce.Do(func() {
+		if c.Ring != nil {
+			c.Ring.Close() // unmapped: not to be used after Close
+		}
+		if c.pty >= 0 {
+			unix.Close(c.pty)
+			c.pty = -1
+		}
+		c.closeErr = c.c.Close()
+	})
+	return c.closeErr
 }
 
 // Started is a holder the daemon started.

@@ -302,7 +302,7 @@ func (h *holder) startReadingLocked() {
 	}
 	h.reader = rd
 	go func() {
-		rawio.ReadTerminal(rc, &rd.stop, func(b []byte) {
+		hungUp := rawio.ReadTerminal(rc, &rd.stop, func(b []byte) {
 			h.mu.Lock()
 			h.ring.Append(b)
 			sc := h.conn
@@ -312,8 +312,10 @@ func (h *holder) startReadingLocked() {
 			}
 		})
 		h.mu.Lock()
-		if !rd.stop.Load() {
-			h.ptyGone = true // EIO: every process of the pane has let go
+		if hungUp {
+			h.ptyGone = true // every process of the pane has let go
+		} else if !rd.stop.Load() {
+			h.logf("reading the terminal stopped; the next daemon reads it")
 		}
 		if h.reader == rd {
 			h.reader = nil
@@ -473,7 +475,20 @@ func (h *holder) serve(c *net.UnixConn) {
 	}
 	// A daemon that asks reads the terminal itself, into the shared ring;
 	// one that does not (an older build) gets the output from the holder.
-	sc := &sconn{c: bc, shared: hi.Shared}
+	sc := &sconn{c: bc, shared: hi.Shared && h.ringFD >= 0}
+	if !sc.shared {
+		// The program has ended and the holder is reading the end of its
+		// output: that end goes before the exit, in the replay.
+		h.mu.Lock()
+		rd, exited := h.reader, h.exited
+		h.mu.Unlock()
+		if rd != nil && exited {
+			select {
+			case <-rd.done:
+			case <-time.After(DrainWait):
+			}
+		}
+	}
 	sc.wmu.Lock()
 	h.mu.Lock()
 	old := h.conn

@@ -75,6 +75,30 @@ func TestMapRingRefusesOthers(t *testing.T) {
 	if _, _, err := NewRing(0); err == nil {
 		t.Fatal("a ring of 0 bytes")
 	}
+	// A ring's header on memory that is not sealed at its size: the
+	// other side could shrink it under the mapping.
+	unsealed, err := unix.MemfdCreate("unsealed", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(unsealed)
+	unix.Ftruncate(unsealed, ringHeader+4096)
+	mem, _ := unix.Mmap(unsealed, 0, ringHeader+4096, unix.PROT_WRITE, unix.MAP_SHARED)
+	copy(mem, ringMagic)
+	binary.LittleEndian.PutUint64(mem[16:], 4096)
+	unix.Munmap(mem)
+	if _, err := MapRing(unsealed); err == nil || !strings.Contains(err.Error(), "sealed") {
+		t.Fatalf("an unsealed ring mapped: %v", err)
+	}
+	// And a sealed ring cannot be shrunk.
+	_, sealed, err := NewRing(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(sealed)
+	if err := unix.Ftruncate(sealed, 100); err == nil {
+		t.Fatal("a sealed ring was shrunk")
+	}
 }
 
 func TestFrames(t *testing.T) {

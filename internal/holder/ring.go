@@ -17,8 +17,9 @@ import (
 // filled. One side appends at a time: the holder reads the terminal only
 // while no daemon does.
 type Ring struct {
-	mem  []byte // the mapping: header, then data
-	data []byte
+	mem     []byte // the mapping: header, then data
+	data    []byte
+	private bool // the holder's own memory, not a mapping
 }
 
 // Ring layout: a header of ringHeader bytes (magic, data size, bytes ever
@@ -30,19 +31,32 @@ const (
 	MaxRing = 64 << 20
 )
 
+// ringSeals keep both sides from resizing the shared memory under the
+// other: a mapping past the end of a shrunk memfd faults (SIGBUS).
+const ringSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
+
 // NewRing makes a ring of size bytes and returns it with its memfd
-// (close-on-exec), to pass to daemons.
+// (close-on-exec, sealed at its size), to pass to daemons. Where memfds
+// are missing it returns a ring of the process's own memory and fd -1:
+// the holder then sends the output itself.
 func NewRing(size int) (*Ring, int, error) {
 	if size <= 0 || size > MaxRing {
 		return nil, -1, fmt.Errorf("ring of %d bytes: the size must be between 1 and %d", size, MaxRing)
 	}
-	fd, err := unix.MemfdCreate("corral-ring", unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate("corral-ring", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
-		return nil, -1, fmt.Errorf("ring: memfd: %w", err)
+		mem := make([]byte, ringHeader+size)
+		copy(mem, ringMagic)
+		binary.LittleEndian.PutUint64(mem[16:], uint64(size))
+		return &Ring{mem: mem, data: mem[ringHeader:], private: true}, -1, nil
 	}
 	if err := unix.Ftruncate(fd, int64(ringHeader+size)); err != nil {
 		unix.Close(fd)
 		return nil, -1, fmt.Errorf("ring: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, ringSeals); err != nil {
+		unix.Close(fd)
+		return nil, -1, fmt.Errorf("ring: seal: %w", err)
 	}
 	r, err := mapRing(fd, ringHeader+size)
 	if err != nil {
@@ -56,6 +70,9 @@ func NewRing(size int) (*Ring, int, error) {
 
 // MapRing maps the ring a holder passed. The memfd may be closed after.
 func MapRing(fd int) (*Ring, error) {
+	if seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0); err != nil || seals&ringSeals != ringSeals {
+		return nil, errors.New("ring: the shared memory is not sealed at its size")
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("ring: %w", err)
@@ -114,9 +131,9 @@ func (r *Ring) Bytes() []byte {
 	return out
 }
 
-// Close unmaps the ring.
+// Close unmaps the ring; it is not to be used after.
 func (r *Ring) Close() error {
-	if r.mem == nil {
+	if r.mem == nil || r.private {
 		return nil
 	}
 	err := unix.Munmap(r.mem)

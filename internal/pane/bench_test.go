@@ -192,6 +192,7 @@ func BenchmarkSpinners50(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			cleanup(b, p)
 			panes = append(panes, p)
 		}
 		for _, p := range panes {

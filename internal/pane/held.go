@@ -234,7 +234,9 @@ func (p *Pane) heldLoop() {
 // handed over to the next daemon ends here without an exit.
 func (p *Pane) reapHeld() {
 	end := <-p.held
-	if p.detached.Load() {
+	if !p.handing.CompareAndSwap(heldRunning, heldEnding) {
+		// Detach claimed the pane first: whatever the holder said last is
+		// for the next daemon.
 		p.mu.Lock()
 		for w := range p.watchers {
 			w.closeLocked("the daemon handed the pane over to a new daemon; attach again")
@@ -288,7 +290,9 @@ func (p *Pane) Detach() bool {
 	for deadline := time.Now().Add(InputWait); p.unwritten.Load() > 0 && time.Now().Before(deadline); {
 		time.Sleep(2 * time.Millisecond)
 	}
-	p.detached.Store(true)
+	if !p.handing.CompareAndSwap(heldRunning, heldDetaching) {
+		return false // the program's end is being taken: it is not handed over
+	}
 	if p.ring != nil {
 		// Stop reading before letting go: every byte read is in the
 		// ring, and the holder reads on from where this stopped.
@@ -326,9 +330,17 @@ type heldState struct {
 	// terminal itself (nil otherwise); read only, set before the loops.
 	ring      *holder.Ring
 	holderPID int
-	detached  atomic.Bool
-	lost      atomic.Pointer[string]
+	// handing is who has the pane's end: still nobody, Detach (handed to
+	// the next daemon), or reapHeld (the program ended or its holder went).
+	handing atomic.Int32
+	lost    atomic.Pointer[string]
 }
+
+const (
+	heldRunning int32 = iota
+	heldDetaching
+	heldEnding
+)
 
 var errNoSize = errors.New("no size")
 

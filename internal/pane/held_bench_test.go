@@ -57,6 +57,7 @@ func BenchmarkHolderPromptToEvent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		cleanup(b, p)
 		s.p = p
 		waitScreen(b, p, "? for shortcuts")
 		return s
@@ -132,6 +133,7 @@ func BenchmarkHolderMemory(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			cleanup(b, p)
 			panes = append(panes, p)
 		}
 		var rss, pss int

@@ -25,8 +25,9 @@ func holding(t *testing.T, id string) *Holding {
 	return &Holding{Exe: os.Args[0], Socket: filepath.Join(dir, id+".sock"), Secret: holder.NewSecret()}
 }
 
-// cleanup ends a test's holder and program whatever the test did.
-func cleanup(t *testing.T, p *Pane) {
+// cleanup ends a test's holder and program whatever the test did, a
+// failed benchmark's too (their holders are sessions of their own).
+func cleanup(t testing.TB, p *Pane) {
 	_, hpid := p.Held()
 	pid := p.Info().PID
 	t.Cleanup(func() {

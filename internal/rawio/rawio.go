@@ -35,33 +35,6 @@ func Write(fd uintptr, b []byte) (int, error) {
 	return int(r), nil
 }
 
-// WriteAll writes all of b through rc, waiting for the poller while the
-// descriptor is full. It honours rc's write deadline and ends when its
-// descriptor is closed.
-func WriteAll(rc syscall.RawConn, b []byte) error {
-	var werr error
-	err := rc.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, err := Write(fd, b)
-			switch {
-			case err == unix.EINTR:
-			case err == unix.EAGAIN:
-				return false
-			case err != nil:
-				werr = err
-				return true
-			default:
-				b = b[n:]
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	return werr
-}
-
 // terminalBufs lend ReadTerminal its buffer only while output is there to
 // read: a terminal waiting for output holds none.
 var terminalBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
@@ -73,7 +46,9 @@ var terminalBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 // the reader is being woken is folded into that wake-up, so a read that
 // returned a program's last output may be the only sign left of the
 // hang-up that follows it. got's slice is valid only until it returns.
-func ReadTerminal(rc syscall.RawConn, stop *atomic.Bool, got func([]byte)) {
+// hungUp reports that the terminal ended (every process let go of it);
+// false means stop was set or the wait failed (closed, a deadline).
+func ReadTerminal(rc syscall.RawConn, stop *atomic.Bool, got func([]byte)) (hungUp bool) {
 	_ = rc.Read(func(fd uintptr) bool {
 		buf := terminalBufs.Get().(*[32 << 10]byte)
 		defer terminalBufs.Put(buf)
@@ -88,11 +63,14 @@ func ReadTerminal(rc syscall.RawConn, stop *atomic.Bool, got func([]byte)) {
 			case err == unix.EINTR:
 			case err == unix.EAGAIN:
 				return false
-			case err != nil || n <= 0:
-				// EIO after the other side closes (Linux), 0 bytes on
-				// BSD; or the descriptor was closed.
+			case err == unix.EIO || n == 0:
+				// EIO after the other side closes (Linux), 0 bytes on BSD.
+				hungUp = true
+				return true
+			case err != nil:
 				return true
 			}
 		}
 	})
+	return hungUp
 }

@@ -87,36 +87,3 @@ func TestReadTerminalStops(t *testing.T) {
 		t.Fatal("a stopped reader went on reading")
 	}
 }
-
-func TestWriteAllWaitsForRoom(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := os.NewFile(uintptr(fds[0]), "w")
-	r := os.NewFile(uintptr(fds[1]), "r")
-	defer w.Close()
-	defer r.Close()
-	rc, err := w.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := bytes.Repeat([]byte("0123456789abcdef"), 256<<10) // 4 MB: more than the socket holds
-	errc := make(chan error, 1)
-	go func() { errc <- WriteAll(rc, data) }()
-	var got bytes.Buffer
-	buf := make([]byte, 64<<10)
-	for got.Len() < len(data) {
-		n, err := r.Read(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.Write(buf[:n])
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Bytes(), data) {
-		t.Fatal("the bytes read differ from the bytes written")
-	}
-}
