@@ -31,8 +31,13 @@ func cleanup(t testing.TB, p *Pane) {
 	_, hpid := p.Held()
 	pid := p.Info().PID
 	t.Cleanup(func() {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = syscall.Kill(hpid, syscall.SIGKILL)
+		// Never 0: kill(0) and kill(-0) signal this process's own group.
+		if pid > 0 {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		if hpid > 0 {
+			_ = syscall.Kill(hpid, syscall.SIGKILL)
+		}
 	})
 }
 
