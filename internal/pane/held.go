@@ -169,6 +169,11 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	}
 	p.engine.RestoreStanding(a.Hooks, now)
 	p.engine.Classify(now)
+	if d, _ := p.engine.Decision(); a.Last.State == combine.Idle && d.State == combine.Done {
+		// The replay ended the last turn again, but the last daemon saw
+		// it end: a new turn needs input, and only a daemon gives it.
+		p.engine.MarkSeen(now)
+	}
 	p.engine.Resume(a.Last, a.Since)
 	p.queue = nil // the replay's changes happened while no daemon watched
 	if d, _ := p.engine.Decision(); d.State != a.Last.State || d.Kind != a.Last.Kind || a.Last.State == "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/proctest"
+	"github.com/corral-dev/corral/internal/status"
 )
 
 // holding returns a holder configuration for one pane of a test: the
@@ -285,4 +286,52 @@ func TestHeldSharedAndStreamHandOver(t *testing.T) {
 	}
 	p.Kill(syscall.SIGKILL)
 	<-p.Done()
+}
+
+// A turn's end already seen stays seen across a hand-over: the replay of
+// the ring ends that turn again, but a new one needs input, which only a
+// daemon gives.
+func TestHeldSeenDoneStaysIdleAcrossHandOver(t *testing.T) {
+	h := holding(t, "h6")
+	working := status.Report{State: status.Working, Progress: status.NoProgress}.Encode()
+	done := status.Report{State: status.Done, Progress: status.NoProgress}.Encode()
+	script := fmt.Sprintf(`printf '%%s' '%s'; read x; printf '%%s answer\n' '%s'; read y; printf '%%s' '%s'; read z; printf '%%s again\n' '%s'; exec sleep 600`,
+		working, done, working, done)
+	cfg := Config{ID: "h6", Argv: []string{"sh", "-c", script}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h}
+	p, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, p)
+	p.Input([]byte("go\r"), false)
+	awaitState(t, p, combine.Done)
+	p.MarkSeen()
+	awaitState(t, p, combine.Idle)
+	last, since := p.Info().Decision, p.Info().Since
+	p.Detach()
+	hc, err := holder.Dial(h.Socket, h.Secret, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Adopt(cfg, hc, Adopted{Last: last, Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, q)
+	if d := q.Info().Decision; d.State != combine.Idle {
+		t.Fatalf("after the hand-over: %s (%s), want idle: the turn's end was seen", d.State, d.Source)
+	}
+	// A new turn, ended with nobody looking, is done again.
+	q.Input([]byte("more\r"), false)
+	awaitState(t, q, combine.Working)
+	q.Input([]byte("end\r"), false)
+	awaitState(t, q, combine.Done)
+}
+
+func awaitState(t *testing.T, p *Pane, want combine.State) {
+	t.Helper()
+	if !proctest.WaitFor(5*time.Second, func() bool { return p.Info().Decision.State == want }) {
+		d := p.Info().Decision
+		t.Fatalf("state %s (%s), want %s; screen:\n%s", d.State, d.Source, want, p.Snapshot().Text())
+	}
 }
