@@ -3,6 +3,7 @@ package pane
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,8 +15,14 @@ import (
 //
 // The clock never waits for a pane: one whose lock is held (its read loop
 // is feeding a flood, a request has it) gets its work on a goroutine of its
-// own, as before, so a busy pane delays no other.
+// own, as before, so a busy pane delays no other. Nor, more than once, for
+// a pane whose work is slow (a huge screen, a costly rule): work that took
+// longer than slowWork runs on a goroutine of its own the next times, until
+// it is quick again.
 var paneClock = newClock()
+
+// slowWork is the clock's budget for one entry's work.
+const slowWork = 10 * time.Millisecond
 
 type clockKind uint8
 
@@ -26,9 +33,27 @@ const (
 
 type clockEntry struct {
 	at    time.Time
-	p     *Pane
+	work  func()
 	kind  clockKind
 	index int // in the heap; -1 when not in it
+	// slow: the work took longer than slowWork last time.
+	slow atomic.Bool
+}
+
+// run does the entry's work where the clock says: on the clock's goroutine
+// while it is quick, on its own once it was slow.
+func (e *clockEntry) run() {
+	if e.slow.Load() {
+		go e.timed()
+		return
+	}
+	e.timed()
+}
+
+func (e *clockEntry) timed() {
+	start := time.Now()
+	e.work()
+	e.slow.Store(time.Since(start) > slowWork)
 }
 
 type clockHeap []*clockEntry
@@ -145,12 +170,12 @@ func (c *clock) run() {
 			// for the sweeps that fell due with it.
 			for _, e := range due {
 				if e.kind == clockDeadline {
-					e.p.fireDeadline()
+					e.run()
 				}
 			}
 			for _, e := range due {
 				if e.kind == clockSweep {
-					e.p.fireSweep()
+					e.run()
 				}
 			}
 		}
@@ -171,7 +196,7 @@ func (l lock) tryLock() bool {
 type paneTimer struct{ e clockEntry }
 
 func newPaneTimer(p *Pane) *paneTimer {
-	return &paneTimer{e: clockEntry{p: p, kind: clockDeadline, index: -1}}
+	return &paneTimer{e: clockEntry{work: p.fireDeadline, kind: clockDeadline, index: -1}}
 }
 
 func (t *paneTimer) reset(at time.Time) { paneClock.set(&t.e, at) }

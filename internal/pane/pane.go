@@ -194,7 +194,7 @@ func Start(cfg Config) (*Pane, error) {
 func newPane(cfg Config, ptmx *master, pid int, started time.Time) *Pane {
 	p := &Pane{cfg: cfg, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
 		input: make(chan []byte, InputQueue), mu: newLock()}
-	p.sweepAt = clockEntry{p: p, kind: clockSweep, index: -1}
+	p.sweepAt = clockEntry{work: p.fireSweep, kind: clockSweep, index: -1}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
 	p.term = p.engine.Terminal()
