@@ -326,7 +326,7 @@ func (h *holder) startReadingLocked() {
 	}()
 }
 
-// stop ends a reader and waits until it has: every byte it read is in
+// end stops a reader and waits until it has: every byte it read is in
 // the ring.
 func (rd *reader) end() {
 	rd.stop.Store(true)
@@ -594,23 +594,6 @@ func (h *holder) kill(sig syscall.Signal) {
 
 func killGroup(pgid int, sig syscall.Signal) {
 	_ = syscall.Kill(-pgid, sig)
-}
-
-// NonBlocking replaces a PTY master with a non-blocking, close-on-exec
-// duplicate (pty.Start returns it blocking: read deadlines and Close
-// would not stop a pending Read).
-func NonBlocking(m *os.File) (*os.File, error) {
-	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("dup pty: %w", err)
-	}
-	m.Close()
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("pty non-blocking: %w", err)
-	}
-	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
 }
 
 // SocketDir returns (making it, mode 0700) the folder of holder sockets
