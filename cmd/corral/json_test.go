@@ -24,6 +24,19 @@ func TestJSONShapesAndStatesAfterActions(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &panes); err != nil || len(panes) != 2 || panes[0].Name != "sleeper" || panes[1].State != "exited" {
 		t.Fatalf("wait --json on timeout: %v %s", err, out)
 	}
+	// A pane that exited can reach no other state: wait says so at once
+	// rather than run out its timeout.
+	out, errs, code = e.run("wait", "sleeper", "quick", "--state", "idle", "--timeout", "60s", "--json")
+	if code != 4 || !strings.Contains(errs, "quick is exited (3), and an exited pane stays exited") {
+		t.Fatalf("wait on an exited pane: exit %d %q", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &panes); err != nil || len(panes) != 2 {
+		t.Fatalf("wait --json on an exited pane: %v %s", err, out)
+	}
+	e.must("run", "--name", "short", "--", "sh", "-c", "sleep 0.3; exit 5")
+	if _, errs, code := e.run("wait", "short", "--state", "blocked", "--timeout", "60s"); code != 4 || !strings.Contains(errs, "short is exited (5)") {
+		t.Fatalf("wait on a pane that exits while waited on: exit %d %q", code, errs)
+	}
 
 	// kill --json: the pane after the kill.
 	var killed paneJSON

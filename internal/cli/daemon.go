@@ -14,6 +14,7 @@ import (
 // Exit statuses scripts rely on.
 const (
 	exitRefused = 3   // send while blocked, answer while not blocked
+	exitEnded   = 4   // wait: a pane exited, and exited was not a state waited for
 	exitTimeout = 124 // wait timed out
 )
 

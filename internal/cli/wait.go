@@ -30,7 +30,7 @@ var knownStates = map[string]bool{"working": true, "blocked": true, "idle": true
 func runWait(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("wait", std)
 	states := fs.String("state", "", "`STATES` to wait for, comma-separated: working, blocked, idle, done, error, exited")
-	timeout := fs.Duration("timeout", 0, "give up after this long (exit 124); 0 waits forever")
+	timeout := fs.Duration("timeout", 0, "give up after this long (exit 124); 0 waits forever. A pane that exits (unless exited is a state waited for) ends the wait at once (exit 4)")
 	asJSON := fs.Bool("json", false, "print the panes as a JSON array, when reached or on timeout")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -117,6 +117,26 @@ func runWait(ctx context.Context, std IO, args []string) error {
 		}
 		return out
 	}
+	// A pane that exited never reaches another state: say so at once.
+	ended := func() error {
+		var gone []string
+		for k, ref := range pending {
+			if p := panes[k]; p.State == "exited" {
+				gone = append(gone, ref+" is "+paneState(p))
+			}
+		}
+		if len(gone) == 0 {
+			return nil
+		}
+		sort.Strings(gone)
+		if *asJSON {
+			_ = printJSON(std, result())
+		}
+		return &exitError{code: exitEnded, err: fmt.Errorf("waiting for %s: %s, and an exited pane stays exited (wait for exited too, or run it again)", *states, strings.Join(gone, ", "))}
+	}
+	if err := ended(); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(body)
 	for len(pending) > 0 {
 		var ev struct {
@@ -159,6 +179,9 @@ func runWait(ctx context.Context, std IO, args []string) error {
 		p := panes[k]
 		p.State, p.Kind, p.Message, p.Source, p.ExitCode = ev.State, ev.Kind, ev.Message, ev.Source, ev.ExitCode
 		panes[k] = p
+		if err := ended(); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		return printJSON(std, result())
