@@ -48,9 +48,17 @@ func startTeamNATS(t *testing.T) *teamNATS {
 	}
 	_ = resolver.Store(sysPub, sysJWT)
 	_ = resolver.Store(accPub, accJWT)
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(),
-		TrustedOperators: []*jwt.OperatorClaims{opClaims}, AccountResolver: resolver, SystemAccount: sysPub,
-		NoLog: true, NoSigs: true, DisableJetStreamBanner: true})
+	srv := startTeamServer(t, &server.Options{TrustedOperators: []*jwt.OperatorClaims{opClaims}, AccountResolver: resolver, SystemAccount: sysPub})
+	return &teamNATS{srv: srv, account: acc}
+}
+
+// startTeamServer starts a NATS server on loopback with JetStream and the
+// given authentication, ended when the test is.
+func startTeamServer(t *testing.T, opts *server.Options) *server.Server {
+	t.Helper()
+	opts.Host, opts.Port, opts.JetStream, opts.StoreDir = "127.0.0.1", server.RANDOM_PORT, true, t.TempDir()
+	opts.NoLog, opts.NoSigs, opts.DisableJetStreamBanner = true, true, true
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +70,7 @@ func startTeamNATS(t *testing.T) *teamNATS {
 		srv.Shutdown()
 		srv.WaitForShutdown()
 	})
-	return &teamNATS{srv: srv, account: acc}
+	return srv
 }
 
 // creds writes a NATS credentials file for a user of the account, signed
@@ -171,20 +179,8 @@ func TestNkeyUsersWithSeedFile(t *testing.T) {
 	opsPub, opsSeed := seedFile("ops")
 	aPub, aSeed := seedFile("a")
 	bPub, bSeed := seedFile("b")
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(),
-		Nkeys: []*server.NkeyUser{{Nkey: opsPub}, {Nkey: aPub, Permissions: Permissions("a", true)}, {Nkey: bPub, Permissions: Permissions("b", false)}},
-		NoLog: true, NoSigs: true, DisableJetStreamBanner: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the team's NATS did not start")
-	}
-	defer func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	}()
+	srv := startTeamServer(t, &server.Options{
+		Nkeys: []*server.NkeyUser{{Nkey: opsPub}, {Nkey: aPub, Permissions: Permissions("a", true)}, {Nkey: bPub, Permissions: Permissions("b", false)}}})
 	url := srv.ClientURL()
 	ops, err := Join(context.Background(), MemberOptions{Name: "ops", URLs: []string{url}, Creds: opsSeed, Admin: true, Local: newFakeLocal("o1")})
 	if err != nil {
