@@ -97,7 +97,7 @@ type holder struct {
 
 // sconn is the daemon's connection; wmu orders its frames.
 type sconn struct {
-	c *bareConn
+	c *rawio.FD // out of the poller (takeBare)
 	// shared: the daemon reads the terminal itself, into the shared
 	// ring; no output goes over the connection.
 	shared bool
@@ -538,7 +538,7 @@ func (h *holder) serve(c *net.UnixConn) {
 	for {
 		typ, b, err := readFrame(bc, buf)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
 				h.logf("daemon connection: %v", err)
 			}
 			h.drop(sc)
@@ -566,13 +566,13 @@ func (h *holder) serve(c *net.UnixConn) {
 
 // welcome sends the welcome frame with fds attached: the PTY master, and
 // the ring's memfd for a daemon that reads the terminal itself.
-func (h *holder) welcome(c *bareConn, w Welcome, fds []int) error {
+func (h *holder) welcome(c *rawio.FD, w Welcome, fds []int) error {
 	b, _ := json.Marshal(w)
 	frame := make([]byte, 5+len(b))
 	frame[0] = tWelcome
 	binary.BigEndian.PutUint32(frame[1:5], uint32(len(b)))
 	copy(frame[5:], b)
-	_, err := c.write(frame, unix.UnixRights(fds...))
+	_, err := c.WriteRights(frame, unix.UnixRights(fds...))
 	return err
 }
 

@@ -2,9 +2,6 @@ package pane
 
 import (
 	"os"
-	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/internal/rawio"
 )
@@ -16,73 +13,40 @@ import (
 // here too it would wake the daemon at every frame of output for nothing
 // (readiness is the terminal's, shared by both descriptors).
 type master struct {
-	file *os.File // read here; nil when the holder reads
-
-	mu sync.RWMutex // held to use fd, and to close it
-	fd int          // under a holder: the bare descriptor, -1 once closed
+	file *os.File  // read here; nil when the holder reads
+	bare *rawio.FD // when the holder reads
 }
 
-func fileMaster(f *os.File) *master { return &master{file: f, fd: -1} }
+func fileMaster(f *os.File) *master { return &master{file: f} }
 
-func bareMaster(fd int) *master { return &master{fd: fd} }
+// roomWait bounds one wait for the terminal to take more input: Close
+// waits for a write at most this long (a terminal cannot be shut down).
+const roomWait = 100 // milliseconds
+
+func bareMaster(fd int) *master { return &master{bare: rawio.NewFD(fd, roomWait)} }
 
 // control runs f with the descriptor, kept open while it runs.
 func (m *master) control(f func(fd int) error) error {
-	if m.file != nil {
-		rc, err := m.file.SyscallConn()
-		if err != nil {
-			return err
-		}
-		var ferr error
-		if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
-			return err
-		}
-		return ferr
+	if m.file == nil {
+		return m.bare.Use(f)
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.fd < 0 {
-		return os.ErrClosed
+	rc, err := m.file.SyscallConn()
+	if err != nil {
+		return err
 	}
-	return f(m.fd)
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
 }
-
-// roomWait bounds one wait for the terminal to take more input: Close
-// waits for it at most this long.
-const roomWait = 100 // milliseconds
 
 // Write writes all of b, waiting while the program does not read.
 func (m *master) Write(b []byte) (int, error) {
 	if m.file != nil {
 		return m.file.Write(b)
 	}
-	written := 0
-	for len(b) > 0 {
-		err := m.control(func(fd int) error {
-			n, err := rawio.Write(uintptr(fd), b)
-			switch {
-			case err == unix.EAGAIN:
-				// Wait for room outside the poller, in a system call
-				// that lets the scheduler go on without this thread.
-				_, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}, roomWait)
-				if err == unix.EINTR {
-					return nil
-				}
-				return err
-			case err == unix.EINTR:
-				return nil
-			case err != nil:
-				return err
-			}
-			written += n
-			b = b[n:]
-			return nil
-		})
-		if err != nil {
-			return written, err
-		}
-	}
-	return written, nil
+	return m.bare.Write(b)
 }
 
 // Close closes the descriptor (once).
@@ -90,12 +54,5 @@ func (m *master) Close() error {
 	if m.file != nil {
 		return m.file.Close()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.fd < 0 {
-		return os.ErrClosed
-	}
-	err := unix.Close(m.fd)
-	m.fd = -1
-	return err
+	return m.bare.Close()
 }
