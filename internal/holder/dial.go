@@ -286,6 +286,7 @@ func Spawn(exe string, cfg Config, stderr *os.File, timeout time.Duration) (Star
 		return Started{}, fmt.Errorf("start the pane's holder: %w", err)
 	}
 	go func() {
+		procs.WaitExit(cmd.Process.Pid) // no thread blocked in wait4 per holder
 		_ = cmd.Wait()
 		procs.Release(cmd.Process.Pid)
 	}()

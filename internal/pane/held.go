@@ -200,7 +200,6 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		close(p.readDone)
 	}
 	go p.reapHeld()
-	go p.writeLoop()
 	go p.sweepLoop()
 	go p.deliverLoop()
 	p.kick()

@@ -110,7 +110,7 @@ type Pane struct {
 	sweepAt   clockEntry
 	sweepSeen int
 
-	input          chan []byte // to writeLoop
+	in             inputQueue
 	droppedReplies atomic.Int64
 	// unwritten counts input queued or being written to the program.
 	unwritten atomic.Int64
@@ -193,7 +193,7 @@ func Start(cfg Config) (*Pane, error) {
 // on ptmx; run starts its goroutines.
 func newPane(cfg Config, ptmx *master, pid int, started time.Time) *Pane {
 	p := &Pane{cfg: cfg, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
-		input: make(chan []byte, InputQueue), mu: newLock()}
+		mu: newLock()}
 	p.sweepAt = clockEntry{work: p.fireSweep, kind: clockSweep, index: -1}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
@@ -215,7 +215,6 @@ func (p *Pane) run() {
 		go p.readLoop()
 		go p.reap()
 	}
-	go p.writeLoop()
 	go p.sweepLoop()
 	go p.deliverLoop()
 }
@@ -230,56 +229,11 @@ func (w replyWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	w.p.unwritten.Add(1)
-	select {
-	case w.p.input <- append([]byte(nil), b...):
-	default:
+	if queued, _, _ := w.p.push(append([]byte(nil), b...)); !queued {
 		w.p.unwritten.Add(-1)
 		w.p.droppedReplies.Add(1)
 	}
 	return len(b), nil
-}
-
-// writeLoop writes queued input (keys, pastes, query answers) to the
-// program, in order. Only it writes to the PTY; if the program stops
-// reading, only it waits.
-func (p *Pane) writeLoop() {
-	for {
-		select {
-		case b := <-p.input:
-			_, err := p.ptmx.Write(b)
-			p.unwritten.Add(-1)
-			if err != nil {
-				return
-			}
-		case <-p.done:
-			return
-		}
-	}
-}
-
-// InputQueue bounds the writes waiting for the program to read them.
-const InputQueue = 256
-
-// enqueue queues bytes for the program, waiting at most wait for room.
-func (p *Pane) enqueue(b []byte, wait time.Duration) error {
-	p.unwritten.Add(1)
-	select {
-	case p.input <- b:
-		return nil
-	default:
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case p.input <- b:
-		return nil
-	case <-p.done:
-		p.unwritten.Add(-1)
-		return ErrExited
-	case <-t.C:
-		p.unwritten.Add(-1)
-		return fmt.Errorf("%w (%d writes waiting); see it with corral screen", ErrNotReading, len(p.input))
-	}
 }
 
 // AwaitRead waits, at most max, until the program has read every byte
@@ -346,7 +300,7 @@ const DrainWait = time.Second
 // setsid keeps the terminal open, so the end of file is not waited for),
 // and records the exit.
 func (p *Pane) reap() {
-	waitExit(p.pid)
+	procs.WaitExit(p.pid)
 	// Everything it left (a background job of a shell, a daemon it
 	// started) goes too, found while the program is a zombie: its pid
 	// cannot be reused until Wait.

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/corral-dev/corral/internal/procs"
 )
 
 // nonBlocking replaces the PTY master with a non-blocking duplicate.
@@ -77,33 +75,4 @@ func unreadInput(m *master) (int, error) {
 		return err
 	})
 	return n, err
-}
-
-// waitExit waits until process pid has exited, leaving it a zombie for
-// Wait. It waits on a pidfd in the runtime's poller, so a running pane
-// holds no OS thread blocked in waitid; where pidfds are missing it falls
-// back to procs.WaitExit.
-func waitExit(pid int) {
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		procs.WaitExit(pid)
-		return
-	}
-	f := os.NewFile(uintptr(fd), "pidfd")
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		procs.WaitExit(pid)
-		return
-	}
-	// A pidfd reads as ready once its process has exited; it is checked
-	// with poll before each wait, so an exit before registration counts.
-	err = rc.Read(func(fd uintptr) bool {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(pfd, 0)
-		return err == nil && n > 0 || err != nil && err != unix.EINTR
-	})
-	if err != nil {
-		procs.WaitExit(pid)
-	}
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // proc is one line of the process table.
@@ -263,8 +265,37 @@ func ReapLoop(interval time.Duration, stop <-chan struct{}) {
 }
 
 // WaitExit blocks until process pid (a child of the caller) has exited,
-// without collecting its status: the caller's Wait still gets it.
+// without collecting its status: the caller's Wait still gets it. It waits
+// on a pidfd in the runtime's poller, so a running child holds no OS
+// thread blocked in waitid (a thread and its stacks per pane, or per
+// holder); where pidfds are missing it falls back to waitid.
 func WaitExit(pid int) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		waitID(pid)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		waitID(pid)
+		return
+	}
+	// A pidfd reads as ready once its process has exited; it is checked
+	// with poll before each wait, so an exit before registration counts.
+	err = rc.Read(func(fd uintptr) bool {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, 0)
+		return err == nil && n > 0 || err != nil && err != unix.EINTR
+	})
+	if err != nil {
+		waitID(pid)
+	}
+}
+
+// waitID is WaitExit in a blocking waitid.
+func waitID(pid int) {
 	for {
 		var info [128]byte // siginfo_t
 		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pWaitPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wExited|wNoWait, 0, 0)

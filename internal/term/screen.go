@@ -112,20 +112,22 @@ type emulator struct {
 	pendSimple  bool   // the last rune in pend is simple (see runeInfo)
 	sb          scrollback
 	scratch     []byte
+	strLen      int // bytes of the string the parser is collecting
 	testCsiHook func(final byte)
 }
 
 // dataSize bounds an OSC/DCS string the parser keeps: past it, the rest of
 // the string is dropped. Status reports longer than MaxStatusSequence are
 // discarded anyway, titles are cut at MaxTitle and notifications at
-// MaxNotifyText.
+// MaxNotifyText. The parser's buffer grows to the longest string seen, not
+// to dataSize at once: most panes only ever see short titles and reports.
 const dataSize = 8 << 10
 
 func newEmulator(t *Terminal, cols, rows, scrollback int) *emulator {
 	e := &emulator{t: t, cols: cols, rows: rows}
 	e.p = ansi.NewParser()
 	e.p.SetParamsSize(parser.MaxParamsSize)
-	e.p.SetDataSize(dataSize)
+	e.p.SetDataSize(-1) // grows as needed; write bounds it at dataSize
 	e.p.SetHandler(ansi.Handler{
 		Print:     e.printRune,
 		Execute:   e.execute,
@@ -196,10 +198,37 @@ func (e *emulator) write(p []byte) {
 				continue
 			}
 		}
-		e.p.Advance(b)
+		e.advance(b)
 		i++
 	}
 	e.flush()
+}
+
+// advance feeds one byte to the parser, keeping its string data within
+// dataSize: a byte the parser would add to a string already that long is
+// dropped, as a parser with a fixed buffer drops it.
+func (e *emulator) advance(b byte) {
+	prev := e.p.State()
+	if e.strLen >= dataSize && isStringState(prev) {
+		if _, act := parser.Table.Transition(prev, b); act == parser.PutAction {
+			return
+		}
+	}
+	act := e.p.Advance(b)
+	switch {
+	case act == parser.StartAction || !isStringState(e.p.State()):
+		e.strLen = 0
+	case act == parser.PutAction:
+		e.strLen++
+	}
+}
+
+func isStringState(s parser.State) bool {
+	switch s {
+	case parser.OscStringState, parser.DcsStringState, parser.SosStringState, parser.PmStringState, parser.ApcStringState:
+		return true
+	}
+	return false
 }
 
 // fastCSI parses and dispatches a CSI sequence that lies whole in p (which

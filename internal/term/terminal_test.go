@@ -208,6 +208,34 @@ func TestHugeStringsAreCapped(t *testing.T) {
 	}
 }
 
+// The parser's string buffer grows with the strings a pane sends, up to
+// dataSize, not past it: megabytes of OSC, DCS, APC, PM and SOS strings
+// leave the heap where a few kilobytes would.
+func TestStringBufferBounded(t *testing.T) {
+	term, _, _ := newTest(t, 20, 4)
+	huge := strings.Repeat("x", 1<<20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, intro := range []string{"\x1b]2;", "\x1bP1$q", "\x1b_", "\x1b^", "\x1bX"} {
+		term.Write([]byte(intro))
+		for i := 0; i < 4; i++ {
+			term.Write([]byte(huge))
+		}
+		term.Write([]byte("\x1b\\"))
+	}
+	feed(t, term, nil, "\x1b]2;short\a")
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<10 {
+		t.Fatalf("20 MB of strings grew the heap by %d KB", grown>>10)
+	}
+	if got := term.Snapshot().Title; got != "short" {
+		t.Fatalf("title after the huge strings = %q", got)
+	}
+	runtime.KeepAlive(huge)
+}
+
 func TestAltScreenAndScrollback(t *testing.T) {
 	term, _, _ := newTest(t, 10, 3)
 	feed(t, term, nil, "l1\r\nl2\r\nl3\r\nl4\r\nl5")
