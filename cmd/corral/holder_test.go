@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/proctest"
 )
 
@@ -167,8 +168,9 @@ func (e *env) shutdownLeavesNothing(pids map[string]int) {
 func TestDaemonCrashLosesNothing(t *testing.T) {
 	e := newEnv(t)
 	names, screens, pids := crowd(t, e, 20)
-	if h := e.holders(); len(h) != len(names) {
-		t.Fatalf("%d holders for %d panes", len(h), len(names))
+	// The panes share holder processes, GroupSize to a process.
+	if h, want := e.holders(), (len(names)+holder.GroupSize-1)/holder.GroupSize; len(h) != want {
+		t.Fatalf("%d holders for %d panes, want %d", len(h), len(names), want)
 	}
 	before := e.events()
 	daemon := daemonPID(t, e)

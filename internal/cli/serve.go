@@ -19,6 +19,7 @@ func runServe(ctx context.Context, std IO, args []string) error {
 		return err
 	}
 	server.CloseOnExecInherited()
+	server.TuneGC()
 	logger := log.New(std.Stderr, "corral: ", log.LstdFlags)
 	cfg, err := server.LoadConfig(server.ConfigPath())
 	if err != nil {

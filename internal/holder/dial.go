@@ -1,23 +1,17 @@
 package holder
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/corral-dev/corral/internal/procs"
 )
 
 // Conn is a daemon's connection to one holder.
@@ -245,78 +239,6 @@ func (c *Conn) Close() error {
 		c.closeErr = c.c.Close()
 	})
 	return c.closeErr
-}
-
-// Started is a holder the daemon started.
-type Started struct {
-	Ready
-	Cmd *exec.Cmd
-}
-
-// Spawn starts a holder (exe hold) in a session of its own, so that it
-// outlives the daemon, and waits for it to report Ready. The daemon
-// collects its exit status if it goes first.
-func Spawn(exe string, cfg Config, stderr *os.File, timeout time.Duration) (Started, error) {
-	in, err := json.Marshal(cfg)
-	if err != nil {
-		return Started{}, err
-	}
-	cmd := exec.Command(exe, "hold")
-	if self, err := os.Executable(); err == nil && exe == "/proc/self/exe" {
-		cmd.Args[0] = self // what ps shows
-	}
-	cmd.Dir = "/"
-	cmd.Stdin = strings.NewReader(string(in))
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out, w, err := os.Pipe()
-	if err != nil {
-		return Started{}, err
-	}
-	defer out.Close()
-	cmd.Stdout = w
-	_, err = procs.Spawn(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
-	w.Close()
-	if err != nil {
-		return Started{}, fmt.Errorf("start the pane's holder: %w", err)
-	}
-	go func() {
-		procs.WaitExit(cmd.Process.Pid) // no thread blocked in wait4 per holder
-		_ = cmd.Wait()
-		procs.Release(cmd.Process.Pid)
-	}()
-	type result struct {
-		r   Ready
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		line, err := bufio.NewReader(io.LimitReader(out, 64<<10)).ReadBytes('\n')
-		var r Ready
-		if err == nil {
-			err = json.Unmarshal(line, &r)
-		}
-		got <- result{r, err}
-	}()
-	select {
-	case res := <-got:
-		if res.err != nil {
-			_ = cmd.Process.Kill()
-			return Started{}, fmt.Errorf("the pane's holder did not start: %w", res.err)
-		}
-		if res.r.Error != "" {
-			return Started{}, errors.New(res.r.Error)
-		}
-		return Started{Ready: res.r, Cmd: cmd}, nil
-	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
-		return Started{}, fmt.Errorf("the pane's holder did not start within %v", timeout)
-	}
 }
 
 // SetDeadline bounds the reads and writes of the connection (zero: none).

@@ -1,6 +1,7 @@
 package holder
 
 import (
+	"bufio"
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -83,21 +85,28 @@ type holder struct {
 
 	reaped    chan struct{} // the program's exit status is known
 	first     chan struct{} // the first daemon is in
+	ending    chan struct{} // the pane is being ended (end): no daemon is waited for
+	endOnce   sync.Once
 	firstOnce sync.Once
-	finished  chan struct{} // a daemon collected the exit status
+	finished  chan struct{} // a daemon collected the exit status, or the pane was ended
 	finish    sync.Once
+	onFinish  func(*holder) // once finished
+	over      atomic.Int32  // finished and reaped: at 2, release
 
 	mu      sync.Mutex // guards what follows
 	conn    *sconn
 	reader  *reader // the holder's own reading of the terminal, if any
 	ptyGone bool    // the terminal has ended: nothing more to read
-	exited  bool
-	code    int
+	// released: the pane is over and its terminal, ring and connection
+	// closed (release).
+	released bool
+	exited   bool
+	code     int
 }
 
 // sconn is the daemon's connection; wmu orders its frames.
 type sconn struct {
-	c *rawio.FD // out of the poller (takeBare)
+	c frameConn // out of the poller (takeBare) when the holder sends the output
 	// shared: the daemon reads the terminal itself, into the shared
 	// ring; no output goes over the connection.
 	shared bool
@@ -113,10 +122,24 @@ type reader struct {
 	done chan struct{}
 }
 
-// Main runs a holder: it reads its Config from stdin, starts the program,
-// reports Ready on stdout, and serves until a daemon has collected the
-// program's exit status. Its memory is kept small: it holds a ring and
-// copies bytes.
+// Request is one line on a holder's stdin: a pane to start, or a start to
+// undo (the daemon could not connect to it).
+type Request struct {
+	Start *Config `json:"start,omitempty"`
+	// End names the socket of a pane to end at once: its processes are
+	// killed and nothing is kept for a daemon.
+	End string `json:"end,omitempty"`
+}
+
+// Main runs a holder process. It reads Requests from stdin, one JSON
+// object per line, starts each pane's program and answers each start with
+// a Ready line on stdout, then serves every pane until a daemon has
+// collected its program's exit status. The panes of one process share its
+// runtime (a Go process costs about a megabyte however little it does);
+// each keeps its own socket, secret, terminal and ring. The process ends
+// when its last pane has ended (or with its first start, if that failed),
+// or on SIGTERM, which ends every pane. Its memory is kept small: it holds
+// rings and copies bytes.
 func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	debug.SetGCPercent(50)
 	// One processor: a holder copies bytes, and a second one only adds
@@ -124,60 +147,234 @@ func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	runtime.GOMAXPROCS(1)
 	debug.SetMemoryLimit(16 << 20)
 	// Caught, not ignored: an ignored signal stays ignored across exec,
-	// and the program would not take Ctrl-C or a hangup.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGINT)
+	// and the program would not take Ctrl-C or a hangup. SIGPIPE caught
+	// makes a write to a daemon gone an error, not the end of the holder.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
 	logger := log.New(stderr, "corral hold: ", log.LstdFlags)
-	var cfg Config
-	fail := func(err error) int {
-		b, _ := json.Marshal(Ready{PID: os.Getpid(), Error: err.Error()})
-		fmt.Fprintf(stdout, "%s\n", b)
-		return 1
+	// Orphans of the panes' processes come here, to be found and ended
+	// with their pane.
+	if err := procs.Subreaper(); err != nil {
+		logger.Printf("%v", err)
 	}
-	if err := json.NewDecoder(io.LimitReader(stdin, 4<<20)).Decode(&cfg); err != nil {
-		return fail(fmt.Errorf("read the holder's config: %w", err))
-	}
-	h, err := start(cfg, logger.Printf)
-	if err != nil {
-		return fail(err)
-	}
-	b, _ := json.Marshal(Ready{PID: os.Getpid(), ProgramPID: h.pid})
-	fmt.Fprintf(stdout, "%s\n", b)
-	if c, ok := stdout.(io.Closer); ok {
-		c.Close()
-	}
+	g := &group{logf: logger.Printf, out: stdout, panes: map[string]*holder{}, over: make(chan struct{})}
+	go g.reapOrphans()
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	go func() {
-		// SIGTERM (a shutdown of the machine, or a user) ends the pane and
-		// the holder with it: nobody is left to collect the exit status.
 		<-term
-		h.logf("SIGTERM: ending the pane's processes")
-		h.kill(syscall.SIGHUP)
-		select {
-		case <-h.reaped:
-		case <-time.After(time.Second):
-			h.kill(syscall.SIGKILL)
-			<-h.reaped
-		}
-		h.finish.Do(func() { close(h.finished) })
+		g.endAll()
 	}()
-	<-h.finished
-	h.ln.Close()
-	os.Remove(cfg.Socket)
+	go g.serveRequests(stdin)
+	<-g.over
 	return 0
 }
 
-func start(cfg Config, logf func(string, ...any)) (*holder, error) {
+// group is the panes of one holder process.
+type group struct {
+	logf func(string, ...any)
+	out  io.Writer // Ready lines; written by serveRequests only
+
+	mu       sync.Mutex // guards what follows
+	panes    map[string]*holder
+	starting int  // starts under way
+	started  bool // a start was tried: the process ends with its last pane
+	eof      bool // stdin ended: no more starts
+	ending   bool // SIGTERM, or the last pane ended: no more starts
+	over     chan struct{}
+}
+
+// serveRequests reads the daemon's requests until stdin ends or the
+// group does.
+func (g *group) serveRequests(stdin io.Reader) {
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		var req Request
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			g.logf("request skipped: %v", err)
+			continue
+		}
+		switch {
+		case req.Start != nil:
+			g.mu.Lock()
+			if g.ending {
+				g.mu.Unlock()
+				return // the process is ending: the daemon reads the end of our stdout and starts another
+			}
+			g.started = true
+			g.starting++
+			g.mu.Unlock()
+			g.start(*req.Start)
+		case req.End != "":
+			g.mu.Lock()
+			h := g.panes[filepath.Clean(req.End)]
+			g.mu.Unlock()
+			if h != nil {
+				h.logf("ended: its daemon could not connect to it")
+				h.endOnce.Do(func() { close(h.ending) })
+				h.kill(syscall.SIGKILL)
+				h.finishPane()
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		g.logf("requests: %v", err)
+	}
+	g.mu.Lock()
+	g.eof = true
+	g.checkOverLocked()
+	g.mu.Unlock()
+}
+
+// start starts one pane and answers Ready. While it runs, the group
+// cannot end: serveRequests holds it open.
+func (g *group) start(cfg Config) {
+	name := strings.TrimSuffix(filepath.Base(cfg.Socket), ".sock")
+	logf := func(format string, args ...any) { g.logf("pane "+name+": "+format, args...) }
+	h, err := start(cfg, logf, g.remove)
+	r := Ready{PID: os.Getpid()}
+	if err != nil {
+		r.Error = err.Error()
+	} else {
+		r.ProgramPID = h.pid
+		g.mu.Lock()
+		g.panes[filepath.Clean(cfg.Socket)] = h
+		sigterm := g.ending
+		g.mu.Unlock()
+		if sigterm { // it came while every pane was being ended
+			go h.end()
+		}
+	}
+	b, _ := json.Marshal(r)
+	if _, err := fmt.Fprintf(g.out, "%s\n", b); err != nil {
+		g.logf("answer the daemon: %v", err)
+	}
+	g.mu.Lock()
+	g.starting--
+	g.checkOverLocked()
+	g.mu.Unlock()
+}
+
+// remove lets go of a pane that has ended: a daemon collected it, or it
+// was ended.
+func (g *group) remove(h *holder) {
+	h.ln.Close()
+	os.Remove(h.cfg.Socket)
+	g.mu.Lock()
+	if g.panes[filepath.Clean(h.cfg.Socket)] == h {
+		delete(g.panes, filepath.Clean(h.cfg.Socket))
+	}
+	g.checkOverLocked()
+	g.mu.Unlock()
+}
+
+// checkOverLocked ends the group once it has no pane left and none can
+// come: a start was tried (the daemon starts another group rather than
+// wait on an empty one), stdin ended, or SIGTERM.
+func (g *group) checkOverLocked() {
+	if len(g.panes) > 0 || g.starting > 0 || !(g.started || g.eof || g.ending) {
+		return
+	}
+	select {
+	case <-g.over:
+	default:
+		g.ending = true
+		close(g.over)
+	}
+}
+
+// endAll (SIGTERM: a shutdown of the machine, or a user) ends every pane
+// and the holder with them: nobody is left to collect the exit statuses.
+func (g *group) endAll() {
+	g.mu.Lock()
+	g.ending = true
+	hs := make([]*holder, 0, len(g.panes))
+	for _, h := range g.panes {
+		hs = append(hs, h)
+	}
+	g.checkOverLocked()
+	g.mu.Unlock()
+	for _, h := range hs {
+		h.logf("SIGTERM: ending the pane's processes")
+		go h.end()
+	}
+}
+
+// finishPane marks the pane finished and lets its group know.
+func (h *holder) finishPane() {
+	h.finish.Do(func() {
+		close(h.finished)
+		if h.onFinish != nil {
+			h.onFinish(h)
+		}
+		if h.over.Add(1) == 2 {
+			h.release()
+		}
+	})
+}
+
+// release closes what the pane held, once it is both finished and reaped
+// (whichever comes second): the process may serve other panes long after.
+func (h *holder) release() {
+	h.mu.Lock()
+	rd, sc := h.reader, h.conn
+	h.reader, h.conn = nil, nil
+	h.ptyGone, h.released = true, true // nothing reads the terminal again
+	h.mu.Unlock()
+	if rd != nil {
+		rd.end()
+	}
+	if sc != nil {
+		sc.c.Close()
+	}
+	h.mu.Lock()
+	h.ring.Close()
+	h.mu.Unlock()
+	if h.ringFD >= 0 {
+		unix.Close(h.ringFD)
+	}
+	unix.Close(h.pty)
+}
+
+// end ends the pane's processes (SIGHUP, then SIGKILL) and the pane.
+func (h *holder) end() {
+	h.endOnce.Do(func() { close(h.ending) })
+	h.kill(syscall.SIGHUP)
+	select {
+	case <-h.reaped:
+	case <-time.After(time.Second):
+		h.kill(syscall.SIGKILL)
+		<-h.reaped
+	}
+	h.finishPane()
+}
+
+// reapOrphans reaps the adopted orphans that end, when a child ends
+// (SIGCHLD) rather than on a timer: an idle holder costs nothing.
+func (g *group) reapOrphans() {
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
+	t := time.NewTicker(30 * time.Second) // a missed signal, at worst
+	defer t.Stop()
+	for {
+		select {
+		case <-g.over:
+			procs.Reap()
+			return
+		case <-chld:
+		case <-t.C:
+		}
+		procs.Reap()
+	}
+}
+
+func start(cfg Config, logf func(string, ...any), onFinish func(*holder)) (*holder, error) {
 	if len(cfg.Argv) == 0 || cfg.Path == "" || cfg.Socket == "" || len(cfg.Secret) < 32 {
 		return nil, errors.New("the holder's config lacks a program, a socket or a secret")
 	}
 	if cfg.Ring <= 0 {
 		cfg.Ring = DefaultRing
-	}
-	// Orphans of the pane's processes come here, to be found and ended
-	// with the pane.
-	if err := procs.Subreaper(); err != nil {
-		logf("%v", err)
 	}
 	_ = os.Remove(cfg.Socket) // ours: the folder is private and the id unique
 	old := syscall.Umask(0o177)
@@ -223,9 +420,9 @@ func start(cfg Config, logf func(string, ...any)) (*holder, error) {
 		return nil, err
 	}
 	h := &holder{cfg: cfg, ln: ln, pty: ptyFD, ring: ring, ringFD: ringFD, cmd: cmd, pid: cmd.Process.Pid, logf: logf,
-		reaped: make(chan struct{}), first: make(chan struct{}), finished: make(chan struct{})}
+		reaped: make(chan struct{}), first: make(chan struct{}), ending: make(chan struct{}),
+		finished: make(chan struct{}), onFinish: onFinish}
 	h.group = procs.Group{Root: h.pid, Mark: cfg.Mark}
-	go h.reapOrphans()
 	go h.readWithoutDaemon()
 	go h.reap()
 	go h.acceptLoop()
@@ -245,26 +442,6 @@ func bareNonBlocking(m *os.File) (int, error) {
 		return -1, fmt.Errorf("pty non-blocking: %w", err)
 	}
 	return fd, nil
-}
-
-// reapOrphans reaps the adopted orphans that end, when a child ends
-// (SIGCHLD) rather than on a timer: an idle holder costs nothing.
-func (h *holder) reapOrphans() {
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
-	defer signal.Stop(chld)
-	t := time.NewTicker(30 * time.Second) // a missed signal, at worst
-	defer t.Stop()
-	for {
-		select {
-		case <-h.finished:
-			procs.Reap()
-			return
-		case <-chld:
-		case <-t.C:
-		}
-		procs.Reap()
-	}
 }
 
 // readWithoutDaemon starts the holder's own reading if no daemon came
@@ -387,6 +564,7 @@ func (h *holder) reap() {
 	}
 	select { // nothing reads the terminal before the first daemon
 	case <-h.first:
+	case <-h.ending:
 	case <-time.After(StartWait):
 	}
 	// The end of the output: the holder's own reading ends at the
@@ -409,6 +587,9 @@ func (h *holder) reap() {
 	if sc != nil {
 		b, _ := json.Marshal(exitMsg{Code: code})
 		h.send(sc, tExit, b)
+	}
+	if h.over.Add(1) == 2 {
+		h.release()
 	}
 }
 
@@ -445,8 +626,17 @@ func (h *holder) serve(c *net.UnixConn) {
 		refuse(err)
 		return
 	}
+	typ, b, err := readFrame(c, nil)
+	if err != nil {
+		refuse(err)
+		return
+	}
+	if typ == tEnd {
+		h.endStray(c)
+		return
+	}
 	var hi hello
-	if err := readJSON(c, tHello, &hi); err != nil {
+	if err := decodeFrame(typ, b, tHello, &hi); err != nil {
 		refuse(err)
 		return
 	}
@@ -468,14 +658,20 @@ func (h *holder) serve(c *net.UnixConn) {
 		refuse(errors.New("wrong secret: this pane belongs to another daemon"))
 		return
 	}
-	bc, err := takeBare(c)
-	if err != nil {
+	// A daemon that asks reads the terminal itself, into the shared ring;
+	// one that does not (an older build) gets the output from the holder.
+	shared := hi.Shared && h.ringFD >= 0
+	var bc frameConn
+	if shared {
+		// Frames are rare both ways (requests; the exit): in the poller,
+		// the connection costs no thread while it waits.
+		_ = c.SetDeadline(time.Time{})
+		bc = pollConn{c}
+	} else if bc, err = takeBare(c); err != nil {
 		refuse(err)
 		return
 	}
-	// A daemon that asks reads the terminal itself, into the shared ring;
-	// one that does not (an older build) gets the output from the holder.
-	sc := &sconn{c: bc, shared: hi.Shared && h.ringFD >= 0}
+	sc := &sconn{c: bc, shared: shared}
 	if !sc.shared {
 		// The program has ended and the holder is reading the end of its
 		// output: that end goes before the exit, in the replay.
@@ -491,6 +687,13 @@ func (h *holder) serve(c *net.UnixConn) {
 	}
 	sc.wmu.Lock()
 	h.mu.Lock()
+	if h.released {
+		h.mu.Unlock()
+		sc.wmu.Unlock()
+		_ = writeFrame(bc, tError, []byte("the pane has ended"))
+		bc.Close()
+		return
+	}
 	old := h.conn
 	h.conn = sc
 	var replay []byte
@@ -555,7 +758,7 @@ func (h *holder) serve(c *net.UnixConn) {
 			done := h.exited && h.conn == sc
 			h.mu.Unlock()
 			if done {
-				h.finish.Do(func() { close(h.finished) })
+				h.finishPane()
 				return
 			}
 		default:
@@ -564,9 +767,29 @@ func (h *holder) serve(c *net.UnixConn) {
 	}
 }
 
+// endStray ends a pane on the word of a process of this user (checked by
+// serve) that does not know its secret: a daemon that finds a holder
+// socket its pane table does not name (the daemon that started the pane
+// ended before noting it, so no daemon can adopt it). Ending needs no
+// secret — the user can kill the processes anyway — but a pane a daemon
+// holds is not ended this way.
+func (h *holder) endStray(c *net.UnixConn) {
+	defer c.Close()
+	h.mu.Lock()
+	held := h.conn != nil
+	h.mu.Unlock()
+	if held {
+		_ = writeFrame(c, tError, []byte("a daemon holds this pane; end it through that daemon"))
+		return
+	}
+	h.logf("ended on request: no daemon can adopt it")
+	_ = writeFrame(c, tEnded, nil)
+	go h.end()
+}
+
 // welcome sends the welcome frame with fds attached: the PTY master, and
 // the ring's memfd for a daemon that reads the terminal itself.
-func (h *holder) welcome(c *rawio.FD, w Welcome, fds []int) error {
+func (h *holder) welcome(c frameConn, w Welcome, fds []int) error {
 	b, _ := json.Marshal(w)
 	frame := make([]byte, 5+len(b))
 	frame[0] = tWelcome

@@ -1,8 +1,9 @@
-// Package holder keeps a pane's program alive across daemons: a small
-// process per pane (the corral binary's hidden "hold" command) owns the
-// PTY master, is the child subreaper of the pane's processes, keeps a
-// bounded ring of recent output, and serves one daemon at a time on a
-// private unix socket. The daemon gets a duplicate of the PTY master and
+// Package holder keeps panes' programs alive across daemons: a small
+// process (the corral binary's hidden "hold" command, up to GroupSize
+// panes each; see Pool) owns each pane's PTY master, is the child
+// subreaper of the panes' processes, keeps a bounded ring of each pane's
+// recent output, and serves one daemon at a time on each pane's private
+// unix socket. The daemon gets a duplicate of the PTY master and
 // the ring (a memfd both map): it reads the program's output, appending
 // to the ring, writes input and does the terminal's ioctls itself. The
 // holder reads the terminal only while no daemon does (and for a daemon
@@ -15,7 +16,8 @@
 // other side's nonce), both sides checking the peer's uid (SO_PEERCRED)
 // first; only then does the holder pass the PTY master and the ring
 // (SCM_RIGHTS), replay its ring as frames to a daemon that did not ask
-// for it, and go live.
+// for it, and go live. A connection may instead open with an end request
+// (EndStray), checked for the uid only: it ends a pane no daemon holds.
 package holder
 
 import (
@@ -47,6 +49,7 @@ const (
 	tAuth  = 'A' // auth{proof}
 	tKill  = 'K' // kill{signal}
 	tDone  = 'C' // the daemon has the exit status: the holder may go
+	tEnd   = 'Z' // instead of a hello: end this pane (see EndStray)
 	// holder → daemon
 	tChallenge = 'h' // challenge{version, proof, nonce}
 	tWelcome   = 'W' // welcome{…}, with the PTY master attached
@@ -54,6 +57,7 @@ const (
 	tLive      = 'L' // the ring replay is over
 	tExit      = 'X' // exit{code}: after the last output
 	tError     = 'E' // a refusal, as text
+	tEnded     = 'z' // the pane is being ended (the answer to tEnd)
 )
 
 // ErrFrame wraps every malformed frame.
@@ -111,6 +115,11 @@ func readJSON(r io.Reader, want byte, v any) error {
 	if err != nil {
 		return err
 	}
+	return decodeFrame(typ, b, want, v)
+}
+
+// decodeFrame decodes a frame of type want into v.
+func decodeFrame(typ byte, b []byte, want byte, v any) error {
 	if typ == tError && want != tError {
 		return fmt.Errorf("refused: %s", clip(string(b)))
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/holder"
 )
 
 // BenchmarkPromptToEvent measures the live delay from a prompt's last byte
@@ -167,6 +168,9 @@ func BenchmarkSpinners50(b *testing.B) {
 	}
 	fake := []string{os.Args[0]}
 	self := os.Getpid()
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(GCPercent)) // as the daemon
+	}
 
 	// One rule set for every pane, as the daemon has.
 	set := ruleSet(&testing.T{})
@@ -180,13 +184,14 @@ func BenchmarkSpinners50(b *testing.B) {
 		var ms0 runtime.MemStats
 		runtime.ReadMemStats(&ms0)
 		var panes []*Pane
+		pool := &holder.Pool{Exe: os.Args[0]} // as the daemon: holder processes shared by GroupSize panes
 		dir := b.TempDir()
 		os.Chmod(dir, 0o700)
 		for i := 0; i < spinPanes; i++ {
 			cfg := Config{ID: fmt.Sprint(i), Argv: fake, Env: []string{"CORRAL_FAKE_AGENT=1"}, Cols: 120, Rows: 32,
 				Rules: set, Agent: "claude-code"}
 			if held {
-				cfg.Holder = &Holding{Exe: os.Args[0], Socket: filepath.Join(dir, fmt.Sprintf("s%d.sock", i)), Secret: strings.Repeat("k", 64)}
+				cfg.Holder = &Holding{Pool: pool, Socket: filepath.Join(dir, fmt.Sprintf("s%d.sock", i)), Secret: strings.Repeat("k", 64)}
 			}
 			p, err := Start(cfg)
 			if err != nil {
@@ -201,8 +206,10 @@ func BenchmarkSpinners50(b *testing.B) {
 		}
 		time.Sleep(time.Second) // every spinner running
 		holderCPU := func() (d time.Duration) {
+			seen := map[int]bool{}
 			for _, p := range panes {
-				if _, pid := p.Held(); pid > 0 {
+				if _, pid := p.Held(); pid > 0 && !seen[pid] {
+					seen[pid] = true
 					d += cpuOf(pid)
 				}
 			}
@@ -239,13 +246,16 @@ func BenchmarkSpinners50(b *testing.B) {
 		b.ReportMetric(live, mode+"-heap+stack-KB/pane")
 		if held {
 			b.ReportMetric(hcpu, "holders-cpu-%")
-			hrss := 0
+			hrss, seen := 0, map[int]bool{}
 			for _, p := range panes {
-				_, pid := p.Held()
-				_, pss := smapsKB(pid)
-				hrss += pss
+				if _, pid := p.Held(); !seen[pid] {
+					seen[pid] = true
+					_, pss := smapsKB(pid)
+					hrss += pss
+				}
 			}
-			b.ReportMetric(float64(hrss)/spinPanes, "holder-pss-KB/pane")
+			b.ReportMetric(float64(hrss)/spinPanes, "holders-pss-KB/pane")
+			b.ReportMetric(float64(len(seen)), "holders")
 		}
 		for _, p := range panes {
 			p.Close(time.Second)

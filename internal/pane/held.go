@@ -19,6 +19,9 @@ import (
 
 // Holding says how a pane's holder is started.
 type Holding struct {
+	// Pool is where the pane's holder runs: a process shared with other
+	// panes. Nil: a holder process of its own (Exe, Log).
+	Pool   *holder.Pool
 	Exe    string   // the corral binary: its hidden hold command
 	Socket string   // where the holder listens
 	Secret string   // the pane's secret, proven by both sides
@@ -44,15 +47,21 @@ func startHeld(cfg Config, path string) (*Pane, error) {
 		mark = "CORRAL_PANE=" + cfg.ID
 	}
 	h := cfg.Holder
-	st, err := holder.Spawn(h.Exe, holder.Config{Socket: h.Socket, Secret: h.Secret, Path: path, Argv: cfg.Argv, Dir: cfg.Dir,
-		Env: env, Cols: cfg.Cols, Rows: cfg.Rows, Mark: mark, Ring: h.Ring}, h.Log, StartWait)
+	hcfg := holder.Config{Socket: h.Socket, Secret: h.Secret, Path: path, Argv: cfg.Argv, Dir: cfg.Dir,
+		Env: env, Cols: cfg.Cols, Rows: cfg.Rows, Mark: mark, Ring: h.Ring}
+	var st holder.Started
+	var err error
+	if h.Pool != nil {
+		st, err = h.Pool.Start(hcfg, StartWait)
+	} else {
+		st, err = holder.Spawn(h.Exe, hcfg, h.Log, StartWait)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
 	hc, err := holder.Dial(h.Socket, h.Secret, StartWait)
 	if err != nil {
-		_ = syscall.Kill(-st.ProgramPID, syscall.SIGKILL)
-		_ = st.Cmd.Process.Kill()
+		st.Abandon()
 		return nil, fmt.Errorf("start %s: connect to its holder: %w", cfg.Argv[0], err)
 	}
 	p := newPane(cfg, heldMaster(hc), hc.Welcome.ProgramPID, time.Now())

@@ -19,6 +19,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/holder"
 )
 
 // BenchmarkHolderPromptToEvent: each iteration prompts a fake agent on a
@@ -117,40 +118,52 @@ func smapsKB(pid int) (rss, pss int) {
 	return rss, pss
 }
 
-// BenchmarkHolderMemory starts 10 holders, pushes 1.35 MB of output through
-// each (its ring full and wrapped), and reports a holder's mean Rss and
-// Pss, and its CPU time per MB passed on.
+// BenchmarkHolderMemory starts 16 held panes, pushes 1.35 MB of output
+// through each (its ring full and wrapped), and reports the holders' Rss
+// and Pss per pane, and their CPU time per MB passed on: with a holder
+// process per pane ("own"), and with the panes sharing holder processes
+// as the daemon starts them ("shared", holder.Pool).
 func BenchmarkHolderMemory(b *testing.B) {
-	const n = 10
+	const n = 16
 	for i := 0; i < b.N; i++ {
-		dir := b.TempDir()
-		os.Chmod(dir, 0o700)
-		var panes []*Pane
-		for j := 0; j < n; j++ {
-			h := &Holding{Exe: os.Args[0], Socket: filepath.Join(dir, fmt.Sprintf("m%d.sock", j)), Secret: strings.Repeat("k", 64)}
-			p, err := Start(Config{ID: fmt.Sprintf("m%d", j), Argv: []string{"sh", "-c", "head -c 1000000 /dev/urandom | base64; echo flushed; exec sleep 1000"},
-				Cols: 120, Rows: 40, Rules: ruleSet(&testing.T{}), Holder: h})
-			if err != nil {
-				b.Fatal(err)
+		for _, mode := range []string{"own", "shared"} {
+			dir := b.TempDir()
+			os.Chmod(dir, 0o700)
+			var pool *holder.Pool
+			if mode == "shared" {
+				pool = &holder.Pool{Exe: os.Args[0]}
 			}
-			cleanup(b, p)
-			panes = append(panes, p)
-		}
-		var rss, pss int
-		var cpu time.Duration
-		for _, p := range panes {
-			waitScreen(b, p, "flushed")
-			_, hpid := p.Held()
-			r, s := smapsKB(hpid)
-			rss, pss = rss+r, pss+s
-			cpu += cpuOf(hpid)
-		}
-		b.ReportMetric(float64(rss)/n, "holder-rss-kB")
-		b.ReportMetric(float64(pss)/n, "holder-pss-kB")
-		b.ReportMetric(float64(cpu.Milliseconds())/n/1.35, "holder-cpu-ms/MB")
-		for _, p := range panes {
-			p.Kill(syscall.SIGKILL)
-			<-p.Done()
+			var panes []*Pane
+			for j := 0; j < n; j++ {
+				h := &Holding{Pool: pool, Exe: os.Args[0], Socket: filepath.Join(dir, fmt.Sprintf("m%d.sock", j)), Secret: strings.Repeat("k", 64)}
+				p, err := Start(Config{ID: fmt.Sprintf("m%d", j), Argv: []string{"sh", "-c", "head -c 1000000 /dev/urandom | base64; echo flushed; exec sleep 1000"},
+					Cols: 120, Rows: 40, Rules: ruleSet(&testing.T{}), Holder: h})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cleanup(b, p)
+				panes = append(panes, p)
+			}
+			var rss, pss int
+			var cpu time.Duration
+			seen := map[int]bool{}
+			for _, p := range panes {
+				waitScreen(b, p, "flushed")
+				if _, hpid := p.Held(); !seen[hpid] {
+					seen[hpid] = true
+					r, s := smapsKB(hpid)
+					rss, pss = rss+r, pss+s
+					cpu += cpuOf(hpid)
+				}
+			}
+			b.ReportMetric(float64(len(seen)), mode+"-holders")
+			b.ReportMetric(float64(rss)/n, mode+"-rss-kB/pane")
+			b.ReportMetric(float64(pss)/n, mode+"-pss-kB/pane")
+			b.ReportMetric(float64(cpu.Milliseconds())/n/1.35, mode+"-cpu-ms/MB")
+			for _, p := range panes {
+				p.Kill(syscall.SIGKILL)
+				<-p.Done()
+			}
 		}
 	}
 }

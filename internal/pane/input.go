@@ -9,6 +9,12 @@ import (
 // InputQueue bounds the writes waiting for the program to read them.
 const InputQueue = 256
 
+// GCPercent is the garbage-collection target (GOGC) of a process that
+// keeps panes, unless the user set GOGC: its heap is mostly long-lived pane
+// state (cells, history) and makes little garbage, so collecting sooner
+// costs little CPU and keeps its resident memory near its live heap.
+const GCPercent = 50
+
 // inputQueue is the input waiting for the program (keys, pastes, query
 // answers), written in order by one writer. The writer runs only while
 // there is some: an idle pane keeps neither a goroutine nor a queue.

@@ -60,6 +60,10 @@ func table() map[int]proc {
 	return out
 }
 
+// Marked reports whether process pid runs and its environment holds mark
+// (a whole "K=V" entry).
+func Marked(pid int, mark string) bool { return hasMark(pid, mark) }
+
 // hasMark reports whether the process's environment holds mark (a whole
 // "K=V" entry).
 func hasMark(pid int, mark string) bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -50,8 +51,9 @@ func (s *Server) holding(id string) (*pane.Holding, error) {
 		if err == nil {
 			s.holderLog = f
 		}
+		s.holders = &holder.Pool{Exe: holderExe, Stderr: s.holderLog}
 	})
-	return &pane.Holding{Exe: holderExe, Socket: sock, Secret: holder.NewSecret(), Log: s.holderLog}, nil
+	return &pane.Holding{Pool: s.holders, Socket: sock, Secret: holder.NewSecret()}, nil
 }
 
 // prepareHold gives cfg a holder, unless the daemon cannot make one.
@@ -277,9 +279,10 @@ const strayWait = time.Second
 // daemon that ended between starting a pane's holder and writing the table
 // leaves a holder whose secret nobody knows: no daemon can adopt it, and
 // its pane was never reported (the run failed), so its program would run
-// unseen. Such a holder, when it is a corral hold process of this user
-// (the kernel says who listens), is ended as a failed start is: SIGTERM
-// ends its program and everything the program started. A socket nobody
+// unseen. Such a pane, when its holder is a corral hold process of this
+// user (the kernel says who listens), is ended as a failed start is: its
+// program and everything the program started (holder.EndStray; SIGTERM to
+// a holder of an older build, which holds one pane). A socket nobody
 // listens on is removed; anything else is left alone and logged. When the
 // table could not be read, nothing is ended: the holders are then the
 // panes it named.
@@ -310,7 +313,11 @@ func (s *Server) endStrays(f tableFile) {
 		case !alive(pid):
 			s.opts.Logf("the process listening on %s (pid %d) is not a corral holder; left alone", path, pid)
 		default:
-			err := syscall.Kill(pid, syscall.SIGTERM)
+			// Only that pane: its holder process may serve others.
+			err := holder.EndStray(path, strayWait)
+			if errors.Is(err, holder.ErrOldHolder) {
+				err = syscall.Kill(pid, syscall.SIGTERM) // one pane per process then
+			}
 			s.opts.Logf("holder %d (%s): its pane was started by a daemon that ended before noting it, and no daemon "+
 				"can adopt it (its secret was never saved); ended it and its program (%v)", pid, path, errOr(err, "done"))
 		}
@@ -364,7 +371,9 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 	hc, err := holder.Dial(row.Socket, row.Secret, adoptWait)
 	if err != nil {
 		absent := errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
-		if absent && !alive(row.Holder) {
+		// A holder process may live on for other panes: the pane is gone
+		// when nothing listens on its socket and its program has ended.
+		if absent && !programRuns(row) {
 			_ = os.Remove(row.Socket) // a socket file left by a holder that is gone
 			return nil, fmt.Errorf("its holder (pid %d) is gone (the machine restarted, or it was killed): corral restore starts it again", row.Holder)
 		}
@@ -421,6 +430,12 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 
 // alive says whether pid is a running holder (after a reboot the pid may
 // be anyone's).
+// programRuns reports whether the pane's program (its first process,
+// carrying the pane's mark) still runs.
+func programRuns(row tablePane) bool {
+	return row.PID > 0 && row.ID != "" && procs.Marked(row.PID, "CORRAL_PANE="+row.ID)
+}
+
 func alive(pid int) bool {
 	if pid <= 0 {
 		return false

@@ -2,11 +2,13 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 
 	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/pane"
 )
 
@@ -120,13 +122,21 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	var keep []tablePane
 	for _, row := range lost {
 		res := Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd}
-		if alive(row.Holder) && row.Holder != 0 {
-			// Its holder runs but did not let this daemon in: starting the
-			// program again would run it twice.
-			res.Error = fmt.Sprintf("its holder (pid %d) still runs (%s); end it (kill %d) to restore the pane", row.Holder, row.Why, row.Holder)
+		if programRuns(row) {
+			// Its holder did not let this daemon in: starting the program
+			// again would run it twice.
+			res.Error = fmt.Sprintf("its program (pid %d) still runs under its holder (pid %d), which did not let this daemon in (%s); "+
+				"end it (kill %d) to restore the pane", row.PID, row.Holder, row.Why, row.PID)
 			keep = append(keep, row)
 			out = append(out, res)
 			continue
+		}
+		if _, err := holder.Listener(row.Socket, strayWait); err == nil {
+			// Its program has ended but its holder keeps the pane for a
+			// daemon that cannot have it: let it go.
+			if err := holder.EndStray(row.Socket, strayWait); err != nil && !errors.Is(err, holder.ErrOldHolder) {
+				s.opts.Logf("pane %s: its holder did not let it go: %v", row.ID, err)
+			}
 		}
 		argv, session, why := resumeArgv(row)
 		res.Command, res.Resumed, res.Note = argv, session, why

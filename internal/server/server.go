@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/procs"
@@ -95,6 +97,7 @@ type Server struct {
 	handoverLn    *os.File
 	holderLogOnce sync.Once
 	holderLog     *os.File
+	holders       *holder.Pool // new panes' holder processes
 }
 
 type entry struct {
@@ -123,6 +126,14 @@ type entry struct {
 	// question holds the choices of the question the agent's hook last
 	// asked, until the agent goes on.
 	question atomic.Pointer[[]string]
+}
+
+// TuneGC sets the daemon's garbage-collection target to pane.GCPercent,
+// unless GOGC says otherwise.
+func TuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(pane.GCPercent)
+	}
 }
 
 // ErrRunning is returned when another daemon already serves the socket.

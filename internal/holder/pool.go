@@ -1,0 +1,249 @@
+package holder
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/internal/procs"
+)
+
+// GroupSize is how many panes one holder process takes. The process's own
+// cost (a Go runtime: about a megabyte) is shared by that many panes; a
+// holder that crashes takes that many panes with it (they are then lost,
+// for corral restore).
+const GroupSize = 32
+
+// Pool starts panes in holder processes (exe hold), up to Size panes each,
+// one start at a time. A holder process outlives the daemon; a daemon of
+// its own starts panes in new ones.
+type Pool struct {
+	Exe    string
+	Stderr *os.File // the holders' log
+	Size   int      // GroupSize when 0
+
+	mu  sync.Mutex // held while a start is under way; guards cur
+	cur *holderProcess
+}
+
+// holderProcess is the daemon's side of one holder process.
+type holderProcess struct {
+	cmd     *exec.Cmd
+	in      io.WriteCloser // requests, one JSON line each
+	lines   chan readyLine // answers, in order (room for all: the reader never waits)
+	started int            // panes started in it
+	gone    bool           // no more starts in it
+}
+
+type readyLine struct {
+	r   Ready
+	err error
+}
+
+// Started is a pane started in a holder.
+type Started struct {
+	Ready
+	g      *holderProcess
+	socket string
+}
+
+// errGroupGone: the holder process ended before it took the pane (its
+// last pane had just ended); another one takes it.
+var errGroupGone = errors.New("the holder ended")
+
+// Spawn starts a holder process of its own for one pane.
+func Spawn(exe string, cfg Config, stderr *os.File, timeout time.Duration) (Started, error) {
+	p := &Pool{Exe: exe, Stderr: stderr, Size: 1}
+	return p.Start(cfg, timeout)
+}
+
+// Start starts cfg's program in a holder with room, or in a new one, and
+// waits at most timeout for it to report Ready.
+func (p *Pool) Start(cfg Config, timeout time.Duration) (Started, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	size := p.Size
+	if size <= 0 {
+		size = GroupSize
+	}
+	for try := 0; ; try++ {
+		g := p.cur
+		if g == nil || g.gone || g.started >= size {
+			var err error
+			if g, err = p.spawn(size); err != nil {
+				return Started{}, err
+			}
+			p.cur = g
+		}
+		r, err := g.start(cfg, timeout)
+		if errors.Is(err, errGroupGone) && try == 0 {
+			continue
+		}
+		if err != nil {
+			return Started{}, err
+		}
+		return Started{Ready: r, g: g, socket: cfg.Socket}, nil
+	}
+}
+
+// Abandon ends a pane whose start the daemon cannot complete (it could not
+// connect to it): its processes are killed and its holder forgets it.
+func (s Started) Abandon() {
+	_ = syscall.Kill(-s.ProgramPID, syscall.SIGKILL)
+	if s.g == nil {
+		return
+	}
+	s.g.end(s.socket)
+}
+
+// end asks the holder to end the pane at socket (nothing if it is gone).
+func (g *holderProcess) end(socket string) {
+	b, _ := json.Marshal(Request{End: socket})
+	_, _ = g.in.Write(append(b, '\n'))
+}
+
+// spawn starts a holder process in a session of its own, so that it
+// outlives the daemon. The daemon collects its exit status if it goes
+// first.
+func (p *Pool) spawn(size int) (*holderProcess, error) {
+	cmd := exec.Command(p.Exe, "hold")
+	if self, err := os.Executable(); err == nil && p.Exe == "/proc/self/exe" {
+		cmd.Args[0] = self // what ps shows
+	}
+	cmd.Dir = "/"
+	cmd.Stderr = p.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, w, err := os.Pipe()
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	cmd.Stdout = w
+	_, err = procs.Spawn(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	w.Close()
+	if err != nil {
+		in.Close()
+		out.Close()
+		return nil, fmt.Errorf("start a holder: %w", err)
+	}
+	g := &holderProcess{cmd: cmd, in: in, lines: make(chan readyLine, size+1)}
+	go func() {
+		procs.WaitExit(cmd.Process.Pid) // no thread blocked in wait4 per holder
+		_ = cmd.Wait()                  // closes in
+		procs.Release(cmd.Process.Pid)
+	}()
+	go func() {
+		defer out.Close()
+		rd := bufio.NewReader(io.LimitReader(out, 1<<20))
+		for {
+			line, err := rd.ReadBytes('\n')
+			var r Ready
+			if err == nil {
+				if err = json.Unmarshal(line, &r); err != nil {
+					err = fmt.Errorf("the holder's answer %q: %w", clip(string(line)), err)
+				}
+			} else if errors.Is(err, io.EOF) {
+				err = errGroupGone
+			}
+			g.lines <- readyLine{r, err}
+			if err != nil {
+				close(g.lines)
+				return
+			}
+		}
+	}()
+	return g, nil
+}
+
+// start asks the holder to start one pane and waits for its answer.
+func (g *holderProcess) start(cfg Config, timeout time.Duration) (Ready, error) {
+	b, err := json.Marshal(Request{Start: &cfg})
+	if err != nil {
+		return Ready{}, err
+	}
+	if _, err := g.in.Write(append(b, '\n')); err != nil {
+		g.gone = true
+		return Ready{}, errGroupGone
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case l, ok := <-g.lines:
+		switch {
+		case !ok:
+			l.err = errGroupGone
+		case l.err == nil && l.r.Error != "":
+			g.started++
+			return Ready{}, errors.New(l.r.Error)
+		}
+		if l.err != nil {
+			g.gone = true
+			if !errors.Is(l.err, errGroupGone) {
+				return Ready{}, fmt.Errorf("the pane's holder did not start: %w", l.err)
+			}
+			return Ready{}, l.err
+		}
+		g.started++
+		return l.r, nil
+	case <-t.C:
+		// The process is not used again; the pane, if it comes, is ended
+		// (the holder reads its requests in order).
+		g.gone = true
+		g.end(cfg.Socket)
+		return Ready{}, fmt.Errorf("the pane's holder did not start within %v", timeout)
+	}
+}
+
+// EndStray ends the pane at socket without its secret, for a daemon that
+// found a holder socket its pane table does not name: the pane's
+// processes are ended and its holder lets it go. A holder that serves a
+// daemon refuses. ErrOldHolder: the holder is of a build that knows no
+// such request (one pane per process: ending the process ends the pane).
+func EndStray(socket string, wait time.Duration) error {
+	nc, err := net.DialTimeout("unix", socket, wait)
+	if err != nil {
+		return err
+	}
+	c := nc.(*net.UnixConn)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(wait))
+	if _, err := checkPeer(c); err != nil {
+		return err
+	}
+	if err := writeFrame(c, tEnd, nil); err != nil {
+		return err
+	}
+	typ, b, err := readFrame(c, nil)
+	switch {
+	case err != nil:
+		return err
+	case typ == tEnded:
+		return nil
+	case typ == tError && strings.Contains(string(b), fmt.Sprintf("want %q", byte(tHello))):
+		return ErrOldHolder
+	case typ == tError:
+		return fmt.Errorf("refused: %s", clip(string(b)))
+	}
+	return fmt.Errorf("%w: got type %q, want the end's answer", ErrFrame, typ)
+}
+
+// ErrOldHolder: see EndStray.
+var ErrOldHolder = errors.New("the holder does not know the end request")
