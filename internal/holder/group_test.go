@@ -1,14 +1,22 @@
 package holder
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/internal/proctest"
 )
@@ -129,10 +137,10 @@ func TestPoolGroupsPanes(t *testing.T) {
 	if err != nil || d.PID != c.PID {
 		t.Fatalf("start d: %v (holder %d, c's %d)", err, d.PID, c.PID)
 	}
-	if err := EndStray(filepath.Join(dir, "c.sock"), time.Second); err == nil {
+	if err := EndStray(filepath.Join(dir, "c.sock"), false, time.Second); err == nil {
 		t.Fatal("a pane a daemon holds was ended as a stray")
 	}
-	if err := EndStray(filepath.Join(dir, "d.sock"), time.Second); err != nil {
+	if err := EndStray(filepath.Join(dir, "d.sock"), false, time.Second); err != nil {
 		t.Fatalf("end the stray: %v", err)
 	}
 	waitGone(t, "the stray's program", d.ProgramPID)
@@ -208,7 +216,7 @@ func TestPoolStartFails(t *testing.T) {
 	pid := pool.cur.cmd.Process.Pid
 	pool.mu.Unlock()
 	waitGone(t, "a holder whose only start failed", pid)
-	if err := EndStray(filepath.Join(dir, "none.sock"), time.Second); !errors.Is(err, syscall.ENOENT) {
+	if err := EndStray(filepath.Join(dir, "none.sock"), false, time.Second); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("EndStray of no socket: %v", err)
 	}
 }
@@ -216,4 +224,239 @@ func TestPoolStartFails(t *testing.T) {
 func openFDs(pid int) int {
 	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	return len(ents)
+}
+
+// holderProc is a holder process driven by hand through its stdin.
+type holderProc struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startHolderProc(t *testing.T) *holderProc {
+	cmd := exec.Command(os.Args[0], "hold")
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return &holderProc{t: t, cmd: cmd, in: in, out: bufio.NewReader(out)}
+}
+
+func (h *holderProc) send(line []byte) {
+	h.t.Helper()
+	if _, err := h.in.Write(append(line, '\n')); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *holderProc) ready() Ready {
+	h.t.Helper()
+	line, err := h.out.ReadBytes('\n')
+	var r Ready
+	if err != nil || json.Unmarshal(line, &r) != nil {
+		h.t.Fatalf("holder's answer %q: %v", line, err)
+	}
+	return r
+}
+
+func (h *holderProc) start(cfg Config) Ready {
+	h.t.Helper()
+	b, _ := json.Marshal(Request{Start: &cfg})
+	h.send(b)
+	return h.ready()
+}
+
+// Bad requests are answered and skipped: an over-long line (read to its
+// end, not left in the pipe for the daemon to wait on), a line that is not
+// JSON; the next request is served.
+func TestHolderSkipsBadRequests(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	h := startHolderProc(t)
+	go h.in.Write(append(bytes.Repeat([]byte("x"), MaxRequest+10), '\n'))
+	if r := h.ready(); !strings.Contains(r.Error, "over") {
+		t.Fatalf("an over-long request: %+v", r)
+	}
+	h.send([]byte("{not json"))
+	if r := h.ready(); r.Error == "" {
+		t.Fatalf("a request that is not JSON: %+v", r)
+	}
+	r := h.start(paneConfig(dir, "ok", "exec sleep 1045"))
+	if r.Error != "" || r.ProgramPID == 0 {
+		t.Fatalf("a start after bad requests: %+v", r)
+	}
+	// The daemon refuses to send what the holder would refuse.
+	cfg := paneConfig(dir, "big", "true")
+	cfg.Env = append(cfg.Env, "BIG="+strings.Repeat("<", MaxRequest/5))
+	if _, err := (&Pool{Exe: os.Args[0]}).Start(cfg, 5*time.Second); err == nil || !strings.Contains(err.Error(), "bytes") {
+		t.Fatalf("a start over the limit: %v", err)
+	}
+	syscall.Kill(r.ProgramPID, syscall.SIGKILL)
+}
+
+// While a holder ends (SIGTERM; a pane slow to go), a start is answered
+// "ending", not left unread: the pool starts it in another process.
+func TestHolderEndingAnswersStarts(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	h := startHolderProc(t)
+	slow := h.start(paneConfig(dir, "slow", `trap "" HUP; exec sleep 1046`))
+	if slow.Error != "" {
+		t.Fatal(slow.Error)
+	}
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(100 * time.Millisecond) // SIGHUP sent; SIGKILL comes after a second
+	if r := h.start(paneConfig(dir, "late", "exec sleep 1047")); !r.Ending || r.ProgramPID != 0 {
+		t.Fatalf("a start while ending: %+v", r)
+	}
+	waitGone(t, "the slow pane's program", slow.ProgramPID)
+	waitGone(t, "the holder", h.cmd.Process.Pid)
+}
+
+// A daemon connected to a pane (reading the terminal itself, the shared
+// ring) gets its exit status when a SIGTERM ends the holder, before the
+// holder goes; and an end request made only for an exited program is
+// refused while it runs.
+func TestSigtermDeliversExit(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	pool := &Pool{Exe: os.Args[0]}
+	cfg := paneConfig(dir, "s", "exec sleep 1048")
+	st, err := pool.Start(cfg, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(st.PID, syscall.SIGKILL) })
+	c, err := Dial(cfg.Socket, cfg.Secret, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Ring == nil {
+		t.Fatal("no shared ring")
+	}
+	unix.Close(c.TakePTY())
+	if err := EndStray(cfg.Socket, true, time.Second); err == nil {
+		t.Fatal("a held pane ended as a stray")
+	}
+	syscall.Kill(st.PID, syscall.SIGTERM)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	for {
+		m, err := c.Next()
+		if err != nil {
+			t.Fatalf("no exit status before the connection ended: %v", err)
+		}
+		if m.Exit {
+			if m.Code != 128+int(syscall.SIGHUP) {
+				t.Fatalf("exit code %d", m.Code)
+			}
+			break
+		}
+	}
+	waitGone(t, "the holder", st.PID)
+}
+
+// A lost pane whose program runs is not ended by an end request made only
+// for exited programs; once its program has exited, it is. A pane started
+// again at the same path (corral restore keeps the id) keeps its socket
+// when the old one is let go.
+func TestEndOnlyExitedAndPathReuse(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	pool := &Pool{Exe: os.Args[0]}
+	flag := filepath.Join(dir, "go")
+	cfg := paneConfig(dir, "p", "while [ ! -e "+flag+" ]; do sleep 0.02; done; trap '' HUP; sleep 0.3")
+	st, err := pool.Start(cfg, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(st.PID, syscall.SIGKILL) })
+	if err := EndStray(cfg.Socket, true, time.Second); !errors.Is(err, ErrStillRuns) {
+		t.Fatalf("end of a running program, only if exited: %v", err)
+	}
+	os.WriteFile(flag, nil, 0o600)
+	waitGone(t, "the program", st.ProgramPID)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := EndStray(cfg.Socket, true, time.Second)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrStillRuns) || time.Now().After(deadline) {
+			t.Fatalf("end of an exited program: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Started again at once, at the same path, in the same process.
+	again := paneConfig(dir, "p", "exec sleep 1049")
+	st2, err := pool.Start(again, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the old pane's end is done
+	c, err := DialStream(again.Socket, again.Secret, 5*time.Second)
+	if err != nil {
+		t.Fatalf("the new pane's socket: %v", err)
+	}
+	collect(t, c)
+	waitGone(t, "the program started again", st2.ProgramPID)
+}
+
+// Abandon ends the pane in its holder: its socket goes, and a holder with
+// no other pane ends.
+func TestAbandonLetsGo(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	pool := &Pool{Exe: os.Args[0]}
+	cfg := paneConfig(dir, "a", "exec sleep 1050")
+	st, err := pool.Start(cfg, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(st.PID, syscall.SIGKILL) })
+	st.Abandon()
+	waitGone(t, "the holder of an abandoned pane", st.PID)
+	if _, err := os.Stat(cfg.Socket); err == nil {
+		t.Fatal("the abandoned pane's socket is still there")
+	}
+}
+
+// A pane let go removes its socket file only if it is still its own: a
+// pane started again at the same path may listen there already.
+func TestRemoveKeepsNewerSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "p.sock")
+	listen := func() (*net.UnixListener, uint64) {
+		os.Remove(sock)
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.SetUnlinkOnClose(false)
+		fi, _ := os.Stat(sock)
+		return ln, fi.Sys().(*syscall.Stat_t).Ino
+	}
+	oldLn, oldIno := listen()
+	g := &group{logf: t.Logf, panes: map[string]*holder{}, over: make(chan struct{})}
+	old := &holder{cfg: Config{Socket: sock}, ln: oldLn, sockIno: oldIno}
+	g.panes[sock] = old
+	newLn, _ := listen()
+	defer newLn.Close()
+	g.remove(old)
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("the newer pane's socket was removed: %v", err)
+	}
+	// Its own socket goes.
+	newLn.Close()
+	ln, ino := listen()
+	h := &holder{cfg: Config{Socket: sock}, ln: ln, sockIno: ino}
+	g.remove(h)
+	if _, err := os.Stat(sock); err == nil {
+		t.Fatal("a pane's own socket was left")
+	}
 }

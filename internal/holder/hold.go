@@ -50,11 +50,14 @@ type Config struct {
 // program's last redraws.
 const DefaultRing = 256 << 10
 
-// Ready is the holder's first and only line on its stdout.
+// Ready is a holder's answer to a start, one line on its stdout.
 type Ready struct {
 	PID        int    `json:"pid"`
 	ProgramPID int    `json:"program_pid"`
 	Error      string `json:"error,omitempty"`
+	// Ending: the holder process is ending and took nothing; another one
+	// takes the pane.
+	Ending bool `json:"ending,omitempty"`
 }
 
 // DrainWait bounds how long the end of a program's output is read after
@@ -91,6 +94,8 @@ type holder struct {
 	finished  chan struct{} // a daemon collected the exit status, or the pane was ended
 	finish    sync.Once
 	onFinish  func(*holder) // once finished
+	onRelease func()        // once released
+	sockIno   uint64        // the socket file's inode: the path may be a newer pane's later
 	over      atomic.Int32  // finished and reaped: at 2, release
 
 	mu      sync.Mutex // guards what follows
@@ -102,6 +107,8 @@ type holder struct {
 	released bool
 	exited   bool
 	code     int
+	waited   bool // the program's exit status is collected (its pid is free)
+	stray    bool // ended as a stray: no daemon may connect any more
 }
 
 // sconn is the daemon's connection; wmu orders its frames.
@@ -166,8 +173,23 @@ func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	}()
 	go g.serveRequests(stdin)
 	<-g.over
+	// The last panes' ends (their exit to a daemon, their processes) are
+	// done before the process goes.
+	done := make(chan struct{})
+	go func() { g.released.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(releaseWait):
+		g.logf("ending with panes not yet let go")
+	}
 	return 0
 }
+
+// releaseWait bounds how long an ending holder waits for its last panes'
+// ends: each ends its processes within about 7 s (SIGHUP, a second, then
+// SIGKILL until none is left, at most 5 s, and the terminal's last
+// output).
+const releaseWait = 10 * time.Second
 
 // group is the panes of one holder process.
 type group struct {
@@ -181,17 +203,35 @@ type group struct {
 	eof      bool // stdin ended: no more starts
 	ending   bool // SIGTERM, or the last pane ended: no more starts
 	over     chan struct{}
+	released sync.WaitGroup // a pane is counted until release
 }
 
-// serveRequests reads the daemon's requests until stdin ends or the
-// group does.
+// MaxRequest bounds a request line on a holder's stdin.
+const MaxRequest = 4 << 20
+
+// serveRequests reads the daemon's requests until stdin ends. It never
+// stops reading before that: a daemon writing a request must not wait on
+// a holder that will not read it (a start that cannot be taken is
+// answered, and the daemon starts it elsewhere).
 func (g *group) serveRequests(stdin io.Reader) {
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
+	rd := bufio.NewReaderSize(stdin, 64<<10)
+	for {
+		line, err := readLine(rd, MaxRequest)
+		if errors.Is(err, errLongLine) {
+			g.logf("request skipped: over %d bytes", MaxRequest)
+			g.answer(Ready{PID: os.Getpid(), Error: fmt.Sprintf("the request is over %d bytes", MaxRequest)})
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				g.logf("requests: %v", err)
+			}
+			break
+		}
 		var req Request
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+		if err := json.Unmarshal(line, &req); err != nil {
 			g.logf("request skipped: %v", err)
+			g.answer(Ready{PID: os.Getpid(), Error: fmt.Sprintf("a request that is not one: %v", err)})
 			continue
 		}
 		switch {
@@ -199,7 +239,8 @@ func (g *group) serveRequests(stdin io.Reader) {
 			g.mu.Lock()
 			if g.ending {
 				g.mu.Unlock()
-				return // the process is ending: the daemon reads the end of our stdout and starts another
+				g.answer(Ready{PID: os.Getpid(), Ending: true, Error: "this holder is ending"})
+				continue
 			}
 			g.started = true
 			g.starting++
@@ -217,13 +258,50 @@ func (g *group) serveRequests(stdin io.Reader) {
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		g.logf("requests: %v", err)
-	}
 	g.mu.Lock()
 	g.eof = true
 	g.checkOverLocked()
 	g.mu.Unlock()
+}
+
+var errLongLine = errors.New("line too long")
+
+// readLine reads one line without its newline. A line over max is read to
+// its end and dropped (errLongLine): the next one is read whole.
+func readLine(rd *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	long := false
+	for {
+		frag, err := rd.ReadSlice('\n')
+		if !long {
+			if len(line)+len(frag) > max+1 {
+				long, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		switch {
+		case err == nil:
+			if long {
+				return nil, errLongLine
+			}
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0 && !long:
+			return line, nil // a last line without its newline
+		default:
+			return nil, err
+		}
+	}
+}
+
+// answer writes one Ready line.
+func (g *group) answer(r Ready) {
+	b, _ := json.Marshal(r)
+	if _, err := fmt.Fprintf(g.out, "%s\n", b); err != nil {
+		g.logf("answer the daemon: %v", err)
+	}
 }
 
 // start starts one pane and answers Ready. While it runs, the group
@@ -231,9 +309,11 @@ func (g *group) serveRequests(stdin io.Reader) {
 func (g *group) start(cfg Config) {
 	name := strings.TrimSuffix(filepath.Base(cfg.Socket), ".sock")
 	logf := func(format string, args ...any) { g.logf("pane "+name+": "+format, args...) }
-	h, err := start(cfg, logf, g.remove)
+	g.released.Add(1)
+	h, err := start(cfg, logf, g.remove, g.released.Done)
 	r := Ready{PID: os.Getpid()}
 	if err != nil {
+		g.released.Done()
 		r.Error = err.Error()
 	} else {
 		r.ProgramPID = h.pid
@@ -245,10 +325,7 @@ func (g *group) start(cfg Config) {
 			go h.end()
 		}
 	}
-	b, _ := json.Marshal(r)
-	if _, err := fmt.Fprintf(g.out, "%s\n", b); err != nil {
-		g.logf("answer the daemon: %v", err)
-	}
+	g.answer(r)
 	g.mu.Lock()
 	g.starting--
 	g.checkOverLocked()
@@ -259,7 +336,13 @@ func (g *group) start(cfg Config) {
 // was ended.
 func (g *group) remove(h *holder) {
 	h.ln.Close()
-	os.Remove(h.cfg.Socket)
+	// The path is the pane's id: a pane started again (corral restore)
+	// may listen there already.
+	if fi, err := os.Stat(h.cfg.Socket); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Ino == h.sockIno {
+			os.Remove(h.cfg.Socket)
+		}
+	}
 	g.mu.Lock()
 	if g.panes[filepath.Clean(h.cfg.Socket)] == h {
 		delete(g.panes, filepath.Clean(h.cfg.Socket))
@@ -334,6 +417,9 @@ func (h *holder) release() {
 		unix.Close(h.ringFD)
 	}
 	unix.Close(h.pty)
+	if h.onRelease != nil {
+		h.onRelease()
+	}
 }
 
 // end ends the pane's processes (SIGHUP, then SIGKILL) and the pane.
@@ -369,7 +455,7 @@ func (g *group) reapOrphans() {
 	}
 }
 
-func start(cfg Config, logf func(string, ...any), onFinish func(*holder)) (*holder, error) {
+func start(cfg Config, logf func(string, ...any), onFinish func(*holder), onRelease func()) (*holder, error) {
 	if len(cfg.Argv) == 0 || cfg.Path == "" || cfg.Socket == "" || len(cfg.Secret) < 32 {
 		return nil, errors.New("the holder's config lacks a program, a socket or a secret")
 	}
@@ -384,6 +470,12 @@ func start(cfg Config, logf func(string, ...any), onFinish func(*holder)) (*hold
 		return nil, fmt.Errorf("holder socket: %w", err)
 	}
 	ln.SetUnlinkOnClose(false)
+	var sockIno uint64
+	if fi, err := os.Stat(cfg.Socket); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			sockIno = st.Ino
+		}
+	}
 	cmd := exec.Command(cfg.Path, cfg.Argv[1:]...)
 	cmd.Args[0] = cfg.Argv[0]
 	cmd.Dir = cfg.Dir
@@ -415,13 +507,14 @@ func start(cfg Config, logf func(string, ...any), onFinish func(*holder)) (*hold
 	if err != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		procs.Release(cmd.Process.Pid)
 		ln.Close()
 		os.Remove(cfg.Socket)
 		return nil, err
 	}
 	h := &holder{cfg: cfg, ln: ln, pty: ptyFD, ring: ring, ringFD: ringFD, cmd: cmd, pid: cmd.Process.Pid, logf: logf,
 		reaped: make(chan struct{}), first: make(chan struct{}), ending: make(chan struct{}),
-		finished: make(chan struct{}), onFinish: onFinish}
+		finished: make(chan struct{}), onFinish: onFinish, onRelease: onRelease, sockIno: sockIno}
 	h.group = procs.Group{Root: h.pid, Mark: cfg.Mark}
 	go h.readWithoutDaemon()
 	go h.reap()
@@ -549,6 +642,9 @@ func (h *holder) reap() {
 	killGroup(h.pid, syscall.SIGKILL)
 	h.group.KillAll(5 * time.Second)
 	err := h.cmd.Wait()
+	h.mu.Lock()
+	h.waited = true // its pid may be another's from here: never signalled again
+	h.mu.Unlock()
 	procs.Release(h.pid)
 	code := 0
 	if err != nil {
@@ -583,11 +679,11 @@ func (h *holder) reap() {
 	h.exited, h.code = true, code
 	sc := h.conn
 	h.mu.Unlock()
-	close(h.reaped)
 	if sc != nil {
 		b, _ := json.Marshal(exitMsg{Code: code})
 		h.send(sc, tExit, b)
 	}
+	close(h.reaped) // after the exit is sent: an end waiting for this then lets the pane go
 	if h.over.Add(1) == 2 {
 		h.release()
 	}
@@ -632,7 +728,12 @@ func (h *holder) serve(c *net.UnixConn) {
 		return
 	}
 	if typ == tEnd {
-		h.endStray(c)
+		var m endMsg
+		if len(b) > 0 && json.Unmarshal(b, &m) != nil {
+			refuse(fmt.Errorf("%w: an end request that is not one", ErrFrame))
+			return
+		}
+		h.endStray(c, m)
 		return
 	}
 	var hi hello
@@ -687,7 +788,7 @@ func (h *holder) serve(c *net.UnixConn) {
 	}
 	sc.wmu.Lock()
 	h.mu.Lock()
-	if h.released {
+	if h.released || h.stray {
 		h.mu.Unlock()
 		sc.wmu.Unlock()
 		_ = writeFrame(bc, tError, []byte("the pane has ended"))
@@ -741,7 +842,7 @@ func (h *holder) serve(c *net.UnixConn) {
 	for {
 		typ, b, err := readFrame(bc, buf)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, net.ErrClosed) {
 				h.logf("daemon connection: %v", err)
 			}
 			h.drop(sc)
@@ -773,13 +874,20 @@ func (h *holder) serve(c *net.UnixConn) {
 // ended before noting it, so no daemon can adopt it). Ending needs no
 // secret — the user can kill the processes anyway — but a pane a daemon
 // holds is not ended this way.
-func (h *holder) endStray(c *net.UnixConn) {
+func (h *holder) endStray(c *net.UnixConn, m endMsg) {
 	defer c.Close()
 	h.mu.Lock()
-	held := h.conn != nil
+	held, runs := h.conn != nil, !h.waited
+	if !held && !(m.OnlyExited && runs) {
+		h.stray = true
+	}
 	h.mu.Unlock()
-	if held {
+	switch {
+	case held:
 		_ = writeFrame(c, tError, []byte("a daemon holds this pane; end it through that daemon"))
+		return
+	case m.OnlyExited && runs:
+		_ = writeFrame(c, tError, []byte(errStillRuns))
 		return
 	}
 	h.logf("ended on request: no daemon can adopt it")
@@ -803,9 +911,9 @@ func (h *holder) welcome(c frameConn, w Welcome, fds []int) error {
 // the signal lands).
 func (h *holder) kill(sig syscall.Signal) {
 	h.mu.Lock()
-	exited := h.exited
+	gone := h.exited || h.waited
 	h.mu.Unlock()
-	if exited {
+	if gone {
 		return
 	}
 	h.group.Signal(sig)

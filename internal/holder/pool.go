@@ -38,7 +38,7 @@ type Pool struct {
 // holderProcess is the daemon's side of one holder process.
 type holderProcess struct {
 	cmd     *exec.Cmd
-	in      io.WriteCloser // requests, one JSON line each
+	in      *os.File       // requests, one JSON line each
 	lines   chan readyLine // answers, in order (room for all: the reader never waits)
 	started int            // panes started in it
 	gone    bool           // no more starts in it
@@ -108,6 +108,7 @@ func (s Started) Abandon() {
 // end asks the holder to end the pane at socket (nothing if it is gone).
 func (g *holderProcess) end(socket string) {
 	b, _ := json.Marshal(Request{End: socket})
+	_ = g.in.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = g.in.Write(append(b, '\n'))
 }
 
@@ -122,15 +123,19 @@ func (p *Pool) spawn(size int) (*holderProcess, error) {
 	cmd.Dir = "/"
 	cmd.Stderr = p.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	in, err := cmd.StdinPipe()
+	// The pipes are made here, not by os/exec: writes to the holder take
+	// a deadline, and Wait does not close them under a writer.
+	inR, in, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	out, w, err := os.Pipe()
 	if err != nil {
+		inR.Close()
 		in.Close()
 		return nil, err
 	}
+	cmd.Stdin = inR
 	cmd.Stdout = w
 	_, err = procs.Spawn(func() (int, error) {
 		if err := cmd.Start(); err != nil {
@@ -139,6 +144,7 @@ func (p *Pool) spawn(size int) (*holderProcess, error) {
 		return cmd.Process.Pid, nil
 	})
 	w.Close()
+	inR.Close()
 	if err != nil {
 		in.Close()
 		out.Close()
@@ -147,8 +153,9 @@ func (p *Pool) spawn(size int) (*holderProcess, error) {
 	g := &holderProcess{cmd: cmd, in: in, lines: make(chan readyLine, size+1)}
 	go func() {
 		procs.WaitExit(cmd.Process.Pid) // no thread blocked in wait4 per holder
-		_ = cmd.Wait()                  // closes in
+		_ = cmd.Wait()
 		procs.Release(cmd.Process.Pid)
+		in.Close()
 	}()
 	go func() {
 		defer out.Close()
@@ -179,24 +186,34 @@ func (g *holderProcess) start(cfg Config, timeout time.Duration) (Ready, error) 
 	if err != nil {
 		return Ready{}, err
 	}
-	if _, err := g.in.Write(append(b, '\n')); err != nil {
-		g.gone = true
-		return Ready{}, errGroupGone
+	if len(b) > MaxRequest {
+		return Ready{}, fmt.Errorf("the pane's command and environment take %d bytes; a holder takes at most %d", len(b), MaxRequest)
 	}
-	t := time.NewTimer(timeout)
+	deadline := time.Now().Add(timeout)
+	_ = g.in.SetWriteDeadline(deadline)
+	if _, err := g.in.Write(append(b, '\n')); err != nil {
+		g.fail()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return Ready{}, fmt.Errorf("the pane's holder did not take its start within %v", timeout)
+		}
+		return Ready{}, errGroupGone // it ended before it read the request
+	}
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case l, ok := <-g.lines:
 		switch {
 		case !ok:
 			l.err = errGroupGone
+		case l.err == nil && l.r.Ending:
+			l.err = errGroupGone
 		case l.err == nil && l.r.Error != "":
-			g.started++
 			return Ready{}, errors.New(l.r.Error)
 		}
 		if l.err != nil {
-			g.gone = true
+			g.fail()
 			if !errors.Is(l.err, errGroupGone) {
+				g.end(cfg.Socket)
 				return Ready{}, fmt.Errorf("the pane's holder did not start: %w", l.err)
 			}
 			return Ready{}, l.err
@@ -206,18 +223,29 @@ func (g *holderProcess) start(cfg Config, timeout time.Duration) (Ready, error) 
 	case <-t.C:
 		// The process is not used again; the pane, if it comes, is ended
 		// (the holder reads its requests in order).
-		g.gone = true
+		g.fail()
 		g.end(cfg.Socket)
 		return Ready{}, fmt.Errorf("the pane's holder did not start within %v", timeout)
 	}
 }
 
+// fail stops using the process for new panes, and ends it if it holds
+// none.
+func (g *holderProcess) fail() {
+	g.gone = true
+	if g.started == 0 {
+		_ = g.cmd.Process.Kill()
+	}
+}
+
 // EndStray ends the pane at socket without its secret, for a daemon that
-// found a holder socket its pane table does not name: the pane's
-// processes are ended and its holder lets it go. A holder that serves a
-// daemon refuses. ErrOldHolder: the holder is of a build that knows no
-// such request (one pane per process: ending the process ends the pane).
-func EndStray(socket string, wait time.Duration) error {
+// found a holder socket its pane table does not name, or a lost pane whose
+// program has ended: the pane's processes are ended and its holder lets it
+// go. A holder refuses for a pane a daemon holds, and with onlyExited for
+// one whose program still runs (ErrStillRuns). ErrOldHolder: the holder is
+// of a build that knows no such request (one pane per process: ending the
+// process ends the pane).
+func EndStray(socket string, onlyExited bool, wait time.Duration) error {
 	nc, err := net.DialTimeout("unix", socket, wait)
 	if err != nil {
 		return err
@@ -228,7 +256,7 @@ func EndStray(socket string, wait time.Duration) error {
 	if _, err := checkPeer(c); err != nil {
 		return err
 	}
-	if err := writeFrame(c, tEnd, nil); err != nil {
+	if err := writeJSON(c, tEnd, endMsg{OnlyExited: onlyExited}); err != nil {
 		return err
 	}
 	typ, b, err := readFrame(c, nil)
@@ -237,6 +265,8 @@ func EndStray(socket string, wait time.Duration) error {
 		return err
 	case typ == tEnded:
 		return nil
+	case typ == tError && string(b) == errStillRuns:
+		return ErrStillRuns
 	case typ == tError && strings.Contains(string(b), fmt.Sprintf("want %q", byte(tHello))):
 		return ErrOldHolder
 	case typ == tError:
@@ -244,6 +274,9 @@ func EndStray(socket string, wait time.Duration) error {
 	}
 	return fmt.Errorf("%w: got type %q, want the end's answer", ErrFrame, typ)
 }
+
+// ErrStillRuns: see EndStray.
+var ErrStillRuns = errors.New("its program still runs")
 
 // ErrOldHolder: see EndStray.
 var ErrOldHolder = errors.New("the holder does not know the end request")

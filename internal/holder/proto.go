@@ -139,6 +139,16 @@ func clip(s string) string {
 	return s
 }
 
+// endMsg is an end request's payload (none: end the pane).
+type endMsg struct {
+	// OnlyExited: end it only if its program has exited.
+	OnlyExited bool `json:"only_exited,omitempty"`
+}
+
+// errStillRuns is the holder's refusal of an end request made only for a
+// program that has exited.
+const errStillRuns = "its program still runs"
+
 type hello struct {
 	Version int    `json:"version"`
 	Nonce   string `json:"nonce"`

@@ -60,6 +60,26 @@ func table() map[int]proc {
 	return out
 }
 
+// Parent returns process pid's parent and whether it is a zombie (ok
+// false: no such process).
+func Parent(pid int) (ppid int, zombie bool, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false, false
+	}
+	// pid (comm) state ppid …; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0] == "Z", err == nil
+}
+
 // Marked reports whether process pid runs and its environment holds mark
 // (a whole "K=V" entry).
 func Marked(pid int, mark string) bool { return hasMark(pid, mark) }
@@ -236,7 +256,13 @@ func Reap() int {
 	if !subreaper.Load() {
 		return 0
 	}
-	ownMu.Lock()
+	// A start under way (its fork and exec, which a program on a hung
+	// mount can hold up) is not waited for: its child may not be recorded
+	// yet, so this round is skipped; the next reaps (a child's exit, or a
+	// caller's loop, comes again).
+	if !ownMu.TryLock() {
+		return 0
+	}
 	defer ownMu.Unlock()
 	self, myGroup := os.Getpid(), syscall.Getpgrp()
 	own := ownedSet()
@@ -288,13 +314,18 @@ func WaitExit(pid int) {
 	}
 	// A pidfd reads as ready once its process has exited; it is checked
 	// with poll before each wait, so an exit before registration counts.
+	var pollErr error
 	err = rc.Read(func(fd uintptr) bool {
 		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(pfd, 0)
-		return err == nil && n > 0 || err != nil && err != unix.EINTR
+		if err != nil && err != unix.EINTR {
+			pollErr = err
+			return true
+		}
+		return err == nil && n > 0
 	})
-	if err != nil {
-		waitID(pid)
+	if err != nil || pollErr != nil {
+		waitID(pid) // never an early return: the caller ends what is left
 	}
 }
 

@@ -309,12 +309,12 @@ func (s *Server) endStrays(f tableFile) {
 			s.opts.Logf("holder socket %s is not in the pane table and cannot be checked (%v); left alone", path, err)
 		case s.table.unread:
 			s.opts.Logf("holder %d (%s) left running: the pane table could not be read, so its pane is not known; "+
-				"kill %d to end its program", pid, path, pid)
+				"end its program (its processes carry CORRAL_PANE=%s), and the holder lets it go", pid, path, strings.TrimSuffix(de.Name(), ".sock"))
 		case !alive(pid):
 			s.opts.Logf("the process listening on %s (pid %d) is not a corral holder; left alone", path, pid)
 		default:
 			// Only that pane: its holder process may serve others.
-			err := holder.EndStray(path, strayWait)
+			err := holder.EndStray(path, false, strayWait)
 			if errors.Is(err, holder.ErrOldHolder) {
 				err = syscall.Kill(pid, syscall.SIGTERM) // one pane per process then
 			}
@@ -375,7 +375,7 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 		// when nothing listens on its socket and its program has ended.
 		if absent && !programRuns(row) {
 			_ = os.Remove(row.Socket) // a socket file left by a holder that is gone
-			return nil, fmt.Errorf("its holder (pid %d) is gone (the machine restarted, or it was killed): corral restore starts it again", row.Holder)
+			return nil, fmt.Errorf("its holder (pid %d) no longer holds it (the machine restarted, or the holder was killed): corral restore starts it again", row.Holder)
 		}
 		return nil, fmt.Errorf("its socket is not this pane's holder, or refused us: %w", err)
 	}
@@ -430,10 +430,20 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 
 // alive says whether pid is a running holder (after a reboot the pid may
 // be anyone's).
-// programRuns reports whether the pane's program (its first process,
-// carrying the pane's mark) still runs.
+// programRuns reports whether the pane's program (its first process) may
+// still run: a live process of its pid that carries the pane's mark, or is
+// a child of the pane's holder (a program may have cleared its
+// environment). It errs on the side of running: starting a program again
+// while it runs would run it twice.
 func programRuns(row tablePane) bool {
-	return row.PID > 0 && row.ID != "" && procs.Marked(row.PID, "CORRAL_PANE="+row.ID)
+	if row.PID <= 0 {
+		return false
+	}
+	if row.ID != "" && procs.Marked(row.PID, "CORRAL_PANE="+row.ID) {
+		return true
+	}
+	ppid, zombie, ok := procs.Parent(row.PID)
+	return ok && !zombie && row.Holder > 0 && ppid == row.Holder
 }
 
 func alive(pid int) bool {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"syscall"
+	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/holder"
@@ -95,6 +97,41 @@ func sessionOf(session string, payload json.RawMessage) string {
 	return ""
 }
 
+// letGo makes sure nothing holds a lost pane any more before it is
+// started again, and says why not when something does: its program still
+// runs, or its holder keeps it (its program ended; the holder is asked to
+// let it go).
+func (s *Server) letGo(row tablePane) string {
+	runs := fmt.Sprintf("its program (pid %d) still runs under its holder (pid %d), which did not let this daemon in (%s); "+
+		"end the program (kill %d) to restore the pane", row.PID, row.Holder, row.Why, row.PID)
+	if programRuns(row) {
+		return runs
+	}
+	pid, err := holder.Listener(row.Socket, strayWait)
+	if err != nil {
+		return "" // nothing listens on its socket: nothing holds it
+	}
+	switch err := holder.EndStray(row.Socket, true, strayWait); {
+	case err == nil:
+	case errors.Is(err, holder.ErrStillRuns):
+		return runs
+	case errors.Is(err, holder.ErrOldHolder) && alive(pid):
+		// A holder of an older build holds one pane: it goes with it. Its
+		// socket is removed as it ends, and must be before the pane
+		// listens there again.
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		for deadline := time.Now().Add(3 * time.Second); alive(pid) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if alive(pid) {
+			return fmt.Sprintf("its holder (pid %d) did not end on SIGTERM; end it (kill -9 %d) to restore the pane", pid, pid)
+		}
+	default:
+		return fmt.Sprintf("its holder (pid %d) keeps it and did not let it go (%v)", pid, err)
+	}
+	return ""
+}
+
 // handleRestore starts again, in their folders with their names and
 // sizes, the panes whose holders were gone when the daemon started,
 // resuming their agents' conversations where the agent allows it.
@@ -122,21 +159,13 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	var keep []tablePane
 	for _, row := range lost {
 		res := Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd}
-		if programRuns(row) {
-			// Its holder did not let this daemon in: starting the program
-			// again would run it twice.
-			res.Error = fmt.Sprintf("its program (pid %d) still runs under its holder (pid %d), which did not let this daemon in (%s); "+
-				"end it (kill %d) to restore the pane", row.PID, row.Holder, row.Why, row.PID)
+		// Its holder did not let this daemon in, or is gone: starting the
+		// program again while it runs would run it twice.
+		if why := s.letGo(row); why != "" {
+			res.Error = why
 			keep = append(keep, row)
 			out = append(out, res)
 			continue
-		}
-		if _, err := holder.Listener(row.Socket, strayWait); err == nil {
-			// Its program has ended but its holder keeps the pane for a
-			// daemon that cannot have it: let it go.
-			if err := holder.EndStray(row.Socket, strayWait); err != nil && !errors.Is(err, holder.ErrOldHolder) {
-				s.opts.Logf("pane %s: its holder did not let it go: %v", row.ID, err)
-			}
 		}
 		argv, session, why := resumeArgv(row)
 		res.Command, res.Resumed, res.Note = argv, session, why

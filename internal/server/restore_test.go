@@ -2,10 +2,12 @@ package server
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestResumeArgv(t *testing.T) {
@@ -69,5 +71,47 @@ func TestPaneTableFile(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".panes-") {
 			t.Fatalf("a temporary file left: %s", e.Name())
 		}
+	}
+}
+
+// A lost pane's program counts as running while a process of its pid
+// carries the pane's mark or is its holder's child (its environment may
+// have been cleared), and not once it has exited.
+func TestProgramRuns(t *testing.T) {
+	start := func(env ...string) *exec.Cmd {
+		cmd := exec.Command("sleep", "1051")
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	marked := start("CORRAL_PANE=p1")
+	bare := start()
+	self := os.Getpid()
+	for _, tc := range []struct {
+		row  tablePane
+		want bool
+	}{
+		{tablePane{ID: "p1", PID: marked.Process.Pid}, true},
+		{tablePane{ID: "p2", PID: marked.Process.Pid}, false},                 // another pane's mark, not our holder's child
+		{tablePane{ID: "p2", PID: bare.Process.Pid, Holder: self}, true},      // the holder's child
+		{tablePane{ID: "p2", PID: bare.Process.Pid, Holder: self + 1}, false}, // not its holder's
+		{tablePane{ID: "p1"}, false},
+	} {
+		if got := programRuns(tc.row); got != tc.want {
+			t.Errorf("programRuns(%+v) = %v", tc.row, got)
+		}
+	}
+	bare.Process.Kill()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if !programRuns(tablePane{ID: "p2", PID: bare.Process.Pid, Holder: self}) {
+			break // a zombie is not running
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an exited program counts as running")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
