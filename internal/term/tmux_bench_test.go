@@ -167,6 +167,90 @@ func BenchmarkMemory200Lines(b *testing.B) {
 	b.ReportMetric(float64(procRSSKB(pid)-rss0)/panes, "tmux-rss-KB/pane")
 }
 
+// agentScreen is what a 120x32 agent pane mostly shows: a few short
+// transcript lines, a spinner, an input line in a rounded box and a
+// status line, the rest blank.
+func agentScreen() []byte {
+	var b strings.Builder
+	b.WriteString("\x1b]0;✳ Claude Code\a\x1b[2J\x1b[H")
+	b.WriteString("\x1b[48;5;237m> fix the failing test in internal/parser\x1b[K\x1b[49m\r\n\r\n")
+	b.WriteString("\x1b[38;5;174m●\x1b[39m Read(\x1b[1minternal/parser/lexer.go\x1b[22m)\r\n")
+	b.WriteString("  ⎿  Read \x1b[1m212\x1b[22m lines\r\n\r\n")
+	b.WriteString("\x1b[38;5;174m●\x1b[39m Update(\x1b[1minternal/parser/lexer.go\x1b[22m)\r\n")
+	b.WriteString("  ⎿  Updated internal/parser/lexer.go with \x1b[1m3\x1b[22m additions and \x1b[1m1\x1b[22m removal\r\n\r\n")
+	b.WriteString("\x1b[38;5;174m●\x1b[39m The tokenizer now keeps escaped quotes; running the tests again.\r\n\r\n")
+	b.WriteString("\x1b[38;5;174m✻\x1b[39m \x1b[38;5;216mWorking…\x1b[39m (12s · ↑ 1.2k tokens · esc to interrupt)\r\n")
+	b.WriteString("\x1b[28;1H\x1b[38;5;244m╭" + strings.Repeat("─", 118) + "╮\x1b[39m\r\n")
+	b.WriteString("\x1b[38;5;244m│\x1b[39m > \x1b[7m \x1b[27m\x1b[120G\x1b[38;5;244m│\x1b[39m\r\n")
+	b.WriteString("\x1b[38;5;244m╰" + strings.Repeat("─", 118) + "╯\x1b[39m\r\n")
+	b.WriteString("  \x1b[38;5;246m⏵⏵ accept edits on (shift+tab to cycle)\x1b[39m\x1b[K")
+	// The spinner redrawn a few times, as it is while the agent works.
+	for i, g := range []string{"✶", "✳", "✢", "·"} {
+		fmt.Fprintf(&b, "\x1b[11;1H\x1b[38;5;174m%s\x1b[39m \x1b[38;5;216mWorking…\x1b[39m (%ds · ↑ 1.2k tokens · esc to interrupt)\x1b[K", g, 13+i)
+	}
+	b.WriteString("\x1b[29;5H")
+	return []byte(b.String())
+}
+
+// BenchmarkMemoryAgentScreen: what a 120x32 pane showing a typical agent
+// screen (agentScreen) costs, measured like BenchmarkMemory200Lines.
+func BenchmarkMemoryAgentScreen(b *testing.B) {
+	const panes = 50
+	screen := agentScreen()
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		terms := make([]*Terminal, panes)
+		for j := range terms {
+			terms[j] = New(Options{Cols: 120, Rows: 32})
+			terms[j].Write(screen)
+			terms[j].Snapshot()
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/panes/1024, "corral-heap-KB/pane")
+		runtime.KeepAlive(terms)
+	}
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		b.Skip("tmux not installed")
+	}
+	dir := b.TempDir()
+	file := filepath.Join(dir, "screen")
+	os.WriteFile(file, screen, 0o600)
+	sock := filepath.Join(dir, "tmux.sock")
+	t := func(args ...string) string {
+		out, err := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+		return string(out)
+	}
+	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
+	prog := "cat " + file + "; exec sleep 600"
+	t("new-session", "-d", "-x", "120", "-y", "32", prog)
+	pid, _ := strconv.Atoi(strings.TrimSpace(t("display-message", "-p", "#{pid}")))
+	waitDrawn := func(target string) {
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(t("capture-pane", "-p", "-t", target), "accept edits") {
+			if time.Now().After(deadline) {
+				b.Fatalf("tmux window %s never drew the screen", target)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitDrawn(":0")
+	rss0 := procRSSKB(pid)
+	for j := 1; j <= panes; j++ {
+		t("new-window", "-d", prog)
+	}
+	for j := 1; j <= panes; j++ {
+		waitDrawn(fmt.Sprintf(":%d", j))
+	}
+	b.ReportMetric(float64(procRSSKB(pid)-rss0)/panes, "tmux-rss-KB/pane")
+}
+
 func procRSSKB(pid int) int {
 	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, line := range strings.Split(string(data), "\n") {
