@@ -80,6 +80,16 @@ func agentVocab(r *rand.Rand, cols, rows int) string {
 		return fmt.Sprintf("\x1b[%d;1H\x1b[38;5;174m%s\x1b[39m Working… (%ds · esc)\x1b[K", r.IntN(rows)+1, words[7+r.IntN(4)], r.IntN(60))
 	case 31:
 		return "\x1bP$q\x1b\\\x1b_G;x\x1b\\\x1b^pm\x1b\\"
+	case 32:
+		// An erase, insert, delete or scroll in a background colour.
+		return fmt.Sprintf("\x1b[48;5;%dm\x1b[%d%c\x1b[49m", 16+r.IntN(8), r.IntN(4), "XK@PJLMST"[r.IntN(9)])
+	case 33:
+		// Printing at the right edge, where rows end.
+		return fmt.Sprintf("\x1b[%dG%s", cols-r.IntN(3), words[r.IntN(len(words))])
+	case 34:
+		// Margins set and a row or cell edit inside them.
+		l := r.IntN(cols) + 1
+		return fmt.Sprintf("\x1b[?69h\x1b[%d;%ds\x1b[%d;%dH\x1b[%d%c", l, l+r.IntN(cols-l+1), r.IntN(rows)+1, r.IntN(cols)+1, r.IntN(4), "LM@PSTX"[r.IntN(7)])
 	}
 	return words[r.IntN(len(words))] + " "
 }

@@ -37,6 +37,7 @@ func FuzzFeed(f *testing.F) {
 				t.Fatalf("row of %d runes", utf8.RuneCountInString(l))
 			}
 		}
+		checkRows(t, term)
 		if len(term.Scrollback(0)) > 50 {
 			t.Fatalf("scrollback beyond its bound")
 		}
@@ -78,6 +79,7 @@ func FuzzSnapshotCache(f *testing.F) {
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("after %d bytes: cached %q, cells say %q", i+n, got, want)
 			}
+			checkRows(t, term)
 		}
 	})
 }

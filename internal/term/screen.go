@@ -21,6 +21,7 @@ type cell struct {
 
 const clusterBase = 0x110000
 
+// emptyCell is a blank: a space, one column wide, in the default style.
 var emptyCell = cell{r: ' ', w: 1}
 
 // cursor is what DECSC saves: position, pen and visibility.
@@ -32,6 +33,13 @@ type cursor struct {
 
 // screen is one page of cells (the main or the alternate screen) with its
 // cursor, scroll region and touched-row marks.
+//
+// Rows are sparse, as tmux keeps its lines: a row holds its cells from
+// column 0 up to the last one written (at most the screen's width), and the
+// columns past its length read as emptyCell. A row never written, or erased
+// to blanks, holds none. Erasing to the end of a row shortens it and keeps
+// its capacity, so a row redrawn in place (a spinner) or reused by a scroll
+// does not allocate again.
 type screen struct {
 	lines      [][]cell
 	cur, saved cursor
@@ -56,16 +64,65 @@ func (s *screen) touchRange(y0, y1 int) {
 	}
 }
 
-func newLines(cols, rows int) [][]cell {
-	block := make([]cell, cols*rows)
-	for i := range block {
-		block[i] = emptyCell
+// newLines returns rows blank rows: none holds a cell yet.
+func newLines(rows int) [][]cell { return make([][]cell, rows) }
+
+// rowGrain is the step, in cells, in which a row's capacity grows.
+const rowGrain = 16
+
+// rowCap is the capacity given to a row that must hold n cells: n rounded
+// up to rowGrain, or the whole width once that is more than half of it.
+func rowCap(n, cols int) int {
+	c := (n + rowGrain - 1) &^ (rowGrain - 1)
+	if c > cols/2 {
+		c = cols
 	}
-	lines := make([][]cell, rows)
-	for y := range lines {
-		lines[y] = block[y*cols : (y+1)*cols : (y+1)*cols]
+	return max(c, n)
+}
+
+// growRow returns row l lengthened to n cells (n at most cols), the new
+// cells blank. When l has no room, it moves to an array with room for
+// max(n, want) cells (see rowCap), never more than cols.
+func growRow(l []cell, n, want, cols int) []cell {
+	if n <= len(l) {
+		return l
 	}
-	return lines
+	return lengthen(l, n, want, cols)
+}
+
+// lengthen is growRow's slow path, kept out of line so growRow inlines.
+//
+//go:noinline
+func lengthen(l []cell, n, want, cols int) []cell {
+	old := len(l)
+	if n > cap(l) {
+		nl := make([]cell, n, rowCap(min(max(n, want), cols), cols))
+		copy(nl, l)
+		l = nl
+	} else {
+		l = l[:n]
+	}
+	for i := old; i < n; i++ {
+		l[i] = emptyCell
+	}
+	return l
+}
+
+// trimRow drops the blank cells at the end of row l; its capacity stays.
+func trimRow(l []cell) []cell {
+	n := len(l)
+	for n > 0 && l[n-1] == emptyCell {
+		n--
+	}
+	return l[:n]
+}
+
+// cellAt reads column x of row l, past its end a blank.
+func cellAt(l []cell, x int) cell {
+	if x < len(l) {
+		return l[x]
+	}
+	return emptyCell
 }
 
 // emulator is corral's terminal screen: an escape-sequence parser (the ansi
@@ -73,9 +130,10 @@ func newLines(cols, rows int) [][]cell {
 // (charmbracelet/x/vt, kept as a test-only reference) operation for
 // operation, quirks included, so screens and rules do not change; what
 // differs is the representation: cells are packed runes with a style
-// index, printable runs bypass the parser, full-width scrolls rotate row
-// slices, history is a ring of text rows, and the alternate screen exists
-// only while it is shown.
+// index, rows hold cells only up to the last one written, printable runs
+// bypass the parser, full-width scrolls rotate row slices, history is a
+// ring of text rows, and the alternate screen exists only while it is
+// shown.
 //
 // Its hooks into Terminal (replies, events, the title) run under the
 // Terminal's lock.
@@ -154,7 +212,7 @@ func newEmulator(t *Terminal, cols, rows, scrollback int) *emulator {
 }
 
 func (e *emulator) newScreen() screen {
-	return screen{lines: newLines(e.cols, e.rows), bottom: e.rows, right: e.cols, touched: make([]uint64, (e.rows+63)/64)}
+	return screen{lines: newLines(e.rows), bottom: e.rows, right: e.cols, touched: make([]uint64, (e.rows+63)/64)}
 }
 
 func defaultTabs(cols int) []bool {
@@ -327,8 +385,11 @@ func (e *emulator) fastASCII(run []byte) {
 	// whole rows with mostly the same text, and the snapshot cache then
 	// rebuilds only the rows that differ.
 	changed := false
-	for _, c := range run {
+	for i, c := range run {
 		if e.phantom && e.autowrap {
+			if len(line) != len(s.lines[y]) {
+				s.lines[y] = line
+			}
 			if changed {
 				s.touch(y)
 			}
@@ -341,13 +402,26 @@ func (e *emulator) fastASCII(run []byte) {
 		}
 		if x >= 0 && x < cols {
 			nc := cell{r: rune(c), st: st, w: 1}
-			if line[x].w == 1 {
+			switch {
+			case x >= len(line):
+				// Past the row's end every column is blank. The row is
+				// lengthened once for the rest of the run.
+				if nc != emptyCell {
+					line = growRow(line, min(x+len(run)-i, cols), 0, cols)
+					line[x] = nc
+					changed = true
+				}
+			case line[x].w == 1:
 				if line[x] != nc {
 					line[x] = nc
 					changed = true
 				}
-			} else {
+			default:
+				if len(line) != len(s.lines[y]) {
+					s.lines[y] = line
+				}
 				e.set(x, y, nc)
+				line = s.lines[y]
 			}
 		}
 		e.phantom = e.autowrap && x >= cols-1
@@ -356,6 +430,9 @@ func (e *emulator) fastASCII(run []byte) {
 		}
 		x = min(max(x, 0), cols-1)
 		s.cur.x = x
+	}
+	if len(line) != len(s.lines[y]) {
+		s.lines[y] = line
 	}
 	if changed {
 		s.touch(y)
@@ -495,11 +572,35 @@ func (e *emulator) set(x, y int, c cell) {
 	if y < 0 || y >= len(s.lines) || x < 0 || x >= cols {
 		return
 	}
-	l := s.lines[y]
 	s.touch(y)
-	e.unwide(l, x)
-	l[x] = c
+	l := s.lines[y]
+	was := len(l)
+	if x >= was && c == emptyCell {
+		return // a blank past the row's end is there already
+	}
+	if x < was && l[x].w != 1 {
+		l = e.unwide(l, x)
+	}
 	cw := int(c.w)
+	if n := min(x+max(cw, 1), cols); n > len(l) {
+		if n <= cap(l) {
+			// The common case, a row written past its end one character
+			// at a time: inline.
+			old := len(l)
+			l = l[:n]
+			for i := old; i < n; i++ {
+				l[i] = emptyCell
+			}
+		} else {
+			l = lengthen(l, n, 0, cols)
+		}
+	}
+	if len(l) != was {
+		// Rows only lengthen here; an unchanged row is not stored again
+		// (a pointer store costs a write barrier while the GC runs).
+		s.lines[y] = l
+	}
+	l[x] = c
 	if x+cw > cols {
 		for i := 0; i < cw && x+i < cols; i++ {
 			l[x+i] = cell{r: ' ', st: c.st, w: 1}
@@ -511,11 +612,16 @@ func (e *emulator) set(x, y int, c cell) {
 	}
 }
 
-// unwide blanks the wide character that covers column x, if any.
-func (e *emulator) unwide(l []cell, x int) {
-	cols := len(l)
+// unwide blanks the wide character that covers column x of row l, if any,
+// and returns the row (longer if the blanks reach past its end).
+func (e *emulator) unwide(l []cell, x int) []cell {
+	if x >= len(l) {
+		return l
+	}
+	cols := e.cols
 	prev := l[x]
 	if pw := int(prev.w); pw > 1 {
+		l = growRow(l, min(x+pw, cols), 0, cols)
 		for j := 0; j < pw && x+j < cols; j++ {
 			l[x+j] = cell{r: ' ', st: prev.st, w: 1}
 		}
@@ -523,6 +629,7 @@ func (e *emulator) unwide(l []cell, x int) {
 		for j := 1; x-j >= 0; j++ {
 			wide := l[x-j]
 			if ww := int(wide.w); ww > 1 && j < ww {
+				l = growRow(l, min(x-j+ww, cols), 0, cols)
 				for k := 0; k < ww && x-j+k < cols; k++ {
 					l[x-j+k] = cell{r: ' ', st: wide.st, w: 1}
 				}
@@ -530,26 +637,44 @@ func (e *emulator) unwide(l []cell, x int) {
 			}
 		}
 	}
+	return l
 }
 
-// fill sets columns [x0, x1) of row y to c (FillArea of one row).
+// fill sets columns [x0, x1) of row y to c (FillArea of one row). Blanks
+// reaching the row's end shorten it.
 func (e *emulator) fill(y, x0, x1 int, c cell) {
 	s := e.scr
 	if y < 0 || y >= len(s.lines) {
 		return
 	}
-	x0, x1 = max(x0, 0), min(x1, e.cols)
+	cols := e.cols
+	x0, x1 = max(x0, 0), min(x1, cols)
 	if x0 >= x1 {
 		return
 	}
-	l := s.lines[y]
 	s.touch(y)
-	for x := x0; x < x1; x++ {
+	l := s.lines[y]
+	if c != emptyCell {
+		l = growRow(l, x1, x1, cols)
+	}
+	// Blanks past the row's end are there already (the end may move while
+	// a wide character is blanked).
+	for x := x0; x < x1 && x < len(l); x++ {
 		if l[x].w == 1 {
 			l[x] = c
 		} else {
+			if len(l) != len(s.lines[y]) {
+				s.lines[y] = l
+			}
 			e.set(x, y, c)
+			l = s.lines[y]
 		}
+	}
+	if c == emptyCell && x1 >= len(l) {
+		l = trimRow(l[:min(x0, len(l))])
+	}
+	if len(l) != len(s.lines[y]) {
+		s.lines[y] = l
 	}
 }
 
@@ -898,16 +1023,13 @@ func (e *emulator) insertLine(n int) bool {
 		copy(s.lines[y+n:s.bottom], s.lines[y:s.bottom-n])
 		copy(s.lines[y:y+n], moved)
 		for i := y; i < y+n; i++ {
-			l := s.lines[i]
-			for x := range l {
-				l[x] = c
-			}
+			s.lines[i] = e.blankRow(s.lines[i], c)
 		}
 		s.touchRange(s.top, s.bottom)
 		return true
 	}
 	for i := s.bottom - 1; i >= y+n; i-- {
-		copy(s.lines[i][s.left:s.right], s.lines[i-n][s.left:s.right])
+		e.copyCells(i, i-n, s.left, s.right)
 	}
 	for i := y; i < y+n; i++ {
 		for x := s.left; x < s.right; x++ {
@@ -938,16 +1060,13 @@ func (e *emulator) deleteLine(n int) bool {
 		copy(s.lines[y:s.bottom-n], s.lines[y+n:s.bottom])
 		copy(s.lines[s.bottom-n:s.bottom], moved)
 		for i := s.bottom - n; i < s.bottom; i++ {
-			l := s.lines[i]
-			for x := range l {
-				l[x] = c
-			}
+			s.lines[i] = e.blankRow(s.lines[i], c)
 		}
 		s.touchRange(s.top, s.bottom)
 		return true
 	}
 	for dst := y; dst < s.bottom-n; dst++ {
-		copy(s.lines[dst][s.left:s.right], s.lines[dst+n][s.left:s.right])
+		e.copyCells(dst, dst+n, s.left, s.right)
 	}
 	for i := s.bottom - n; i < s.bottom; i++ {
 		for x := s.left; x < s.right; x++ {
@@ -958,6 +1077,39 @@ func (e *emulator) deleteLine(n int) bool {
 	return true
 }
 
+// blankRow returns row l filled with c across the screen: emptied, its
+// capacity kept, when c is a blank.
+func (e *emulator) blankRow(l []cell, c cell) []cell {
+	if c == emptyCell {
+		return l[:0]
+	}
+	l = growRow(l[:0], e.cols, e.cols, e.cols)
+	for x := range l {
+		l[x] = c
+	}
+	return l
+}
+
+// copyCells copies columns [x0, x1) of row src onto row dst (a plain copy:
+// a wide character may be cut at either edge, as in the reference).
+func (e *emulator) copyCells(dst, src, x0, x1 int) {
+	s := e.scr
+	from, to := s.lines[src], s.lines[dst]
+	hi := max(min(x1, len(from)), x0)
+	if hi > x0 {
+		to = growRow(to, hi, hi, e.cols)
+		copy(to[x0:hi], from[x0:hi])
+	}
+	// Past the source row's end its columns are blank.
+	for x := hi; x < x1 && x < len(to); x++ {
+		to[x] = emptyCell
+	}
+	if x1 >= len(to) {
+		to = trimRow(to)
+	}
+	s.lines[dst] = to
+}
+
 func (e *emulator) insertCell(n int) {
 	s := e.scr
 	x, y := s.cur.x, s.cur.y
@@ -965,14 +1117,21 @@ func (e *emulator) insertCell(n int) {
 		return
 	}
 	n = min(n, s.right-x)
-	l := s.lines[y]
-	for i := s.right - 1; i >= x+n && i-n >= s.left; i-- {
-		l[i] = l[i-n]
+	// Cells shift right within the region; the shift reaches past the
+	// row's end by at most n, and only blanks move beyond that.
+	if l := s.lines[y]; len(l) > x {
+		hi := min(s.right, len(l)+n)
+		l = growRow(l, hi, hi, e.cols)
+		for i := hi - 1; i >= x+n && i-n >= s.left; i-- {
+			l[i] = l[i-n]
+		}
+		s.lines[y] = l
 	}
 	c := e.blank()
 	for i := x; i < x+n && i < s.right; i++ {
 		e.set(i, y, c)
 	}
+	s.lines[y] = trimRow(s.lines[y])
 	s.touch(y)
 }
 
@@ -983,28 +1142,36 @@ func (e *emulator) deleteCell(n int) {
 		return
 	}
 	n = min(n, s.right-x)
+	cols := e.cols
 	l := s.lines[y]
-	for i := x; i < s.right-n; i++ {
+	// Past the row's end every cell and its source are blank: nothing
+	// moves there (the end may move while a wide character is blanked).
+	for i := x; i < s.right-n && i < len(l); i++ {
 		// Set's wide-character cleanup runs before the source is read,
 		// as in the reference (the source cell may be blanked by it).
-		e.unwide(l, i)
-		l[i] = l[i+n]
-		if cw := int(l[i].w); cw > 1 {
-			if i+cw > e.cols {
-				for k := 0; k < cw && i+k < e.cols; k++ {
-					l[i+k] = cell{r: ' ', st: l[i].st, w: 1}
+		l = e.unwide(l, i)
+		src := cellAt(l, i+n)
+		l[i] = src
+		if cw := int(src.w); cw > 1 {
+			if i+cw > cols {
+				l = growRow(l, cols, cols, cols)
+				for k := 0; k < cw && i+k < cols; k++ {
+					l[i+k] = cell{r: ' ', st: src.st, w: 1}
 				}
 			} else {
+				l = growRow(l, i+cw, i+cw, cols)
 				for j := 1; j < cw; j++ {
 					l[i+j] = cell{}
 				}
 			}
 		}
 	}
+	s.lines[y] = l
 	c := e.blank()
 	for i := s.right - n; i < s.right; i++ {
 		e.set(i, y, c)
 	}
+	s.lines[y] = trimRow(s.lines[y])
 	s.touch(y)
 }
 
@@ -1055,10 +1222,8 @@ func lineEmpty(l []cell) bool {
 
 func (e *emulator) clear() {
 	s := e.scr
-	for _, l := range s.lines {
-		for x := range l {
-			l[x] = emptyCell
-		}
+	for y, l := range s.lines {
+		s.lines[y] = l[:0]
 	}
 	s.touchRange(0, len(s.lines))
 }
@@ -1071,7 +1236,7 @@ func (e *emulator) setAltScreen(on bool) {
 	}
 	if on {
 		if e.alt.lines == nil {
-			e.alt.lines = newLines(e.cols, e.rows)
+			e.alt.lines = newLines(e.rows)
 			e.alt.touched = make([]uint64, (e.rows+63)/64)
 		}
 		e.scr = &e.alt
@@ -1090,10 +1255,8 @@ func (e *emulator) setAltScreen(on bool) {
 
 func (e *emulator) fullReset() {
 	for _, s := range []*screen{&e.main, &e.alt} {
-		for _, l := range s.lines {
-			for x := range l {
-				l[x] = emptyCell
-			}
+		for y, l := range s.lines {
+			s.lines[y] = l[:0]
 		}
 		s.cur, s.saved = cursor{}, cursor{}
 		s.top, s.bottom, s.left, s.right = 0, e.rows, 0, e.cols
@@ -1123,7 +1286,7 @@ func (e *emulator) resize(cols, rows int) {
 	x = min(max(x, 0), cols-1)
 	for _, sc := range []*screen{&e.main, &e.alt} {
 		if sc.lines != nil {
-			sc.lines = resizeLines(sc.lines, e.cols, cols, rows)
+			sc.lines = resizeLines(sc.lines, cols, rows)
 			sc.touched = make([]uint64, (rows+63)/64)
 		}
 		sc.top, sc.bottom, sc.left, sc.right = 0, rows, 0, cols
@@ -1141,10 +1304,22 @@ func (e *emulator) resize(cols, rows int) {
 	}
 }
 
-func resizeLines(lines [][]cell, oldCols, cols, rows int) [][]cell {
-	fresh := newLines(cols, rows)
+// resizeLines keeps the rows that still fit, cut to cols columns. A row
+// with room for more than cols cells moves to a smaller array: no row
+// holds more than the screen is wide.
+func resizeLines(lines [][]cell, cols, rows int) [][]cell {
+	fresh := newLines(rows)
 	for y := 0; y < rows && y < len(lines); y++ {
-		copy(fresh[y], lines[y][:min(oldCols, cols)])
+		l := lines[y]
+		l = trimRow(l[:min(len(l), cols)])
+		if cap(l) > cols {
+			if len(l) == 0 {
+				l = nil
+			} else {
+				l = append(make([]cell, 0, rowCap(len(l), cols)), l...)
+			}
+		}
+		fresh[y] = l
 	}
 	return fresh
 }
@@ -1656,8 +1831,12 @@ func (e *emulator) uvStyle(i uint16) (uv.Style, uv.Link) {
 func (e *emulator) uvLines() uv.Lines {
 	out := make(uv.Lines, len(e.scr.lines))
 	var buf []byte
+	blank := uv.Cell{Content: " ", Width: 1}
 	for y, l := range e.scr.lines {
-		line := make(uv.Line, len(l))
+		line := make(uv.Line, e.cols)
+		for x := len(l); x < e.cols; x++ {
+			line[x] = blank
+		}
 		for x, c := range l {
 			if c.r == 0 && c.w == 0 {
 				continue

@@ -48,7 +48,7 @@ func (t *Terminal) StyledRows() [][]Run {
 				text = text[:0]
 			}
 		}
-		for _, c := range line {
+		add := func(c cell) {
 			st, ok := runOf[c.st]
 			if !ok {
 				uvs, _ := e.uvStyle(c.st)
@@ -60,6 +60,14 @@ func (t *Terminal) StyledRows() [][]Run {
 				cur = st
 			}
 			text = e.appendCell(text, c)
+		}
+		for _, c := range line {
+			add(c)
+		}
+		if len(line) < e.cols {
+			// The columns past the row's end are blanks in the default
+			// style: one stands for all, trimmed below like the rest.
+			add(emptyCell)
 		}
 		flush()
 		// Drop trailing blanks in the default style.
