@@ -166,6 +166,33 @@ func TestSparseRowsResize(t *testing.T) {
 	}
 }
 
+// The same on the alternate screen. (Leaving it after a resize is not
+// compared: the reference leaves the main screen's cursor off the resized
+// screen, see resize.)
+func TestSparseRowsResizeAltScreen(t *testing.T) {
+	steps := []struct {
+		cols, rows int
+		prog       string
+	}{
+		{10, 4, "main text\x1b[?1049h\x1b[2;3Halt\x1b[44m\x1b[K\x1b[m"},
+		{16, 5, "\x1b[1;14Hwide\x1b[2;12H\x1b[41m\x1b[1@\x1b[m"},
+		{6, 3, "\x1b[1;5H한z\x1b[3;2H\x1b[42m\x1b[2@"},
+		{12, 6, "\x1b[6;11Hqq\x1b[2;1H\x1b[M"},
+	}
+	d := newDiffPair(10, 4, 10)
+	defer d.close()
+	for i, st := range steps {
+		d.ours.Resize(st.cols, st.rows)
+		d.ref.Resize(st.cols, st.rows)
+		d.ours.Write([]byte(st.prog))
+		d.ref.Write([]byte(st.prog))
+		if diff := d.compare(); diff != "" {
+			t.Fatalf("step %d (%dx%d): %s", i, st.cols, st.rows, diff)
+		}
+		checkRows(t, d.ours)
+	}
+}
+
 // A mostly blank 120x32 screen holds a few hundred bytes of cells, not a
 // screenful.
 func TestSparseRowsMemory(t *testing.T) {
