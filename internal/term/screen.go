@@ -1863,7 +1863,11 @@ func (sb *scrollback) push(e *emulator, l []cell) {
 		return
 	}
 	if len(sb.lines) < sb.max {
-		sb.lines = append(sb.lines, e.appendRow(nil, l))
+		// The text is built in the scratch buffer and kept in a slice of
+		// its own size: built in place it would keep the room its growth
+		// left (up to twice the text).
+		e.scratch = e.appendRow(e.scratch[:0], l)
+		sb.lines = append(sb.lines, append([]byte(nil), e.scratch...))
 		return
 	}
 	sb.lines[sb.start] = e.appendRow(sb.lines[sb.start][:0], l)
