@@ -142,7 +142,7 @@ type Request struct {
 // object per line, starts each pane's program and answers each start with
 // a Ready line on stdout, then serves every pane until a daemon has
 // collected its program's exit status. The panes of one process share its
-// runtime (a Go process costs about a megabyte however little it does);
+// runtime (a Go process costs megabytes however little it does);
 // each keeps its own socket, secret, terminal and ring. The process ends
 // when its last pane has ended (or with its first start, if that failed),
 // or on SIGTERM, which ends every pane. Its memory is kept small: it holds
@@ -723,6 +723,10 @@ func (h *holder) serve(c *net.UnixConn) {
 		return
 	}
 	typ, b, err := readFrame(c, nil)
+	if errors.Is(err, io.EOF) {
+		c.Close() // a look at who listens (Listener), not a refused daemon
+		return
+	}
 	if err != nil {
 		refuse(err)
 		return

@@ -18,7 +18,8 @@ import (
 )
 
 // GroupSize is how many panes one holder process takes. The process's own
-// cost (a Go runtime: about a megabyte) is shared by that many panes; a
+// cost (the Go runtime and what the binary's packages keep: about 2 MB) is
+// shared by that many panes; a
 // holder that crashes takes that many panes with it (they are then lost,
 // for corral restore).
 const GroupSize = 32
