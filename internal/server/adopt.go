@@ -428,8 +428,6 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 	return e, nil
 }
 
-// alive says whether pid is a running holder (after a reboot the pid may
-// be anyone's).
 // programRuns reports whether the pane's program (its first process) may
 // still run: a live process of its pid that carries the pane's mark, or is
 // a child of the pane's holder (a program may have cleared its
@@ -446,6 +444,8 @@ func programRuns(row tablePane) bool {
 	return ok && !zombie && row.Holder > 0 && ppid == row.Holder
 }
 
+// alive says whether pid is a running holder (after a reboot the pid may
+// be anyone's).
 func alive(pid int) bool {
 	if pid <= 0 {
 		return false
