@@ -205,6 +205,10 @@ func (c *Client) Ping(ctx context.Context) error {
 	return c.Do(ctx, http.MethodGet, "/v1/status", nil, nil)
 }
 
+// OtherDaemonWait bounds how long EnsureDaemon waits for a daemon another
+// client started at the same moment, once its own has gone.
+const OtherDaemonWait = 3 * time.Second
+
 // EnsureDaemon starts `exe serve` in the background when no daemon
 // answers, and waits until it does. The daemon's output goes to logFile.
 // A daemon that takes requests but does not answer them is an error (with
@@ -242,9 +246,18 @@ func (c *Client) EnsureDaemon(ctx context.Context, exe, logFile string) error {
 		}
 		select {
 		case err := <-exited:
-			// Another client may have started one at the same moment.
-			if c.Ping(ctx) == nil {
-				return nil
+			// Another client may have started one at the same moment: ours
+			// found the lock taken and went, and the other answers once it
+			// has started (re-adopting panes takes a moment).
+			for wait := time.Now().Add(OtherDaemonWait); time.Now().Before(wait); {
+				if c.Ping(ctx) == nil {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(20 * time.Millisecond):
+				}
 			}
 			return fmt.Errorf("the daemon exited at start (%v); see %s", err, logFile)
 		case <-ctx.Done():

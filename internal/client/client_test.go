@@ -96,3 +96,38 @@ func TestFleetPath(t *testing.T) {
 		}
 	}
 }
+
+// Two clients start a daemon at the same moment: the one whose daemon
+// finds the lock taken and exits waits for the other's to answer rather
+// than fail.
+func TestEnsureDaemonWaitsForAnotherStart(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "s.sock")
+	exe := filepath.Join(dir, "lost-the-lock")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(500 * time.Millisecond) // the other daemon is still starting when ours goes
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			return
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/v1/status", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("{}")) })
+		srv := &http.Server{Handler: mux}
+		t.Cleanup(func() { srv.Close() })
+		srv.Serve(ln)
+	}()
+	c := New(sock)
+	if err := c.EnsureDaemon(context.Background(), exe, filepath.Join(dir, "log")); err != nil {
+		t.Fatalf("with another daemon starting: %v", err)
+	}
+	// Nobody else starting: the failure is reported, after the wait.
+	start := time.Now()
+	other := New(filepath.Join(dir, "none.sock"))
+	err := other.EnsureDaemon(context.Background(), exe, filepath.Join(dir, "log"))
+	if err == nil || !strings.Contains(err.Error(), "exited at start") || time.Since(start) > OtherDaemonWait+2*time.Second {
+		t.Fatalf("a daemon that cannot start: %v after %v", err, time.Since(start))
+	}
+}
