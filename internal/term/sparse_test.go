@@ -139,19 +139,15 @@ func TestSparseRowsAgainstReference(t *testing.T) {
 	}
 }
 
-// Resizes: rows cut and kept, rows widened and written past their old end.
-func TestSparseRowsResize(t *testing.T) {
-	steps := []struct {
-		cols, rows int
-		prog       string
-	}{
-		{10, 4, "abcdefghij\r\n\x1b[44mxy\x1b[K\x1b[m\r\n한글한글한"},
-		{16, 5, "\x1b[1;14Hwide\x1b[2;12H\x1b[41m\x1b[1@"},
-		{6, 3, "\x1b[1;5H한z"},
-		{20, 6, "\x1b[3;18H!!!\x1b[6;1Hbottom"},
-		{8, 2, ""},
-		{12, 4, "\x1b[2;1H\x1b[3P\x1b[1;11Hq"},
-	}
+// resizeStep resizes both terminals, then writes prog to both.
+type resizeStep struct {
+	cols, rows int
+	prog       string
+}
+
+// resizeSteps runs steps on a 10x4 pair, comparing them after each.
+func resizeSteps(t *testing.T, steps []resizeStep) {
+	t.Helper()
 	d := newDiffPair(10, 4, 10)
 	defer d.close()
 	for i, st := range steps {
@@ -166,31 +162,30 @@ func TestSparseRowsResize(t *testing.T) {
 	}
 }
 
+// Resizes: rows cut and kept, rows widened and written past their old end.
+func TestSparseRowsResize(t *testing.T) {
+	steps := []resizeStep{
+		{10, 4, "abcdefghij\r\n\x1b[44mxy\x1b[K\x1b[m\r\n한글한글한"},
+		{16, 5, "\x1b[1;14Hwide\x1b[2;12H\x1b[41m\x1b[1@"},
+		{6, 3, "\x1b[1;5H한z"},
+		{20, 6, "\x1b[3;18H!!!\x1b[6;1Hbottom"},
+		{8, 2, ""},
+		{12, 4, "\x1b[2;1H\x1b[3P\x1b[1;11Hq"},
+	}
+	resizeSteps(t, steps)
+}
+
 // The same on the alternate screen. (Leaving it after a resize is not
 // compared: the reference leaves the main screen's cursor off the resized
 // screen, see resize.)
 func TestSparseRowsResizeAltScreen(t *testing.T) {
-	steps := []struct {
-		cols, rows int
-		prog       string
-	}{
+	steps := []resizeStep{
 		{10, 4, "main text\x1b[?1049h\x1b[2;3Halt\x1b[44m\x1b[K\x1b[m"},
 		{16, 5, "\x1b[1;14Hwide\x1b[2;12H\x1b[41m\x1b[1@\x1b[m"},
 		{6, 3, "\x1b[1;5H한z\x1b[3;2H\x1b[42m\x1b[2@"},
 		{12, 6, "\x1b[6;11Hqq\x1b[2;1H\x1b[M"},
 	}
-	d := newDiffPair(10, 4, 10)
-	defer d.close()
-	for i, st := range steps {
-		d.ours.Resize(st.cols, st.rows)
-		d.ref.Resize(st.cols, st.rows)
-		d.ours.Write([]byte(st.prog))
-		d.ref.Write([]byte(st.prog))
-		if diff := d.compare(); diff != "" {
-			t.Fatalf("step %d (%dx%d): %s", i, st.cols, st.rows, diff)
-		}
-		checkRows(t, d.ours)
-	}
+	resizeSteps(t, steps)
 }
 
 // A mostly blank 120x32 screen holds a few hundred bytes of cells, not a

@@ -108,8 +108,18 @@ func BenchmarkAgentLike30MB(b *testing.B) { benchVsTmux(b, agentLikeSize(30<<20)
 // tmux: the server's resident memory grown by 50 windows (each ran cat of
 // the same lines, then waits), per window.
 func BenchmarkMemory200Lines(b *testing.B) {
+	benchMemoryVsTmux(b, scrollLines(200*110), "printed its lines", func(tmux func(...string) string, target string) bool {
+		n, _ := strconv.Atoi(strings.TrimSpace(tmux("display-message", "-p", "-t", target, "#{history_size}")))
+		return n >= 160
+	})
+}
+
+// benchMemoryVsTmux measures what 50 120x32 panes that were fed input
+// cost, per pane: corral's Go heap held by 50 terminals, and the growth of
+// a tmux server's resident memory by 50 windows that each ran cat of
+// input and wait, once shown(tmux, window) says the window has drawn it.
+func benchMemoryVsTmux(b *testing.B, input []byte, what string, shown func(tmux func(...string) string, target string) bool) {
 	const panes = 50
-	lines := scrollLines(200 * 110)
 	for i := 0; i < b.N; i++ {
 		runtime.GC()
 		var before, after runtime.MemStats
@@ -117,7 +127,7 @@ func BenchmarkMemory200Lines(b *testing.B) {
 		terms := make([]*Terminal, panes)
 		for j := range terms {
 			terms[j] = New(Options{Cols: 120, Rows: 32})
-			terms[j].Write(lines)
+			terms[j].Write(input)
 			terms[j].Snapshot()
 		}
 		runtime.GC()
@@ -130,8 +140,8 @@ func BenchmarkMemory200Lines(b *testing.B) {
 		b.Skip("tmux not installed")
 	}
 	dir := b.TempDir()
-	file := filepath.Join(dir, "lines")
-	os.WriteFile(file, lines, 0o600)
+	file := filepath.Join(dir, "input")
+	os.WriteFile(file, input, 0o600)
 	sock := filepath.Join(dir, "tmux.sock")
 	t := func(args ...string) string {
 		out, err := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
@@ -144,25 +154,22 @@ func BenchmarkMemory200Lines(b *testing.B) {
 	prog := "cat " + file + "; exec sleep 600"
 	t("new-session", "-d", "-x", "120", "-y", "32", prog)
 	pid, _ := strconv.Atoi(strings.TrimSpace(t("display-message", "-p", "#{pid}")))
-	waitPrinted := func(target string) {
+	wait := func(target string) {
 		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if n, _ := strconv.Atoi(strings.TrimSpace(t("display-message", "-p", "-t", target, "#{history_size}"))); n >= 160 {
-				break
-			}
+		for !shown(t, target) {
 			if time.Now().After(deadline) {
-				b.Fatalf("tmux window %s never printed its lines", target)
+				b.Fatalf("tmux window %s never %s", target, what)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	waitPrinted(":0")
+	wait(":0")
 	rss0 := procRSSKB(pid)
 	for j := 1; j <= panes; j++ {
 		t("new-window", "-d", prog)
 	}
 	for j := 1; j <= panes; j++ {
-		waitPrinted(fmt.Sprintf(":%d", j))
+		wait(fmt.Sprintf(":%d", j))
 	}
 	b.ReportMetric(float64(procRSSKB(pid)-rss0)/panes, "tmux-rss-KB/pane")
 }
@@ -195,60 +202,9 @@ func agentScreen() []byte {
 // BenchmarkMemoryAgentScreen: what a 120x32 pane showing a typical agent
 // screen (agentScreen) costs, measured like BenchmarkMemory200Lines.
 func BenchmarkMemoryAgentScreen(b *testing.B) {
-	const panes = 50
-	screen := agentScreen()
-	for i := 0; i < b.N; i++ {
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		terms := make([]*Terminal, panes)
-		for j := range terms {
-			terms[j] = New(Options{Cols: 120, Rows: 32})
-			terms[j].Write(screen)
-			terms[j].Snapshot()
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/panes/1024, "corral-heap-KB/pane")
-		runtime.KeepAlive(terms)
-	}
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		b.Skip("tmux not installed")
-	}
-	dir := b.TempDir()
-	file := filepath.Join(dir, "screen")
-	os.WriteFile(file, screen, 0o600)
-	sock := filepath.Join(dir, "tmux.sock")
-	t := func(args ...string) string {
-		out, err := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
-		if err != nil {
-			b.Fatalf("tmux %v: %v %s", args, err, out)
-		}
-		return string(out)
-	}
-	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
-	prog := "cat " + file + "; exec sleep 600"
-	t("new-session", "-d", "-x", "120", "-y", "32", prog)
-	pid, _ := strconv.Atoi(strings.TrimSpace(t("display-message", "-p", "#{pid}")))
-	waitDrawn := func(target string) {
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(t("capture-pane", "-p", "-t", target), "accept edits") {
-			if time.Now().After(deadline) {
-				b.Fatalf("tmux window %s never drew the screen", target)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitDrawn(":0")
-	rss0 := procRSSKB(pid)
-	for j := 1; j <= panes; j++ {
-		t("new-window", "-d", prog)
-	}
-	for j := 1; j <= panes; j++ {
-		waitDrawn(fmt.Sprintf(":%d", j))
-	}
-	b.ReportMetric(float64(procRSSKB(pid)-rss0)/panes, "tmux-rss-KB/pane")
+	benchMemoryVsTmux(b, agentScreen(), "drew the screen", func(tmux func(...string) string, target string) bool {
+		return strings.Contains(tmux("capture-pane", "-p", "-t", target), "accept edits")
+	})
 }
 
 func procRSSKB(pid int) int {
