@@ -64,7 +64,8 @@ func startHeld(cfg Config, path string) (*Pane, error) {
 		st.Abandon()
 		return nil, fmt.Errorf("start %s: connect to its holder: %w", cfg.Argv[0], err)
 	}
-	p := newPane(cfg, heldMaster(hc), hc.Welcome.ProgramPID, time.Now())
+	m := heldMaster(hc)
+	p := newPane(cfg, &heldSource{master: m, hc: hc}, m, hc.Welcome.ProgramPID, time.Now())
 	p.hc, p.ring, p.held, p.holderPID = hc, hc.Ring, make(chan heldEnd, 1), hc.Welcome.HolderPID
 	p.run()
 	return p, nil
@@ -121,7 +122,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	if started.IsZero() {
 		started = time.Now()
 	}
-	p := newPane(cfg, ptmx, hc.Welcome.ProgramPID, started)
+	p := newPane(cfg, &heldSource{master: ptmx, hc: hc}, ptmx, hc.Welcome.ProgramPID, started)
 	p.hc, p.ring, p.held, p.holderPID = hc, hc.Ring, make(chan heldEnd, 1), hc.Welcome.HolderPID
 	p.replaying.Store(true)
 	now := time.Now()
@@ -288,9 +289,13 @@ func (p *Pane) reapHeld() {
 }
 
 // Detach lets go of a pane's holder without ending its program, for the
-// next daemon to adopt; Done is closed once it has. A pane without a
-// holder is not touched (it reports false).
+// next daemon to adopt; Done is closed once it has. A pane of an outside
+// terminal stops watching it. A pane the daemon's own PTY holds is not
+// touched (it reports false).
 func (p *Pane) Detach() bool {
+	if p.outside != nil {
+		return p.detachOutside()
+	}
 	if p.hc == nil {
 		return false
 	}

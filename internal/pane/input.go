@@ -73,7 +73,7 @@ func (p *Pane) writeQueued() {
 			continue // the program is gone: the rest is dropped
 		default:
 		}
-		_, err := p.ptmx.Write(b)
+		_, err := p.src.Write(b)
 		p.unwritten.Add(-1)
 		if err != nil {
 			return // writing stays set: nothing is written again

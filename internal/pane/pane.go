@@ -78,7 +78,11 @@ type Pane struct {
 	// is replayed: the program asked those long ago.
 	replaying atomic.Bool
 	heldState
+	// src is the program's terminal; ptmx is the same PTY for the loops
+	// that read it (nil for an outside source).
+	src     Source
 	ptmx    *master
+	outside *outsideState
 	started time.Time
 	pid     int
 	done    chan struct{} // closed when the process group is reaped
@@ -179,20 +183,23 @@ func Start(cfg Config) (*Pane, error) {
 		procs.Release(cmd.Process.Pid)
 		return nil, err
 	}
-	p := newPane(cfg, fileMaster(ptmx), cmd.Process.Pid, time.Now())
-	p.cmd = cmd
-	p.group = procs.Group{Root: p.pid}
+	m := fileMaster(ptmx)
+	src := &ptySource{master: m, pid: cmd.Process.Pid, group: procs.Group{Root: cmd.Process.Pid}}
 	if cfg.ID != "" {
-		p.group.Mark = "CORRAL_PANE=" + cfg.ID
+		src.group.Mark = "CORRAL_PANE=" + cfg.ID
 	}
+	p := newPane(cfg, src, m, cmd.Process.Pid, time.Now())
+	p.cmd = cmd
+	p.group = src.group
 	p.run()
 	return p, nil
 }
 
 // newPane makes a pane's state and engine for a program already running
-// on ptmx; run starts its goroutines.
-func newPane(cfg Config, ptmx *master, pid int, started time.Time) *Pane {
-	p := &Pane{cfg: cfg, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
+// on src (whose PTY, if the pane reads it, is ptmx); run starts its
+// goroutines.
+func newPane(cfg Config, src Source, ptmx *master, pid int, started time.Time) *Pane {
+	p := &Pane{cfg: cfg, src: src, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
 		mu: newLock()}
 	p.sweepAt = clockEntry{work: p.fireSweep, kind: clockSweep, index: -1}
 	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
@@ -245,7 +252,7 @@ func (p *Pane) AwaitRead(max time.Duration) bool {
 	deadline := time.Now().Add(max)
 	for {
 		if p.unwritten.Load() == 0 {
-			if n, err := unreadInput(p.ptmx); err != nil || n == 0 {
+			if n, err := p.src.Unread(); err != nil || n == 0 {
 				return true // a terminal that cannot say is not waited on
 			}
 		}
@@ -350,7 +357,7 @@ func (p *Pane) ended(code int) {
 	// Only the last screen is needed now: release the emulator.
 	p.term.Freeze()
 	p.deliver()
-	_ = p.ptmx.Close()
+	_ = p.src.Close()
 	p.mu.Lock()
 	for w := range p.watchers {
 		w.closeLocked("the program exited")
@@ -423,7 +430,7 @@ func (p *Pane) fireSweep() {
 	default:
 	}
 	paneClock.set(&p.sweepAt, nextSweep(time.Now(), p.cfg.Sweep))
-	pgrp, err := foregroundPgrp(p.ptmx)
+	pgrp, err := p.src.Foreground()
 	if err != nil || pgrp <= 0 || pgrp == p.sweepSeen {
 		pgrp = 0
 	} else {
@@ -648,10 +655,13 @@ func (p *Pane) Resize(cols, rows int) error {
 	if p.exited {
 		return ErrExited
 	}
+	if err := p.src.SetSize(cols, rows); err != nil {
+		return err
+	}
 	p.cfg.Cols, p.cfg.Rows = cols, rows
 	p.engine.Resize(time.Now(), cols, rows)
 	p.scheduleLocked()
-	return setSize(p.ptmx, cols, rows)
+	return nil
 }
 
 // Kill signals the pane's whole process group.
@@ -669,30 +679,17 @@ func (p *Pane) Kill(sig syscall.Signal) error {
 			return nil
 		}
 	}
-	if p.hc != nil {
-		// The holder finds and signals every process of the pane.
-		if err := p.hc.Kill(sig); err != nil {
-			return fmt.Errorf("signal the pane through its holder: %w", err)
-		}
-		return nil
-	}
-	// Processes that left the group (setsid, their own group) too: found
-	// first, while they are still below the program.
-	p.group.Signal(sig)
-	if err := killGroup(p.pid, sig); err != nil {
-		return err
-	}
-	// A stopped group (SIGSTOP, Ctrl-Z) holds every signal but SIGKILL
-	// until it runs again: wake it so the signal lands.
-	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT && sig != 0 {
-		return killGroup(p.pid, syscall.SIGCONT)
-	}
-	return nil
+	return p.src.Signal(sig)
 }
 
 // Close ends the pane: SIGHUP to its group, SIGKILL after grace, and waits
-// for the reap.
+// for the reap. A pane of an outside terminal is let go instead: its
+// program is the terminal's owner's, not corral's to end.
 func (p *Pane) Close(grace time.Duration) {
+	if p.outside != nil {
+		p.Detach()
+		return
+	}
 	_ = p.Kill(syscall.SIGHUP)
 	select {
 	case <-p.done:
