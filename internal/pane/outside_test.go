@@ -84,6 +84,8 @@ func TestOutsidePane(t *testing.T) {
 	if err := p.Resize(100, 30); !errors.Is(err, ErrFixedSize) {
 		t.Fatalf("Resize: %v, want ErrFixedSize", err)
 	}
+	// tmux answers its panes' queries: corral must not answer them again.
+	feed.Output([]byte("\x1b[c\x1b[6n\x1b[>0q"))
 	feed.Output([]byte(fakePrompt))
 	waitState(t, p, combine.Blocked)
 	if err := p.Input([]byte("x"), true); !errors.Is(err, ErrBlocked) {

@@ -232,7 +232,9 @@ func (p *Pane) run() {
 type replyWriter struct{ p *Pane }
 
 func (w replyWriter) Write(b []byte) (int, error) {
-	if w.p.replaying.Load() {
+	// An outside terminal (tmux) answers its program's queries itself:
+	// a second answer would arrive as typed input.
+	if w.p.replaying.Load() || w.p.outside != nil {
 		return len(b), nil
 	}
 	w.p.unwritten.Add(1)
