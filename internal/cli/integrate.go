@@ -15,6 +15,7 @@ import (
 func runIntegrate(_ context.Context, std IO, args []string) error {
 	fs := newFlags("integrate", std)
 	remove := fs.Bool("remove", false, "take the integration away")
+	global := fs.Bool("global", false, "claude-code: add corral's hooks to Claude Code's own settings, for agents started outside corral in the tmux panes corral watches")
 	asJSON := fs.Bool("json", false, "print as JSON: alone, an array of {\"agent\", \"installed\", \"how\"}; with an agent, that object")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -50,7 +51,12 @@ func runIntegrate(_ context.Context, std IO, args []string) error {
 	}
 	switch pos[0] {
 	case "gemini":
-	case "claude", "claude-code", "codex":
+	case "claude", "claude-code":
+		if *global {
+			return integrateClaudeGlobal(std, *remove, *asJSON)
+		}
+		return usagef("%s needs nothing installed for corral's panes: corral adds its hooks to its command line for each run; --global adds them to its settings for agents started outside corral, in watched tmux panes", pos[0])
+	case "codex":
 		return usagef("%s needs nothing installed: corral adds its hooks to its command line for each run", pos[0])
 	default:
 		return usagef("no integration to install for %q: gemini is the one that needs a file (claude-code and codex need none)", pos[0])
@@ -87,4 +93,36 @@ type integration struct {
 	Installed bool   `json:"installed"` // hooks reach corral: nothing to install, or installed
 	How       string `json:"how"`
 	Dir       string `json:"dir,omitempty"` // the extension's folder, for Gemini CLI
+}
+
+// integrateClaudeGlobal adds (or removes) corral's hooks in Claude Code's
+// user settings: an agent started outside corral, in a tmux pane corral
+// watches, then reports through them.
+func integrateClaudeGlobal(std IO, remove, asJSON bool) error {
+	path, err := agents.ClaudeSettingsPath(os.Environ())
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find corral's own executable for the hook command: %w", err)
+	}
+	changed, err := agents.InstallClaudeGlobal(path, []string{exe, "hook"}, remove)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(std, integration{"claude-code", agents.ClaudeGlobalInstalled(path), "corral's hooks in " + path + " for agents started outside corral", path})
+	}
+	switch {
+	case remove && changed:
+		fmt.Fprintf(std.Stdout, "removed corral's hooks from %s\n", path)
+	case remove:
+		fmt.Fprintf(std.Stdout, "nothing to remove: %s has no hooks of corral's\n", path)
+	case changed:
+		fmt.Fprintf(std.Stdout, "added corral's hooks to %s: Claude Code started in a tmux pane corral watches reports through them (restart running sessions to take them)\n", path)
+	default:
+		fmt.Fprintf(std.Stdout, "%s has corral's hooks already\n", path)
+	}
+	return nil
 }
