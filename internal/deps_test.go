@@ -38,7 +38,8 @@ func TestDependencyBoundaries(t *testing.T) {
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
 		"fleet":         {"api", "eventlog"},
-		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tomlfile"},
+		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tmuxctl", "tmuxwatch", "tomlfile"},
+		"tmuxwatch":     {"pane", "tmuxctl"},
 		"board":         {"api", "term"},
 		"cli":           {"agents", "api", "buildinfo", "client", "fleet", "headless", "holder", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui", "verify"},
 		"headless":      {"procs", "rules", "safefile", "term", "tomlfile"},
@@ -47,6 +48,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"buildinfo":     nil,
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
+		"tmuxctl":       nil,
 		"verify":        {"agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "combine", "status", "term"},
 	}
 	// Every package, with its imports, in one go list.
