@@ -47,12 +47,12 @@ func TestMain(m *testing.M) {
 
 // env is one private corral installation: socket, state and config.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	vars []string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ce")
 	if err != nil {

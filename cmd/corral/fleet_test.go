@@ -37,7 +37,7 @@ func (e *env) fleetHosts() map[string]fleetHost {
 	return out
 }
 
-func until(t *testing.T, d time.Duration, what string, cond func() bool) {
+func until(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {

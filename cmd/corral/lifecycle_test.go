@@ -45,7 +45,7 @@ func withArg(word string) []int {
 }
 
 // waitFor waits until ok holds, failing the test after d.
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 	t.Helper()
 	if !proctest.WaitFor(d, ok) {
 		t.Fatalf("waited %v for %s", d, what)

@@ -44,7 +44,7 @@ func chromium(t *testing.T) string {
 
 // need skips a test whose tool is missing, except in CI (CORRAL_CI=1),
 // which installs every tool: there a missing tool is a failure, not a skip.
-func need(t *testing.T, what string) {
+func need(t testing.TB, what string) {
 	t.Helper()
 	if os.Getenv("CORRAL_CI") == "1" {
 		t.Fatalf("CI must provide %s", what)

@@ -57,6 +57,44 @@ type Pane struct {
 	// that stopped answering (its last known state).
 	Host        string `json:"host,omitempty"`
 	Unreachable bool   `json:"unreachable,omitempty"`
+	// Backend is where the pane's program runs: "pty" (a terminal of the
+	// daemon's own), "held" (a holder process's, which outlives the
+	// daemon), "tmux" (a tmux pane corral watches), "headless" (a job).
+	Backend string `json:"backend,omitempty"`
+	// Tmux places a watched tmux pane.
+	Tmux *TmuxPane `json:"tmux,omitempty"`
+}
+
+// TmuxPane is where a watched tmux pane is.
+type TmuxPane struct {
+	Socket string `json:"socket"` // the tmux server's socket
+	Pane   string `json:"pane"`   // tmux's pane id, %N
+	Target string `json:"target"` // SESSION:WINDOW.PANE, as it is now
+}
+
+// TmuxRequest is POST /v1/tmux/watch and /v1/tmux/unwatch: a tmux server
+// as tmux's -L and -S name it (both empty: the user's default server).
+type TmuxRequest struct {
+	Name   string `json:"name,omitempty"`
+	Socket string `json:"socket,omitempty"`
+}
+
+// TmuxServer is a watched tmux server (GET /v1/tmux lists them).
+type TmuxServer struct {
+	Name     string `json:"name"`   // -L NAME ("" for -S or the default)
+	Socket   string `json:"socket"` // the server's socket path
+	Running  bool   `json:"running"`
+	Since    string `json:"since"` // when running last changed
+	Sessions int    `json:"sessions"`
+	Panes    int    `json:"panes"`
+	// Skipped counts tmux panes that could not be made corral panes;
+	// Malformed, control-mode lines that did not parse; Pauses, times
+	// tmux paused a pane's output because corral fell behind (redrawn).
+	Skipped   int64  `json:"skipped"`
+	Malformed int64  `json:"malformed"`
+	Pauses    int64  `json:"pauses"`
+	Version   string `json:"version"`
+	Error     string `json:"error"`
 }
 
 // Rules is GET /v1/rules: the manifests the daemon has in force, and the
@@ -80,6 +118,11 @@ type HookRequest struct {
 	Token   string          `json:"token"`
 	Agent   string          `json:"agent"`
 	Payload json.RawMessage `json:"payload"`
+	// An agent started outside corral in tmux has no pane and token of
+	// corral's: its hook names its tmux pane instead ($TMUX's socket and
+	// $TMUX_PANE), which must be a watched one.
+	TmuxSocket string `json:"tmux_socket,omitempty"`
+	TmuxPane   string `json:"tmux_pane,omitempty"`
 }
 
 // Status is GET /v1/status: the daemon itself.

@@ -35,14 +35,15 @@ func runAttach(ctx context.Context, std IO, args []string) error {
 	if len(pos) != 1 {
 		return usagef("need one pane id or name")
 	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	pos = localRefs(ctx, c, pos)
 	if host, id, ok := strings.Cut(pos[0], ":"); ok && host != "" && id != "" {
 		return fmt.Errorf("attach joins this machine's panes only: on %s, run corral attach %s (screen, send, answer, wait and kill work across the fleet)", host, id)
 	}
 	detach, err := parseDetachKey(*keyName)
-	if err != nil {
-		return err
-	}
-	c, err := connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
@@ -23,6 +24,7 @@ import (
 func runHook(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("hook", std)
 	agent := fs.String("agent", "claude-code", "the agent whose payload this is: claude-code, codex or gemini")
+	outside := fs.Bool("outside", false, "report only for an agent started outside corral (the hooks corral integrate --global installs; a corral pane's agent has its own)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		var p *probed
@@ -42,9 +44,19 @@ func runHook(ctx context.Context, std IO, args []string) error {
 		return nil
 	}
 	logHook(os.Getenv("CORRAL_HOOK_LOG"), *agent, payload)
-	paneID, token := os.Getenv("CORRAL_PANE"), os.Getenv("CORRAL_TOKEN")
-	if paneID == "" {
-		return nil // not running under corral
+	if *outside && os.Getenv("CORRAL_PANE") != "" {
+		return nil // the pane's own hooks report
+	}
+	req := api.HookRequest{Pane: os.Getenv("CORRAL_PANE"), Token: os.Getenv("CORRAL_TOKEN"), Agent: *agent, Payload: payload}
+	if req.Pane == "" {
+		// An agent started outside corral: in a tmux pane corral may
+		// watch ($TMUX is "SOCKET,PID,SESSION").
+		tmux, tmuxPane := os.Getenv("TMUX"), os.Getenv("TMUX_PANE")
+		sock, _, _ := strings.Cut(tmux, ",")
+		if sock == "" || tmuxPane == "" {
+			return nil // not running under corral
+		}
+		req.TmuxSocket, req.TmuxPane = sock, tmuxPane
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -55,7 +67,10 @@ func runHook(ctx context.Context, std IO, args []string) error {
 	}
 	c := client.New(sock)
 	var res api.HookResult
-	if err := c.Do(ctx, "POST", "/v1/hook", api.HookRequest{Pane: paneID, Token: token, Agent: *agent, Payload: payload}, &res); err != nil {
+	if err := c.Do(ctx, "POST", "/v1/hook", req, &res); err != nil {
+		if req.Pane == "" && (errors.Is(err, client.ErrNoDaemon) || isCode(err, "not_watched")) {
+			return nil // a tmux pane corral does not watch: nothing to say
+		}
 		fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
 		return nil
 	}
@@ -92,4 +107,10 @@ func logHook(file, agent string, payload []byte) {
 		_, _ = f.Write(append(line, '\n'))
 		f.Close()
 	}
+}
+
+// isCode says whether err is the daemon's error with that code.
+func isCode(err error, code string) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Code() == code
 }

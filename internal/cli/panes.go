@@ -29,6 +29,25 @@ func panePath(ref, action string) string {
 	return p
 }
 
+// localRefs replaces each HOST:ID ref that names one of this daemon's own
+// panes (a tmux pane is named SESSION:WINDOW.PANE) by the pane's id;
+// the others are left as they are.
+func localRefs(ctx context.Context, c *client.Client, refs []string) []string {
+	out := append([]string(nil), refs...)
+	for i, ref := range out {
+		if !strings.Contains(ref, ":") {
+			continue
+		}
+		var p api.Pane
+		// The colon escaped: asked of this daemon, never routed to a host.
+		path := "/v1/panes/" + strings.ReplaceAll(url.PathEscape(ref), ":", "%3A")
+		if err := c.Do(ctx, "GET", path, nil, &p); err == nil && p.ID != "" {
+			out[i] = p.ID
+		}
+	}
+	return out
+}
+
 // paneAction posts body to a pane's action and prints the answer as JSON
 // with asJSON.
 func paneAction(ctx context.Context, std IO, ref, action string, body, out any, asJSON bool) error {

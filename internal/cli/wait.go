@@ -56,6 +56,7 @@ func runWait(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
+	pos = localRefs(ctx, c, pos)
 	// Panes of other hosts (HOST:ID) are waited for on the fleet's
 	// stream, where this host's own are too, as SELF:ID.
 	stream, self := "/v1/events?follow=1", ""

@@ -231,6 +231,33 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/v1/fleet/hosts/{host}/{rest...}", s.handleFleetProxy)
 }
 
+// localColonRef says whether HOST/v1/panes/REF… names this daemon's own
+// pane HOST:REF, and gives the local path for it.
+func (s *Server) localColonRef(host, rest string) (string, bool) {
+	tail, ok := strings.CutPrefix(rest, "/v1/panes/")
+	if !ok {
+		return "", false
+	}
+	tail, query, hasQuery := strings.Cut(tail, "?")
+	ref, after, hasAfter := strings.Cut(tail, "/")
+	ref, err := url.PathUnescape(ref)
+	if err != nil {
+		return "", false
+	}
+	full := host + ":" + ref
+	if _, err := s.find(full); err != nil {
+		return "", false
+	}
+	out := "/v1/panes/" + url.PathEscape(full)
+	if hasAfter {
+		out += "/" + after
+	}
+	if hasQuery {
+		out += "?" + query
+	}
+	return out, true
+}
+
 // FleetInitRequest is POST /v1/fleet/init.
 type FleetInitRequest struct {
 	Name        string `json:"name"`
@@ -444,6 +471,15 @@ func (s *Server) handleFleetProxy(w http.ResponseWriter, r *http.Request) {
 	host, rest := r.PathValue("host"), "/"+r.PathValue("rest")
 	if r.URL.RawQuery != "" {
 		rest += "?" + r.URL.RawQuery
+	}
+	if local, ok := s.localColonRef(host, rest); ok {
+		// A local pane whose name holds a colon (a tmux pane's
+		// SESSION:WINDOW.PANE), not another host's.
+		req := r.Clone(r.Context())
+		u, _ := url.Parse(local)
+		req.URL, req.RequestURI = u, local
+		s.http.Handler.ServeHTTP(w, req)
+		return
 	}
 	n := s.fleetNode()
 	if n != nil && host == n.cfg.Name {

@@ -51,6 +51,9 @@ func (s *Server) routes() http.Handler {
 		{"POST /v1/shutdown", s.handleShutdown},
 		{"POST /v1/handover", s.handleHandover},
 		{"POST /v1/restore", s.handleRestore},
+		{"GET /v1/tmux", s.handleTmuxList},
+		{"POST /v1/tmux/watch", s.handleTmuxWatch},
+		{"POST /v1/tmux/unwatch", s.handleTmuxUnwatch},
 	} {
 		mux.HandleFunc(r.pattern, r.handler)
 	}
@@ -346,6 +349,18 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
+	if req.Pane == "" && req.TmuxPane != "" {
+		// The daemon's socket is its user's alone: a report naming a
+		// watched tmux pane comes from that user's agent in it.
+		e := s.findTmux(req.TmuxSocket, req.TmuxPane)
+		if e == nil {
+			s.hooksRefused.Add(1)
+			fail(w, http.StatusForbidden, "not_watched", fmt.Errorf("hook report refused: tmux pane %s of %s is not watched (corral tmux watch)", req.TmuxPane, req.TmuxSocket))
+			return
+		}
+		s.applyHook(w, e, req)
+		return
+	}
 	e, err := s.findStarting(req.Pane)
 	if err != nil || req.Token == "" || subtle.ConstantTimeCompare([]byte(req.Token), []byte(e.token)) != 1 {
 		s.hooksRefused.Add(1)
@@ -355,6 +370,11 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, "bad_token", errors.New("hook report refused: wrong or missing pane token"))
 		return
 	}
+	s.applyHook(w, e, req)
+}
+
+// applyHook applies a hook report whose pane is known and proven.
+func (s *Server) applyHook(w http.ResponseWriter, e *entry, req api.HookRequest) {
 	rep, err := agents.ParseHook(req.Agent, req.Payload)
 	p, ok := e.asPane()
 	if err != nil {
@@ -538,8 +558,14 @@ func paneJSON(e *entry) api.Pane {
 		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
 		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
 		Integration: integration, IntegrationError: problem, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
-	if j, ok := e.p.(*job); ok {
-		out.SessionID = j.Session()
+	switch u := e.p.(type) {
+	case *job:
+		out.SessionID, out.Backend = u.Session(), "headless"
+	case *pane.Pane:
+		_, out.Backend = u.Outside()
+	}
+	if t := e.tmux; t != nil {
+		out.Tmux = &api.TmuxPane{Socket: t.Socket(), Pane: t.TmuxID, Target: t.Target()}
 	}
 	if a := e.approve.Load(); a != nil {
 		out.Policy, out.Approval = a.policy.Source, a.latest()

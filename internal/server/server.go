@@ -34,6 +34,7 @@ import (
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/ruleswatch"
+	"github.com/corral-dev/corral/internal/tmuxwatch"
 )
 
 // Options configure a Server.
@@ -98,6 +99,9 @@ type Server struct {
 	holderLogOnce sync.Once
 	holderLog     *os.File
 	holders       *holder.Pool // new panes' holder processes
+
+	// tmux are the tmux servers watched (see tmux.go).
+	tmux tmuxWatches
 }
 
 type entry struct {
@@ -126,6 +130,8 @@ type entry struct {
 	// question holds the choices of the question the agent's hook last
 	// asked, until the agent goes on.
 	question atomic.Pointer[[]string]
+	// tmux places a pane of a watched tmux server (nil for others).
+	tmux *tmuxwatch.Pane
 }
 
 // TuneGC sets the daemon's garbage-collection target to pane.GCPercent,
@@ -240,6 +246,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	go procs.ReapLoop(time.Second, s.done)
 	s.adoptAll()
+	s.watchSavedTmux()
 	s.table.started.Store(true)
 	go s.tableLoop(s.table.stop)
 	go s.pruneLoop(ctx)
@@ -301,6 +308,7 @@ func (s *Server) stop() {
 			}()
 		}
 		wg.Wait()
+		s.stopTmux()
 		s.stopFleet(false)
 		s.stopTable()
 		s.notify.Wait()
