@@ -68,6 +68,7 @@ type conn struct {
 	cmd      *exec.Cmd
 	in       *os.File // commands, one a line
 	out      *os.File // read by read only
+	batch    []event  // read's own: output events not handed over yet
 	stderr   *tail
 	exited   chan struct{} // the process is waited for
 	readDone chan struct{} // read has returned
@@ -255,6 +256,8 @@ type event struct {
 	args string   // evNotify: the rest of the line
 	req  *request // evReply
 	ok   bool     // evAttach: the attach succeeded
+	// batch: evOutput events read in one go (the reader's own kind).
+	batch []event
 }
 
 type evKind uint8
@@ -265,11 +268,44 @@ const (
 	evReply
 	evAttach // the attach command's reply
 	evGone   // the client has ended and its process is waited for
+	evBatch  // output events read together
 )
+
+// maxBatch bounds the output events handed over at once.
+const maxBatch = 64
 
 // emit hands the loop an event; after Close, events are dropped.
 func (c *conn) emit(ev event) {
 	ev.c = c
+	c.flush()
+	c.send1(ev)
+}
+
+// batchOutput keeps an output event to hand over with the others already
+// read: the loop is woken once per read of the client's output, not once
+// per line (50 spinning panes are 500 lines a second).
+func (c *conn) batchOutput(ev event) {
+	ev.c = c
+	c.batch = append(c.batch, ev)
+	if len(c.batch) >= maxBatch {
+		c.flush()
+	}
+}
+
+// flush hands over the output events kept, in order.
+func (c *conn) flush() {
+	switch len(c.batch) {
+	case 0:
+		return
+	case 1:
+		c.send1(c.batch[0])
+	default:
+		c.send1(event{kind: evBatch, c: c, batch: c.batch})
+	}
+	c.batch = nil
+}
+
+func (c *conn) send1(ev event) {
 	select {
 	case c.w.events <- ev:
 	case <-c.w.quit:
@@ -290,6 +326,9 @@ func (c *conn) read() {
 		attached bool // the attach command's reply is read
 	)
 	for {
+		if lr.r.Buffered() == 0 {
+			c.flush() // nothing more without waiting: hand over what was read
+		}
 		b, err := lr.next()
 		if errors.Is(err, errLong) {
 			c.w.malformed.Add(1)
@@ -335,7 +374,7 @@ func (c *conn) read() {
 			if bad > 0 {
 				c.w.malformed.Add(int64(bad))
 			}
-			c.emit(event{kind: evOutput, pane: id, data: data})
+			c.batchOutput(event{kind: evOutput, pane: id, data: data})
 		case kindBegin:
 			inReply, guard, body, req = true, append(guard[:0], l.guard...), nil, nil
 			if l.control {
@@ -355,6 +394,7 @@ func (c *conn) read() {
 			c.w.malformed.Add(1)
 		}
 	}
+	c.flush()
 	c.out.Close()
 	c.end()
 }

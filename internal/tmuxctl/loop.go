@@ -224,6 +224,10 @@ func (w *Watcher) pumpSessions() {
 func (w *Watcher) handle(ev event) {
 	c := ev.c
 	switch ev.kind {
+	case evBatch:
+		for _, e := range ev.batch {
+			w.handle(e)
+		}
 	case evOutput:
 		if p := w.panes[ev.pane]; p != nil && p.owner == c && p.live {
 			w.h.Output(ev.pane, ev.data)

@@ -244,8 +244,12 @@ type source struct {
 	pid int    // the pane's first process (it leads the pane's session)
 	tty string // the pane's terminal, /dev/pts/N
 
-	mu         sync.Mutex // guards the size
+	mu         sync.Mutex // guards the fields that follow
 	cols, rows int
+	// stat is /proc/PID/stat of the pane's first process, kept open: the
+	// sweep reads it every second, one pread instead of four syscalls.
+	stat    *os.File
+	statBuf []byte
 }
 
 func (s *source) setSize(cols, rows int) {
@@ -282,7 +286,25 @@ func (s *source) SetSize(int, int) error { return pane.ErrFixedSize }
 
 // Foreground is the foreground process group of the pane's terminal, as
 // the kernel gives it for the pane's first process (/proc/PID/stat).
-func (s *source) Foreground() (int, error) { return terminalForeground(s.pid) }
+func (s *source) Foreground() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stat == nil {
+		if s.pid <= 0 {
+			return 0, errors.New("no process")
+		}
+		f, err := os.Open("/proc/" + strconv.Itoa(s.pid) + "/stat")
+		if err != nil {
+			return 0, err
+		}
+		s.stat, s.statBuf = f, make([]byte, 1024)
+	}
+	n, err := s.stat.ReadAt(s.statBuf, 0)
+	if n == 0 && err != nil {
+		return 0, err // ESRCH once the process is gone
+	}
+	return parseTpgid(s.statBuf[:n])
+}
 
 // Unread asks the pane's terminal how much typed input waits, through a
 // descriptor of it opened for the question and closed at once.
@@ -317,23 +339,20 @@ func (s *source) Signal(sig syscall.Signal) error {
 	return first
 }
 
-// Close has nothing to release: the control client is the watch's.
-func (s *source) Close() error { return nil }
-
-// terminalForeground reads the foreground process group of pid's
-// controlling terminal (tpgid, the 8th field of /proc/PID/stat).
-func terminalForeground(pid int) (int, error) {
-	if pid <= 0 {
-		return 0, errors.New("no process")
+// Close releases the pane's /proc file; the control client is the
+// watch's.
+func (s *source) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stat != nil {
+		s.stat.Close()
+		s.stat = nil
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	return parseTpgid(b)
+	return nil
 }
 
-// parseTpgid reads tpgid from a /proc/PID/stat line. The command's name,
+// parseTpgid reads the foreground process group of a process's
+// controlling terminal (tpgid, the 8th field) from a /proc/PID/stat line. The command's name,
 // in parentheses, may hold spaces and parentheses: the fields start after
 // the last ')'.
 func parseTpgid(b []byte) (int, error) {
