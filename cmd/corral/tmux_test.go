@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,6 +205,22 @@ func TestTmuxWatch(t *testing.T) {
 	if out := ts.must("capture-pane", "-p", "-t", "work:0.0"); !strings.Contains(out, "got:y") {
 		t.Fatalf("the user's pane changed after the restart:\n%s", out)
 	}
+
+	// A daemon killed outright leaves tmux as it was: its control clients
+	// end with it, the next daemon watches again.
+	if err := syscall.Kill(daemonPID(t, e), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 10*time.Second, "no control client left after kill -9", func() bool {
+		return strings.TrimSpace(ts.must("list-clients")) == ""
+	})
+	if after := ts.sizes(); after != before {
+		t.Fatalf("window sizes changed after kill -9:\nbefore %s\nafter  %s", before, after)
+	}
+	until(t, 10*time.Second, "the panes back after kill -9", func() bool {
+		_, ok := e.tmuxPane("work:1.0")
+		return ok
+	})
 
 	// The tmux server ends: its panes exit; it comes back: watched again.
 	ts.must("kill-server")
