@@ -43,5 +43,4 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
-	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
