@@ -574,6 +574,28 @@ func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
 	}
 }
 
+// The same dialog drawn a moment after the program reads the text (60 and
+// 100 ms): the Enter waits for the screen to settle and is refused.
+func TestSendEnterRefusedWhenADialogOpensLate(t *testing.T) {
+	e := newEnv(t)
+	for _, delay := range []string{"0.06", "0.1"} {
+		name := "late" + strings.ReplaceAll(delay, ".", "")
+		e.must("run", "--name", name, "--", "bash", "-c",
+			`stty raw -echo; printf 'ready> '; IFS= read -rsn1 c; sleep `+delay+`; printf '\r\nDelete everything? [y/n] '; IFS= read -rsn1 k; printf '\r\ngot:%q\r\n' "$k"; sleep 600`)
+		if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.must("screen", name), "ready>") }) {
+			t.Fatal("the program never started")
+		}
+		_, errs, code := e.run("send", name, "x", "--enter")
+		if code != 3 || !strings.Contains(errs, "the text was typed but Enter was not") {
+			t.Fatalf("dialog after %ss: send --enter: exit %d %q\n%s", delay, code, errs, e.must("screen", name))
+		}
+		time.Sleep(200 * time.Millisecond)
+		if screen := e.must("screen", name); strings.Contains(screen, "got:") {
+			t.Fatalf("dialog after %ss took the Enter:\n%s", delay, screen)
+		}
+	}
+}
+
 // A pane's state changes wait for the event log; a request to that pane
 // must not wait with them. With a full log (8 MB) read over and over by
 // corral events, send to a pane whose state keeps changing answers in

@@ -225,6 +225,7 @@ func (p *Pane) heldLoop() {
 	var end *heldEnd
 	err := p.hc.Run(func(m holder.Msg) bool {
 		if len(m.Output) > 0 {
+			p.outputAt.Store(time.Now().UnixNano())
 			p.mu.Lock()
 			p.queueLocked(p.engine.Feed(time.Now(), m.Output))
 			p.scheduleLocked()

@@ -84,6 +84,7 @@ func (p *Pane) feedOutside(b []byte, redraw bool) {
 	if len(b) == 0 {
 		return
 	}
+	p.outputAt.Store(time.Now().UnixNano())
 	p.mu.Lock()
 	if p.exited {
 		p.mu.Unlock()

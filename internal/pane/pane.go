@@ -116,6 +116,8 @@ type Pane struct {
 
 	in             inputQueue
 	droppedReplies atomic.Int64
+	// outputAt is when the program last wrote (Unix nanoseconds).
+	outputAt atomic.Int64
 	// unwritten counts input queued or being written to the program.
 	unwritten atomic.Int64
 	// hooks queues hook reports for hookLoop, started with the first.
@@ -269,6 +271,45 @@ func (p *Pane) AwaitRead(max time.Duration) bool {
 	}
 }
 
+// EnterSettle is the least time the screen must stay still after typed
+// text before an Enter follows it: a program may draw a dialog a moment
+// after it reads the text (60–100 ms seen), and an Enter then answers it.
+const EnterSettle = 150 * time.Millisecond
+
+// AwaitSettled waits, at most max, until the program has written nothing
+// for the pane's settle time (its manifest's answer_settle, at least
+// EnterSettle), and reports whether it has.
+func (p *Pane) AwaitSettled(max time.Duration) bool {
+	settle := EnterSettle
+	if p.mu.lockWithin(LockWait) {
+		settle = max2(settle, p.engine.Manifest().AnswerSettle)
+		p.mu.Unlock()
+	}
+	deadline := time.Now().Add(max)
+	for {
+		quiet := time.Since(time.Unix(0, p.outputAt.Load()))
+		if quiet >= settle {
+			return true
+		}
+		wait := settle - quiet
+		if time.Now().Add(wait).After(deadline) {
+			return false
+		}
+		select {
+		case <-p.done:
+			return false
+		case <-time.After(wait):
+		}
+	}
+}
+
+func max2(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}
+
 // ID returns the pane's id.
 func (p *Pane) ID() string { return p.cfg.ID }
 
@@ -291,6 +332,7 @@ func (p *Pane) readLoop() {
 			// daemon.
 			p.ring.Append(b)
 		}
+		p.outputAt.Store(time.Now().UnixNano())
 		p.mu.Lock()
 		p.queueLocked(p.engine.Feed(time.Now(), b))
 		p.scheduleLocked()

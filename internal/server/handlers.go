@@ -63,17 +63,21 @@ func (s *Server) routes() http.Handler {
 
 // EnterDelay separates typed text, once the program has read it, from the
 // Enter that submits it; EnterReadWait bounds the wait for that read (a
-// busy program reads late, and text and Enter read together are a paste).
+// busy program reads late, and text and Enter read together are a paste);
+// EnterSettleWait bounds the wait for the screen to settle after it (a
+// program that keeps drawing, a spinner, is not waited for longer).
 const (
-	EnterDelay    = 50 * time.Millisecond
-	EnterReadWait = 2 * time.Second
+	EnterDelay      = 50 * time.Millisecond
+	EnterReadWait   = 2 * time.Second
+	EnterSettleWait = 1500 * time.Millisecond
 )
 
 // typeText types text (refused while blocked when guard is set), then,
 // with enter, Enter on its own a moment later: TUIs (Ink, ratatui) read a
-// burst of input as a paste, and a paste's Enter does not submit. The
-// guard looks again before the Enter: a program that drew a dialog on
-// reading the text would take the Enter as its answer.
+// burst of input as a paste, and a paste's Enter does not submit. Before
+// the Enter the screen must settle (the pane's answer_settle, at least
+// pane.EnterSettle) and the guard looks again: a program that drew a
+// dialog on reading the text would take the Enter as its answer.
 func typeText(u unit, text string, enter, guard bool) error {
 	if err := u.Input([]byte(text), guard); err != nil {
 		return err
@@ -85,6 +89,9 @@ func typeText(u unit, text string, enter, guard bool) error {
 		r.AwaitRead(EnterReadWait)
 	}
 	time.Sleep(EnterDelay)
+	if r, ok := u.(interface{ AwaitSettled(time.Duration) bool }); ok && guard {
+		r.AwaitSettled(EnterSettleWait)
+	}
 	if err := u.Input([]byte("\r"), guard); err != nil {
 		return fmt.Errorf("the text was typed but Enter was not: %w", err)
 	}
