@@ -154,6 +154,10 @@ func Run(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "%s\nRun corral help for the commands.\n", msg)
 		return 2
 	}
+	top := strings.SplitN(cmd.name, " ", 2)[0]
+	if name != "hold" && name != "hook" { // their stderr is a log, kept as is
+		io = safeIO(top, io)
+	}
 	err := cmd.run(ctx, io, rest)
 	if err == nil {
 		return 0
