@@ -24,12 +24,16 @@ func connect(ctx context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	stateDir, err := server.CheckStateDir()
+	if err != nil {
+		return nil, err
+	}
 	c := client.New(sock)
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find corral's own binary to start the daemon: %w", err)
 	}
-	if err := c.EnsureDaemon(ctx, exe, filepath.Join(server.StateDir(), "daemon.log")); err != nil {
+	if err := c.EnsureDaemon(ctx, exe, filepath.Join(stateDir, "daemon.log")); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -29,7 +29,11 @@ func runServe(ctx context.Context, std IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := server.Options{Socket: sock, StateDir: server.StateDir(), Loader: loader(), Logf: logger.Printf, Config: cfg}
+	stateDir, err := server.CheckStateDir()
+	if err != nil {
+		return err
+	}
+	opts := server.Options{Socket: sock, StateDir: stateDir, Loader: loader(), Logf: logger.Printf, Config: cfg}
 	newServer := server.New
 	if *replace {
 		recv, err := server.NewReceiver(opts.StateDir)

@@ -37,6 +37,29 @@ func StateDir() string {
 	return filepath.Join(home, ".local", "state", "corral")
 }
 
+// CheckStateDir returns StateDir after checking it as CheckPrivateDir
+// does (made private if missing; refused if it is a link, another user's,
+// or writable by others), and, for the fallback in the temporary folder,
+// the folder above it too. Whoever controls the state folder controls what
+// the daemon reads at start: the fleet's hub (fleet/config.json), the
+// panes corral restore runs (panes.json), the watched tmux servers.
+func CheckStateDir() (string, error) {
+	dir := StateDir()
+	var dirs []string
+	if os.Getenv("CORRAL_STATE_DIR") == "" && os.Getenv("XDG_STATE_HOME") == "" {
+		if _, err := os.UserHomeDir(); err != nil {
+			dirs = append(dirs, filepath.Dir(dir)) // the temporary folder's corral-UID
+		}
+	}
+	dirs = append(dirs, dir)
+	for _, d := range dirs {
+		if err := checkPrivate(d); err != nil {
+			return dir, fmt.Errorf("refusing the state folder %s: %v; another user could plant what the daemon reads there (its fleet hub, the panes corral restore runs). Remove it, or set XDG_STATE_HOME or CORRAL_STATE_DIR to a private place", d, err)
+		}
+	}
+	return dir, nil
+}
+
 // CheckSocketPath returns SocketPath after checking the folder corral
 // chose for it: made private if missing, and refused if it is not a real
 // folder, another user owns it, or others can write to it. Whoever
@@ -55,12 +78,21 @@ func CheckSocketPath() (string, error) {
 // is a symbolic link or not a folder, that another user owns, or that
 // group or others can write to, as tmux does for its socket folder.
 func CheckPrivateDir(dir string) error {
+	if err := checkPrivate(dir); err != nil {
+		return fmt.Errorf("refusing the socket folder %s: %v; another user could put their own socket there. Remove it, or set XDG_RUNTIME_DIR or CORRAL_SOCKET to a private place", dir, err)
+	}
+	return nil
+}
+
+// checkPrivate makes dir (mode 0700, with its parents) when missing and
+// says what is wrong with it otherwise.
+func checkPrivate(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("socket folder %s: %w", dir, err)
+		return err
 	}
 	info, err := os.Lstat(dir)
 	if err != nil {
-		return fmt.Errorf("socket folder %s: %w", dir, err)
+		return err
 	}
 	st, ok := info.Sys().(*syscall.Stat_t)
 	switch {
@@ -73,8 +105,5 @@ func CheckPrivateDir(dir string) error {
 	case info.Mode().Perm()&0o022 != 0:
 		err = fmt.Errorf("others can write to it (mode %v)", info.Mode().Perm())
 	}
-	if err != nil {
-		return fmt.Errorf("refusing the socket folder %s: %v; another user could put their own socket there. Remove it, or set XDG_RUNTIME_DIR or CORRAL_SOCKET to a private place", dir, err)
-	}
-	return nil
+	return err
 }
