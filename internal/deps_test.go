@@ -37,7 +37,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"agents":        {"combine"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
-		"fleet":         {"api", "eventlog"},
+		"fleet":         {"api", "eventlog", "safefile"},
 		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tmuxctl", "tmuxwatch", "tomlfile"},
 		"tmuxwatch":     {"pane", "tmuxctl"},
 		"board":         {"api", "term"},

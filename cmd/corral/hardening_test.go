@@ -247,3 +247,33 @@ func TestVersionAgainstTheDaemon(t *testing.T) {
 		t.Fatalf("another build (%v):\n%s", err, out)
 	}
 }
+
+// A planted fleet config that is a FIFO or a link to /dev/zero does not
+// hold the daemon: it starts, says why it is in no fleet, and answers.
+func TestFleetConfigSpecialFiles(t *testing.T) {
+	for _, kind := range []string{"fifo", "zero"} {
+		e := newEnv(t)
+		dir := filepath.Join(e.dir, "state", "fleet")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(e.dir, "state"), 0o700)
+		path := filepath.Join(dir, "config.json")
+		var err error
+		if kind == "fifo" {
+			err = syscall.Mkfifo(path, 0o600)
+		} else {
+			err = os.Symlink("/dev/zero", path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, code := e.runWithin(15*time.Second, "ls"); code != 0 {
+			t.Fatalf("%s: ls: exit %d: %s", kind, code, out)
+		}
+		log, _ := os.ReadFile(filepath.Join(e.dir, "state", "daemon.log"))
+		if !strings.Contains(string(log), "not a regular file") {
+			t.Fatalf("%s: the daemon's log does not say why: %s", kind, log)
+		}
+	}
+}

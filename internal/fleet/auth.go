@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/corral-dev/corral/internal/safefile"
 )
 
 // Token prefixes: a fleet token lets any host join under the name it
@@ -73,7 +75,7 @@ func hashOf(s string) string {
 // loadAuth reads (or creates) the hub's credentials.
 func loadAuth(dir string, logf func(string, ...any)) (*auth, error) {
 	a := &auth{path: filepath.Join(dir, "hub.json"), logf: logf}
-	b, err := os.ReadFile(a.path)
+	b, err := safefile.ReadOwned(a.path, safefile.StateMax)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		a.file = authFile{FleetToken: fleetTokenPrefix + secret(), AdminToken: adminTokenPrefix + secret()}

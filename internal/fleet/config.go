@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/corral-dev/corral/internal/safefile"
 )
 
 // Subjects, buckets and streams. HOST is a host name (one subject token).
@@ -84,7 +86,7 @@ var ErrNotConfigured = errors.New("this corral is in no fleet; corral fleet init
 // LoadConfig reads the fleet config; ErrNotConfigured when there is none.
 func LoadConfig(stateDir string) (Config, error) {
 	var c Config
-	b, err := os.ReadFile(configPath(stateDir))
+	b, err := safefile.ReadOwned(configPath(stateDir), safefile.StateMax)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, ErrNotConfigured
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/safefile"
 )
 
 // Local is the daemon a member speaks for.
@@ -289,7 +289,7 @@ func (m *Member) serveEnroll(msg *nats.Msg) {
 // and its nkey seed, for a server in operator mode) or a bare nkey seed
 // (a server whose users are nkeys, without JWTs).
 func credsOption(path string) (nats.Option, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.StateMax)
 	if err != nil {
 		return nil, fmt.Errorf("the credentials file: %w", err)
 	}

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/corral-dev/corral/internal/safefile"
 )
 
 // serverTLS loads (or makes) the hub's CA and a server certificate for
@@ -66,8 +68,8 @@ func serial() *big.Int {
 
 func loadOrMakeCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	certPath, keyPath := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca-key.pem")
-	if cb, err := os.ReadFile(certPath); err == nil {
-		kb, err := os.ReadFile(keyPath)
+	if cb, err := safefile.ReadOwned(certPath, safefile.StateMax); err == nil {
+		kb, err := safefile.ReadOwned(keyPath, safefile.StateMax)
 		if err != nil {
 			return nil, nil, fmt.Errorf("fleet CA key: %w", err)
 		}

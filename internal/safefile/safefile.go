@@ -33,6 +33,10 @@ func Read(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readOpen(f, path, info, max)
+}
+
+func readOpen(f *os.File, path string, info fs.FileInfo, max int64) ([]byte, error) {
 	if !info.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s); corral reads only regular files here", ErrNotRegular, kind(info.Mode()))}
 	}
@@ -47,6 +51,31 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)}
 	}
 	return data, nil
+}
+
+// ErrNotOwned is returned for a file another user owns.
+var ErrNotOwned = errors.New("owned by another user")
+
+// StateMax bounds a file of corral's own state (a fleet config, the
+// hub's credentials, a certificate).
+const StateMax = 4 << 20
+
+// ReadOwned is Read for corral's own state: the file must also belong to
+// the user corral runs as. Another user's file there was planted.
+func ReadOwned(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (uid %d, not you: uid %d); corral reads only its own state files: remove it", ErrNotOwned, st.Uid, os.Getuid())}
+	}
+	return readOpen(f, path, info, max)
 }
 
 func kind(m fs.FileMode) string {

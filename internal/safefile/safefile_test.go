@@ -52,3 +52,48 @@ func TestRead(t *testing.T) {
 		}
 	}
 }
+
+// corral's own state files: a planted FIFO or /dev/zero link is refused at
+// once, never waited on or read without end; another user's file is
+// refused when corral can tell (as root, a file given to nobody).
+func TestReadOwned(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(ok, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadOwned(ok, 100); err != nil || string(b) != "{}" {
+		t.Fatalf("own file: %q %v", b, err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadOwned(fifo, 100); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotRegular) {
+			t.Fatalf("fifo: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a FIFO blocked the read")
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadOwned(zero, 100); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("/dev/zero: %v", err)
+	}
+	if os.Getuid() == 0 {
+		planted := filepath.Join(dir, "planted.json")
+		os.WriteFile(planted, []byte(`{}`), 0o644)
+		if err := os.Chown(planted, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadOwned(planted, 100); !errors.Is(err, ErrNotOwned) {
+			t.Fatalf("another user's file: %v", err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/safefile"
 	"github.com/corral-dev/corral/internal/status"
 )
 
@@ -195,7 +196,7 @@ func (t *paneTable) load() tableFile {
 		t.setAside(fmt.Sprintf("not a regular file of at most %d bytes", tableMax))
 		return tableFile{}
 	}
-	b, err := os.ReadFile(t.path)
+	b, err := safefile.ReadOwned(t.path, tableMax)
 	if err == nil {
 		err = json.Unmarshal(b, &f)
 	}

@@ -60,7 +60,7 @@ func (s *Server) tmuxPath() string { return filepath.Join(s.opts.StateDir, tmuxF
 // A server that is not running is watched all the same: it is looked for
 // until it comes back.
 func (s *Server) watchSavedTmux() {
-	b, err := safefile.Read(s.tmuxPath(), tmuxFileMax)
+	b, err := safefile.ReadOwned(s.tmuxPath(), tmuxFileMax)
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
