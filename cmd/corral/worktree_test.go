@@ -149,3 +149,37 @@ func TestWorktreeFolderFromConfig(t *testing.T) {
 		t.Fatalf("worktree %+v", wt)
 	}
 }
+
+// A PROJECT.worktrees link placed beside the repository (another user's,
+// pointing at her folder) is refused: the checkout never lands there.
+func TestWorktreeFolderLinkRefused(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	e := newEnv(t)
+	repo := filepath.Join(e.dir, "app")
+	os.MkdirAll(repo, 0o755)
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644)
+	gitIn(t, repo, "add", ".")
+	gitIn(t, repo, "commit", "-qm", "first")
+	hers := filepath.Join(e.dir, "hers")
+	os.MkdirAll(hers, 0o777)
+	if err := os.Symlink(hers, filepath.Join(e.dir, "app.worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code := e.run("run", "--name", "w", "--cwd", repo, "--worktree", "feat", "--", "sleep", "60")
+	if code == 0 || !strings.Contains(errs, "refusing the worktree folder") {
+		t.Fatalf("run --worktree into a linked folder: exit %d: %s", code, errs)
+	}
+	if entries, _ := os.ReadDir(hers); len(entries) != 0 {
+		t.Fatalf("the checkout landed in the linked folder: %v", entries)
+	}
+	// A folder others can write to, the same.
+	os.Remove(filepath.Join(e.dir, "app.worktrees"))
+	os.Mkdir(filepath.Join(e.dir, "app.worktrees"), 0o777)
+	os.Chmod(filepath.Join(e.dir, "app.worktrees"), 0o777)
+	if _, errs, code := e.run("run", "--name", "w", "--cwd", repo, "--worktree", "feat", "--", "sleep", "60"); code == 0 || !strings.Contains(errs, "others can write") {
+		t.Fatalf("run --worktree into a folder others can write to: exit %d: %s", code, errs)
+	}
+}

@@ -90,6 +90,12 @@ func checkPrivate(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	return checkOwnedDir(dir)
+}
+
+// checkOwnedDir says what is wrong with dir as a folder of the user's:
+// a link or not a folder, another user's, or writable by others.
+func checkOwnedDir(dir string) error {
 	info, err := os.Lstat(dir)
 	if err != nil {
 		return err

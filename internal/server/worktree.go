@@ -109,6 +109,11 @@ func (s *Server) worktreeFor(req *api.RunRequest) (*worktree, error) {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return nil, fmt.Errorf("worktree folder: %w", err)
 	}
+	// A folder another user placed (a link to hers, one she can write to)
+	// would receive the checkout.
+	if err := checkOwnedDir(folder); err != nil {
+		return nil, fmt.Errorf("refusing the worktree folder %s: %v; remove it (corral makes it), or set [panes] worktrees in config.toml to a folder of yours", folder, err)
+	}
 	wt := &worktree{path: path, repo: top, branch: branch, base: base}
 	if _, err := git(top, "show-ref", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
 		if _, err := git(top, "worktree", "add", path, branch); err != nil {
