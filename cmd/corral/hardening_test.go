@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,6 +277,46 @@ func TestFleetConfigSpecialFiles(t *testing.T) {
 		log, _ := os.ReadFile(filepath.Join(e.dir, "state", "daemon.log"))
 		if !strings.Contains(string(log), "not a regular file") {
 			t.Fatalf("%s: the daemon's log does not say why: %s", kind, log)
+		}
+	}
+}
+
+// A thousand idle connections to the board's port do not starve the
+// daemon: the board keeps at most board.MaxConns, and ls, run and board
+// still answer on the unix socket.
+func TestBoardIdleConnectionsDoNotStarveTheDaemon(t *testing.T) {
+	e := newEnv(t)
+	addr := strings.TrimSpace(strings.SplitN(e.must("board", "--no-browser"), "\n", 2)[0])
+	u, err := url.Parse(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := daemonPID(t, e)
+	fds := func() int {
+		entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		return len(entries)
+	}
+	before := fds()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 1000; i++ {
+		c, err := net.DialTimeout("tcp", u.Host, time.Second)
+		if err != nil {
+			continue // refused at once is fine
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := fds(); n > before+300 {
+		t.Fatalf("the daemon holds %d descriptors (%d before): the board's connections are not capped", n, before)
+	}
+	for _, args := range [][]string{{"ls"}, {"run", "--name", "after", "--", "sleep", "60"}, {"board", "--no-browser"}} {
+		if out, code := e.runWithin(10*time.Second, args...); code != 0 {
+			t.Fatalf("corral %v with 1000 idle board connections: exit %d: %s", args, code, out)
 		}
 	}
 }

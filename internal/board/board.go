@@ -70,6 +70,7 @@ type Server struct {
 	b      Backend
 	srv    *http.Server
 	ln     net.Listener
+	limit  *limitListener // caps ln's connections
 
 	mu       sync.Mutex // guards codes, sessions, failures, clients, ifaddrs
 	codes    map[string]time.Time
@@ -130,8 +131,9 @@ func Start(addr string, allowRemote bool, b Backend) (*Server, error) {
 		port: strconv.Itoa(tcp.Port), listen: tcp.IP, codes: map[string]time.Time{}, sessions: map[string]time.Time{},
 		closed: make(chan struct{})}
 	s.feed = newFeed()
-	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
-	go s.srv.Serve(ln)
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: HeaderTimeout, IdleTimeout: IdleTimeout}
+	s.limit = newLimitListener(ln, MaxConns, MaxConnsPerPeer)
+	go s.srv.Serve(s.limit)
 	go s.broadcast()
 	return s, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -390,5 +392,58 @@ func TestSlowClientDropped(t *testing.T) {
 	t.Logf("%d messages of 1 MiB to the reader, longest gap %v, before the stuck client was dropped", msgs, maxGap)
 	if maxGap >= WriteTimeout {
 		t.Errorf("the reader waited %v for a message: as long as the stuck client held its write", maxGap)
+	}
+}
+
+// Idle connections from one peer cannot use up the daemon's descriptors:
+// past MaxConnsPerPeer they are closed at once, and the board still
+// answers another request.
+func TestBoardConnectionCaps(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimitListener(ln, 8, 3)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	var conns []net.Conn
+	for i := 0; i < 10; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Refused() < 7 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := l.Refused(); got != 7 {
+		t.Fatalf("refused %d of 10 from one peer, want 7 (3 kept)", got)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	// Closed connections give their places back.
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		l.mu.Lock()
+		open := l.open
+		l.mu.Unlock()
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still counted", open)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -188,7 +188,7 @@ func New(opts Options) (*Server, error) {
 			e.p.Notify(b)
 		}
 	}
-	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	return s, nil
 }
 
