@@ -12,7 +12,7 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "answer attach board completion demo events exec explain fleet help hook integrate kill lab ls policy replay restart restore rm rules run screen send serve shutdown status verify version wait"},
+		{[]string{""}, "answer attach board completion demo events exec explain fleet help hook integrate kill lab ls policy replay restart restore rm rules run screen send serve shutdown status tmux verify version wait"},
 		{[]string{"a"}, "answer attach"},
 		{[]string{"ls", "--"}, "--fleet --help --json"},
 		{[]string{"ls", "-"}, "--fleet --help --json"},
@@ -30,6 +30,7 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		{[]string{"rules", "list", "--"}, "--help --json"},
 		{[]string{"help", "r"}, "replay restart restore rm rules run"},
 		{[]string{"fleet", ""}, "init invite join leave status"},
+		{[]string{"tmux", ""}, "ls unwatch watch"},
 		{[]string{"help", "rules", "l"}, "list"},
 		{[]string{"completion", ""}, "bash fish zsh"},
 		{[]string{"status", "b"}, "blocked"},

@@ -255,6 +255,7 @@ func (r *recorder) Closed(id string) {
 // the test after the deadline.
 func (r *recorder) await(what string, d time.Duration, cond func() bool) {
 	r.t.Helper()
+	d *= slack
 	deadline := time.Now().Add(d)
 	for {
 		r.mu.Lock()
@@ -305,9 +306,14 @@ func (r *recorder) find(marker string) *rpane {
 	return nil
 }
 
+// slack stretches every wait for a condition: the tests share two cores
+// with the rest of the suite under -race, and a wait only ends early.
+const slack = 4
+
 // awaitFn polls cond until it holds, failing the test after d.
 func awaitFn(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
+	d *= slack
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
