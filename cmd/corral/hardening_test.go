@@ -320,3 +320,34 @@ func TestBoardIdleConnectionsDoNotStarveTheDaemon(t *testing.T) {
 		}
 	}
 }
+
+// kill ends a program that ignores TERM (TERM, then KILL after --grace, as
+// docker stop does); --signal sends exactly one signal and says when the
+// program lives on; kill of an ended pane says nothing is running.
+func TestKillEscalatesAfterGrace(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "stubborn", "--", "sh", "-c", `trap "" TERM; echo ready; while :; do sleep 1; done`)
+	waitFor(t, 10*time.Second, "ready", func() bool { return strings.Contains(e.must("screen", "stubborn"), "ready") })
+	_, errs, code := e.run("kill", "stubborn", "--signal", "TERM")
+	if code != 0 || !strings.Contains(errs, "still running") {
+		t.Fatalf("kill --signal TERM of a program ignoring it: exit %d %q", code, errs)
+	}
+	start := time.Now()
+	out, errs, code := e.run("kill", "stubborn", "--grace", "1s", "--json")
+	var p struct {
+		State    string
+		ExitCode *int `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil || code != 0 || p.State != "exited" || p.ExitCode == nil || *p.ExitCode != 128+9 {
+		t.Fatalf("kill: exit %d %q %+v %v", code, errs, p, err)
+	}
+	if d := time.Since(start); d < time.Second || d > 6*time.Second {
+		t.Fatalf("kill took %v with --grace 1s", d)
+	}
+	if _, errs, code := e.run("kill", "stubborn"); code != 0 || errs != "" {
+		t.Fatalf("kill of an ended pane: exit %d %q", code, errs)
+	}
+	if _, _, code := e.run("kill", "stubborn", "--grace", "1h"); code != 2 {
+		t.Fatalf("--grace 1h: exit %d, want 2", code)
+	}
+}

@@ -5,6 +5,7 @@ package api
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/eventlog"
@@ -203,8 +204,18 @@ type AnswerResult struct {
 
 // KillRequest signals a pane: POST /v1/panes/{id}/kill.
 type KillRequest struct {
+	// Signal is sent alone when given; empty: TERM, then KILL if the
+	// program has not ended after Grace (as docker stop does).
 	Signal string `json:"signal"`
+	// Grace is a duration ("3s"; empty: the default, at most MaxKillGrace).
+	Grace string `json:"grace,omitempty"`
 }
+
+// Bounds of KillRequest.Grace: the answer comes within the CLI's 10 s.
+const (
+	DefaultKillGrace = 3 * time.Second
+	MaxKillGrace     = 7 * time.Second
+)
 
 // Error is every error response's body.
 type Error struct {

@@ -182,7 +182,7 @@ func runDemo(ctx context.Context, std IO, args []string) error {
 			return
 		}
 		for _, id := range ids {
-			_ = c.Do(context.Background(), "POST", panePath(id, "kill"), api.KillRequest{Signal: "TERM"}, nil)
+			_ = c.Do(context.Background(), "POST", panePath(id, "kill"), api.KillRequest{}, nil)
 		}
 	}()
 	var web api.BoardResult

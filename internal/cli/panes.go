@@ -338,7 +338,8 @@ func runAnswer(ctx context.Context, std IO, args []string) error {
 
 func runKill(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("kill", std)
-	sig := fs.String("signal", "TERM", "the signal for the pane's process group")
+	sig := fs.String("signal", "", "send exactly this `SIGNAL` (TERM, KILL, HUP, INT, …) and nothing after it (default: TERM, then KILL after --grace)")
+	grace := fs.Duration("grace", api.DefaultKillGrace, "without --signal: how long the program has to end after TERM before KILL (at most 7s)")
 	asJSON := fs.Bool("json", false, "print the pane as JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -347,14 +348,26 @@ func runKill(ctx context.Context, std IO, args []string) error {
 	if len(pos) != 1 {
 		return usagef("need one pane id or name")
 	}
-	// The daemon answers once the pane has exited, or after 2 s.
+	if *grace < 0 || *grace > api.MaxKillGrace {
+		return usagef("--grace %v: give a duration from 0s to %v", *grace, api.MaxKillGrace)
+	}
+	// The daemon answers once the pane has exited, or 2 s after the last
+	// signal.
 	var p api.Pane
-	if err := paneAction(ctx, std, pos[0], "kill", api.KillRequest{Signal: *sig}, &p, *asJSON); err != nil {
+	req := api.KillRequest{Signal: *sig}
+	if *sig == "" {
+		req.Grace = grace.String()
+	}
+	if err := paneAction(ctx, std, pos[0], "kill", req, &p, *asJSON); err != nil {
 		return err
 	}
-	if p.State != "exited" {
-		fmt.Fprintf(std.Stderr, "corral kill: %s is still running (%s) after SIG%s; corral kill %s --signal KILL ends it\n",
-			pos[0], p.State, strings.TrimPrefix(strings.ToUpper(*sig), "SIG"), pos[0])
+	if p.ExitCode == nil && (p.State == "working" || p.State == "blocked" || p.State == "idle") {
+		sent := "SIGTERM and SIGKILL"
+		if *sig != "" {
+			sent = "SIG" + strings.TrimPrefix(strings.ToUpper(*sig), "SIG")
+		}
+		fmt.Fprintf(std.Stderr, "corral kill: %s is still running (%s) after %s; corral kill %s --signal KILL ends it\n",
+			pos[0], p.State, sent, pos[0])
 	}
 	return nil
 }

@@ -168,7 +168,7 @@ func (b fleetBoard) Kill(id string) error {
 	if !ok {
 		return b.boardBackend.Kill(local)
 	}
-	_, err := b.remoteCall(host, local, "kill", api.KillRequest{Signal: "TERM"})
+	_, err := b.remoteCall(host, local, "kill", api.KillRequest{})
 	return err
 }
 

@@ -299,6 +299,19 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
+	grace := api.DefaultKillGrace
+	if req.Grace != "" {
+		d, err := time.ParseDuration(req.Grace)
+		if err != nil || d < 0 || d > api.MaxKillGrace {
+			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("grace %q: give a duration from 0s to %v", req.Grace, api.MaxKillGrace))
+			return
+		}
+		grace = d
+	}
+	escalate := req.Signal == ""
+	if escalate {
+		req.Signal = "TERM"
+	}
 	name := strings.TrimPrefix(strings.ToUpper(req.Signal), "SIG")
 	sig, ok := signals[name]
 	if !ok {
@@ -310,16 +323,41 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("unknown signal %q; use TERM, KILL, HUP, INT, QUIT, USR1, USR2 or a number", req.Signal))
 		return
 	}
-	if err := e.p.Kill(sig); err != nil {
+	if err := killUnit(e.p, sig, escalate, grace); err != nil {
 		fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
-	// Wait briefly for the reap so the reply shows the exit.
-	select {
-	case <-e.p.Done():
-	case <-time.After(2 * time.Second):
-	}
 	reply(w, paneJSON(e))
+}
+
+// killUnit signals a pane or job and waits briefly for its end, so the
+// answer shows the exit. With escalate, a program still running after
+// grace is sent SIGKILL.
+func killUnit(u unit, sig syscall.Signal, escalate bool, grace time.Duration) error {
+	select {
+	case <-u.Done():
+		return nil // ended already: nothing to signal
+	default:
+	}
+	if err := u.Kill(sig); err != nil {
+		return err
+	}
+	wait := 2 * time.Second
+	if escalate {
+		select {
+		case <-u.Done():
+			return nil
+		case <-time.After(grace):
+		}
+		if err := u.Kill(syscall.SIGKILL); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-u.Done():
+	case <-time.After(wait):
+	}
+	return nil
 }
 
 // handleRemove removes an ended pane or job (?force=1: ends it first).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"syscall"
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/board"
@@ -50,7 +51,7 @@ func (b boardBackend) Kill(id string) error {
 	if err != nil {
 		return err
 	}
-	return e.p.Kill(15)
+	return killUnit(e.p, syscall.SIGTERM, true, api.DefaultKillGrace)
 }
 
 func (b boardBackend) Prompt(id string) board.Prompt {

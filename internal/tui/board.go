@@ -203,7 +203,7 @@ func (b *Board) kill() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := b.c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(id)+"/kill", api.KillRequest{Signal: "TERM"}, nil); err != nil {
+		if err := b.c.Do(ctx, "POST", "/v1/panes/"+url.PathEscape(id)+"/kill", api.KillRequest{}, nil); err != nil {
 			return statusMsg(fmt.Sprintf("%s: %v", id, err))
 		}
 		return statusMsg(id + ": killed")
