@@ -18,6 +18,7 @@ require (
 	github.com/pelletier/go-toml/v2 v2.4.3
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -148,7 +148,9 @@ func TestPanePolicyDecidesHookRequests(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
 		{"Bash|ls -la /tmp", "verdict: allowed by rule 1: Bash: ls -la /tmp"},
 		{"Bash|rm -rf /", "verdict: denied by rule 2: Bash: rm -rf /"},
-		{"Bash|ls -la /tmp; rm -rf ~", "verdict: no rule matches Bash: ls -la /tmp; rm -rf ~: left to you"},
+		// Each simple command is taken by its own rule, and a deny wins.
+		{"Bash|ls -la /tmp; rm -rf ~", "verdict: denied by rule 2 (`rm -rf ~`): Bash: ls -la /tmp; rm -rf ~"},
+		{"Bash|ls -la /tmp; curl example.com", "verdict: no rule matches `curl example.com` in Bash: ls -la /tmp; curl example.com, and rule 1 takes `ls -la /tmp` but ; joins it"},
 	} {
 		if got := e.must(append([]string{"policy", "explain"}, strings.Split(c.args, "|")...)...); !strings.Contains(got, c.want) {
 			t.Errorf("policy explain %s:\n%s", c.args, got)

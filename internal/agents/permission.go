@@ -18,6 +18,14 @@ type Permission struct {
 	Question bool
 	// Options are a question's choices, in order (its first question's).
 	Options []string
+	// InputKey is the field of the tool's input that Input is ("command",
+	// "file_path", …); "" when Input is the whole input as JSON, or a
+	// request reported only as a message.
+	InputKey string
+	// Fields are every top-level field of the tool's input, a string as
+	// it is and anything else as compact JSON, so a policy can check
+	// them all; nil when the input was not read.
+	Fields map[string]string
 }
 
 // ParsePermission reads a PermissionRequest payload (Claude Code's and
@@ -41,15 +49,28 @@ func ParsePermission(payload []byte) (p Permission, ok bool) {
 		p.Question, p.Options = true, questionOptions(in)
 		return p, true
 	}
+	p.Fields = make(map[string]string, len(in))
+	for key, val := range in {
+		var s string
+		val = bytes.TrimSpace(val)
+		if !bytes.HasPrefix(val, []byte(`"`)) || json.Unmarshal(val, &s) != nil {
+			var buf bytes.Buffer
+			if json.Compact(&buf, val) != nil {
+				return Permission{Tool: p.Tool}, true
+			}
+			s = buf.String()
+		}
+		p.Fields[key] = s
+	}
 	for _, key := range []string{"command", "file_path", "path", "url", "pattern"} {
 		if s := in.str(key); s != "" {
-			p.Input, p.Whole = s, true
+			p.Input, p.InputKey, p.Whole = s, key, true
 			return p, true
 		}
 	}
 	var buf bytes.Buffer
 	if json.Compact(&buf, raw) != nil {
-		return p, true
+		return Permission{Tool: p.Tool}, true
 	}
 	p.Input, p.Whole = buf.String(), true
 	return p, true

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/corral-dev/corral/internal/agents"
@@ -127,6 +129,12 @@ func policyExplain(std IO, args []string) error {
 		if req, ok = agents.ParsePermission(data); !ok {
 			return fmt.Errorf("payload: not a PermissionRequest hook's JSON (hook_event_name, tool_name, tool_input)")
 		}
+	case len(pos) == 2 && json.Valid([]byte(pos[1])) && strings.HasPrefix(strings.TrimSpace(pos[1]), "{"):
+		// A JSON object is the tool's whole input, every field of it, as
+		// a hook gives it.
+		payload, _ := json.Marshal(map[string]any{"hook_event_name": "PermissionRequest", "tool_name": pos[0],
+			"tool_input": json.RawMessage(pos[1])})
+		req, _ = agents.ParsePermission(payload)
 	case len(pos) == 1 || len(pos) == 2:
 		req = agents.Permission{Tool: pos[0], Whole: true}
 		if len(pos) == 2 {
@@ -135,8 +143,10 @@ func policyExplain(std IO, args []string) error {
 	default:
 		return usagef("need TOOL [INPUT], or --payload FILE")
 	}
-	ap := server.Decide(p, req)
-	matches := p.Matches(req.Tool, req.Input)
+	ap, v := server.Explain(p, req)
+	if v.Matched == nil {
+		v.Matched = make([]bool, len(p.Rules()))
+	}
 	if *asJSON {
 		type ruleJSON struct {
 			Rule    int    `json:"rule"`
@@ -144,18 +154,23 @@ func policyExplain(std IO, args []string) error {
 			Matched bool   `json:"matched"`
 		}
 		out := struct {
-			Policy   string     `json:"policy"`
-			Tool     string     `json:"tool"`
-			Input    string     `json:"input"`
-			Whole    bool       `json:"whole"`
-			Rules    []ruleJSON `json:"rules"`
-			Decision string     `json:"decision"`
-			Rule     int        `json:"rule"`
-			Text     string     `json:"text"`
+			Policy   string                    `json:"policy"`
+			Tool     string                    `json:"tool"`
+			Input    string                    `json:"input"`
+			Whole    bool                      `json:"whole"`
+			Rules    []ruleJSON                `json:"rules"`
+			Commands []headless.CommandVerdict `json:"commands"`
+			Refused  string                    `json:"refused"`
+			Decision string                    `json:"decision"`
+			Rule     int                       `json:"rule"`
+			Text     string                    `json:"text"`
 		}{Policy: p.Source, Tool: req.Tool, Input: req.Input, Whole: req.Whole && !req.Question, Rules: []ruleJSON{},
-			Decision: ap.Decision, Rule: ap.Rule, Text: ap.Text}
+			Commands: v.Commands, Refused: v.Refused, Decision: ap.Decision, Rule: ap.Rule, Text: ap.Text}
+		if out.Commands == nil {
+			out.Commands = []headless.CommandVerdict{}
+		}
 		for i, r := range p.Rules() {
-			out.Rules = append(out.Rules, ruleJSON{Rule: i + 1, Text: r, Matched: matches[i]})
+			out.Rules = append(out.Rules, ruleJSON{Rule: i + 1, Text: r, Matched: v.Matched[i]})
 		}
 		return printJSON(std, out)
 	}
@@ -165,20 +180,59 @@ func policyExplain(std IO, args []string) error {
 		fmt.Fprintf(w, "\nverdict: %s\n", ap.Text)
 		return nil
 	}
-	decided := false
 	for i, r := range p.Rules() {
-		mark := "no match"
-		switch {
-		case matches[i] && !decided:
-			mark, decided = "MATCH: decides", true
-		case matches[i]:
-			mark = "match (an earlier rule decides)"
+		fmt.Fprintf(w, "%d. %s: %s\n", i+1, r, ruleMark(v, i+1))
+	}
+	if v.Shell {
+		// What each rule's input saw: the simple commands as the shell reads them.
+		fmt.Fprintln(w, "\ncommands:")
+		for _, c := range v.Commands {
+			fmt.Fprintf(w, "  %s: %s\n", c.Command, commandMark(c))
 		}
-		fmt.Fprintf(w, "%d. %s: %s\n", i+1, r, mark)
 	}
 	fmt.Fprintf(w, "\nverdict: %s\n", ap.Text)
 	if ap.Decision == "person" {
 		fmt.Fprintln(w, "(a pane asks you; corral exec, with nobody to ask, denies it)")
 	}
 	return nil
+}
+
+// ruleMark says what rule n did with a request: no match, decides, took a
+// part it could not allow, or matched after an earlier rule took it.
+func ruleMark(v headless.Verdict, n int) string {
+	if !v.Matched[n-1] {
+		return "no match"
+	}
+	if (v.Decision == headless.Deny && v.Rule == n) || (v.Decision == headless.Allow && slices.Contains(v.Rules, n)) {
+		return "MATCH: decides"
+	}
+	if v.RefusedBy == n {
+		return "MATCH, but " + v.Why
+	}
+	for _, c := range v.Commands {
+		if c.Rule == n && c.Decision == headless.Person {
+			return "MATCH, but " + c.Why
+		}
+	}
+	if v.Shell && len(v.Commands) > 1 {
+		for _, c := range v.Commands {
+			if c.Rule == n {
+				return "MATCH: takes `" + c.Command + "`"
+			}
+		}
+	}
+	return "match (an earlier rule decides)"
+}
+
+// commandMark says what became of one simple command.
+func commandMark(c headless.CommandVerdict) string {
+	switch {
+	case c.Decision == headless.Allow:
+		return fmt.Sprintf("allowed by rule %d", c.Rule)
+	case c.Decision == headless.Deny:
+		return fmt.Sprintf("denied by rule %d", c.Rule)
+	case c.Rule != 0:
+		return fmt.Sprintf("rule %d takes it but %s", c.Rule, c.Why)
+	}
+	return c.Why
 }

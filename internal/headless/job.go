@@ -380,7 +380,7 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 		}
 		switch {
 		case o.Policy != nil:
-			answer(o.Policy.Decide(req.Tool, req.Input))
+			answer(o.Policy.DecideRequest(PermissionRequest(req)))
 		case o.OnPermission != nil:
 			o.OnPermission(req, answer)
 		default:

@@ -178,7 +178,9 @@ func TestStderrRetries(t *testing.T) {
 // no rawInput, so the tool is the call's kind and the input its title or
 // the file it edits, and a policy's input rule matches them.
 func TestRecordedACP(t *testing.T) {
-	const policy = "[[rule]]\ntool = \"execute\"\ninput = \"^touch \"\ndecision = \"allow\"\n"
+	// The recorded command is `touch corral-shell.txt && exit 3`: each
+	// simple command must be allowed, and && agreed to.
+	const policy = "[[rule]]\ntool = \"execute\"\ninput = '^(touch [^ ]+|exit [0-9]+)$'\noperators = [\"&&\"]\ndecision = \"allow\"\n"
 	for _, c := range []struct {
 		file, tool, input string
 		allow             bool
@@ -263,7 +265,9 @@ func TestParseLines(t *testing.T) {
 // TestRecordedQwenRelay replays Qwen Code's side of its permission relay
 // (Claude Code's control protocol, after an initialize request).
 func TestRecordedQwenRelay(t *testing.T) {
-	const policy = "[[rule]]\ntool = \"run_shell_command\"\ninput = \"^touch \"\ndecision = \"allow\"\n"
+	// The recorded command is `touch corral-shell.txt && exit 3`: each
+	// simple command must be allowed, and && agreed to.
+	const policy = "[[rule]]\ntool = \"run_shell_command\"\ninput = '^(touch [^ ]+|exit [0-9]+)$'\noperators = [\"&&\"]\ndecision = \"allow\"\n"
 	for _, c := range []struct {
 		file, tool, input string
 		allow             bool

@@ -241,6 +241,20 @@ func (s *Server) policyFor(req api.RunRequest) (*approver, error) {
 
 // Decide is how a policy decides one permission request.
 func Decide(p *headless.Policy, req agents.Permission) api.Approval {
+	ap, _ := Explain(p, req)
+	return ap
+}
+
+// PolicyRequest is a permission request as a policy reads it.
+func PolicyRequest(req agents.Permission) headless.Request {
+	return headless.Request{Tool: req.Tool, Input: req.Input, InputKey: req.InputKey, Fields: req.Fields}
+}
+
+// Explain decides one permission request and says how: the verdict holds
+// every rule that matched and, for a shell command, the rule that took
+// each of its simple commands. A question, or a request not read whole,
+// is left to the person without a verdict.
+func Explain(p *headless.Policy, req agents.Permission) (api.Approval, headless.Verdict) {
 	ap := api.Approval{Policy: p.Source, Tool: req.Tool, Input: clipInput(req.Input), Decision: "person"}
 	what := req.Tool
 	if req.Input != "" {
@@ -249,22 +263,48 @@ func Decide(p *headless.Policy, req agents.Permission) api.Approval {
 	switch {
 	case req.Question:
 		ap.Text = "a question for you, " + what + ": left to you"
+		return ap, headless.Verdict{Decision: headless.Person}
 	case !req.Whole:
 		ap.Text = "the request was not read whole (" + what + "): left to you"
+		return ap, headless.Verdict{Decision: headless.Person}
+	}
+	v := p.Explain(PolicyRequest(req))
+	switch v.Decision {
+	case headless.Allow:
+		ap.Decision, ap.Rule = "allow", v.Rule
+		if len(v.Rules) > 1 {
+			ap.Text = fmt.Sprintf("allowed by rules %s: %s", joinInts(v.Rules), what)
+		} else {
+			ap.Text = fmt.Sprintf("allowed by rule %d: %s", v.Rule, what)
+		}
+	case headless.Deny:
+		ap.Decision, ap.Rule = "deny", v.Rule
+		if v.Command != "" {
+			ap.Text = fmt.Sprintf("denied by rule %d (`%s`): %s", v.Rule, clipText(v.Command), what)
+		} else {
+			ap.Text = fmt.Sprintf("denied by rule %d: %s", v.Rule, what)
+		}
 	default:
-		n, allow, ok := p.Match(req.Tool, req.Input)
 		switch {
-		case !ok:
+		case v.NoMatch && len(v.Commands) > 1 && v.Refused != "":
+			ap.Text = "no rule matches `" + clipText(v.Unmatched) + "` in " + what + ", and " + v.Refused + ": left to you"
+		case v.NoMatch && len(v.Commands) > 1:
+			ap.Text = "no rule matches `" + clipText(v.Unmatched) + "` in " + what + ": left to you"
+		case v.NoMatch || v.Refused == "":
 			ap.Text = "no rule matches " + what + ": left to you"
-		case allow:
-			ap.Decision, ap.Rule = "allow", n
-			ap.Text = fmt.Sprintf("allowed by rule %d: %s", n, what)
 		default:
-			ap.Decision, ap.Rule = "deny", n
-			ap.Text = fmt.Sprintf("denied by rule %d: %s", n, what)
+			ap.Text = what + ": " + v.Refused + ": left to you"
 		}
 	}
-	return ap
+	return ap, v
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 // decidePermission decides a PermissionRequest hook's request by the

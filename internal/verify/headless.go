@@ -53,7 +53,7 @@ type HeadlessAgent struct {
 
 // HeadlessPolicy answers the policy cases: it allows `touch` and denies
 // everything else (nothing matches).
-const HeadlessPolicy = "[[rule]]\ntool = \"execute|run_shell_command|Bash\"\ninput = \"^touch \"\ndecision = \"allow\"\n"
+const HeadlessPolicy = "[[rule]]\ntool = \"execute|run_shell_command|Bash\"\ninput = '^(touch [^ ]+|exit [0-9]+)$'\noperators = [\"&&\"]\ndecision = \"allow\"\n"
 
 // headlessCommand is the shell step's command: it fails with a status of
 // its own, so the tool result shows it.
