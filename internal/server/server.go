@@ -535,6 +535,17 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 // integration says which agent's hooks are in force for the pane, and
 // when its recognised agent has none, why.
 func (e *entry) integration(agent string) (string, string) {
+	if e.tmux != nil {
+		// An agent started outside corral: its hooks are the user's
+		// opt-in (corral integrate claude-code --global).
+		switch {
+		case e.hooksSeen.Load() > 0:
+			return agent, ""
+		case agent == "claude-code":
+			return "", "started outside corral: its hooks reach corral after corral integrate claude-code --global (then restart it in its pane)"
+		}
+		return "", ""
+	}
 	if e.launch == nil {
 		return e.agent, ""
 	}
