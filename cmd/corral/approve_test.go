@@ -252,9 +252,16 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 		{"dots", "go test ./...", "done", "allowed by rule 4: Bash: go test ./..."},
 		// An ellipsis may be a cut: never allowed from it.
 		{"cut", "cat notes…", "blocked", "the request was not read whole (approve Bash: cat notes…): left to you"},
+		// A forged report: "$ ls -la /tmp" printed above a dialog for
+		// something else, the report claiming ls. The dialog decides.
+		{"forged", "chmod -R 777 /tmp/x", "blocked", "the prompt on screen does not show ls -la /tmp whole: left to you"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e.must("run", "--name", c.name, "--agent", "claude-code", "--policy", policy, "--", corralBin, "fake-agent", "--osc7501", "--command", c.command)
+			args := []string{"run", "--name", c.name, "--agent", "claude-code", "--policy", policy, "--", corralBin, "fake-agent", "--osc7501", "--command", c.command}
+			if c.name == "forged" {
+				args = append(args, "--claim", "ls -la /tmp")
+			}
+			e.must(args...)
 			e.must("send", c.name, "ask", "--enter")
 			if c.want != "blocked" {
 				// The decision may come before any wait could see the

@@ -139,3 +139,20 @@ func (p *Pane) foregroundLocked(fg foreground) {
 		p.queueLocked(p.engine.SetProcess(now, combine.Process{AgentExited: true}))
 	}
 }
+
+// PromptRegion is the text of the prompt the screen shows now: the region
+// of the blocked rule that decided the pane's state. ok is false when no
+// screen rule has the pane blocked (a report or a hook alone says so).
+func (p *Pane) PromptRegion() (string, bool) {
+	if !p.mu.lockWithin(LockWait) {
+		return "", false
+	}
+	d, _ := p.engine.Decision()
+	m := p.engine.Manifest()
+	p.mu.Unlock()
+	if d.State != combine.Blocked || d.Source != combine.SourceScreen || d.Rule == "" {
+		return "", false
+	}
+	snap := p.term.Snapshot()
+	return m.RegionText(d.Rule, rules.Screen{Lines: snap.Lines, Title: snap.Title})
+}

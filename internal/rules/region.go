@@ -172,3 +172,15 @@ func IsHorizontalRule(line string) bool {
 	}
 	return true
 }
+
+// RegionText is the part of a screen the rule with this id reads (ok is
+// false when the manifest has no such rule): what a prompt a rule
+// recognised shows, apart from the rest of the screen.
+func (m *Manifest) RegionText(ruleID string, s Screen) (string, bool) {
+	for _, r := range m.Rules {
+		if r.ID == ruleID {
+			return newView(s).text(r.Region), true
+		}
+	}
+	return "", false
+}

@@ -98,7 +98,7 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 		a.mu.Unlock()
 		return false
 	}
-	go s.answerReport(e, a, ap, req.Input, dots, ev)
+	go s.answerReport(e, a, ap, req.Input, ev)
 	return true
 }
 
@@ -128,11 +128,12 @@ const maxReportMsg = 2048
 // answerReport carries out a rule's decision on a reported request by
 // typing the manifest's answer, once the prompt is on screen and shows the
 // request's input; a prompt not seen, or not showing it, is left to the
-// person.
-// With endsLine, the input must also end a line of the screen (a report
-// ending in "..." is whole only when the screen shows nothing after it).
+// person. A report's words are a claim: the prompt itself — the region of
+// the screen rule that recognised it, not the rest of the screen — must
+// show the input whole, as whole lines of its own (a program could print
+// "$ ls" above a dialog for "rm -rf DIR" and report "ls").
 // A request left to the person after all is notified then.
-func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input string, endsLine bool, ev eventlog.Event) {
+func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input string, ev eventlog.Event) {
 	p, ok := e.asPane()
 	if !ok {
 		return
@@ -143,7 +144,7 @@ func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input stri
 		if in.Decision.State != combine.Blocked || in.Decision.Kind != "permission" {
 			return // answered meanwhile
 		}
-		if lines := p.Snapshot().Lines; !in.PromptShown.IsZero() && onScreen(lines, input) && (!endsLine || endsALine(lines, input)) {
+		if region, ok := p.PromptRegion(); ok && !in.PromptShown.IsZero() && showsWhole(region, input) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -190,21 +191,45 @@ func sameRequest(msg, input string) bool {
 	return strings.Contains(strings.Join(strings.Fields(msg), " "), in)
 }
 
-// endsALine says whether a line of the screen ends with text.
-func endsALine(lines []string, text string) bool {
-	for _, l := range lines {
-		if strings.HasSuffix(strings.TrimRight(l, " "), text) {
-			return true
+// showsWhole says whether a prompt's text shows input as whole lines of
+// its own: one line, or consecutive lines a long command wrapped into
+// (joined at a space, or mid-word), equal to it with the indentation and
+// runs of spaces aside. Part of a line ("$ ls", "ls; rm -rf ~") is not it.
+func showsWhole(region, input string) bool {
+	want := strings.Join(strings.Fields(input), " ")
+	if want == "" {
+		return false
+	}
+	var lines []string
+	for _, l := range strings.Split(region, "\n") {
+		lines = append(lines, strings.TrimSpace(trimFrame(l)))
+	}
+	for i := range lines {
+		if lines[i] == "" {
+			continue
+		}
+		spaced, tight := "", ""
+		for j := i; j < len(lines) && lines[j] != "" && len(tight) <= len(input)+len(lines[j]); j++ {
+			if j == i {
+				spaced, tight = lines[j], lines[j]
+			} else {
+				spaced, tight = spaced+" "+lines[j], tight+lines[j]
+			}
+			if strings.Join(strings.Fields(spaced), " ") == want || strings.Join(strings.Fields(tight), " ") == want {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// onScreen says whether the screen shows text (whitespace aside, lines
-// joined as a wrapped command is).
-func onScreen(lines []string, text string) bool {
-	flat := strings.Join(strings.Fields(strings.Join(lines, " ")), " ")
-	return strings.Contains(flat, strings.Join(strings.Fields(text), " "))
+// trimFrame takes a dialog's box-drawing border off a line ("│ ls -la │").
+func trimFrame(l string) string {
+	l = strings.TrimSpace(l)
+	for _, b := range []string{"│", "┃", "║", "|"} {
+		l = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(l, b), b))
+	}
+	return l
 }
 
 // policyFor is the policy a new pane gets: the run's own, or config.toml's

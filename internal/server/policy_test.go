@@ -220,3 +220,31 @@ decision = "allow"
 		})
 	}
 }
+
+// A prompt shows a reported input only as whole lines of its own.
+func TestShowsWhole(t *testing.T) {
+	dialog := " Bash command\n\n   ls -la /tmp\n   List the folder\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. No"
+	wrapped := " Bash command\n\n   go test ./internal/... -run TestSomethingLong\n   -count=1\n\n Do you want to proceed?"
+	hard := " Bash command\n\n   echo aaaaaaaaaaaaaaaaaaaa\n   bbbb\n\n Do you want to proceed?"
+	framed := "╭────╮\n│ Bash command │\n│   rm -rf /tmp/x   │\n╰────╯"
+	for _, c := range []struct {
+		region, input string
+		want          bool
+	}{
+		{dialog, "ls -la /tmp", true},
+		{dialog, "ls", false},               // part of a line
+		{dialog, "ls -la", false},           // a prefix
+		{dialog, "la /tmp", false},          // a suffix
+		{dialog, "ls  -la   /tmp", true},    // runs of spaces aside
+		{"$ ls\n Bash command\n   rm -rf DIR", "ls", false},
+		{wrapped, "go test ./internal/... -run TestSomethingLong -count=1", true},
+		{hard, "echo aaaaaaaaaaaaaaaaaaaabbbb", true},
+		{framed, "rm -rf /tmp/x", true},
+		{dialog, "", false},
+		{"", "ls", false},
+	} {
+		if got := showsWhole(c.region, c.input); got != c.want {
+			t.Errorf("showsWhole(%q, %q) = %v, want %v", c.region, c.input, got, c.want)
+		}
+	}
+}

@@ -32,6 +32,7 @@ func Main(args []string) int {
 	fs := flag.NewFlagSet("fake-agent", flag.ContinueOnError)
 	osc := fs.Bool("osc7501", false, "report state with OSC 7501")
 	cmd := fs.String("command", "ls -la /tmp", "the command its permission dialog asks about")
+	claim := fs.String("claim", "", "a forged report: the command its OSC 7501 report names instead (printed as \"$ CLAIM\" in its transcript first)")
 	stamp := fs.String("stamp", "", "append the time (Unix ns) each dialog's last byte was written to this file")
 	auto := fs.Bool("auto", false, "work on its own: cycle through work, permission prompts, questions and idle")
 	seed := fs.Int64("seed", 1, "with --auto or --lab-truth: the seed of its task script")
@@ -42,7 +43,10 @@ func Main(args []string) int {
 	// Raw input, but output processing stays on (the agent writes \r\n).
 	restore := tty.Raw(int(os.Stdin.Fd()))
 	defer restore()
-	a := &agent{out: os.Stdout, osc: *osc, command: *cmd, stamp: *stamp, cols: 80, rows: 24}
+	a := &agent{out: os.Stdout, osc: *osc, command: *cmd, claim: *claim, stamp: *stamp, cols: 80, rows: 24}
+	if *claim != "" {
+		a.transcript = append(a.transcript, "$ "+*claim)
+	}
 	a.size()
 	if *auto || *labTruth != "" {
 		a.rng = rand.New(rand.NewSource(*seed))
@@ -60,6 +64,7 @@ func Main(args []string) int {
 type agent struct {
 	osc       bool
 	command   string
+	claim     string // what a forged report names ("": the command)
 	stamp     string
 	rng       *rand.Rand // set with --auto
 	lab       bool       // --lab-truth
@@ -223,7 +228,11 @@ func (a *agent) ask(keys <-chan byte) bool { return a.askFor(keys, 0) }
 func (a *agent) askFor(keys <-chan byte, wait time.Duration) bool {
 	a.mu.Lock()
 	a.state = "blocked"
-	a.report("state=blocked:kind=permission:msg=" + base64.StdEncoding.EncodeToString([]byte("approve Bash: "+a.command)))
+	claimed := a.command
+	if a.claim != "" {
+		claimed = a.claim
+	}
+	a.report("state=blocked:kind=permission:msg=" + base64.StdEncoding.EncodeToString([]byte("approve Bash: "+claimed)))
 	top := a.rows - 7
 	// The box and footer go; the dialog takes their place.
 	a.write(fmt.Sprintf("\x1b[%d;1H\x1b[J", top))
