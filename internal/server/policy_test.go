@@ -232,10 +232,10 @@ func TestShowsWhole(t *testing.T) {
 		want          bool
 	}{
 		{dialog, "ls -la /tmp", true},
-		{dialog, "ls", false},               // part of a line
-		{dialog, "ls -la", false},           // a prefix
-		{dialog, "la /tmp", false},          // a suffix
-		{dialog, "ls  -la   /tmp", true},    // runs of spaces aside
+		{dialog, "ls", false},            // part of a line
+		{dialog, "ls -la", false},        // a prefix
+		{dialog, "la /tmp", false},       // a suffix
+		{dialog, "ls  -la   /tmp", true}, // runs of spaces aside
 		{"$ ls\n Bash command\n   rm -rf DIR", "ls", false},
 		{wrapped, "go test ./internal/... -run TestSomethingLong -count=1", true},
 		{hard, "echo aaaaaaaaaaaaaaaaaaaabbbb", true},
