@@ -274,6 +274,10 @@ const (
 // maxBatch bounds the output events handed over at once.
 const maxBatch = 64
 
+// coalesce is how long the reader lets output gather after handing some
+// over: a prompt's bytes reach the pane at most this much later.
+const coalesce = 10 * time.Millisecond
+
 // emit hands the loop an event; after Close, events are dropped.
 func (c *conn) emit(ev event) {
 	ev.c = c
@@ -326,8 +330,12 @@ func (c *conn) read() {
 		attached bool // the attach command's reply is read
 	)
 	for {
-		if lr.r.Buffered() == 0 {
+		if lr.r.Buffered() == 0 && len(c.batch) > 0 {
 			c.flush() // nothing more without waiting: hand over what was read
+			// Let more lines gather before the next read: tmux writes each
+			// %output line on its own, and a read per line is a wake-up per
+			// line (50 spinning panes: 500 a second).
+			time.Sleep(coalesce)
 		}
 		b, err := lr.next()
 		if errors.Is(err, errLong) {
