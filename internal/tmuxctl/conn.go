@@ -69,6 +69,7 @@ type conn struct {
 	in       *os.File // commands, one a line
 	out      *os.File // read by read only
 	batch    []event  // read's own: output events not handed over yet
+	gathered int      // read's own: output bytes since the reader last caught up
 	stderr   *tail
 	exited   chan struct{} // the process is waited for
 	readDone chan struct{} // read has returned
@@ -278,6 +279,10 @@ const maxBatch = 64
 // over: a prompt's bytes reach the pane at most this much later.
 const coalesce = 10 * time.Millisecond
 
+// floodBytes is the output read in one go past which the reader does not
+// wait before reading on.
+const floodBytes = 16 << 10
+
 // emit hands the loop an event; after Close, events are dropped.
 func (c *conn) emit(ev event) {
 	ev.c = c
@@ -291,6 +296,7 @@ func (c *conn) emit(ev event) {
 func (c *conn) batchOutput(ev event) {
 	ev.c = c
 	c.batch = append(c.batch, ev)
+	c.gathered += len(ev.data)
 	if len(c.batch) >= maxBatch {
 		c.flush()
 	}
@@ -334,8 +340,12 @@ func (c *conn) read() {
 			c.flush() // nothing more without waiting: hand over what was read
 			// Let more lines gather before the next read: tmux writes each
 			// %output line on its own, and a read per line is a wake-up per
-			// line (50 spinning panes: 500 a second).
-			time.Sleep(coalesce)
+			// line (50 spinning panes: 500 a second). Not in a flood: a
+			// read that brought much is followed at once.
+			if c.gathered < floodBytes {
+				time.Sleep(coalesce)
+			}
+			c.gathered = 0
 		}
 		b, err := lr.next()
 		if errors.Is(err, errLong) {
