@@ -278,8 +278,11 @@ const EnterSettle = 150 * time.Millisecond
 
 // AwaitSettled waits, at most max, until the program has written nothing
 // for the pane's settle time (its manifest's answer_settle, at least
-// EnterSettle), and reports whether it has.
-func (p *Pane) AwaitSettled(max time.Duration) bool {
+// EnterSettle) counted from since (when it read what it was typed) or
+// from its last output, whichever is later, and reports whether it has. A
+// program that draws nothing when it reads (no echo) may still draw a
+// dialog a moment later.
+func (p *Pane) AwaitSettled(since time.Time, max time.Duration) bool {
 	settle := EnterSettle
 	if p.mu.lockWithin(LockWait) {
 		settle = max2(settle, p.engine.Manifest().AnswerSettle)
@@ -287,7 +290,11 @@ func (p *Pane) AwaitSettled(max time.Duration) bool {
 	}
 	deadline := time.Now().Add(max)
 	for {
-		quiet := time.Since(time.Unix(0, p.outputAt.Load()))
+		last := time.Unix(0, p.outputAt.Load())
+		if since.After(last) {
+			last = since
+		}
+		quiet := time.Since(last)
 		if quiet >= settle {
 			return true
 		}

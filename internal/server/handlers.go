@@ -88,9 +88,12 @@ func typeText(u unit, text string, enter, guard bool) error {
 	if r, ok := u.(interface{ AwaitRead(time.Duration) bool }); ok {
 		r.AwaitRead(EnterReadWait)
 	}
+	read := time.Now()
 	time.Sleep(EnterDelay)
-	if r, ok := u.(interface{ AwaitSettled(time.Duration) bool }); ok && guard {
-		r.AwaitSettled(EnterSettleWait)
+	if r, ok := u.(interface {
+		AwaitSettled(time.Time, time.Duration) bool
+	}); ok && guard {
+		r.AwaitSettled(read, EnterSettleWait)
 	}
 	if err := u.Input([]byte("\r"), guard); err != nil {
 		return fmt.Errorf("the text was typed but Enter was not: %w", err)
