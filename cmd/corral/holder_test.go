@@ -310,8 +310,21 @@ func TestRestoreAfterReboot(t *testing.T) {
 		}
 	}
 	noneLeft(t, "the reboot", "1017", "1018")
-	if ps := e.panes(); len(ps) != 0 {
-		t.Fatalf("panes with their holders gone: %+v", ps)
+	// Lost, and shown so: state lost, with what brings them back.
+	lostList := e.panes()
+	if len(lostList) != 3 {
+		t.Fatalf("panes with their holders gone: %+v, want the 3 as lost", lostList)
+	}
+	for _, p := range lostList {
+		if p.State != "lost" || !strings.Contains(p.Message, "corral restore brings it back") || p.ID != ids[p.Name] {
+			t.Fatalf("a lost pane: %+v", p)
+		}
+	}
+	if ls := e.must("ls"); !strings.Contains(ls, "lost") || !strings.Contains(ls, "corral restore") {
+		t.Fatalf("ls does not show the lost panes:\n%s", ls)
+	}
+	if _, errs, code := e.run("restore", "nosuch"); code == 0 || !strings.Contains(errs, "no lost pane named nosuch") {
+		t.Fatalf("restore nosuch: exit %d %q", code, errs)
 	}
 	out := e.must("restore", "--json")
 	var res []struct {
@@ -434,9 +447,18 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 	b, _ = json.Marshal(table)
 	os.WriteFile(filepath.Join(state, "panes.json"), b, 0o600)
 
-	ps := e.panes()
-	if len(ps) != 1 || ps[0].ID != good.ID || ps[0].PID != good.PID {
-		t.Fatalf("adopted: %+v", ps)
+	// The one adopted; the others listed as lost, each with its reason.
+	var ps []paneJSON
+	lost := 0
+	for _, p := range e.panes() {
+		if p.State == "lost" {
+			lost++
+			continue
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) != 1 || ps[0].ID != good.ID || ps[0].PID != good.PID || lost != 4 {
+		t.Fatalf("adopted: %+v, %d lost", ps, lost)
 	}
 	log, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
 	for _, want := range []string{"pane garb1 (garb1) not adopted: its socket is not this pane's holder", "pane huge1 (huge1) not adopted: its socket is not this pane's holder, or refused us: bad holder frame",

@@ -117,7 +117,8 @@ func runRestore(ctx context.Context, std IO, args []string) error {
 	fs := newFlags("restore", std)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	forget := fs.Bool("forget", false, "drop the lost panes instead of starting them")
-	if _, err := parse(fs, args); err != nil {
+	ids, err := parse(fs, args)
+	if err != nil {
 		return err
 	}
 	c, err := connect(ctx)
@@ -125,7 +126,11 @@ func runRestore(ctx context.Context, std IO, args []string) error {
 		return err
 	}
 	var out []server.Restored
-	if err := c.Do(ctx, "POST", "/v1/restore", map[string]bool{"forget": *forget}, &out); err != nil {
+	req := struct {
+		Forget bool     `json:"forget"`
+		IDs    []string `json:"ids,omitempty"`
+	}{*forget, ids}
+	if err := c.Do(ctx, "POST", "/v1/restore", req, &out); err != nil {
 		return apiError(err)
 	}
 	if *asJSON {

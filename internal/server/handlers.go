@@ -166,7 +166,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	for _, e := range s.list() {
 		out = append(out, paneJSON(e))
 	}
-	reply(w, out)
+	reply(w, append(out, s.lostPanes()...))
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {

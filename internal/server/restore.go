@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/pane"
 )
@@ -139,13 +142,21 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		// Forget drops the lost panes instead of starting them.
 		Forget bool `json:"forget"`
+		// IDs are the lost panes to restore or forget, by id or name
+		// (none: every lost pane).
+		IDs []string `json:"ids,omitempty"`
 	}
 	if !decode(w, r, &req) {
 		return
 	}
 	s.table.mu.Lock()
-	lost := s.table.lost
-	s.table.lost = nil
+	lost, others, missing := pickLost(s.table.lost, req.IDs)
+	if len(missing) > 0 {
+		s.table.mu.Unlock()
+		fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no lost pane named %s; corral ls shows the lost ones (state lost)", strings.Join(missing, ", ")))
+		return
+	}
+	s.table.lost = others
 	s.table.mu.Unlock()
 	out := []Restored{}
 	if req.Forget {
@@ -191,3 +202,69 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	s.saveTable()
 	reply(w, out)
 }
+
+// pickLost splits the lost panes into those ids names (by id or name; all
+// when ids is empty) and the others; missing are the ids that name none.
+func pickLost(lost []tablePane, ids []string) (picked, others []tablePane, missing []string) {
+	if len(ids) == 0 {
+		return lost, nil, nil
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	found := map[string]bool{}
+	for _, row := range lost {
+		switch {
+		case want[row.ID]:
+			found[row.ID] = true
+			picked = append(picked, row)
+		case row.Name != "" && want[row.Name]:
+			found[row.Name] = true
+			picked = append(picked, row)
+		default:
+			others = append(others, row)
+		}
+	}
+	for _, id := range ids {
+		if !found[id] {
+			missing = append(missing, id)
+		}
+	}
+	return picked, others, missing
+}
+
+// LostMessage is what a lost pane says in listings.
+const LostMessage = "its program was lost (a reboot, or its holder killed): corral restore brings it back"
+
+// lostPanes are the panes of the table whose programs were lost, as
+// listings show them (state lost) until corral restore starts them again
+// or forgets them.
+func (s *Server) lostPanes() []api.Pane {
+	s.table.mu.Lock()
+	lost := append([]tablePane(nil), s.table.lost...)
+	s.table.mu.Unlock()
+	out := make([]api.Pane, 0, len(lost))
+	for _, row := range lost {
+		agent := row.Seen
+		if agent == "" {
+			agent = row.Agent
+		}
+		since := row.Since
+		if since.IsZero() {
+			since = row.Created
+		}
+		msg := LostMessage
+		if row.Why != "" {
+			msg = "lost: " + row.Why + "; corral restore brings it back"
+		}
+		out = append(out, api.Pane{ID: row.ID, Name: row.Name, Agent: agent, State: StateLost, Message: msg,
+			Since: since.UTC().Format(eventlog.TimeFormat), Source: "process", Cwd: row.Cwd, Cols: row.Cols, Rows: row.Rows,
+			Command: append([]string(nil), row.Argv...), Records: []api.Record{}, Backend: "held"})
+	}
+	return out
+}
+
+// StateLost is the state of a pane whose program was lost; only listings
+// show it (no event is in it).
+const StateLost = "lost"

@@ -25,7 +25,7 @@ import (
 const Refresh = 250 * time.Millisecond
 
 // stateOrder groups panes: the ones that need a person first.
-var stateOrder = map[string]int{"blocked": 0, "error": 1, "done": 2, "working": 3, "idle": 4, "exited": 5}
+var stateOrder = map[string]int{"blocked": 0, "error": 1, "done": 2, "working": 3, "idle": 4, "exited": 5, "lost": 6}
 
 // Board is the bubbletea model.
 type Board struct {

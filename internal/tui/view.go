@@ -11,7 +11,7 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 )
 
-var stateColour = map[string]string{"blocked": "1;31", "error": "31", "done": "32", "working": "33", "idle": "2", "exited": "2"}
+var stateColour = map[string]string{"blocked": "1;31", "error": "31", "done": "32", "working": "33", "idle": "2", "exited": "2", "lost": "2"}
 
 func (b *Board) View() tea.View {
 	var out strings.Builder

@@ -2,7 +2,7 @@
 // textContent or as CSSOM values, never parsed as HTML.
 "use strict";
 
-const order = ["blocked", "error", "done", "working", "idle", "exited"];
+const order = ["blocked", "error", "done", "working", "idle", "exited", "lost"];
 let panes = [];
 let selected = null;
 let notifyOn = false;
@@ -112,7 +112,7 @@ function card(p) {
     a.title = "policy " + p.approval.policy;
     c.append(a);
   }
-  if (p.integration_error && p.state !== "exited") c.append(el("div", "integration", "No hooks: " + p.integration_error));
+  if (p.integration_error && !ended(p)) c.append(el("div", "integration", "No hooks: " + p.integration_error));
   if (p.message) c.append(el("div", "message", p.message));
   if (p.progress !== null && p.progress !== undefined) {
     const bar = el("div", "progress"), fill = el("div");
@@ -133,7 +133,7 @@ function card(p) {
   c.append(screen(p.screen, p.cols));
   const actions = el("div", "actions");
   if (p.state === "blocked") actions.append(...answerButtons(p));
-  if (p.state !== "exited") {
+  if (!ended(p)) {
     const k = el("button", "kill", "Kill");
     k.addEventListener("click", ev => { ev.stopPropagation(); if (confirm("Kill " + (p.name || p.id) + "?")) post(p.id, "kill", {}); });
     actions.append(k);
@@ -143,7 +143,7 @@ function card(p) {
   const input = el("input");
   input.placeholder = "type into " + (p.name || p.id) + " and press Enter";
   const btn = el("button", "", "Send");
-  const blocked = p.state === "blocked" || p.state === "exited";
+  const blocked = p.state === "blocked" || ended(p);
   input.disabled = btn.disabled = blocked;
   form.append(input, btn);
   form.addEventListener("submit", ev => {
@@ -156,6 +156,10 @@ function card(p) {
   if (p.state === "blocked") c.append(el("div", "reason", "Sending is off while it waits for an answer: " + (p.message || p.kind || "a prompt")));
   return c;
 }
+
+// ended: a pane whose program is gone (exited, or lost: corral restore
+// brings it back).
+function ended(p) { return p.state === "exited" || p.state === "lost"; }
 
 // hostsOf lists the panes' hosts in order ("" alone outside a fleet).
 function hostsOf(list) {
