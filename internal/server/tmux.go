@@ -358,9 +358,9 @@ func (s *Server) findTmux(socket, paneID string) *entry {
 	if socket == "" || paneID == "" {
 		return nil
 	}
-	clean := filepath.Clean(socket)
+	clean := realPath(socket)
 	for _, e := range s.list() {
-		if t := e.tmux; t != nil && t.TmuxID == paneID && filepath.Clean(t.Socket()) == clean {
+		if t := e.tmux; t != nil && t.TmuxID == paneID && realPath(t.Socket()) == clean {
 			select {
 			case <-e.p.Done():
 				continue // a closed pane's id is not reused, but it reports nothing
@@ -370,4 +370,14 @@ func (s *Server) findTmux(socket, paneID string) *entry {
 		}
 	}
 	return nil
+}
+
+// realPath is path with its links resolved, as tmux resolves the folder of
+// the socket it names in $TMUX (/tmp may be a link elsewhere); a path
+// that does not resolve is only cleaned.
+func realPath(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return filepath.Clean(path)
 }
