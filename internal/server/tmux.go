@@ -132,9 +132,7 @@ func (s *Server) watchTmux(req tmuxSaved, save bool) (*tmuxwatch.Watch, error) {
 		t.watches = map[string]*tmuxwatch.Watch{}
 	}
 	t.watches[sock] = w
-	if save {
-		t.servers = append(t.servers, req)
-	} else if !containsSaved(t.servers, req) {
+	if !containsSaved(t.servers, req) {
 		t.servers = append(t.servers, req)
 	}
 	servers := append([]tmuxSaved(nil), t.servers...)
