@@ -286,3 +286,61 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyApprovedNeverBlocked: Claude Code draws its permission dialog
+// before its PermissionRequest hook reaches corral. A request the pane's
+// policy decides never reads blocked (no blocked event, wait --state
+// blocked does not return): the pane reads working, kind approved, and
+// the decision is an event. One the policy leaves to the person reads
+// blocked as soon as the hook says so.
+func TestPolicyApprovedNeverBlocked(t *testing.T) {
+	e := newEnv(t)
+	policy := filepath.Join(e.dir, "p.toml")
+	os.WriteFile(policy, []byte(approvePolicy), 0o600)
+	bin := filepath.Join(e.dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	// A fake Claude Code: corral's fake agent under the name claude, so
+	// that corral adds its hooks (--settings) as it does to the real one.
+	os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\nexec "+corralBin+" fake-agent \"$@\"\n"), 0o755)
+	for _, c := range []struct {
+		name, command string
+		blocked       bool
+	}{
+		{"approved", "ls -la /tmp", false},
+		{"person", "curl example.com", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.must("run", "--name", c.name, "--agent", "claude-code", "--policy", policy, "--", filepath.Join(bin, "claude"), "--command", c.command, "--hook-delay", "700ms")
+			var blockedCode int
+			done := make(chan int, 1)
+			go func() {
+				_, _, code := e.run("wait", c.name, "--state", "blocked", "--timeout", "6s")
+				done <- code
+			}()
+			time.Sleep(300 * time.Millisecond)
+			e.must("send", c.name, "ask", "--enter")
+			blockedCode = <-done
+			events := e.must("events", "--since", "1h")
+			var sawBlocked, sawDecision bool
+			for _, l := range strings.Split(strings.TrimSpace(events), "\n") {
+				var ev struct{ Name, State, Kind, Source, Message string }
+				json.Unmarshal([]byte(l), &ev)
+				if ev.Name != c.name {
+					continue
+				}
+				sawBlocked = sawBlocked || ev.State == "blocked"
+				sawDecision = sawDecision || (ev.Source == "policy" && strings.Contains(ev.Message, "allowed by rule 1"))
+			}
+			if c.blocked {
+				if blockedCode != 0 || !sawBlocked {
+					t.Fatalf("a request left to the person: wait exit %d, blocked event %v\n%s", blockedCode, sawBlocked, events)
+				}
+				return
+			}
+			if blockedCode == 0 || sawBlocked || !sawDecision {
+				t.Fatalf("an approved request: wait --state blocked exit %d (want 124), blocked event %v, decision event %v\n%s",
+					blockedCode, sawBlocked, sawDecision, events)
+			}
+		})
+	}
+}

@@ -517,3 +517,50 @@ func TestInterruptedTurnEndsIdle(t *testing.T) {
 		t.Fatal("IsInterrupt")
 	}
 }
+
+// The decision window: a permission prompt waits for a policy's decision
+// before the pane reads blocked; a decided one reads working (approved)
+// and never blocked; an undecided one is blocked when released or when the
+// window ends; without a window nothing waits.
+func TestDecisionWindow(t *testing.T) {
+	e, _ := newToy(t)
+	e.SetDecisionWindow(time.Second)
+	e.Feed(at(0), []byte("⠋ esc to interrupt"))
+	tickUntil(e, at(100))
+	// Drawn, then decided within the window: never blocked.
+	e.Feed(at(200), []byte("\r\x1b[KAllow ls -la?"))
+	if cs := tickUntil(e, at(600)); len(cs) != 0 {
+		t.Fatalf("changes while a policy may decide: %s", states(cs))
+	}
+	cs := e.NoteDecided(at(700), "allowed by rule 1: ls -la")
+	if len(cs) != 1 || cs[0].Decision.State != combine.Working || cs[0].Decision.Kind != "approved" || cs[0].Decision.Source != SourcePolicy {
+		t.Fatalf("decided: %+v", cs)
+	}
+	e.Feed(at(900), []byte("\r\x1b[K⠋ esc to interrupt"))
+	if got := states(tickUntil(e, at(3500))); got != "working@920ms" { // approved → plain working
+		t.Fatalf("after the decision: %s", got)
+	}
+	// Left to the person: blocked at once when released.
+	e.Feed(at(4000), []byte("\r\x1b[KAllow rm -rf build?"))
+	if cs := tickUntil(e, at(4200)); len(cs) != 0 {
+		t.Fatalf("held prompt changed: %s", states(cs))
+	}
+	if cs := e.NoteUndecided(at(4300)); len(cs) != 1 || cs[0].Decision.State != combine.Blocked {
+		t.Fatalf("released: %+v", cs)
+	}
+	// Nobody decides: blocked when the window ends.
+	e.Feed(at(5000), []byte("\r\x1b[K⠋ esc to interrupt"))
+	tickUntil(e, at(5400))
+	e.Feed(at(6000), []byte("\r\x1b[KAllow curl x?"))
+	if got := states(tickUntil(e, at(8000))); got != "blocked@7.02s" {
+		t.Fatalf("undecided: %s", got)
+	}
+	// A decided prompt still on screen after its time is blocked.
+	e2, _ := newToy(t)
+	e2.SetDecisionWindow(time.Second)
+	e2.Feed(at(0), []byte("Allow ls?"))
+	got := e2.NoteDecided(at(10), "allowed")
+	if got := states(append(got, tickUntil(e2, at(5000))...)); got != "working@10ms,blocked@2.01s" {
+		t.Fatalf("decided but still asking: %s", got)
+	}
+}

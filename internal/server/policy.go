@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/safefile"
 )
 
@@ -357,8 +359,15 @@ func (s *Server) decidePermission(e *entry, rep agents.Report, payload []byte) *
 		a.decided = now
 	}
 	a.mu.Unlock()
+	p, isPane := e.asPane()
 	if ap.Decision == "person" {
+		if isPane {
+			p.NoteUndecided() // a prompt held for the decision is the person's now
+		}
 		return nil
+	}
+	if isPane {
+		p.NoteDecided(ap.Text) // its dialog, drawn or to come, is not a block
 	}
 	s.recordDecision(e, ap, now)
 	if ap.Decision == "allow" {
@@ -414,4 +423,20 @@ func (a *approver) latest() *api.Approval {
 	}
 	c := *a.last
 	return &c
+}
+
+// DecisionWindow is how long a new permission prompt of a pane whose
+// policy decides its agent's hook requests waits for the decision before
+// the pane reads blocked: Claude Code may draw its dialog before its
+// PermissionRequest hook reaches corral (0.6–1.5 s later seen, on a
+// loaded machine). A request the policy decides never reads blocked; one
+// it leaves to the person reads blocked as soon as that is known.
+const DecisionWindow = 2 * time.Second
+
+// holdForPolicy gives a pane the decision window when its policy decides
+// its agent's hook requests (Claude Code's hooks on its command line).
+func holdForPolicy(p *pane.Pane, a *approver, launch *agents.Launch) {
+	if a != nil && launch != nil && slices.Contains(launch.Applied, "claude-code") {
+		p.SetDecisionWindow(DecisionWindow)
+	}
 }

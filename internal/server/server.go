@@ -509,6 +509,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 	}
 	e := &entry{p: p, name: name, token: token, launch: &launch}
 	e.approve.Store(o.approve)
+	holdForPolicy(p, o.approve, &launch)
 	e.worktree.Store(o.worktree)
 	if o.base != nil {
 		userArgv = o.base

@@ -10,12 +10,15 @@
 package fakeagent
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +35,8 @@ func Main(args []string) int {
 	fs := flag.NewFlagSet("fake-agent", flag.ContinueOnError)
 	osc := fs.Bool("osc7501", false, "report state with OSC 7501")
 	cmd := fs.String("command", "ls -la /tmp", "the command its permission dialog asks about")
+	settings := fs.String("settings", "", "Claude Code's --settings JSON: its PermissionRequest hook is run once the dialog is drawn, and its decision taken, as Claude Code does")
+	hookDelay := fs.Duration("hook-delay", 0, "how long after drawing its dialog the PermissionRequest hook runs (Claude Code's reaches corral 0.1-1.5 s after it draws)")
 	claim := fs.String("claim", "", "a forged report: the command its OSC 7501 report names instead (printed as \"$ CLAIM\" in its transcript first)")
 	stamp := fs.String("stamp", "", "append the time (Unix ns) each dialog's last byte was written to this file")
 	auto := fs.Bool("auto", false, "work on its own: cycle through work, permission prompts, questions and idle")
@@ -47,6 +52,7 @@ func Main(args []string) int {
 	if *claim != "" {
 		a.transcript = append(a.transcript, "$ "+*claim)
 	}
+	a.permissionHook, a.hookDelay = permissionHook(*settings), *hookDelay
 	a.size()
 	if *auto || *labTruth != "" {
 		a.rng = rand.New(rand.NewSource(*seed))
@@ -62,13 +68,17 @@ func Main(args []string) int {
 }
 
 type agent struct {
-	osc       bool
-	command   string
-	claim     string // what a forged report names ("": the command)
-	stamp     string
-	rng       *rand.Rand // set with --auto
-	lab       bool       // --lab-truth
-	truthFile *os.File
+	osc     bool
+	command string
+	claim   string // what a forged report names ("": the command)
+	// permissionHook is the PermissionRequest hook's command from
+	// --settings ("": none).
+	permissionHook string
+	hookDelay      time.Duration
+	stamp          string
+	rng            *rand.Rand // set with --auto
+	lab            bool       // --lab-truth
+	truthFile      *os.File
 
 	mu         sync.Mutex // guards out and the fields below
 	out        io.Writer
@@ -257,11 +267,23 @@ func (a *agent) askFor(keys <-chan byte, wait time.Duration) bool {
 	if wait > 0 {
 		timeout = time.After(wait)
 	}
+	decided := make(chan byte, 1)
+	if a.permissionHook != "" {
+		// The dialog is up while the hook runs; its decision answers it.
+		go func() {
+			time.Sleep(a.hookDelay)
+			if d := a.runPermissionHook(); d != 0 {
+				decided <- d
+			}
+		}()
+	}
 	for {
 		var b byte
 		var ok bool
 		select {
 		case b, ok = <-keys:
+		case b = <-decided:
+			ok = true
 		case <-timeout:
 			b, ok = '1', true
 		}
@@ -329,4 +351,57 @@ func clip(s string, n int) string {
 		return string(r[:n])
 	}
 	return s
+}
+
+// permissionHook finds the PermissionRequest hook's command in Claude
+// Code's --settings JSON.
+func permissionHook(settings string) string {
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string `json:"command"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if settings == "" || json.Unmarshal([]byte(settings), &s) != nil {
+		return ""
+	}
+	for _, g := range s.Hooks["PermissionRequest"] {
+		for _, h := range g.Hooks {
+			if h.Command != "" {
+				return h.Command
+			}
+		}
+	}
+	return ""
+}
+
+// runPermissionHook runs the hook with the request, as Claude Code does,
+// and reads its decision: '1' allowed, '2' denied, 0 none (the person's).
+func (a *agent) runPermissionHook() byte {
+	payload, _ := json.Marshal(map[string]any{"hook_event_name": "PermissionRequest", "session_id": "fake-session",
+		"tool_name": "Bash", "tool_input": map[string]any{"command": a.command, "description": "the fake agent's command"}})
+	cmd := exec.Command("sh", "-c", a.permissionHook)
+	cmd.Stdin = bytes.NewReader(payload)
+	out, err := cmd.Output()
+	if err != nil {
+		return 0
+	}
+	var res struct {
+		Specific struct {
+			Decision struct {
+				Behavior string `json:"behavior"`
+			} `json:"decision"`
+		} `json:"hookSpecificOutput"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(out), &res) != nil {
+		return 0
+	}
+	switch res.Specific.Decision.Behavior {
+	case "allow":
+		return '1'
+	case "deny":
+		return '2'
+	}
+	return 0
 }
