@@ -276,19 +276,19 @@ func (p *Pane) AwaitRead(max time.Duration) bool {
 // after it reads the text (60–100 ms seen), and an Enter then answers it.
 const EnterSettle = 150 * time.Millisecond
 
-// AwaitSettled waits, at most max, until the program has written nothing
+// AwaitSettled waits, at most limit, until the program has written nothing
 // for the pane's settle time (its manifest's answer_settle, at least
 // EnterSettle) counted from since (when it read what it was typed) or
 // from its last output, whichever is later, and reports whether it has. A
 // program that draws nothing when it reads (no echo) may still draw a
 // dialog a moment later.
-func (p *Pane) AwaitSettled(since time.Time, max time.Duration) bool {
+func (p *Pane) AwaitSettled(since time.Time, limit time.Duration) bool {
 	settle := EnterSettle
 	if p.mu.lockWithin(LockWait) {
-		settle = max2(settle, p.engine.Manifest().AnswerSettle)
+		settle = max(settle, p.engine.Manifest().AnswerSettle)
 		p.mu.Unlock()
 	}
-	deadline := time.Now().Add(max)
+	deadline := time.Now().Add(limit)
 	for {
 		last := time.Unix(0, p.outputAt.Load())
 		if since.After(last) {
@@ -308,13 +308,6 @@ func (p *Pane) AwaitSettled(since time.Time, max time.Duration) bool {
 		case <-time.After(wait):
 		}
 	}
-}
-
-func max2(a, b time.Duration) time.Duration {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // ID returns the pane's id.
