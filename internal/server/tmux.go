@@ -111,7 +111,7 @@ func (s *Server) watchTmux(req tmuxSaved, save bool) (*tmuxwatch.Watch, error) {
 	}
 	t.mu.Unlock()
 	w, err := tmuxwatch.Start(srv, tmuxwatch.Options{
-		Config: func(tp tmuxctl.Pane) (pane.Config, error) { return s.tmuxPaneConfig(srv, tp) },
+		Config: s.tmuxPaneConfig,
 		Added:  s.tmuxAdded,
 		Failed: func(cfg pane.Config, _ error) { s.unreserve(cfg.ID) },
 		Logf:   s.opts.Logf,
@@ -247,7 +247,7 @@ func writeAtomic(path string, b []byte) error {
 // tmuxPaneConfig reserves an id and a name for a new tmux pane: the name
 // is its target (SESSION:WINDOW.PANE), or, when a pane has that name, the
 // target with the tmux pane's id.
-func (s *Server) tmuxPaneConfig(srv tmuxctl.Server, tp tmuxctl.Pane) (pane.Config, error) {
+func (s *Server) tmuxPaneConfig(tp tmuxctl.Pane) (pane.Config, error) {
 	var id string
 	var err error
 	var cfg pane.Config
