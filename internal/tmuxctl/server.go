@@ -185,10 +185,16 @@ func listSessions(ctx context.Context, tmux string, srv Server) (server string, 
 	args := append(srv.Args(), "list-sessions", "-F", sessionFormat)
 	cmd := exec.CommandContext(ctx, tmux, args...)
 	cmd.Env = env()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// In the caller's process group: a daemon that reaps the orphans it
+	// adopts (a child subreaper) leaves its own group's children alone, so
+	// this exit status stays Wait's.
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) && len(out) > 0 && stderr.Len() == 0 {
+		err = nil // the status was taken by another waiter; the answer is whole
+	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
