@@ -665,11 +665,19 @@ func (e Event) Readable() bool { return e.Type != EventOther }
 // ResultReason is an error result as a reason for the outcome: the
 // agent's own words where it gave some.
 func ResultReason(r *Event) string {
-	msg := "the result is an error: " + r.Subtype
-	if r.Text != "" {
-		msg += ": " + r.Text
+	var parts []string
+	// Claude Code marks an API error's result subtype "success" with
+	// is_error true: the subtype then says nothing.
+	if r.Subtype != "" && r.Subtype != "success" {
+		parts = append(parts, r.Subtype)
 	}
-	return msg
+	if r.Text != "" {
+		parts = append(parts, r.Text)
+	}
+	if len(parts) == 0 {
+		return "the result is an error"
+	}
+	return "the result is an error: " + strings.Join(parts, ": ")
 }
 
 // stderrRetry matches the lines in which agents that say so only on
