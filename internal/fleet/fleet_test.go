@@ -111,9 +111,13 @@ func (l *fakeLocal) Subscribe(after uint64) (<-chan eventlog.Event, []eventlog.E
 	return s.C, backlog, s.Close
 }
 
-// waitFor polls cond until it holds or d passes.
+// waitFor polls cond until it holds or d passes, stretched by waitSlack:
+// the fleet's tests share two cores with the rest of the suite under
+// -race (a view after a reconnection once took more than 5 s), and a wait
+// only ends early.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	d *= waitSlack
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -122,6 +126,8 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+const waitSlack = 3
 
 type testFleet struct {
 	t   *testing.T
