@@ -101,6 +101,7 @@ func init() {
 		{name: "hook", group: grpAgents, args: "[flags] [PAYLOAD]", summary: "forward an agent hook's report to the daemon (agents run this; it always exits 0)", example: "echo '{\"hook_event_name\": \"Stop\"}' | corral hook --agent claude-code", run: runHook},
 		{name: "fake-agent", args: "[--osc7501] [--command CMD]", run: runFakeAgent}, // demos and tests
 		{name: "hold", run: runHold},          // a pane's holder, started by the daemon
+		{name: "guard", run: runGuard},        // a headless job's guard, started by the daemon
 		{name: completeCmd, run: runComplete}, // the completion scripts' helper
 	}
 }
@@ -155,7 +156,7 @@ func Run(ctx context.Context, args []string, io IO) int {
 		return 2
 	}
 	top := strings.SplitN(cmd.name, " ", 2)[0]
-	if name != "hold" && name != "hook" { // their stderr is a log, kept as is
+	if name != "hold" && name != "hook" && name != "guard" { // their stderr is a log, kept as is
 		io = safeIO(top, io)
 	}
 	err := cmd.run(ctx, io, rest)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/server"
 )
 
@@ -20,6 +21,15 @@ func runHold(_ context.Context, std IO, args []string) error {
 		return usagef("hold takes no arguments: the daemon starts it, with its config on stdin")
 	}
 	if code := holder.Main(std.Stdin, std.Stdout, std.Stderr); code != 0 {
+		return &exitError{code: code, err: errors.New("")}
+	}
+	return nil
+}
+
+// runGuard stands between the daemon and a headless job (procs.GuardMain);
+// the daemon starts it (never a user).
+func runGuard(_ context.Context, std IO, args []string) error {
+	if code := procs.GuardMain(args, std.Stderr); code != 0 {
 		return &exitError{code: code, err: errors.New("")}
 	}
 	return nil

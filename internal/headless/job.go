@@ -44,6 +44,10 @@ type Options struct {
 	// environment, by which the processes it starts are found and ended
 	// wherever they went (see procs.Group).
 	Mark string
+	// Guard, when set, is the command (procs.GuardMain) that starts the
+	// run as its child and ends it when the daemon ends: the run's path
+	// and argv follow its arguments, and its fd 3 is the lifeline.
+	Guard []string
 
 	// Mode is "pipe" (the default) or "pty-lite": stdout is a PTY (1000
 	// columns, so lines do not wrap) for programs that block-buffer a pipe;
@@ -126,12 +130,14 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 
 // job is a started run: its process group and the readers of its output.
 type job struct {
-	o     Options
-	cmd   *exec.Cmd
-	ptmx  *os.File // pty-lite's master; nil in pipe mode
-	stdin io.WriteCloser
-	pgid  int
-	group procs.Group
+	o    Options
+	cmd  *exec.Cmd
+	ptmx *os.File // pty-lite's master; nil in pipe mode
+	// lifeline ends the guard's run when the daemon ends (nil: no guard).
+	lifeline *os.File
+	stdin    io.WriteCloser
+	pgid     int
+	group    procs.Group
 
 	// The agent's pid finds what it left only while it is a zombie:
 	// once waited, it is never used again.
@@ -173,13 +179,26 @@ func start(o Options) (*job, error) {
 	}
 	cmd := exec.Command(path, o.Argv[1:]...)
 	cmd.Args[0] = o.Argv[0]
+	// The daemon keeps the lifeline's write end open while the run runs.
+	var lifeline, lifelineIn *os.File
+	if len(o.Guard) > 0 {
+		args := append(append(append([]string(nil), o.Guard[1:]...), path), o.Argv...)
+		cmd = exec.Command(o.Guard[0], args...)
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", o.Argv[0], err)
+		}
+		lifelineIn, lifeline = r, w
+		defer lifelineIn.Close()       // the guard has its own copy
+		cmd.ExtraFiles = []*os.File{r} // procs.GuardFD
+	}
 	cmd.Dir = o.Dir
 	cmd.Env = env
 	if o.Mark != "" {
 		cmd.Env = append(cmd.Env, o.Mark)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	j := &job{o: o, cmd: cmd, errDone: make(chan struct{}), errLines: make(chan string, 16),
+	j := &job{o: o, cmd: cmd, lifeline: lifeline, errDone: make(chan struct{}), errLines: make(chan string, 16),
 		activity: make(chan struct{}, 1), lines: make(chan rawLine, 64), readDone: make(chan struct{})}
 	var stdout io.Reader
 	var ptyTTY *os.File
@@ -296,6 +315,9 @@ func (j *job) close() {
 	j.emitMu.Unlock()
 	if j.ptmx != nil {
 		j.ptmx.Close()
+	}
+	if j.lifeline != nil {
+		j.lifeline.Close()
 	}
 }
 

@@ -624,6 +624,7 @@ func (s *Server) startJob(name string, o headless.Options) (*job, error) {
 	}
 	agent := o.Agent
 	o.Mark = "CORRAL_JOB=" + id
+	o.Guard = []string{holderExe, "guard"}
 	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) })
 	if !s.register(id, &entry{p: j, name: name, agent: o.Agent}) {
 		return nil, errors.New("the daemon is shutting down")

@@ -1,0 +1,110 @@
+package procs
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the guard.
+func TestMain(m *testing.M) {
+	if os.Getenv("CORRAL_TEST_GUARD") == "1" {
+		os.Exit(GuardMain(os.Args[1:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// guarded starts script under a guard and returns the guard and the
+// lifeline's write end.
+func guarded(t *testing.T, script string) (*exec.Cmd, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(os.Args[0], "/bin/sh", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "CORRAL_TEST_GUARD=1", "CORRAL_JOB=guardtest")
+	cmd.ExtraFiles = []*os.File{r}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	})
+	return cmd, w
+}
+
+func waitStatus(t *testing.T, cmd *exec.Cmd, within time.Duration) syscall.WaitStatus {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.Sys().(syscall.WaitStatus)
+	case <-time.After(within):
+		t.Fatalf("the guard did not end within %v", within)
+		return 0
+	}
+}
+
+// While its daemon lives, a guard exits as its run exited.
+func TestGuardExitsAsTheRun(t *testing.T) {
+	cmd, _ := guarded(t, "exit 7")
+	if ws := waitStatus(t, cmd, 10*time.Second); !ws.Exited() || ws.ExitStatus() != 7 {
+		t.Errorf("run exited 7, guard: %v", ws)
+	}
+	cmd, _ = guarded(t, "kill -TERM $$; sleep 5")
+	if ws := waitStatus(t, cmd, 10*time.Second); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("run killed by SIGTERM, guard: %v", ws)
+	}
+}
+
+// When the lifeline closes (the daemon is gone), the guard ends the run and
+// what it started, SIGTERM ignored or not, in its group or not.
+func TestGuardEndsTheRunWithTheDaemon(t *testing.T) {
+	dir := t.TempDir()
+	cmd, w := guarded(t, "setsid sh -c \"trap '' TERM HUP; echo \\$\\$ > "+dir+"/gc; exec sleep 300\" & "+
+		"trap '' TERM HUP INT; echo $$ > "+dir+"/run; sleep 300")
+	var pids []int
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pids) < 2 {
+		pids = pids[:0]
+		for _, f := range []string{"gc", "run"} {
+			var pid int
+			if b, err := os.ReadFile(dir + "/" + f); err == nil && len(b) > 1 {
+				for _, c := range b[:len(b)-1] {
+					pid = pid*10 + int(c-'0')
+				}
+				pids = append(pids, pid)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.Close()
+	waitStatus(t, cmd, GuardGrace+10*time.Second)
+	for _, pid := range pids {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if _, zombie, ok := Parent(pid); !ok || zombie {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d outlived the guard's daemon", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
