@@ -41,7 +41,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tmuxctl", "tmuxwatch", "tomlfile"},
 		"tmuxwatch":     {"pane", "tmuxctl"},
 		"board":         {"api", "term"},
-		"cli":           {"agents", "api", "buildinfo", "client", "fleet", "headless", "holder", "lab", "lab/fakeagent", "replay", "rules", "server", "status", "tty", "tui", "verify"},
+		"cli":           {"agents", "api", "buildinfo", "client", "fleet", "headless", "holder", "lab", "lab/fakeagent", "procs", "replay", "rules", "server", "status", "tty", "tui", "verify"},
 		"headless":      {"procs", "rules", "safefile", "term", "tomlfile"},
 		"tomlfile":      nil,
 		"safefile":      nil,
