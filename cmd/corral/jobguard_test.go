@@ -46,3 +46,50 @@ func TestJobEndsWithItsDaemon(t *testing.T) {
 		t.Errorf("corral exec exited 0 though its daemon was killed mid-job:\n%s", out.String())
 	}
 }
+
+// After the daemon and a pane's holder are both killed, what the pane's
+// program left (a shell that ignores SIGHUP, a setsid grandchild) is found
+// and ended by the next daemon, and the pane is kept as lost.
+func TestNextDaemonEndsWhatAPaneLeft(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "stubborn", "--", "sh", "-c",
+		"trap '' HUP TERM; setsid sh -c \"trap '' HUP TERM; exec sleep 1051\" & echo started; sleep 1052")
+	waitFor(t, 10*time.Second, "the pane's processes", func() bool {
+		return len(withArg("1051")) > 0 && len(withArg("1052")) > 0
+	})
+	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
+	for _, h := range e.holders() {
+		syscall.Kill(h, syscall.SIGKILL)
+	}
+	// Not ended by the terminal's hang-up: they ignore it.
+	time.Sleep(300 * time.Millisecond)
+	if len(withArg("1051")) == 0 || len(withArg("1052")) == 0 {
+		t.Fatalf("the pane's processes did not outlive their holder: %v %v", withArg("1051"), withArg("1052"))
+	}
+	p := e.pane("stubborn") // starts the next daemon
+	if p.State != "lost" || !strings.Contains(p.Message, "corral restore") {
+		t.Errorf("the pane after its holder was killed: %+v", p)
+	}
+	if left := append(withArg("1051"), withArg("1052")...); len(left) > 0 {
+		t.Fatalf("the next daemon left the pane's processes running: %v", left)
+	}
+}
+
+// A pane whose holder was killed while the daemon ran leaves nothing
+// running after corral shutdown.
+func TestShutdownEndsWhatAPaneLeft(t *testing.T) {
+	e := newEnv(t)
+	e.must("run", "--name", "stubborn", "--", "sh", "-c",
+		"trap '' HUP TERM; setsid sh -c \"trap '' HUP TERM; exec sleep 1053\" & echo started; sleep 1054")
+	waitFor(t, 10*time.Second, "the pane's processes", func() bool {
+		return len(withArg("1053")) > 0 && len(withArg("1054")) > 0
+	})
+	for _, h := range e.holders() {
+		syscall.Kill(h, syscall.SIGKILL)
+	}
+	waitFor(t, 10*time.Second, "the pane to end with its holder", func() bool { return e.pane("stubborn").State != "working" && e.pane("stubborn").State != "idle" })
+	e.must("shutdown")
+	if left := append(withArg("1053"), withArg("1054")...); len(left) > 0 {
+		t.Fatalf("corral shutdown left the pane's processes running: %v", left)
+	}
+}

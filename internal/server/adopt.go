@@ -373,7 +373,9 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 		absent := errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 		// A holder process may live on for other panes: the pane is gone
 		// when nothing listens on its socket and its program has ended.
-		if absent && !programRuns(row) {
+		// A program whose holder is gone has lost its terminal: what it
+		// left running is ended (endLeft) and the pane can start again.
+		if absent && (!programRuns(row) || !alive(row.Holder)) {
 			_ = os.Remove(row.Socket) // a socket file left by a holder that is gone
 			return nil, fmt.Errorf("its holder (pid %d) no longer holds it (the machine restarted, or the holder was killed): corral restore starts it again", row.Holder)
 		}

@@ -245,7 +245,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.opts.Logf("%v: processes that leave a pane's session are found by their environment only", err)
 	}
 	go procs.ReapLoop(time.Second, s.done)
+	scrubEnv()
 	s.adoptAll()
+	s.mu.Lock()
+	keep := make(map[string]bool, len(s.panes))
+	for id := range s.panes {
+		keep[id] = true
+	}
+	s.mu.Unlock()
+	s.endLeft(s.keptByHolders(keep), "when its holder or daemon was killed")
 	s.watchSavedTmux()
 	s.table.started.Store(true)
 	go s.tableLoop(s.table.stop)
@@ -308,6 +316,9 @@ func (s *Server) stop() {
 			}()
 		}
 		wg.Wait()
+		if !s.handingOver.Load() {
+			s.endLeft(s.keptByHolders(nil), "when it ended")
+		}
 		s.stopTmux()
 		s.stopFleet(false)
 		s.stopTable()
@@ -624,6 +635,7 @@ func (s *Server) startJob(name string, o headless.Options) (*job, error) {
 	}
 	agent := o.Agent
 	o.Mark = "CORRAL_JOB=" + id
+	o.Env = append(o.Env[:len(o.Env):len(o.Env)], "CORRAL_SOCKET="+s.opts.Socket)
 	o.Guard = []string{holderExe, "guard"}
 	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) })
 	if !s.register(id, &entry{p: j, name: name, agent: o.Agent}) {

@@ -1,0 +1,129 @@
+package procs
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Left is a process a pane or job started that is still there when the
+// holder or daemon that ran it is gone: found by its environment, which it
+// inherited from the unit and keeps wherever it went (setsid, another
+// group, re-parented to init).
+type Left struct {
+	PID int
+	// Key and ID are the mark it carries: "CORRAL_PANE" and the pane's id.
+	Key, ID string
+	// Command is its command line, for the log.
+	Command string
+}
+
+// FindLeft returns this user's processes, other than the caller and its
+// ancestors, whose environment holds the entry owner (such as
+// "CORRAL_SOCKET=/run/user/1000/corral.sock": started by this daemon's
+// panes and jobs) and an entry for one of keys ("CORRAL_PANE"), with the
+// id it names.
+func FindLeft(owner string, keys ...string) []Left {
+	if owner == "" || len(keys) == 0 {
+		return nil
+	}
+	skip := map[int]bool{}
+	for pid := os.Getpid(); pid > 1 && !skip[pid]; {
+		skip[pid] = true
+		ppid, _, ok := Parent(pid)
+		if !ok {
+			break
+		}
+		pid = ppid
+	}
+	uid := uint32(os.Getuid())
+	entries, _ := os.ReadDir("/proc")
+	var out []Left
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 1 || skip[pid] {
+			continue
+		}
+		fi, err := os.Stat("/proc/" + e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(env, []byte(owner)) {
+			continue
+		}
+		var found Left
+		owned := false
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			s := string(kv)
+			if s == owner {
+				owned = true
+				continue
+			}
+			for _, k := range keys {
+				if id, ok := strings.CutPrefix(s, k+"="); ok && id != "" {
+					found = Left{PID: pid, Key: k, ID: id}
+				}
+			}
+		}
+		if !owned || found.PID == 0 {
+			continue
+		}
+		if _, zombie, ok := Parent(pid); !ok || zombie {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		found.Command = strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+		out = append(out, found)
+	}
+	return out
+}
+
+// EndLeft ends the processes find returns: SIGTERM (and SIGCONT, so a
+// stopped one takes it), up to grace for them to go, then SIGKILL, again
+// while find still finds some (they may fork meanwhile), for at most 5 s.
+// It returns every process it signalled.
+func EndLeft(find func() []Left, grace time.Duration) []Left {
+	var ended []Left
+	seen := map[int]bool{}
+	note := func(ls []Left) {
+		for _, l := range ls {
+			if !seen[l.PID] {
+				seen[l.PID] = true
+				ended = append(ended, l)
+			}
+		}
+	}
+	left := find()
+	if len(left) == 0 {
+		return nil
+	}
+	note(left)
+	for _, l := range left {
+		_ = syscall.Kill(l.PID, syscall.SIGTERM)
+		_ = syscall.Kill(l.PID, syscall.SIGCONT)
+	}
+	deadline := time.Now().Add(grace)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		Reap()
+		left = find()
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		note(left)
+		for _, l := range left {
+			_ = syscall.Kill(l.PID, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+		Reap()
+		left = find()
+	}
+	return ended
+}
