@@ -273,6 +273,12 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 				if _, errs, code := e.run("wait", c.name, "--state", c.want, "--timeout", "20s"); code != 0 {
 					t.Fatalf("never answered (%s):\n%s", errs, e.must("screen", c.name))
 				}
+				// Decided within the decision window: never read blocked.
+				for _, ev := range e.events() {
+					if ev.Name == c.name && ev.State == "blocked" {
+						t.Fatalf("a request the policy decided read blocked: %+v", ev)
+					}
+				}
 				return
 			}
 			e.must("wait", c.name, "--state", "blocked", "--timeout", "20s")

@@ -48,6 +48,7 @@ func (e *env) holders() []int {
 type eventJSON struct {
 	Seq   uint64
 	Pane  string
+	Name  string
 	State string
 }
 

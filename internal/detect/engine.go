@@ -65,6 +65,10 @@ type Change struct {
 	At       time.Time
 	Previous combine.Decision
 	Decision combine.Decision
+	// Held: Decision is a permission prompt held back for a policy's
+	// decision (SetDecisionWindow), not the pane's state; the pane reads
+	// Previous until NoteDecided, NoteUndecided or the window's end.
+	Held bool
 }
 
 // Counters count what the engine saw and refused.
@@ -95,6 +99,7 @@ type Engine struct {
 	// reads as working, decidedText what decided it.
 	window       time.Duration
 	held         time.Time
+	heldNext     combine.Decision // the prompt held back
 	released     bool
 	decidedUntil time.Time
 	decidedText  string
@@ -293,6 +298,12 @@ func (e *Engine) NoteUndecided(now time.Time) []Change {
 // agent draws its dialog while its hook runs and takes it down after.
 const decidedFor = 2 * time.Second
 
+// Held returns the permission prompt held back for a policy's decision,
+// if one is.
+func (e *Engine) Held() (combine.Decision, bool) {
+	return e.heldNext, e.heldNext.State != ""
+}
+
 func (e *Engine) holdEnd() time.Time {
 	if e.held.IsZero() || e.released {
 		return time.Time{}
@@ -308,6 +319,7 @@ func (e *Engine) holdForDecision(next *combine.Decision, now time.Time) bool {
 		// A decided prompt still there after its time is not held again.
 		e.decidedUntil, e.released = time.Time{}, true
 	}
+	e.heldNext = combine.Decision{}
 	permission := next.State == combine.Blocked && next.Kind == "permission"
 	if !permission {
 		e.held, e.released = time.Time{}, false
@@ -324,6 +336,7 @@ func (e *Engine) holdForDecision(next *combine.Decision, now time.Time) bool {
 		e.held = now
 	}
 	if now.Before(e.held.Add(e.window)) {
+		e.heldNext = *next
 		return true
 	}
 	e.released = true // the window is over: blocked, and no deadline left
@@ -558,7 +571,11 @@ func (e *Engine) classifyLocked(now time.Time) {
 	}
 	in.Process = e.process
 	next := combine.Decide(in)
+	wasHeld := e.heldNext.State != ""
 	if e.holdForDecision(&next, now) {
+		if !wasHeld {
+			e.changes = append(e.changes, Change{At: now, Previous: e.cur, Decision: next, Held: true})
+		}
 		return
 	}
 

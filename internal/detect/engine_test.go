@@ -528,11 +528,17 @@ func TestDecisionWindow(t *testing.T) {
 	e.Feed(at(0), []byte("⠋ esc to interrupt"))
 	tickUntil(e, at(100))
 	// Drawn, then decided within the window: never blocked.
-	e.Feed(at(200), []byte("\r\x1b[KAllow ls -la?"))
-	if cs := tickUntil(e, at(600)); len(cs) != 0 {
-		t.Fatalf("changes while a policy may decide: %s", states(cs))
+	cs := append(e.Feed(at(200), []byte("\r\x1b[KAllow ls -la?")), tickUntil(e, at(600))...)
+	if len(cs) != 1 || !cs[0].Held || cs[0].Decision.State != combine.Blocked || cs[0].Previous.State != combine.Working {
+		t.Fatalf("changes while a policy may decide: %+v", cs)
 	}
-	cs := e.NoteDecided(at(700), "allowed by rule 1: ls -la")
+	if d, ok := e.Held(); !ok || d.Kind != "permission" {
+		t.Fatalf("the prompt held: %+v %v", d, ok)
+	}
+	if d, _ := e.Decision(); d.State != combine.Working {
+		t.Fatalf("a held prompt's pane reads %s", d.State)
+	}
+	cs = e.NoteDecided(at(700), "allowed by rule 1: ls -la")
 	if len(cs) != 1 || cs[0].Decision.State != combine.Working || cs[0].Decision.Kind != "approved" || cs[0].Decision.Source != SourcePolicy {
 		t.Fatalf("decided: %+v", cs)
 	}
@@ -541,9 +547,8 @@ func TestDecisionWindow(t *testing.T) {
 		t.Fatalf("after the decision: %s", got)
 	}
 	// Left to the person: blocked at once when released.
-	e.Feed(at(4000), []byte("\r\x1b[KAllow rm -rf build?"))
-	if cs := tickUntil(e, at(4200)); len(cs) != 0 {
-		t.Fatalf("held prompt changed: %s", states(cs))
+	if cs := append(e.Feed(at(4000), []byte("\r\x1b[KAllow rm -rf build?")), tickUntil(e, at(4200))...); len(cs) != 1 || !cs[0].Held {
+		t.Fatalf("held prompt changed: %+v", cs)
 	}
 	if cs := e.NoteUndecided(at(4300)); len(cs) != 1 || cs[0].Decision.State != combine.Blocked {
 		t.Fatalf("released: %+v", cs)
@@ -551,7 +556,9 @@ func TestDecisionWindow(t *testing.T) {
 	// Nobody decides: blocked when the window ends.
 	e.Feed(at(5000), []byte("\r\x1b[K⠋ esc to interrupt"))
 	tickUntil(e, at(5400))
-	e.Feed(at(6000), []byte("\r\x1b[KAllow curl x?"))
+	if cs := append(e.Feed(at(6000), []byte("\r\x1b[KAllow curl x?")), tickUntil(e, at(6500))...); len(cs) != 1 || !cs[0].Held {
+		t.Fatalf("a new prompt is not held: %+v", cs)
+	}
 	if got := states(tickUntil(e, at(8000))); got != "blocked@7.02s" {
 		t.Fatalf("undecided: %s", got)
 	}

@@ -1,8 +1,10 @@
 package pane
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -52,4 +54,74 @@ func (p *Pane) noteDecision(text string, decided bool) {
 	}
 	p.mu.Unlock()
 	p.kick()
+}
+
+// HeldPrompt is a permission prompt held back for the pane's policy.
+type HeldPrompt struct {
+	Decision combine.Decision
+	// Region is the text of the prompt region the screen rule matched
+	// ("" when the screen shows no prompt a rule recognised).
+	Region string
+	// Shown is when the screen first showed it; Settle how long the agent
+	// needs after that before it takes keys.
+	Shown  time.Time
+	Settle time.Duration
+}
+
+// HeldPrompt returns the permission prompt held back for the pane's policy, if
+// one is (ok false also when the pane does not answer within LockWait).
+func (p *Pane) HeldPrompt() (HeldPrompt, bool) {
+	if !p.mu.lockWithin(LockWait) {
+		return HeldPrompt{}, false
+	}
+	d, ok := p.engine.Held()
+	m := p.engine.Manifest()
+	shown := p.engine.PromptShown()
+	p.mu.Unlock()
+	if !ok {
+		return HeldPrompt{}, false
+	}
+	h := HeldPrompt{Decision: d, Shown: shown, Settle: m.AnswerSettle}
+	if d.Source == combine.SourceScreen && d.Rule != "" {
+		snap := p.term.Snapshot()
+		h.Region, _ = m.RegionText(d.Rule, rules.Screen{Lines: snap.Lines, Title: snap.Title})
+	}
+	return h, true
+}
+
+// AnswerHeld answers the permission prompt held back for the pane's policy
+// with choice, and notes the decision (text): the pane reads working
+// (approved), never blocked. It refuses when no prompt is held any more
+// (answered, gone, or the window ended and it reads blocked).
+func (p *Pane) AnswerHeld(choice, text string) (string, error) {
+	if !p.mu.lockWithin(LockWait) {
+		return "", ErrBusy
+	}
+	if p.exited {
+		p.mu.Unlock()
+		return "", ErrExited
+	}
+	now := time.Now()
+	p.queueLocked(p.engine.Classify(now))
+	d, ok := p.engine.Held()
+	if !ok {
+		p.mu.Unlock()
+		p.kick()
+		return "", fmt.Errorf("%w (no prompt waits for the policy any more)", ErrNotBlocked)
+	}
+	m := p.engine.Manifest()
+	keys, ok := m.KeysFor(d.Rule, choice)
+	if !ok {
+		p.mu.Unlock()
+		p.kick()
+		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m))
+	}
+	p.queueLocked(p.engine.NoteDecided(now, text))
+	if choice == rules.AnswerNo || choice == rules.AnswerCancel {
+		p.engine.NoteInterrupt(now)
+	}
+	p.scheduleLocked()
+	p.mu.Unlock()
+	p.kick()
+	return keys, p.enqueue([]byte(keys), InputWait)
 }

@@ -427,7 +427,7 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 	if e.launch == nil {
 		e.launch = &agents.Launch{Argv: row.Launch, Missing: map[string]string{}}
 	}
-	holdForPolicy(p, e.approve.Load(), e.launch)
+	holdForPolicy(p, e.approve.Load())
 	return e, nil
 }
 

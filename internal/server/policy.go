@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
+	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/pane"
@@ -29,8 +29,9 @@ type approver struct {
 	text   []byte // the policy's text, kept in the pane table
 	mu     sync.Mutex
 	last   *api.Approval
-	// decided is when a rule last decided a request.
-	decided time.Time
+	// decided is when a rule last decided a request; left when a request
+	// was last left to the person.
+	decided, left time.Time
 }
 
 // decidedQuiet is how long after a rule decided a request the pane's
@@ -62,14 +63,35 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 	if recent {
 		return true
 	}
-	// The agent's hooks decide where they are in force: answering its
-	// report as well would type keys into whatever comes next.
-	if in, _ := e.integration(ev.Agent); in == "claude-code" {
-		return false
+	a.mu.Lock()
+	leftToYou := !a.left.IsZero() && ev.Time.Sub(a.left) < decidedQuiet && a.last != nil &&
+		a.last.Decision == "person" && sameRequest(ev.Message, a.last.Input)
+	a.mu.Unlock()
+	if leftToYou {
+		return false // held and left to the person already: notify at once
 	}
-	p, ok := e.asPane()
+	ap, input, ok := s.decideReport(e, a, ev.Agent, ev.Time)
 	if !ok {
 		return false
+	}
+	go s.answerReport(e, a, ap, input, ev)
+	return true
+}
+
+// decideReport decides, by the pane's policy, the permission request the
+// agent's own OSC 7501 report names. ok is false when it is not decided
+// for the person: the agent's hooks decide (Claude Code's), no report
+// names it (screen only), it was not read whole, or no rule decides it
+// (then a.last says so, with at as its time).
+func (s *Server) decideReport(e *entry, a *approver, agent string, at time.Time) (ap api.Approval, input string, ok bool) {
+	// The agent's hooks decide where they are in force: answering its
+	// report as well would type keys into whatever comes next.
+	if in, _ := e.integration(agent); in == "claude-code" {
+		return ap, "", false
+	}
+	p, isPane := e.asPane()
+	if !isPane {
+		return ap, "", false
 	}
 	// The agent's own report of the request, whichever signal decided
 	// the state: the root OSC 7501 record.
@@ -80,7 +102,7 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 		}
 	}
 	if msg == "" {
-		return false // screen-only: never decided for the person
+		return ap, "", false // screen-only: never decided for the person
 	}
 	req, whole := reportedRequest(msg)
 	// "./..." may be a whole Go package pattern or a cut: the screen tells.
@@ -88,20 +110,100 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 	if dots {
 		req.Whole, whole = true, true
 	}
-	ap := Decide(a.policy, req)
+	ap = Decide(a.policy, req)
 	if !whole {
 		ap = api.Approval{Decision: "person", Policy: a.policy.Source, Tool: req.Tool, Input: clipInput(req.Input),
 			Text: "the request was not read whole (" + clipText(msg) + "): left to you"}
 	}
-	ap.Time = ev.Time.UTC().Format(eventlog.TimeFormat)
+	ap.Time = at.UTC().Format(eventlog.TimeFormat)
 	if ap.Decision == "person" {
-		a.mu.Lock()
-		a.last = &ap
-		a.mu.Unlock()
-		return false
+		a.leave(ap, at)
+		return ap, "", false
 	}
-	go s.answerReport(e, a, ap, req.Input, ev)
-	return true
+	return ap, req.Input, true
+}
+
+// leave records that a request is the person's.
+func (a *approver) leave(ap api.Approval, at time.Time) {
+	a.mu.Lock()
+	a.last, a.left = &ap, at
+	a.mu.Unlock()
+}
+
+// policyHeld is told of a permission prompt the pane holds back for its
+// policy (the decision window): a request the policy decides from the
+// agent's report is answered while the pane still reads working, so it
+// never reads blocked; any other is released at once, blocked for the
+// person. Claude Code's hooks decide their own (decidePermission).
+func (s *Server) policyHeld(id string, c detect.Change) {
+	e, err := s.find(id)
+	if err != nil {
+		return
+	}
+	p, isPane := e.asPane()
+	a := e.approve.Load()
+	if !isPane {
+		return
+	}
+	if a == nil {
+		p.NoteUndecided()
+		return
+	}
+	agent := p.Info().Agent
+	if in, _ := e.integration(agent); in == "claude-code" {
+		return
+	}
+	ap, input, ok := s.decideReport(e, a, agent, c.At)
+	if !ok {
+		p.NoteUndecided()
+		return
+	}
+	go s.answerHeld(e, p, a, ap, input)
+}
+
+// answerHeld answers a held prompt once the screen shows the request
+// whole (the prompt region the screen rule matched) and the agent can
+// take keys; otherwise the prompt is the person's.
+func (s *Server) answerHeld(e *entry, p *pane.Pane, a *approver, ap api.Approval, input string) {
+	deadline := time.Now().Add(PromptDrawWait)
+	for {
+		h, ok := p.HeldPrompt()
+		if !ok {
+			return // answered, gone, or released: no longer held
+		}
+		now := time.Now()
+		if !h.Shown.IsZero() && showsWhole(h.Region, input) {
+			if ready := h.Shown.Add(h.Settle); now.Before(ready) {
+				time.Sleep(ready.Sub(now))
+				continue
+			}
+			break
+		}
+		if now.After(deadline) {
+			ap.Decision, ap.Rule = "person", 0
+			ap.Text = "the prompt on screen does not show " + clipText(input) + " whole: left to you"
+			a.leave(ap, now)
+			p.NoteUndecided()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	choice := "yes"
+	if ap.Decision == "deny" {
+		choice = "no"
+	}
+	now := time.Now()
+	a.mu.Lock()
+	a.last, a.decided = &ap, now
+	a.mu.Unlock()
+	if _, err := p.AnswerHeld(choice, ap.Text); err != nil {
+		ap.Decision, ap.Rule = "person", 0
+		ap.Text = "could not answer (" + err.Error() + "): left to you"
+		a.leave(ap, now)
+		p.NoteUndecided()
+		return
+	}
+	s.recordDecision(e, ap, now)
 }
 
 // reportedRequest reads an OSC 7501 permission message, "approve TOOL:
@@ -425,18 +527,18 @@ func (a *approver) latest() *api.Approval {
 	return &c
 }
 
-// DecisionWindow is how long a new permission prompt of a pane whose
-// policy decides its agent's hook requests waits for the decision before
-// the pane reads blocked: Claude Code may draw its dialog before its
-// PermissionRequest hook reaches corral (0.6–1.5 s later seen, on a
-// loaded machine). A request the policy decides never reads blocked; one
-// it leaves to the person reads blocked as soon as that is known.
+// DecisionWindow is how long a new permission prompt of a pane with a
+// policy waits for the decision before the pane reads blocked: Claude
+// Code may draw its dialog before its PermissionRequest hook reaches
+// corral (0.6–1.5 s later seen, on a loaded machine), and a request its
+// OSC 7501 report names is answered once the screen shows it whole. A
+// request the policy decides never reads blocked; one it leaves to the
+// person reads blocked as soon as that is known (policyHeld).
 const DecisionWindow = 2 * time.Second
 
-// holdForPolicy gives a pane the decision window when its policy decides
-// its agent's hook requests (Claude Code's hooks on its command line).
-func holdForPolicy(p *pane.Pane, a *approver, launch *agents.Launch) {
-	if a != nil && launch != nil && slices.Contains(launch.Applied, "claude-code") {
+// holdForPolicy gives a pane with a policy the decision window.
+func holdForPolicy(p *pane.Pane, a *approver) {
+	if a != nil {
 		p.SetDecisionWindow(DecisionWindow)
 	}
 }

@@ -520,7 +520,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 	}
 	e := &entry{p: p, name: name, token: token, launch: &launch}
 	e.approve.Store(o.approve)
-	holdForPolicy(p, o.approve, &launch)
+	holdForPolicy(p, o.approve)
 	e.worktree.Store(o.worktree)
 	if o.base != nil {
 		userArgv = o.base
@@ -592,6 +592,10 @@ func (e *entry) watchIntegration(p *pane.Pane) {
 
 // record logs and publishes one state change.
 func (s *Server) record(id, name, agent string, c detect.Change) {
+	if c.Held {
+		s.policyHeld(id, c) // not a state of the pane's: nothing to log
+		return
+	}
 	d := c.Decision
 	ev := eventlog.Event{Time: c.At, Pane: id, Name: name, Agent: agent, State: string(d.State), Kind: d.Kind,
 		Message: d.Message, Source: string(d.Source), Rule: d.Rule, Previous: string(c.Previous.State), PreviousKind: c.Previous.Kind}
