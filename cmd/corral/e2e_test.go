@@ -159,7 +159,7 @@ func TestAgentLifecycle(t *testing.T) {
 		}
 		states = append(states, ev.State)
 	}
-	if got := strings.Join(states, ","); got != "working,blocked,working,done,idle" {
+	if got := strings.Join(states, ","); got != "idle,working,blocked,working,done,idle" { // starting → idle first
 		t.Fatalf("events %s", got)
 	}
 	if _, errs, code := e.run("wait", "fp", "--state", "blocked", "--timeout", "300ms"); code != 124 {

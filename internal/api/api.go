@@ -189,7 +189,13 @@ type SendRequest struct {
 	Enter bool   `json:"enter"`
 	// Force skips the blocked guard.
 	Force bool `json:"force"`
+	// ReadyMS bounds the wait for a pane whose agent is starting to be
+	// ready for input (0: DefaultReadyWait); text is typed only then.
+	ReadyMS int64 `json:"ready_ms,omitempty"`
 }
+
+// DefaultReadyWait is how long a send waits for a starting agent.
+const DefaultReadyWait = 60 * time.Second
 
 // AnswerRequest answers a prompt: POST /v1/panes/{id}/answer.
 type AnswerRequest struct {

@@ -50,6 +50,8 @@ func apiError(err error) error {
 			return &exitError{code: exitRefused, err: fmt.Errorf("%v; nothing to answer", ce)}
 		case "exited", "no_input":
 			return &exitError{code: exitRefused, err: ce}
+		case "starting":
+			return &exitError{code: exitTimeout, err: ce}
 		}
 		return ce
 	}

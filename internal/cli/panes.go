@@ -313,6 +313,7 @@ func runSend(ctx context.Context, std IO, args []string) error {
 	enter := fs.Bool("enter", false, "press Enter after the text")
 	force := fs.Bool("force", false, "type even while the pane is blocked on a prompt")
 	asJSON := fs.Bool("json", false, "print the pane as JSON")
+	timeout := fs.Duration("timeout", api.DefaultReadyWait, "how long to wait for an agent that is still starting to be ready for input")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -320,7 +321,23 @@ func runSend(ctx context.Context, std IO, args []string) error {
 	if len(pos) != 2 {
 		return usagef("need a pane and the text: corral send ID TEXT [--enter]")
 	}
-	return paneAction(ctx, std, pos[0], "send", api.SendRequest{Text: pos[1], Enter: *enter, Force: *force}, &api.Pane{}, *asJSON)
+	if *timeout <= 0 || *timeout > time.Hour {
+		return usagef("--timeout %v: give a duration above 0 and at most 1h", *timeout)
+	}
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	c.Timeout += *timeout // the daemon answers once the agent is ready
+	var p api.Pane
+	req := api.SendRequest{Text: pos[1], Enter: *enter, Force: *force, ReadyMS: timeout.Milliseconds()}
+	if err := c.Do(ctx, "POST", panePath(pos[0], "send"), req, &p); err != nil {
+		return apiError(err)
+	}
+	if *asJSON {
+		return printJSON(std, &p)
+	}
+	return nil
 }
 
 func runAnswer(ctx context.Context, std IO, args []string) error {

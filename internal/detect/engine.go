@@ -11,6 +11,7 @@
 package detect
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -48,7 +49,17 @@ type Config struct {
 	// done until MarkSeen: a live pane's "finished, nobody has looked".
 	// Replays leave it off: a recording has nobody to look.
 	MarkDone bool
+	// Started, when set, is when the pane's program was started: a pane
+	// whose agent is known (Agent, or a manifest's process) reads working,
+	// kind starting, until the agent is ready (see starting).
+	Started time.Time
 }
+
+// KindStarting is the kind of a pane whose agent is starting.
+const KindStarting = "starting"
+
+// KindStart is the kind of the error of an agent that never got ready.
+const KindStart = "start"
 
 // Signals is a set of signal kinds.
 type Signals uint8
@@ -144,6 +155,13 @@ type Engine struct {
 	// (zero while they see none).
 	promptShown time.Time
 
+	// starting: the agent has not drawn its ready screen yet; readyAt is
+	// when the screen began to show it (zero while it does not), and
+	// reportedIdle says a report or hook said idle meanwhile.
+	starting     bool
+	readyAt      time.Time
+	reportedIdle bool
+
 	progress      int // OSC 9;4 value, -1 none
 	progressState int
 
@@ -177,8 +195,67 @@ func New(cfg Config) *Engine {
 	if e.manifest == nil {
 		e.manifest = cfg.Rules.Generic()
 	}
+	if !cfg.Started.IsZero() && e.manifest.Name != rules.Generic {
+		e.starting = true
+		e.cur = e.startingDecision()
+		e.since = cfg.Started
+	}
 	return e
 }
+
+func (e *Engine) startingDecision() combine.Decision {
+	name := e.manifest.Display
+	if name == "" {
+		name = e.manifest.Name
+	}
+	return combine.Decision{State: combine.Working, Kind: KindStarting, Source: combine.SourceDefault, Message: "starting " + name}
+}
+
+// Starting says whether the agent has yet to draw its ready screen.
+func (e *Engine) Starting() bool { return e.starting }
+
+// applyStarting keeps a starting agent's pane working (kind starting)
+// until it can take input: its ready screen (a screen rule saying idle)
+// stays for the manifest's ready_settle, or it asks something (blocked: a
+// trust or login prompt), fails, or exits. Starting is never a turn, so
+// it never ends in done. An agent that draws no ready screen within the
+// manifest's start_timeout is idle if a report or hook said so, and
+// otherwise in error ("did not start").
+func (e *Engine) applyStarting(next *combine.Decision, in combine.Inputs, now time.Time) {
+	if in.Report.Present && (in.Report.State == combine.Idle || in.Report.State == combine.Done) {
+		e.reportedIdle = true
+	}
+	switch {
+	case next.Source == combine.SourceProcess, next.State == combine.Blocked, next.State == combine.Error,
+		next.State == combine.Exited:
+		e.starting = false
+		return
+	case in.Screen.State == combine.Idle:
+		if e.readyAt.IsZero() {
+			e.readyAt = now
+		}
+		if !now.Before(e.readyAt.Add(e.manifest.ReadySettle)) {
+			e.starting = false
+			*next = combine.Decision{State: combine.Idle, Source: combine.SourceScreen, Rule: in.Screen.Rule, Message: in.Screen.Message}
+			return
+		}
+	default:
+		e.readyAt = time.Time{}
+	}
+	if !now.Before(e.startEnd()) {
+		e.starting = false
+		if e.reportedIdle {
+			*next = combine.Decision{State: combine.Idle, Source: in.Report.Source}
+			return
+		}
+		*next = combine.Decision{State: combine.Error, Kind: KindStart, Source: combine.SourceDefault,
+			Message: fmt.Sprintf("did not start: no ready screen within %v", e.manifest.StartTimeout)}
+		return
+	}
+	*next = e.startingDecision()
+}
+
+func (e *Engine) startEnd() time.Time { return e.cfg.Started.Add(e.manifest.StartTimeout) }
 
 // Close releases the terminal.
 func (e *Engine) Close() { e.term.Close() }
@@ -260,7 +337,14 @@ func (e *Engine) Deadline() (at time.Time, ok bool) {
 			at, ok = confirm, true
 		}
 	}
-	for _, d := range []time.Time{e.holdEnd(), e.decidedUntil} {
+	starting := []time.Time{}
+	if e.starting {
+		starting = append(starting, e.startEnd())
+		if !e.readyAt.IsZero() {
+			starting = append(starting, e.readyAt.Add(e.manifest.ReadySettle))
+		}
+	}
+	for _, d := range append([]time.Time{e.holdEnd(), e.decidedUntil}, starting...) {
 		if !d.IsZero() && (!ok || d.Before(at)) {
 			at, ok = d, true
 		}
@@ -571,6 +655,9 @@ func (e *Engine) classifyLocked(now time.Time) {
 	}
 	in.Process = e.process
 	next := combine.Decide(in)
+	if e.starting {
+		e.applyStarting(&next, in, now)
+	}
 	wasHeld := e.heldNext.State != ""
 	if e.holdForDecision(&next, now) {
 		if !wasHeld {
@@ -583,7 +670,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 	// saying so for IdleConfirm: a spinner frame can blank for a moment,
 	// and an answered prompt is erased before the work it allowed is drawn.
 	// A program's own report needs no confirmation; nothing delays a block.
-	if (e.cur.State == combine.Working || e.cur.State == combine.Blocked) && next.State == combine.Idle &&
+	if (e.cur.State == combine.Working || e.cur.State == combine.Blocked) && e.cur.Kind != KindStarting && next.State == combine.Idle &&
 		(next.Source == combine.SourceScreen || next.Source == combine.SourceDefault) && e.manifest.IdleConfirm > 0 {
 		if !e.idlePending {
 			e.idlePending, e.idleAt = true, now
@@ -630,7 +717,7 @@ func (e *Engine) applyDone(next combine.Decision, now time.Time) combine.Decisio
 	if next.Source == combine.SourceProcess {
 		return next
 	}
-	inTurn := e.cur.State == combine.Working || e.cur.State == combine.Blocked
+	inTurn := (e.cur.State == combine.Working || e.cur.State == combine.Blocked) && e.cur.Kind != KindStarting
 	interrupted := !e.interruptAt.IsZero() && now.Sub(e.interruptAt) < InterruptWindow
 	if inTurn && next.State != combine.Working && next.State != combine.Blocked {
 		e.interruptAt = time.Time{} // the turn the interrupt was for is over
@@ -656,7 +743,7 @@ func (e *Engine) applyDone(next combine.Decision, now time.Time) combine.Decisio
 		if !e.cfg.MarkDone || (next.Source != combine.SourceScreen && next.Source != combine.SourceDefault) {
 			break
 		}
-		if e.cur.State == combine.Working {
+		if e.cur.State == combine.Working && e.cur.Kind != KindStarting {
 			turnEnded() // a turn ended on screen
 		}
 		if e.doneUnseen && (e.cur.State == combine.Working || e.cur.State == combine.Done) {

@@ -571,3 +571,81 @@ func TestDecisionWindow(t *testing.T) {
 		t.Fatalf("decided but still asking: %s", got)
 	}
 }
+
+func newStartingToy(t *testing.T, timing string) *Engine {
+	t.Helper()
+	m := strings.Replace(toyManifest, "[timing]\n", "[timing]\n"+timing, 1)
+	set, errs := rules.Loader{Embedded: fstest.MapFS{"toy.toml": {Data: []byte(m)}}}.Load(nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	e := New(Config{Cols: 40, Rows: 6, Rules: set, Agent: "toy", MarkDone: true, Started: at(0)})
+	t.Cleanup(e.Close)
+	return e
+}
+
+// A freshly started agent reads working, kind starting, until its ready
+// screen has stayed for ready_settle: never idle before it takes input,
+// and never done (starting is not a turn). A prompt ends starting at once;
+// an agent that never draws its ready screen is in error after
+// start_timeout, or idle if its own report said so.
+func TestStartingPhase(t *testing.T) {
+	e := newStartingToy(t, "ready_settle = \"500ms\"\n")
+	if d, _ := e.Decision(); d.State != combine.Working || d.Kind != KindStarting {
+		t.Fatalf("a fresh pane reads %+v", d)
+	}
+	// A blank screen, then a spinner while it initialises: still starting.
+	cs := append(e.Feed(at(100), []byte("loading")), tickUntil(e, at(400))...)
+	cs = append(cs, e.Feed(at(500), []byte("\r\x1b[K⠋ esc to interrupt"))...)
+	cs = append(cs, tickUntil(e, at(900))...)
+	if len(cs) != 0 {
+		t.Fatalf("changes while starting: %+v", cs)
+	}
+	// The ready screen: idle only once it has stayed for ready_settle.
+	e.Feed(at(1000), []byte("\r\x1b[K? for shortcuts"))
+	if got := states(tickUntil(e, at(1400))); got != "" {
+		t.Fatalf("idle before ready_settle: %s", got)
+	}
+	cs = tickUntil(e, at(3000))
+	if got := states(cs); got != "idle@1.52s" {
+		t.Fatalf("the ready screen: %s", got)
+	}
+	if cs[0].Previous.Kind != KindStarting || cs[0].Decision.Kind != "" {
+		t.Fatalf("starting → idle: %+v", cs[0])
+	}
+	// A real turn after it ends in done as usual.
+	e.Feed(at(4000), []byte("\r\x1b[K⠋ esc to interrupt"))
+	tickUntil(e, at(4500))
+	e.Feed(at(5000), []byte("\r\x1b[K? for shortcuts"))
+	if got := states(tickUntil(e, at(6000))); got != "working@4.02s,done@5.32s" && got != "done@5.32s" {
+		t.Fatalf("the first turn: %s", got)
+	}
+
+	// A trust prompt while starting is blocked at once.
+	e = newStartingToy(t, "")
+	e.Feed(at(100), []byte("Allow this folder?"))
+	if got := states(tickUntil(e, at(300))); got != "blocked@120ms" {
+		t.Fatalf("a prompt while starting: %s", got)
+	}
+
+	// Never ready: an error after start_timeout; idle if it said so.
+	e = newStartingToy(t, "start_timeout = \"2s\"\n")
+	e.Feed(at(100), []byte("something else"))
+	cs = tickUntil(e, at(5000))
+	if got := states(cs); got != "error@2s" || !strings.Contains(cs[0].Decision.Message, "did not start") {
+		t.Fatalf("never ready: %+v", cs)
+	}
+	e = newStartingToy(t, "start_timeout = \"2s\"\n")
+	e.Feed(at(100), []byte("\x1b]7501;state=idle\a"))
+	if got := states(tickUntil(e, at(5000))); got != "idle@2s" {
+		t.Fatalf("never ready but reported idle: %s", got)
+	}
+
+	// An agent not known (the generic manifest) has no starting phase.
+	set, _ := rules.Loader{Embedded: fstest.MapFS{"generic.toml": {Data: []byte("name = \"generic\"\n")}}}.Load(nil)
+	g := New(Config{Cols: 40, Rows: 6, Rules: set, Started: at(0)})
+	defer g.Close()
+	if d, _ := g.Decision(); d.State != combine.Idle {
+		t.Fatalf("an unknown program reads %+v", d)
+	}
+}

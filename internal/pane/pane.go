@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,6 +39,10 @@ type Config struct {
 	// Agent forces a manifest; empty recognises the agent from the
 	// foreground process, then from the screen.
 	Agent string
+	// Starting says the program is started now (not adopted): an agent
+	// known by Agent or by the command's name reads working, kind
+	// starting, until it is ready for input (see detect.Config.Started).
+	Starting bool
 	// OnChange receives every state change, in order, from the pane's own
 	// goroutines, with no lock held.
 	OnChange func(p *Pane, c detect.Change)
@@ -204,8 +209,18 @@ func newPane(cfg Config, src Source, ptmx *master, pid int, started time.Time) *
 	p := &Pane{cfg: cfg, src: src, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
 		mu: newLock()}
 	p.sweepAt = clockEntry{work: p.fireSweep, kind: clockSweep, index: -1}
-	p.engine = detect.New(detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
-		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait})
+	dc := detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
+		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait}
+	if cfg.Starting {
+		dc.Started = started
+		if dc.Agent == "" && len(cfg.Argv) > 0 && cfg.Rules != nil {
+			// Known by its command before it draws anything.
+			if m := cfg.Rules.IdentifyProcess(filepath.Base(cfg.Argv[0]), cfg.Argv); m != nil {
+				dc.Agent = m.Name
+			}
+		}
+	}
+	p.engine = detect.New(dc)
 	p.term = p.engine.Terminal()
 	p.agent = p.engine.Manifest().Name
 	p.timer = newPaneTimer(p)

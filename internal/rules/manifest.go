@@ -54,6 +54,8 @@ const (
 	MaxConfirm       = 10 * time.Second
 	DefaultSettle    = 150 * time.Millisecond
 	MaxSettle        = 5 * time.Second
+	DefaultStart     = 60 * time.Second
+	MaxStart         = 10 * time.Minute
 )
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -79,6 +81,11 @@ type Manifest struct {
 	// AnswerSettle is how long a prompt must have been on screen before
 	// keys answer it: a dialog just drawn may not be reading keys yet.
 	AnswerSettle time.Duration
+	// ReadySettle is how long a freshly started agent's ready screen must
+	// stay before the pane reads idle (its input box may be drawn before
+	// it takes keys); StartTimeout how long it may take to draw it at all.
+	ReadySettle  time.Duration
+	StartTimeout time.Duration
 
 	Rules   []Rule
 	Answers map[string]string
@@ -125,6 +132,8 @@ type detectSection struct {
 type timingSection struct {
 	IdleConfirm  string `toml:"idle_confirm"`
 	AnswerSettle string `toml:"answer_settle"`
+	ReadySettle  string `toml:"ready_settle"`
+	StartTimeout string `toml:"start_timeout"`
 }
 
 type ruleSection struct {
@@ -218,6 +227,24 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			fail(-1, "idle_confirm", "timing.idle_confirm %q must be a duration from 0 to %v (like \"300ms\")", f.Timing.IdleConfirm, MaxConfirm)
 		} else {
 			m.IdleConfirm = d
+		}
+	}
+	m.ReadySettle = m.IdleConfirm
+	if f.Timing.ReadySettle != "" {
+		d, err := time.ParseDuration(f.Timing.ReadySettle)
+		if err != nil || d < 0 || d > MaxSettle {
+			fail(-1, "ready_settle", "timing.ready_settle %q must be a duration from 0 to %v (like \"500ms\")", f.Timing.ReadySettle, MaxSettle)
+		} else {
+			m.ReadySettle = d
+		}
+	}
+	m.StartTimeout = DefaultStart
+	if f.Timing.StartTimeout != "" {
+		d, err := time.ParseDuration(f.Timing.StartTimeout)
+		if err != nil || d <= 0 || d > MaxStart {
+			fail(-1, "start_timeout", "timing.start_timeout %q must be a duration above 0 and at most %v (like \"60s\")", f.Timing.StartTimeout, MaxStart)
+		} else {
+			m.StartTimeout = d
 		}
 	}
 	m.Answers = compileAnswers(f.Answers, func(name, format string, args ...any) { fail(-1, name, format, args...) })

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -244,11 +245,45 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
+	wait := api.DefaultReadyWait
+	if req.ReadyMS > 0 {
+		wait = time.Duration(req.ReadyMS) * time.Millisecond
+	}
+	if !req.Force {
+		if err := awaitReady(r.Context(), e.p, wait); err != nil {
+			inputError(w, err)
+			return
+		}
+	}
 	if err := typeText(e.p, req.Text, req.Enter, !req.Force); err != nil {
 		inputError(w, err)
 		return
 	}
 	reply(w, paneJSON(e))
+}
+
+// ErrStarting refuses typing into an agent that is not ready for input.
+var ErrStarting = errors.New("the agent is still starting")
+
+// awaitReady waits, at most wait, while the pane's agent is starting: text
+// typed before it takes input is lost (Claude Code drops an Enter typed as
+// its input box appears).
+func awaitReady(ctx context.Context, u unit, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		d := u.Info().Decision
+		if d.State != combine.Working || d.Kind != detect.KindStarting {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w after %v (%s); try again later, or type with --force", ErrStarting, wait, d.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
@@ -276,6 +311,8 @@ func inputError(w http.ResponseWriter, err error) {
 		fail(w, http.StatusConflict, "not_blocked", err)
 	case errors.Is(err, pane.ErrExited):
 		fail(w, http.StatusConflict, "exited", err)
+	case errors.Is(err, ErrStarting):
+		fail(w, http.StatusConflict, "starting", err)
 	case errors.Is(err, ErrNoInput):
 		fail(w, http.StatusConflict, "no_input", err)
 	case errors.Is(err, pane.ErrNoAnswer):

@@ -472,6 +472,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 	}
 	cfg.ID = id
 	cfg.Rules = set
+	cfg.Starting = true
 	name := cfg.Name
 	userArgv, userEnv := cfg.Argv, cfg.Env
 	token := newToken()

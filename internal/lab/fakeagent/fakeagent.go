@@ -41,6 +41,7 @@ func Main(args []string) int {
 	stamp := fs.String("stamp", "", "append the time (Unix ns) each dialog's last byte was written to this file")
 	auto := fs.Bool("auto", false, "work on its own: cycle through work, permission prompts, questions and idle")
 	seed := fs.Int64("seed", 1, "with --auto or --lab-truth: the seed of its task script")
+	startup := fs.Duration("startup", 0, "show an initialising screen this long before its input box, and drop what is typed meanwhile (as Claude Code and Qwen Code do)")
 	labTruth := fs.String("lab-truth", "", "the detector lab's agent: shape each task from the seed and write the true state to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -54,6 +55,11 @@ func Main(args []string) int {
 	}
 	a.permissionHook, a.hookDelay = permissionHook(*settings), *hookDelay
 	a.size()
+	if *startup > 0 {
+		fmt.Fprint(os.Stdout, "\x1b[2J\x1b[HInitializing…")
+		time.Sleep(*startup)
+		_ = unix.IoctlSetInt(int(os.Stdin.Fd()), unix.TCFLSH, unix.TCIFLUSH) // keys typed meanwhile are lost
+	}
 	if *auto || *labTruth != "" {
 		a.rng = rand.New(rand.NewSource(*seed))
 	}

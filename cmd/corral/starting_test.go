@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeClaude puts corral's fake agent on PATH-less disk under the name
+// claude, which corral knows by its command as Claude Code.
+func fakeClaude(t *testing.T, e *env) string {
+	t.Helper()
+	bin := filepath.Join(e.dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	path := filepath.Join(bin, "claude")
+	os.WriteFile(path, []byte("#!/bin/sh\nexec "+corralBin+" fake-agent \"$@\"\n"), 0o755)
+	return path
+}
+
+// A fresh agent reads working, kind starting, until it takes input:
+// `run && wait --state idle && send --enter` starts its turn, and so does a
+// send typed at once (it waits for the agent); starting never ends in done.
+// The agent drops what is typed before its input box is up, as Claude Code
+// and Qwen Code do.
+func TestStartingAgentTakesItsFirstTask(t *testing.T) {
+	e := newEnv(t)
+	claude := fakeClaude(t, e)
+	const startup = 1500 * time.Millisecond
+
+	e.must("run", "--name", "waited", "--", claude, "--startup", startup.String())
+	began := time.Now()
+	if p := e.pane("waited"); p.State != "working" || p.Kind != "starting" || p.Agent != "claude-code" {
+		t.Fatalf("a fresh Claude Code pane: %+v", p)
+	}
+	e.must("wait", "waited", "--state", "idle", "--timeout", "20s")
+	if waited := time.Since(began); waited < startup-200*time.Millisecond {
+		t.Fatalf("wait --state idle returned %v after run, before the agent drew its input box (%v)", waited, startup)
+	}
+	e.must("send", "waited", "ask", "--enter")
+	e.must("wait", "waited", "--state", "blocked", "--timeout", "20s") // its turn asks for permission
+
+	e.must("run", "--name", "at-once", "--", claude, "--startup", startup.String())
+	e.must("send", "at-once", "ask", "--enter")
+	e.must("wait", "at-once", "--state", "blocked", "--timeout", "20s")
+
+	for _, ev := range e.events() {
+		if ev.State == "done" {
+			t.Fatalf("a start read as a finished turn: %+v", e.events())
+		}
+	}
+
+	// A send that cannot wait long enough says so (exit 124) and types
+	// nothing.
+	e.must("run", "--name", "slow", "--", claude, "--startup", "10s")
+	if _, errs, code := e.run("send", "slow", "x", "--enter", "--timeout", "300ms"); code != 124 || !strings.Contains(errs, "still starting") {
+		t.Fatalf("send to a starting agent past --timeout: exit %d %q", code, errs)
+	}
+}
