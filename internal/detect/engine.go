@@ -161,6 +161,8 @@ type Engine struct {
 	starting     bool
 	readyAt      time.Time
 	reportedIdle bool
+	// classifiedAt is when the screen was last classified.
+	classifiedAt time.Time
 
 	progress      int // OSC 9;4 value, -1 none
 	progressState int
@@ -337,14 +339,18 @@ func (e *Engine) Deadline() (at time.Time, ok bool) {
 			at, ok = confirm, true
 		}
 	}
-	starting := []time.Time{}
+	more := []time.Time{}
+	if h := e.hook; h != nil && h.state == combine.Working && !e.interruptAt.IsZero() && e.interruptAt.After(h.at) &&
+		e.classifiedAt.Before(e.recheckAt()) {
+		more = append(more, e.recheckAt())
+	}
 	if e.starting {
-		starting = append(starting, e.startEnd())
+		more = append(more, e.startEnd())
 		if !e.readyAt.IsZero() {
-			starting = append(starting, e.readyAt.Add(e.manifest.ReadySettle))
+			more = append(more, e.readyAt.Add(e.manifest.ReadySettle))
 		}
 	}
-	for _, d := range append([]time.Time{e.holdEnd(), e.decidedUntil}, starting...) {
+	for _, d := range append([]time.Time{e.holdEnd(), e.decidedUntil}, more...) {
 		if !d.IsZero() && (!ok || d.Before(at)) {
 			at, ok = d, true
 		}
@@ -598,6 +604,26 @@ func hookOutlived(h *hookReport, screen combine.State, now time.Time) bool {
 	return false
 }
 
+// interruptEnds reports whether an interrupt ended the turn a hook said
+// was working: an Esc or Ctrl-C typed after the report, and, the
+// manifest's idle_confirm later, a screen that shows neither work nor a
+// prompt. An agent stopped mid-answer may report nothing and redraw its
+// input box in a form no rule knows (Claude Code puts the prompt back and
+// drops its footer's hints).
+func (e *Engine) interruptEnds(h *hookReport, screen combine.State, now time.Time) bool {
+	return h.state == combine.Working && !e.interruptAt.IsZero() && e.interruptAt.After(h.at) &&
+		screen != combine.Working && screen != combine.Blocked && !now.Before(e.recheckAt())
+}
+
+// recheckAt is when the state is looked at again after an interrupt.
+func (e *Engine) recheckAt() time.Time {
+	return e.interruptAt.Add(max(e.manifest.IdleConfirm, minRecheck))
+}
+
+// minRecheck is the least wait after an interrupt before a hook's working
+// gives way: the agent's own redraw comes first.
+const minRecheck = 100 * time.Millisecond
+
 // InterruptWindow is how long after a person's interrupt a turn's end is
 // taken as theirs.
 const InterruptWindow = 5 * time.Second
@@ -626,6 +652,7 @@ func (e *Engine) MarkSeen(now time.Time) []Change {
 
 func (e *Engine) classifyLocked(now time.Time) {
 	e.dirty = false
+	e.classifiedAt = now
 	e.counters.Classifications++
 	snap := e.term.Snapshot()
 	scr := rules.Screen{Lines: snap.Lines, Title: snap.Title}
@@ -760,7 +787,7 @@ func (e *Engine) applyDone(next combine.Decision, now time.Time) combine.Decisio
 // record has not caught up with (a missed prompt is the worst mistake). A
 // hook the screen has outlived is dropped.
 func (e *Engine) applyHookReport(in *combine.Inputs, h *hookReport, now time.Time) {
-	if hookOutlived(h, in.Screen.State, now) {
+	if hookOutlived(h, in.Screen.State, now) || e.interruptEnds(h, in.Screen.State, now) {
 		e.hook = nil
 		return
 	}

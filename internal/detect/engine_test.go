@@ -649,3 +649,37 @@ func TestStartingPhase(t *testing.T) {
 		t.Fatalf("an unknown program reads %+v", d)
 	}
 }
+
+// An interrupt typed while a hook says working, and a screen that then
+// shows neither work nor a prompt (an input box no rule knows), ends the
+// turn within idle_confirm: the hook's working gives way. Without the
+// interrupt it stands; with the spinner still drawn it stands too.
+func TestInterruptEndsAHookTurn(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		interrupt bool
+		screen    string
+		want      string
+	}{
+		{"interrupted", true, "\r\x1b[K> fix the bug", "idle@1.6s"}, // re-check at idle_confirm, then confirmed
+		{"not interrupted", false, "\r\x1b[K> fix the bug", ""},
+		{"still spinning", true, "\r\x1b[K⠋ esc to interrupt", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, _ := newToy(t)
+			e.ApplyHook(at(0), hook(combine.Working, "", ""))
+			e.Feed(at(100), []byte("\r\x1b[K⠋ esc to interrupt"))
+			tickUntil(e, at(900))
+			if d, _ := e.Decision(); d.State != combine.Working {
+				t.Fatalf("before the interrupt: %+v", d)
+			}
+			if c.interrupt {
+				e.NoteInterrupt(at(1000))
+			}
+			e.Feed(at(1050), []byte(c.screen))
+			if got := states(tickUntil(e, at(4000))); got != c.want {
+				t.Fatalf("after: %q, want %q", got, c.want)
+			}
+		})
+	}
+}

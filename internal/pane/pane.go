@@ -592,6 +592,7 @@ func (p *Pane) Input(data []byte, guard bool) error {
 	d, _ := p.engine.Decision()
 	if detect.IsInterrupt(data) && !(guard && d.State == combine.Blocked) {
 		p.engine.NoteInterrupt(now)
+		p.scheduleLocked() // a bounded re-check, whatever the agent draws
 	}
 	p.mu.Unlock()
 	p.kick()
