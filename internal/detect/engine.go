@@ -711,8 +711,12 @@ func (e *Engine) classifyLocked(now time.Time) {
 	next = e.applyDone(next, now)
 	fallback := false
 	if next.State == combine.Blocked {
+		// The agent's own words for the request (a hook, OSC 7501) say
+		// more than a rule's: they replace the screen's, whenever they come.
+		reported := in.Report.Present && in.Report.State == combine.Blocked && in.Report.Message != ""
 		if e.cur.State == combine.Blocked && next.Source == combine.SourceScreen && e.cur.Kind == next.Kind &&
-			(e.cur.Rule == next.Rule || e.cur.Rule == "") && e.cur.Message != "" && (!e.msgFallback || next.Message == "") {
+			(e.cur.Rule == next.Rule || e.cur.Rule == "") && e.cur.Message != "" && (!e.msgFallback || next.Message == "") &&
+			!reported {
 			// The same prompt is still on screen: keep the words it was
 			// first reported with, whichever signal gave them.
 			next.Message, fallback = e.cur.Message, e.msgFallback

@@ -39,6 +39,9 @@ type Config struct {
 	// Agent forces a manifest; empty recognises the agent from the
 	// foreground process, then from the screen.
 	Agent string
+	// Seen is the agent recognised before (a pane adopted from an earlier
+	// daemon): it is the pane's until the foreground process says otherwise.
+	Seen string
 	// Starting says the program is started now (not adopted): an agent
 	// known by Agent or by the command's name reads working, kind
 	// starting, until it is ready for input (see detect.Config.Started).
@@ -211,6 +214,11 @@ func newPane(cfg Config, src Source, ptmx *master, pid int, started time.Time) *
 	p.sweepAt = clockEntry{work: p.fireSweep, kind: clockSweep, index: -1}
 	dc := detect.Config{Cols: cfg.Cols, Rows: cfg.Rows, Rules: cfg.Rules, Agent: cfg.Agent,
 		MarkDone: true, Replies: replyWriter{p}, Quiet: cfg.Quiet, MaxWait: cfg.MaxWait}
+	if dc.Agent == "" && cfg.Seen != "" && cfg.Rules != nil {
+		if _, ok := cfg.Rules.ByName(cfg.Seen); ok {
+			dc.Agent = cfg.Seen
+		}
+	}
 	if cfg.Starting {
 		dc.Started = started
 		if dc.Agent == "" && len(cfg.Argv) > 0 && cfg.Rules != nil {

@@ -396,7 +396,7 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 	set := s.rules
 	s.mu.Unlock()
 	cfg := pane.Config{ID: id, Name: name, Argv: row.Launch, Dir: row.Cwd, Env: row.Added, Cols: row.Cols, Rows: row.Rows,
-		Rules: set, Agent: row.Agent}
+		Rules: set, Agent: row.Agent, Seen: row.Seen}
 	cfg.OnChange = func(p *pane.Pane, c detect.Change) { s.record(p.ID(), name, p.Info().Agent, c) }
 	remove := row.Remove
 	cfg.OnExit = func(p *pane.Pane) {
