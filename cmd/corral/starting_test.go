@@ -58,3 +58,21 @@ func TestStartingAgentTakesItsFirstTask(t *testing.T) {
 		t.Fatalf("send to a starting agent past --timeout: exit %d %q", code, errs)
 	}
 }
+
+// An Enter the agent did not take (the text still in its input box) is
+// pressed once more; one that is not taken twice is reported (exit 3),
+// never lost silently.
+func TestSendEnterNotTaken(t *testing.T) {
+	e := newEnv(t)
+	claude := fakeClaude(t, e)
+	e.must("run", "--name", "once", "--", claude, "--drop-enter", "1")
+	e.must("wait", "once", "--state", "idle", "--timeout", "20s")
+	e.must("send", "once", "ask", "--enter")
+	e.must("wait", "once", "--state", "blocked", "--timeout", "20s")
+
+	e.must("run", "--name", "never", "--", claude, "--drop-enter", "5")
+	e.must("wait", "never", "--state", "idle", "--timeout", "20s")
+	if _, errs, code := e.run("send", "never", "ask", "--enter"); code != 3 || !strings.Contains(errs, "did not take it") {
+		t.Fatalf("an Enter never taken: exit %d %q", code, errs)
+	}
+}

@@ -99,7 +99,53 @@ func typeText(u unit, text string, enter, guard bool) error {
 	if err := u.Input([]byte("\r"), guard); err != nil {
 		return fmt.Errorf("the text was typed but Enter was not: %w", err)
 	}
+	if !guard || strings.ContainsAny(text, "\r\n") || enterTaken(u, text) {
+		return nil
+	}
+	// Still in the input box: the Enter was dropped (Gemini CLI dropped
+	// one in ~17). Once more, while the agent is still waiting for it.
+	if d := u.Info().Decision; d.State == combine.Working || d.State == combine.Blocked {
+		return nil
+	}
+	if err := u.Input([]byte("\r"), guard); err != nil {
+		return fmt.Errorf("the text was typed but Enter was not: %w", err)
+	}
+	if !enterTaken(u, text) {
+		return ErrEnterNotTaken
+	}
 	return nil
+}
+
+// ErrEnterNotTaken says the text is still in the agent's input box after
+// two Enters.
+var ErrEnterNotTaken = errors.New("the text was typed and Enter pressed twice, but the text is still in the input box: the agent did not take it; see corral screen")
+
+// EnterTakeWait bounds the wait for an Enter to take the text out of the
+// input box.
+const EnterTakeWait = 600 * time.Millisecond
+
+// enterTaken reports whether the text has left the cursor's row (where an
+// input box holds what is typed) within EnterTakeWait; a screen whose
+// cursor row never held it says nothing against the Enter.
+func enterTaken(u unit, text string) bool {
+	tail := []rune(strings.TrimSpace(text))
+	if len(tail) == 0 {
+		return true
+	}
+	if len(tail) > 24 {
+		tail = tail[len(tail)-24:]
+	}
+	deadline := time.Now().Add(EnterTakeWait)
+	for {
+		snap := u.Snapshot()
+		if snap.CursorY < 0 || snap.CursorY >= len(snap.Lines) || !strings.Contains(snap.Lines[snap.CursorY], string(tail)) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // MaxBody bounds a request body.
@@ -311,6 +357,8 @@ func inputError(w http.ResponseWriter, err error) {
 		fail(w, http.StatusConflict, "not_blocked", err)
 	case errors.Is(err, pane.ErrExited):
 		fail(w, http.StatusConflict, "exited", err)
+	case errors.Is(err, ErrEnterNotTaken):
+		fail(w, http.StatusConflict, "not_taken", err)
 	case errors.Is(err, ErrStarting):
 		fail(w, http.StatusConflict, "starting", err)
 	case errors.Is(err, ErrNoInput):

@@ -41,6 +41,7 @@ func Main(args []string) int {
 	stamp := fs.String("stamp", "", "append the time (Unix ns) each dialog's last byte was written to this file")
 	auto := fs.Bool("auto", false, "work on its own: cycle through work, permission prompts, questions and idle")
 	seed := fs.Int64("seed", 1, "with --auto or --lab-truth: the seed of its task script")
+	dropEnter := fs.Int("drop-enter", 0, "ignore the first N Enters (the text stays in its input box), as Gemini CLI once did")
 	startup := fs.Duration("startup", 0, "show an initialising screen this long before its input box, and drop what is typed meanwhile (as Claude Code and Qwen Code do)")
 	labTruth := fs.String("lab-truth", "", "the detector lab's agent: shape each task from the seed and write the true state to this file")
 	if err := fs.Parse(args); err != nil {
@@ -54,6 +55,7 @@ func Main(args []string) int {
 		a.transcript = append(a.transcript, "$ "+*claim)
 	}
 	a.permissionHook, a.hookDelay = permissionHook(*settings), *hookDelay
+	a.dropEnter = *dropEnter
 	a.size()
 	if *startup > 0 {
 		fmt.Fprint(os.Stdout, "\x1b[2J\x1b[HInitializing…")
@@ -81,6 +83,7 @@ type agent struct {
 	// --settings ("": none).
 	permissionHook string
 	hookDelay      time.Duration
+	dropEnter      int // Enters still to ignore
 	stamp          string
 	rng            *rand.Rand // set with --auto
 	lab            bool       // --lab-truth
@@ -139,6 +142,8 @@ func (a *agent) run(in io.Reader) int {
 			return 130
 		case b == 4: // Ctrl-D
 			return 0
+		case (b == '\r' || b == '\n') && a.dropEnter > 0:
+			a.dropEnter--
 		case b == '\r' || b == '\n':
 			a.mu.Lock()
 			task := strings.TrimSpace(a.input)
