@@ -119,7 +119,14 @@ func runExec(ctx context.Context, std IO, args []string) error {
 		return apiError(err)
 	}
 	if !*asJSON {
-		fmt.Fprintf(std.Stderr, "corral exec: job %s (answer its permission requests with corral answer %s yes|no)\n", p.ID, p.ID)
+		// Only a relayed agent without a policy asks the person anything.
+		relayed := req.Policy == "" && req.Mode != "pty-lite" && !req.NoRelay &&
+			(req.Agent == "claude" || req.Agent == "qwen" || req.Agent == "acp")
+		if relayed {
+			fmt.Fprintf(std.Stderr, "corral exec: job %s (answer its permission requests with corral answer %s yes|no)\n", p.ID, p.ID)
+		} else {
+			fmt.Fprintf(std.Stderr, "corral exec: job %s\n", p.ID)
+		}
 	}
 	return followJob(ctx, std, c, p.ID, sigs, *asJSON)
 }
@@ -225,6 +232,9 @@ read:
 			interrupt(sig)
 		case <-ctxDone:
 			ctxDone = nil
+			if interrupted != nil {
+				continue // its signal came first, and is being dealt with
+			}
 			// The signal that ended ctx, if one did, reaches sigs too, but
 			// not always first: wait a moment for it to say which it was.
 			select {

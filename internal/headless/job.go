@@ -415,6 +415,8 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 	wd := newWatchdog(o.Timeout, o.Stall)
 	defer wd.stop()
 	parser := NewParser(o.Agent)
+	began := time.Now()
+	toolCalls := 0
 	lastErr := ""       // the last line on stderr, to say why a run is quiet
 	var recent []string // the last lines that were not events, for prompt recognition
 	for {
@@ -438,7 +440,17 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 					out.SessionID = ev.SessionID
 				case EventDiagnostic:
 					out.Diagnostics++
+				case EventToolUse:
+					toolCalls++
 				case EventResult:
+					// One shape for every agent: what the agent does not
+					// say, corral measured (its turns it cannot know).
+					if ev.Duration == 0 {
+						ev.Duration = time.Since(began).Milliseconds()
+					}
+					if ev.ToolCalls == 0 {
+						ev.ToolCalls = toolCalls
+					}
 					e := ev
 					out.Result = &e
 					if ev.SessionID != "" && out.SessionID == "" {
@@ -529,10 +541,8 @@ func (j *job) finish(out *Outcome) {
 func outcome(out Outcome, end ending, timeout time.Duration) Outcome {
 	switch {
 	case end.prompted != "":
-		out.State, out.Reason = "error", end.prompted
-		if out.ExitCode == 0 {
-			out.ExitCode = 1
-		}
+		// Ended by corral for asking: 1, whatever the kill made of it.
+		out.State, out.Reason, out.ExitCode = "error", end.prompted, ExitFailed
 	case end.timedOut:
 		out.State, out.ExitCode, out.Reason = "error", ExitTimeout, fmt.Sprintf("timed out after %v; the process group was killed", timeout)
 	case end.cancelled:

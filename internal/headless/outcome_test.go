@@ -25,6 +25,7 @@ func TestOutcome(t *testing.T) {
 		{"timeout beats a result", Outcome{Result: ok}, ending{timedOut: true}, "error", ExitTimeout, "timed out after 1s"},
 		{"cancelled", Outcome{ExitCode: 137}, ending{cancelled: true}, "error", 137, "cancelled"},
 		{"a prompt in pty-lite", Outcome{}, ending{prompted: "asking"}, "error", 1, "asking"},
+		{"a prompt in pty-lite, killed", Outcome{ExitCode: 137}, ending{prompted: "asking"}, "error", 1, "asking"},
 	}
 	for _, tt := range tests {
 		got := outcome(tt.out, tt.end, time.Second)

@@ -62,6 +62,25 @@ type Event struct {
 	rawInput json.RawMessage
 }
 
+// MarshalJSON writes a decision's "allow" even when it is false (a
+// denial), and a result's "tool_calls" even when it is 0.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	switch e.Type {
+	case EventDecision:
+		return json.Marshal(struct {
+			plain
+			Allow bool `json:"allow"`
+		}{plain(e), e.Allow})
+	case EventResult:
+		return json.Marshal(struct {
+			plain
+			ToolCalls int `json:"tool_calls"`
+		}{plain(e), e.ToolCalls})
+	}
+	return json.Marshal(plain(e))
+}
+
 // MaxLine bounds one line; a longer line is cut and kept as a diagnostic.
 const MaxLine = 64 << 20
 
@@ -153,13 +172,33 @@ func object(line []byte) (map[string]json.RawMessage, bool) {
 }
 
 func parseAs(format string, m map[string]json.RawMessage) Event {
+	var e Event
 	switch format {
 	case FormatCodex:
-		return parseCodex(m)
+		e = parseCodex(m)
 	case FormatGemini:
-		return parseGemini(m)
+		e = parseGemini(m)
+	default:
+		e = parseClaude(m)
 	}
-	return parseClaude(m)
+	if e.Type == EventOther {
+		// Say what it was: its own type (and subtype), and the line.
+		if e.Subtype == "" {
+			e.Subtype = strings.Trim(str(m, "type")+"/"+str(m, "subtype"), "/")
+		}
+		if e.Line == "" {
+			e.Line = clipRaw(mustJSON(m))
+		}
+	}
+	return e
+}
+
+// clipRaw bounds a raw line kept on an event.
+func clipRaw(b []byte) string {
+	if len(b) > clipLine {
+		return strings.ToValidUTF8(string(b[:clipLine]), "") + "…"
+	}
+	return string(b)
 }
 
 // Parser reads one run's stream. The format named by the agent is a

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -72,6 +73,9 @@ type job struct {
 	session string
 	// textOpen: the last screen line is a streamed text that goes on.
 	textOpen bool
+	// asks: its permission requests come to the person (no policy, and a
+	// stdin to answer them on).
+	asks bool
 }
 
 type permissionAsk struct {
@@ -80,7 +84,7 @@ type permissionAsk struct {
 }
 
 // ErrNoInput refuses typing into a job.
-var ErrNoInput = fmt.Errorf("a headless job takes no input; answer its permission requests with corral answer")
+var ErrNoInput = errors.New("a headless job takes no input")
 
 // startJob runs a headless job; changes of state go to onChange.
 func startJob(id, name string, o headless.Options, onChange func(detect.Change)) *job {
@@ -97,6 +101,7 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 	}
 	if o.Policy == nil {
 		o.OnPermission = j.ask
+		j.asks = o.Prompt != ""
 	}
 	o.OnStall = func(quiet time.Duration) {
 		// The stall event itself reached the stream (and the screen) first.
@@ -117,7 +122,12 @@ func (j *job) Done() <-chan struct{}    { return j.done }
 func (j *job) Notify([]byte)            {}
 func (j *job) MarkSeen()                {}
 func (j *job) AnswerNames() []string    { return []string{"yes", "no"} }
-func (j *job) Input([]byte, bool) error { return ErrNoInput }
+func (j *job) Input([]byte, bool) error {
+	if j.asks {
+		return fmt.Errorf("%w; answer its permission requests with corral answer", ErrNoInput)
+	}
+	return ErrNoInput
+}
 
 // KindStalled marks a working job that has printed nothing for its --stall.
 const KindStalled = "stalled"
