@@ -117,11 +117,11 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 	return j
 }
 
-func (j *job) ID() string               { return j.id }
-func (j *job) Done() <-chan struct{}    { return j.done }
-func (j *job) Notify([]byte)            {}
-func (j *job) MarkSeen()                {}
-func (j *job) AnswerNames() []string    { return []string{"yes", "no"} }
+func (j *job) ID() string            { return j.id }
+func (j *job) Done() <-chan struct{} { return j.done }
+func (j *job) Notify([]byte)         {}
+func (j *job) MarkSeen()             {}
+func (j *job) AnswerNames() []string { return []string{"yes", "no"} }
 func (j *job) Input([]byte, bool) error {
 	if j.asks {
 		return fmt.Errorf("%w; answer its permission requests with corral answer", ErrNoInput)
