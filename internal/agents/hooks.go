@@ -79,6 +79,9 @@ func ParseHook(agent string, payload []byte) (Report, error) {
 		r.State = combine.Done
 	case "Stop", "AfterAgent":
 		r.State = combine.Done
+		if n := p.count("background_tasks"); n > 0 {
+			r.Message = combine.Background(n)
+		}
 	case "StopFailure":
 		r.State, r.Message = combine.Error, clip(p.str("error"))
 	case "SessionStart":
@@ -106,6 +109,19 @@ func (f fields) str(key string) string {
 		return ""
 	}
 	return s
+}
+
+// count returns how many the field holds: a list's length, or a number.
+func (f fields) count(key string) int {
+	var list []json.RawMessage
+	if json.Unmarshal(f[key], &list) == nil {
+		return len(list)
+	}
+	var n float64
+	if json.Unmarshal(f[key], &n) == nil && n > 0 && n < 1e6 {
+		return int(n)
+	}
+	return 0
 }
 
 // strs returns the field as a list of strings, skipping anything else.

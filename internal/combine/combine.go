@@ -16,6 +16,8 @@
 // renews it, what ends it, what it may overrule.
 package combine
 
+import "fmt"
+
 // State is a pane's state.
 type State string
 
@@ -122,4 +124,13 @@ func Changed(a, b Decision) bool {
 		return true
 	}
 	return a.State == Blocked && a.Message != b.Message
+}
+
+// Background is the message of a turn that ended with n background tasks
+// (shells, sub-agents) still running: the turn is done, its work is not.
+func Background(n int) string {
+	if n == 1 {
+		return "done; 1 background task still running"
+	}
+	return fmt.Sprintf("done; %d background tasks still running", n)
 }

@@ -213,6 +213,18 @@ func (e *Engine) startingDecision() combine.Decision {
 	return combine.Decision{State: combine.Working, Kind: KindStarting, Source: combine.SourceDefault, Message: "starting " + name}
 }
 
+// backgroundRecords counts the program's child records still at work (a
+// background shell, a sub-agent: Claude Code reports them with an id).
+func (e *Engine) backgroundRecords() int {
+	n := 0
+	for _, r := range e.store.Records() {
+		if r.ID != "" && (r.State == status.Working || r.State == status.Blocked) {
+			n++
+		}
+	}
+	return n
+}
+
 // Starting says whether the agent has yet to draw its ready screen.
 func (e *Engine) Starting() bool { return e.starting }
 
@@ -709,6 +721,11 @@ func (e *Engine) classifyLocked(now time.Time) {
 	}
 	e.idlePending = false
 	next = e.applyDone(next, now)
+	if (next.State == combine.Done || next.State == combine.Idle) && next.Source == combine.SourceOSC7501 && next.Message == "" {
+		if n := e.backgroundRecords(); n > 0 {
+			next.Message = combine.Background(n)
+		}
+	}
 	fallback := false
 	if next.State == combine.Blocked {
 		// The agent's own words for the request (a hook, OSC 7501) say

@@ -683,3 +683,15 @@ func TestInterruptEndsAHookTurn(t *testing.T) {
 		})
 	}
 }
+
+// A turn that ends with a background task still running (an OSC 7501
+// child record at work) is done, and says so.
+func TestDoneWithBackgroundWork(t *testing.T) {
+	e, _ := newToy(t)
+	e.Feed(at(0), []byte("\x1b]7501;state=working\a"))
+	tickUntil(e, at(500))
+	cs := append(e.Feed(at(1000), []byte("\x1b]7501;state=working:id=bg1\a\x1b]7501;state=done\a")), tickUntil(e, at(2000))...)
+	if len(cs) != 1 || cs[0].Decision.State != combine.Done || cs[0].Decision.Message != "done; 1 background task still running" {
+		t.Fatalf("a turn ended with a background task: %+v", cs)
+	}
+}
