@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // GuardFD is the guard's lifeline: the read end of a pipe whose write end
@@ -60,14 +63,12 @@ func GuardMain(args []string, stderr io.Writer) int {
 			mark = kv
 		}
 	}
-	run := Group{Root: cmd.Process.Pid, Mark: mark}
-	go func() {
-		var b [1]byte
-		for {
-			if _, err := lifeline.Read(b[:]); err != nil {
-				break
-			}
-		}
+	runPID := cmd.Process.Pid
+	// ending: the daemon is gone and the run is being ended; the guard
+	// exits once all of it is (endAll), not when the run's first process
+	// goes.
+	var ending sync.Once
+	endAll := func() {
 		// The daemon is gone: nobody reads the run's output or answers it.
 		self := Group{Root: os.Getpid(), Mark: mark}
 		self.Signal(syscall.SIGTERM)
@@ -77,6 +78,15 @@ func GuardMain(args []string, stderr io.Writer) int {
 		}
 		self.KillAll(5 * time.Second)
 		os.Exit(137)
+	}
+	go func() {
+		var b [1]byte
+		for {
+			if _, err := lifeline.Read(b[:]); err != nil {
+				break
+			}
+		}
+		ending.Do(endAll)
 	}()
 	// Reap every child (orphans of the run come here); the run's own
 	// status is the guard's.
@@ -87,11 +97,20 @@ func GuardMain(args []string, stderr io.Writer) int {
 			continue
 		}
 		if err != nil {
+			// No child left: wait for the lifeline's end, if it is coming.
+			if daemonGone(lifeline) {
+				ending.Do(endAll)
+			}
 			fmt.Fprintf(stderr, "corral guard: wait: %v\n", err)
 			return 1
 		}
-		if pid != run.Root {
+		if pid != runPID {
 			continue
+		}
+		// The run's first process ended; with its daemon gone too (it
+		// may have died of that), what it left is ended here.
+		if daemonGone(lifeline) {
+			ending.Do(endAll)
 		}
 		switch {
 		case ws.Exited():
@@ -104,6 +123,13 @@ func GuardMain(args []string, stderr io.Writer) int {
 			return 128 + int(sig)
 		}
 	}
+}
+
+// daemonGone reports whether the lifeline's write end is closed.
+func daemonGone(lifeline *os.File) bool {
+	fds := []unix.PollFd{{Fd: int32(lifeline.Fd()), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLIN) != 0
 }
 
 // jobMarkKey begins the environment entry that marks a headless run's
