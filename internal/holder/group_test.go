@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -232,11 +233,31 @@ type holderProc struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
+	log *logBuffer // its stderr, also passed on to the test's
+}
+
+// logBuffer keeps what a holder logs.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) has(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Contains(b.buf.String(), s)
 }
 
 func startHolderProc(t *testing.T) *holderProc {
 	cmd := exec.Command(os.Args[0], "hold")
-	cmd.Stderr = os.Stderr
+	log := &logBuffer{}
+	cmd.Stderr = io.MultiWriter(os.Stderr, log)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -244,7 +265,7 @@ func startHolderProc(t *testing.T) *holderProc {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return &holderProc{t: t, cmd: cmd, in: in, out: bufio.NewReader(out)}
+	return &holderProc{t: t, cmd: cmd, in: in, out: bufio.NewReader(out), log: log}
 }
 
 func (h *holderProc) send(line []byte) {
@@ -310,7 +331,10 @@ func TestHolderEndingAnswersStarts(t *testing.T) {
 		t.Fatal(slow.Error)
 	}
 	h.cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(100 * time.Millisecond) // SIGHUP sent; SIGKILL comes after a second
+	// Ending (the pane's SIGHUP sent; SIGKILL comes a second later).
+	if !proctest.WaitFor(10*time.Second, func() bool { return h.log.has("SIGTERM: ending") }) {
+		t.Fatal("the holder never said it was ending")
+	}
 	if r := h.start(paneConfig(dir, "late", "exec sleep 1047")); !r.Ending || r.ProgramPID != 0 {
 		t.Fatalf("a start while ending: %+v", r)
 	}

@@ -118,19 +118,24 @@ func waitGone(t *testing.T, pids ...int) {
 // last output with its holder, for the next daemon.
 func TestHeldExitKeptForTheNextDaemon(t *testing.T) {
 	h := holding(t, "h2")
-	cfg := Config{ID: "h2", Argv: []string{"sh", "-c", "read x; echo bye-$x; exit 7"}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h}
+	gate := filepath.Join(t.TempDir(), "gate")
+	cfg := Config{ID: "h2", Argv: []string{"sh", "-c", "read x; while [ ! -e " + gate + " ]; do sleep 0.01; done; echo bye-$x; exit 7"},
+		Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h}
 	p, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cleanup(t, p)
 	_, hpid := p.Held()
-	// Typed, then detached before the program answers.
+	pid := p.Info().PID
+	// Typed, then detached; only then does the program answer and exit,
+	// with nobody connected.
 	if err := p.Input([]byte("x\r"), false); err != nil {
 		t.Fatal(err)
 	}
 	p.Detach()
-	time.Sleep(100 * time.Millisecond) // let it exit with nobody connected (not the check)
+	os.WriteFile(gate, nil, 0o600)
+	waitGone(t, pid)
 	hc, err := holder.Dial(h.Socket, h.Secret, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
