@@ -668,3 +668,71 @@ func TestSendEnterArrivesOnItsOwn(t *testing.T) {
 		t.Fatalf("text and Enter were not read apart:\n%s", screen)
 	}
 }
+
+// tableText is the pane table's files as the next daemon reads them:
+// panes.json, then the journal of changes over it.
+func tableText(state string) string {
+	a, _ := os.ReadFile(filepath.Join(state, "panes.json"))
+	b, _ := os.ReadFile(filepath.Join(state, "panes.journal"))
+	return string(a) + string(b)
+}
+
+// foldTable reads the pane table as the next daemon would (panes.json,
+// the journal over it), writes that back as panes.json alone and returns
+// it, for a test to edit the table a crashed daemon left.
+func foldTable(t *testing.T, state string) map[string]any {
+	t.Helper()
+	var table map[string]any
+	b, err := os.ReadFile(filepath.Join(state, "panes.json"))
+	if err != nil || json.Unmarshal(b, &table) != nil {
+		t.Fatalf("pane table: %v\n%s", err, b)
+	}
+	rows := map[string]map[string]any{}
+	lost := map[string]bool{}
+	var order []string
+	put := func(r map[string]any, isLost bool) {
+		id, _ := r["id"].(string)
+		if _, ok := rows[id]; !ok {
+			order = append(order, id)
+		}
+		rows[id], lost[id] = r, isLost
+	}
+	for _, k := range []string{"panes", "lost"} {
+		list, _ := table[k].([]any)
+		for _, r := range list {
+			put(r.(map[string]any), k == "lost")
+		}
+	}
+	j, _ := os.ReadFile(filepath.Join(state, "panes.journal"))
+	for _, line := range strings.Split(string(j), "\n") {
+		var jl struct {
+			Op, ID string
+			Lost   bool
+			Row    map[string]any
+		}
+		if json.Unmarshal([]byte(line), &jl) != nil {
+			continue
+		}
+		switch jl.Op {
+		case "put":
+			put(jl.Row, jl.Lost)
+		case "del":
+			delete(rows, jl.ID)
+		}
+	}
+	panes, lostRows := []any{}, []any{}
+	for _, id := range order {
+		if r, ok := rows[id]; ok {
+			if lost[id] {
+				lostRows = append(lostRows, r)
+			} else {
+				panes = append(panes, r)
+			}
+		}
+	}
+	table["panes"], table["lost"] = panes, lostRows
+	b, _ = json.Marshal(table)
+	os.WriteFile(filepath.Join(state, "panes.json"), b, 0o600)
+	os.Remove(filepath.Join(state, "panes.journal"))
+	return table
+}

@@ -295,10 +295,9 @@ func TestRestoreAfterReboot(t *testing.T) {
 		ids[p.Name] = p.ID
 	}
 	// The table holds the conversations once the hooks have reported.
-	table := filepath.Join(e.dir, "state", "panes.json")
 	waitFor(t, 15*time.Second, "the sessions in the pane table", func() bool {
-		b, _ := os.ReadFile(table)
-		return strings.Contains(string(b), "sess-42") && strings.Contains(string(b), "thr-7")
+		b := tableText(filepath.Join(e.dir, "state"))
+		return strings.Contains(b, "sess-42") && strings.Contains(b, "thr-7")
 	})
 	// The reboot: the daemon, every holder and every program die at once.
 	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
@@ -405,11 +404,7 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 	syscall.Kill(daemon, syscall.SIGKILL)
 	waitFor(t, 5*time.Second, "the daemon to die", func() bool { return !proctest.Alive(daemon) })
 
-	var table map[string]any
-	b, err := os.ReadFile(filepath.Join(state, "panes.json"))
-	if err != nil || json.Unmarshal(b, &table) != nil {
-		t.Fatalf("pane table: %v\n%s", err, b)
-	}
+	table := foldTable(t, state)
 	row := table["panes"].([]any)[0].(map[string]any)
 	clone := func(id, sock string) map[string]any {
 		r := map[string]any{}
@@ -445,7 +440,7 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 	huge := serve("huge1", []byte{'h', 0x7f, 0xff, 0xff, 0xff})
 	table["panes"] = append(table["panes"].([]any), clone("garb1", garbage), clone("huge1", huge),
 		clone("gone1", filepath.Join(state, "holders", "gone1.sock")), clone("away1", "/tmp/elsewhere.sock"))
-	b, _ = json.Marshal(table)
+	b, _ := json.Marshal(table)
 	os.WriteFile(filepath.Join(state, "panes.json"), b, 0o600)
 
 	// The one adopted; the others listed as lost, each with its reason.
@@ -519,10 +514,8 @@ func TestAdoptKeepsRecordsAndToken(t *testing.T) {
 	if !strings.Contains(before, `"id":"build"`) || !strings.Contains(before, "compiling") {
 		t.Fatalf("records before: %s", before)
 	}
-	table := filepath.Join(e.dir, "state", "panes.json")
 	waitFor(t, 5*time.Second, "the records in the table", func() bool {
-		b, _ := os.ReadFile(table)
-		return strings.Contains(string(b), `"Msg": "compiling"`)
+		return strings.Contains(tableText(filepath.Join(e.dir, "state")), `"Msg":"compiling"`)
 	})
 	daemon := daemonPID(t, e)
 	syscall.Kill(daemon, syscall.SIGKILL)

@@ -111,7 +111,8 @@ func TestAdoptKeepsHookMessage(t *testing.T) {
 	var table struct {
 		Panes []struct{ ID, Token string }
 	}
-	b, _ := os.ReadFile(filepath.Join(e.dir, "state", "panes.json"))
+	waitFor(t, 5*time.Second, "the pane in the table", func() bool { return strings.Contains(tableText(filepath.Join(e.dir, "state")), `"token"`) })
+	b, _ := json.Marshal(foldTable(t, filepath.Join(e.dir, "state")))
 	if err := json.Unmarshal(b, &table); err != nil || len(table.Panes) != 1 {
 		t.Fatalf("pane table: %v\n%s", err, b)
 	}

@@ -57,11 +57,7 @@ func TestStrayHolderEnded(t *testing.T) {
 	syscall.Kill(daemon, syscall.SIGKILL)
 	waitFor(t, 5*time.Second, "the daemon to die", func() bool { return !proctest.Alive(daemon) })
 	// The table as it was before the stray pane was noted.
-	var table map[string]any
-	b, err := os.ReadFile(filepath.Join(state, "panes.json"))
-	if err != nil || json.Unmarshal(b, &table) != nil {
-		t.Fatalf("pane table: %v\n%s", err, b)
-	}
+	table := foldTable(t, state)
 	var rows []any
 	for _, r := range table["panes"].([]any) {
 		if r.(map[string]any)["name"] != "stray" {
@@ -69,7 +65,7 @@ func TestStrayHolderEnded(t *testing.T) {
 		}
 	}
 	table["panes"] = rows
-	b, _ = json.Marshal(table)
+	b, _ := json.Marshal(table)
 	os.WriteFile(filepath.Join(state, "panes.json"), b, 0o600)
 
 	if ps := e.panes(); len(ps) != 1 || ps[0].Name != "kept" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -20,10 +19,9 @@ func TestReadoptedBlockKeepsItsWords(t *testing.T) {
 	waitFor(t, 10*time.Second, "the hook's words", func() bool { return strings.HasPrefix(e.pane("cc").Message, "approve ") })
 	before := e.pane("cc")
 	evs := len(e.events())
-	table := filepath.Join(e.dir, "state", "panes.json")
 	waitFor(t, 10*time.Second, "the pane table", func() bool {
-		b, _ := os.ReadFile(table)
-		return strings.Contains(string(b), `"state": "blocked"`) && strings.Contains(string(b), before.Message)
+		b := tableText(filepath.Join(e.dir, "state"))
+		return strings.Contains(b, `"state":"blocked"`) && strings.Contains(b, before.Message)
 	})
 	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
 	after := e.pane("cc")

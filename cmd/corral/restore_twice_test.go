@@ -37,15 +37,14 @@ exec sleep 1021
 	}
 	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))
 	e.must("run", "--name", "cc", "--", "claude", "--model", "m1")
-	table := filepath.Join(e.dir, "state", "panes.json")
+	state := filepath.Join(e.dir, "state")
 	reboot := func(n int) []struct{ Resumed, Note, Error string } {
 		t.Helper()
 		waitFor(t, 10*time.Second, "claude started", func() bool {
 			return strings.Contains(e.must("screen", "cc"), fmt.Sprintf("claude-started-%d", n))
 		})
 		waitFor(t, 5*time.Second, "the session in the pane table", func() bool {
-			b, _ := os.ReadFile(table)
-			return strings.Contains(string(b), fmt.Sprintf(`"sess-%d"`, n))
+			return strings.Contains(tableText(state), fmt.Sprintf(`"sess-%d"`, n))
 		})
 		syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
 		for _, h := range e.holders() {

@@ -88,25 +88,9 @@ func (s *Server) noteHeld(e *entry, p *pane.Pane, cfg pane.Config, argv, env, ad
 func (s *Server) snapshotTable() tableFile {
 	var f tableFile
 	for _, e := range s.list() {
-		p, ok := e.asPane()
-		if !ok || e.held == nil {
-			continue
+		if row, ok := s.rowOf(e); ok {
+			f.Panes = append(f.Panes, row)
 		}
-		in := p.Info()
-		if in.Exited {
-			continue
-		}
-		e.held.mu.Lock()
-		row := e.held.row
-		row.Sessions = append([]sessionSeen(nil), row.Sessions...)
-		e.held.mu.Unlock()
-		row.Cols, row.Rows, row.Seen, row.Records = in.Cols, in.Rows, in.Agent, in.Records
-		row.State, row.Kind, row.Message = string(in.Decision.State), in.Decision.Kind, in.Decision.Message
-		row.Since, row.Source, row.Rule = in.Since, string(in.Decision.Source), in.Decision.Rule
-		if h := p.Standing(); h != (detect.Standing{}) {
-			row.Hooks = &h
-		}
-		f.Panes = append(f.Panes, row)
 	}
 	s.table.mu.Lock()
 	f.Lost = append(f.Lost, s.table.lost...)
@@ -114,15 +98,66 @@ func (s *Server) snapshotTable() tableFile {
 	return f
 }
 
+// rowOf is a pane's row of the table, if it has one (a pane under a
+// holder whose program runs).
+func (s *Server) rowOf(e *entry) (tablePane, bool) {
+	p, ok := e.asPane()
+	if !ok || e.held == nil {
+		return tablePane{}, false
+	}
+	in := p.Info()
+	if in.Exited {
+		return tablePane{}, false
+	}
+	e.held.mu.Lock()
+	row := e.held.row
+	row.Sessions = append([]sessionSeen(nil), row.Sessions...)
+	e.held.mu.Unlock()
+	row.Cols, row.Rows, row.Seen, row.Records = in.Cols, in.Rows, in.Agent, in.Records
+	row.State, row.Kind, row.Message = string(in.Decision.State), in.Decision.Kind, in.Decision.Message
+	row.Since, row.Source, row.Rule = in.Since, string(in.Decision.Source), in.Decision.Rule
+	if h := p.Standing(); h != (detect.Standing{}) {
+		row.Hooks = &h
+	}
+	return row, true
+}
+
+// saveTable writes every row that changed.
 func (s *Server) saveTable() {
-	if err := s.table.write(s.snapshotTable()); err != nil {
+	if err := s.table.sync(s.snapshotTable(), nil); err != nil {
 		s.opts.Logf("%v", err)
 	}
 }
 
-// tableLoop writes the table soon after a state change or a hook asks
-// for it, and otherwise whenever what it would hold changed (OSC 7501
-// records, a size), looked at every tableEvery.
+// saveRows writes the rows of ids (a row whose pane is gone or exited is
+// deleted): the cost of a change is its own, whatever the number of panes.
+func (s *Server) saveRows(ids map[string]bool) {
+	var f tableFile
+	for id := range ids {
+		s.mu.Lock()
+		e := s.panes[id]
+		s.mu.Unlock()
+		if e == nil {
+			continue
+		}
+		if row, ok := s.rowOf(e); ok {
+			f.Panes = append(f.Panes, row)
+		}
+	}
+	s.table.mu.Lock()
+	for _, row := range s.table.lost {
+		if ids[row.ID] {
+			f.Lost = append(f.Lost, row)
+		}
+	}
+	s.table.mu.Unlock()
+	if err := s.table.sync(f, ids); err != nil {
+		s.opts.Logf("%v", err)
+	}
+}
+
+// tableLoop writes the rows a state change or a hook asked for soon after,
+// and every tableEvery whatever else changed (OSC 7501 records, a size).
 func (s *Server) tableLoop(stop <-chan struct{}) {
 	defer close(s.table.loopDone)
 	t := time.NewTicker(tableEvery)
@@ -137,17 +172,18 @@ func (s *Server) tableLoop(stop <-chan struct{}) {
 				return
 			case <-time.After(tableDelay):
 			}
-		case <-t.C:
-			if !s.table.changed(s.snapshotTable()) {
+			if ids := s.table.takeDirty(); ids != nil {
+				s.saveRows(ids)
 				continue
 			}
+		case <-t.C:
 		}
 		s.saveTable()
 	}
 }
 
-// stopTable ends tableLoop and writes the table a last time: a daemon
-// that hands over writes nothing after the next one has started.
+// stopTable ends tableLoop and writes the table a last time, whole: a
+// daemon that hands over writes nothing after the next one has started.
 func (s *Server) stopTable() {
 	s.table.stopOnce.Do(func() {
 		close(s.table.stop)
@@ -155,7 +191,9 @@ func (s *Server) stopTable() {
 			<-s.table.loopDone
 		}
 	})
-	s.saveTable()
+	if err := s.table.write(s.snapshotTable()); err != nil {
+		s.opts.Logf("%v", err)
+	}
 }
 
 // endUnit ends a unit at shutdown; at a hand-over, a pane under a holder
@@ -192,6 +230,7 @@ func (s *Server) adoptAll() {
 	s.table.mu.Unlock()
 	s.endStrays(f)
 	if len(f.Panes) == 0 {
+		s.saveTable() // the whole table, the journal folded in
 		return
 	}
 	// One connection per holder: a second would take it from the first.
@@ -406,7 +445,7 @@ func (s *Server) adopt(row tablePane, ev logged) (*entry, error) {
 		if msg := p.Lost(); msg != "" {
 			s.opts.Logf("pane %s: %s", p.ID(), msg)
 		}
-		s.table.touch()
+		s.table.touch(id)
 		if remove {
 			go func() { _ = s.remove(id, false) }()
 		}
@@ -502,7 +541,7 @@ func (s *Server) noteSession(e *entry, agent, session string) {
 	if e.held == nil || session == "" {
 		return
 	}
-	defer s.table.touch()
+	defer s.table.touch(e.p.ID())
 	e.held.mu.Lock()
 	defer e.held.mu.Unlock()
 	ss := e.held.row.Sessions

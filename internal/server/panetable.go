@@ -3,11 +3,14 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
@@ -21,11 +24,22 @@ import (
 // under a holder, kept in the state folder so that the next daemon can
 // re-adopt them (same id, name, agent, folder, size, integration tokens,
 // OSC 7501 records) and, after a reboot, start them again.
+//
+// A change costs what it changes, not the table: each changed row is a
+// line appended to a journal (panes.journal, fsync'd), and the journal is
+// folded into the table file (panes.json, written whole: a temporary
+// file, fsync, rename) once it outgrows it, and when the daemon stops.
+// The next daemon reads the table, then the journal over it.
 const (
 	tableName    = "panes.json"
+	journalName  = "panes.journal"
 	tableVersion = 1
-	// tableMax bounds the file read back.
-	tableMax = 16 << 20
+	// tableMax bounds the file read back; journalMax the journal.
+	tableMax   = 16 << 20
+	journalMax = 64 << 20
+	// compactAt: the journal is folded into the table once it is at least
+	// this big and bigger than the table.
+	compactAt = 1 << 20
 	// tableDelay batches the writes that state changes ask for.
 	tableDelay = 200 * time.Millisecond
 	// tableEvery is how often the table is compared with the panes.
@@ -163,9 +177,16 @@ type paneTable struct {
 
 	mu   sync.Mutex // guards what follows
 	lost []tablePane
-	// wmu orders the writes and guards last.
-	wmu   sync.Mutex
-	last  []byte // the table last written
+	// dirtyIDs are the panes whose rows were asked to be written soon.
+	dirtyIDs map[string]bool
+
+	// wmu orders the writes and guards what follows: every row as last
+	// written (nil until the first write, which writes the table whole),
+	// and the sizes of the table file and the journal.
+	wmu            sync.Mutex
+	rows           map[string]writtenRow
+	tbytes, jbytes int64
+
 	dirty chan struct{}
 	// stop ends the loop that writes the table; loopDone says it has.
 	stop     chan struct{}
@@ -174,14 +195,110 @@ type paneTable struct {
 	started  atomic.Bool
 }
 
-func newPaneTable(stateDir string, logf func(string, ...any)) *paneTable {
-	return &paneTable{path: filepath.Join(stateDir, tableName), logf: logf, dirty: make(chan struct{}, 1),
-		stop: make(chan struct{}), loopDone: make(chan struct{})}
+// writtenRow is a row as written: compact JSON, and whether it is lost.
+type writtenRow struct {
+	b    []byte
+	lost bool
 }
 
-// load reads the table; a missing one is empty, and a corrupt one is
-// set aside (renamed) with a message, never half-trusted.
+// journalLine is one change of the table: a row put (replacing the row of
+// its id) or an id deleted.
+type journalLine struct {
+	Op   string     `json:"op"` // "put" or "del"
+	ID   string     `json:"id,omitempty"`
+	Lost bool       `json:"lost,omitempty"`
+	Row  *tablePane `json:"row,omitempty"`
+}
+
+func newPaneTable(stateDir string, logf func(string, ...any)) *paneTable {
+	return &paneTable{path: filepath.Join(stateDir, tableName), logf: logf, dirty: make(chan struct{}, 1),
+		stop: make(chan struct{}), loopDone: make(chan struct{}), dirtyIDs: map[string]bool{}}
+}
+
+func (t *paneTable) journalPath() string { return filepath.Join(filepath.Dir(t.path), journalName) }
+
+// load reads the table and the journal over it; a missing one is empty,
+// and a corrupt table is set aside (renamed) with a message, never
+// half-trusted. A journal line that does not read (the last one, torn by
+// a crash) is skipped and logged.
 func (t *paneTable) load() tableFile {
+	f := t.loadTable()
+	if t.unread {
+		return f
+	}
+	return t.replay(f)
+}
+
+// replay applies the journal's lines to f.
+func (t *paneTable) replay(f tableFile) tableFile {
+	path := t.journalPath()
+	b, err := safefile.ReadOwned(path, journalMax)
+	if errors.Is(err, os.ErrNotExist) {
+		return f
+	}
+	if err != nil {
+		aside := path + ".bad"
+		_ = os.Rename(path, aside)
+		t.unread = true
+		t.logf("pane table journal %s: %v; set aside as %s, the panes it names are not adopted", path, err, aside)
+		return f
+	}
+	type slot struct {
+		row  tablePane
+		lost bool
+	}
+	byID := map[string]slot{}
+	var order []string
+	put := func(row tablePane, lost bool) {
+		if _, ok := byID[row.ID]; !ok {
+			order = append(order, row.ID)
+		}
+		byID[row.ID] = slot{row, lost}
+	}
+	for _, r := range f.Panes {
+		put(r, false)
+	}
+	for _, r := range f.Lost {
+		put(r, true)
+	}
+	skipped := 0
+	lines := bytes.Split(b, []byte{'\n'})
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	} else if len(lines) > 0 {
+		lines, skipped = lines[:len(lines)-1], 1 // torn: no newline
+	}
+	for _, l := range lines {
+		var jl journalLine
+		switch {
+		case json.Unmarshal(l, &jl) != nil:
+			skipped++
+		case jl.Op == "put" && jl.Row != nil && jl.Row.ID != "":
+			put(*jl.Row, jl.Lost)
+		case jl.Op == "del" && jl.ID != "":
+			delete(byID, jl.ID)
+		default:
+			skipped++
+		}
+	}
+	if skipped > 0 {
+		t.logf("pane table journal %s: %d lines skipped (not a change this daemon reads, or cut by a crash)", path, skipped)
+	}
+	out := tableFile{Version: tableVersion}
+	for _, id := range order {
+		if sl, ok := byID[id]; ok {
+			if sl.lost {
+				out.Lost = append(out.Lost, sl.row)
+			} else {
+				out.Panes = append(out.Panes, sl.row)
+			}
+		}
+	}
+	return out
+}
+
+// loadTable reads the table file alone.
+func (t *paneTable) loadTable() tableFile {
 	var f tableFile
 	fi, err := os.Lstat(t.path)
 	if os.IsNotExist(err) {
@@ -217,22 +334,131 @@ func (t *paneTable) setAside(why string) {
 	t.logf("pane table %s: %s; set aside as %s, its panes are not adopted", t.path, why, aside)
 }
 
-// write replaces the table atomically: a temporary file, fsync, rename.
+// write makes the table on disk f, whole: every row, the journal folded
+// in.
 func (t *paneTable) write(f tableFile) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	f.Version = tableVersion
-	b, err := json.MarshalIndent(f, "", " ")
-	if err != nil {
+	return t.writeLocked(f)
+}
+
+func (t *paneTable) writeLocked(f tableFile) error {
+	t.rows = map[string]writtenRow{}
+	for _, r := range f.Panes {
+		b, _ := json.Marshal(r)
+		t.rows[r.ID] = writtenRow{b: b}
+	}
+	for _, r := range f.Lost {
+		b, _ := json.Marshal(r)
+		t.rows[r.ID] = writtenRow{b: b, lost: true}
+	}
+	return t.compactLocked()
+}
+
+// sync writes the rows of f that changed since they were last written
+// (with only, just those ids; a row of only that f lacks is deleted) as
+// journal lines, and folds the journal into the table once it outgrows
+// it. The first write since the daemon started writes the table whole.
+func (t *paneTable) sync(f tableFile, only map[string]bool) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if t.rows == nil {
+		if only != nil {
+			return nil // the whole table comes first (adoption writes it)
+		}
+		return t.writeLocked(f)
+	}
+	var lines [][]byte
+	seen := map[string]bool{}
+	put := func(row tablePane, lost bool) {
+		seen[row.ID] = true
+		if only != nil && !only[row.ID] {
+			return
+		}
+		b, _ := json.Marshal(row)
+		if w, ok := t.rows[row.ID]; ok && w.lost == lost && bytes.Equal(w.b, b) {
+			return
+		}
+		t.rows[row.ID] = writtenRow{b: b, lost: lost}
+		line, _ := json.Marshal(journalLine{Op: "put", Lost: lost, Row: &row})
+		lines = append(lines, line)
+	}
+	for _, r := range f.Panes {
+		put(r, false)
+	}
+	for _, r := range f.Lost {
+		put(r, true)
+	}
+	for id := range t.rows {
+		if !seen[id] && (only == nil || only[id]) {
+			delete(t.rows, id)
+			line, _ := json.Marshal(journalLine{Op: "del", ID: id})
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	if err := t.appendLocked(lines); err != nil {
 		return err
 	}
-	t.last = b
+	if t.jbytes >= compactAt && t.jbytes > t.tbytes {
+		return t.compactLocked()
+	}
+	return nil
+}
+
+// appendLocked appends lines to the journal and syncs it.
+func (t *paneTable) appendLocked(lines [][]byte) error {
+	j, err := os.OpenFile(t.journalPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("pane table journal: %w", err)
+	}
+	defer j.Close()
+	var buf bytes.Buffer
+	for _, l := range lines {
+		buf.Write(l)
+		buf.WriteByte('\n')
+	}
+	n, err := j.Write(buf.Bytes())
+	t.jbytes += int64(n)
+	if err == nil {
+		err = j.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("pane table journal: %w", err)
+	}
+	return nil
+}
+
+// compactLocked writes the rows as the table file, atomically (a
+// temporary file, fsync, rename), then empties the journal.
+func (t *paneTable) compactLocked() error {
+	ids := make([]string, 0, len(t.rows))
+	for id := range t.rows {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var panes, lost [][]byte
+	for _, id := range ids {
+		if w := t.rows[id]; w.lost {
+			lost = append(lost, w.b)
+		} else {
+			panes = append(panes, w.b)
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "{\"version\":%d,\"panes\":[%s]", tableVersion, bytes.Join(panes, []byte(",\n")))
+	if len(lost) > 0 {
+		fmt.Fprintf(&b, ",\"lost\":[%s]", bytes.Join(lost, []byte(",\n")))
+	}
+	b.WriteString("}\n")
 	tmp, err := os.CreateTemp(filepath.Dir(t.path), ".panes-*.json")
 	if err != nil {
 		return fmt.Errorf("pane table: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
+	if _, err := tmp.Write(b.Bytes()); err != nil {
 		tmp.Close()
 		return fmt.Errorf("pane table: %w", err)
 	}
@@ -250,20 +476,36 @@ func (t *paneTable) write(f tableFile) error {
 		_ = d.Sync()
 		d.Close()
 	}
+	t.tbytes = int64(b.Len())
+	// The table now holds every change: the journal starts again.
+	if err := os.Remove(t.journalPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("pane table journal: %w", err)
+	}
+	t.jbytes = 0
 	return nil
 }
 
-// changed says whether f differs from the table last written.
-func (t *paneTable) changed(f tableFile) bool {
-	f.Version = tableVersion
-	b, err := json.MarshalIndent(f, "", " ")
-	t.wmu.Lock()
-	defer t.wmu.Unlock()
-	return err != nil || !bytes.Equal(b, t.last)
+// takeDirty returns the ids touched since it was last called (nil: all).
+func (t *paneTable) takeDirty() map[string]bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d := t.dirtyIDs
+	t.dirtyIDs = map[string]bool{}
+	if d[""] {
+		return nil
+	}
+	return d
 }
 
-// touch asks for a write soon.
-func (t *paneTable) touch() {
+// touch asks for a write of pane id's row soon ("": look at them all).
+func (t *paneTable) touch(id string) {
+	t.mu.Lock()
+	if id == "" {
+		t.dirtyIDs[""] = true
+	} else {
+		t.dirtyIDs[id] = true
+	}
+	t.mu.Unlock()
 	select {
 	case t.dirty <- struct{}{}:
 	default:

@@ -53,8 +53,31 @@ func TestPaneTableFile(t *testing.T) {
 	if f := tb.load(); len(f.Panes) != 1 || f.Panes[0].ID != "a1" {
 		t.Fatalf("read back: %+v", f)
 	}
-	if tb.changed(tableFile{Panes: []tablePane{{ID: "a1", Name: "x", Argv: []string{"sh"}}}}) {
-		t.Fatal("the same table reads as changed")
+	// A change is a journal line; the same rows again write nothing; the
+	// next daemon reads the table and the journal over it.
+	if err := tb.sync(tableFile{Panes: []tablePane{{ID: "a1", Name: "x", Argv: []string{"sh"}}, {ID: "b2", Argv: []string{"vi"}}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(dir, journalName)
+	before, _ := os.ReadFile(journal)
+	if n := strings.Count(string(before), "\n"); n != 1 {
+		t.Fatalf("one new row, %d journal lines: %s", n, before)
+	}
+	tb.sync(tableFile{Panes: []tablePane{{ID: "a1", Name: "x", Argv: []string{"sh"}}, {ID: "b2", Argv: []string{"vi"}}}}, nil)
+	if after, _ := os.ReadFile(journal); len(after) != len(before) {
+		t.Fatalf("the same rows wrote again: %s", after)
+	}
+	tb.sync(tableFile{Lost: []tablePane{{ID: "b2", Argv: []string{"vi"}, Why: "gone"}}}, map[string]bool{"b2": true, "a1": true})
+	// A crash tore the last line.
+	jf, _ := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND, 0o600)
+	jf.WriteString(`{"op":"del","id":"b`)
+	jf.Close()
+	next := newPaneTable(dir, func(string, ...any) {})
+	if f := next.load(); len(f.Panes) != 0 || len(f.Lost) != 1 || f.Lost[0].Why != "gone" {
+		t.Fatalf("table and journal read back: %+v", f)
+	}
+	if next.unread {
+		t.Fatal("a torn journal line made the table unread")
 	}
 	for _, bad := range []string{"{not json", `{"version": 99, "panes": []}`} {
 		os.WriteFile(filepath.Join(dir, tableName), []byte(bad), 0o600)

@@ -501,7 +501,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 		for _, f := range files {
 			_ = os.Remove(f)
 		}
-		s.table.touch()
+		s.table.touch(id)
 		if remove {
 			go func() {
 				if <-registered {
@@ -537,7 +537,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 		return nil, errors.New("the daemon is shutting down")
 	}
 	if e.held != nil {
-		s.saveTable() // before the caller learns the id: a crash now loses nothing
+		s.saveRows(map[string]bool{id: true}) // before the caller learns the id: a crash now loses nothing
 	}
 	if launch.Watch {
 		go e.watchIntegration(p)
@@ -609,7 +609,7 @@ func (s *Server) record(id, name, agent string, c detect.Change) {
 		s.opts.Logf("event log: %v", err)
 	}
 	s.hub.Publish(ev)
-	s.table.touch()
+	s.table.touch(id)
 	if !s.policyTakes(id, ev) {
 		s.notify.Event(ev)
 	}
