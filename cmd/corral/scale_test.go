@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// runMany starts n panes, each a shell that waits, and returns the mean
+// time of one corral run.
+func runMany(t testing.TB, e *env, prefix string, n int) time.Duration {
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		e.must("run", "--name", fmt.Sprintf("%s%d", prefix, i), "--", "sh", "-c", "exec sleep 1061")
+	}
+	return time.Since(start) / time.Duration(n)
+}
+
+func timeLs(e *env, n int) time.Duration {
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		e.must("ls", "--json")
+	}
+	return time.Since(start) / time.Duration(n)
+}
+
+// A run, and a listing per pane, must not grow with the number of panes
+// already there (the pane table once made every run rewrite all of it):
+// a guard against O(n²) creeping back, as a ratio within one run.
+func TestScaleRunCostFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 220 panes")
+	}
+	e := newEnv(t)
+	t.Cleanup(func() { e.run("shutdown") })
+	few := runMany(t, e, "a", 20)
+	lsFew := timeLs(e, 5)
+	runMany(t, e, "b", 180)
+	many := runMany(t, e, "c", 20)
+	lsMany := timeLs(e, 5)
+	t.Logf("run: %v at 20 panes, %v at 200 (×%.1f); ls --json: %v at 40, %v at 220 (×%.1f)",
+		few.Round(time.Microsecond), many.Round(time.Microsecond), float64(many)/float64(few),
+		lsFew.Round(time.Microsecond), lsMany.Round(time.Microsecond), float64(lsMany)/float64(lsFew))
+	if many > 4*few {
+		t.Errorf("a run at 200 panes costs %v, %0.1f× a run at 20 (%v)", many, float64(many)/float64(few), few)
+	}
+	// 5.5× the panes: linear is ~5.5×, quadratic ~30×.
+	if lsMany > 15*lsFew {
+		t.Errorf("ls --json at 220 panes costs %v, %0.1f× at 40 (%v)", lsMany, float64(lsMany)/float64(lsFew), lsFew)
+	}
+}
+
+// BenchmarkRunAt200 is one corral run with 200 panes already running.
+func BenchmarkRunAt200(b *testing.B) {
+	e := newEnv(b)
+	runMany(b, e, "a", 200)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.must("run", "--rm", "--name", fmt.Sprintf("n%d", i), "--", "true")
+	}
+	b.StopTimer()
+}
