@@ -41,7 +41,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tmuxctl", "tmuxwatch", "tomlfile"},
 		"tmuxwatch":     {"pane", "tmuxctl"},
 		"board":         {"api", "term"},
-		"cli":           {"agents", "api", "buildinfo", "client", "fleet", "headless", "holder", "lab", "lab/fakeagent", "procs", "replay", "rules", "server", "status", "tty", "tui", "verify"},
+		"cli":           {"agents", "api", "buildinfo", "client", "doctor", "fleet", "headless", "holder", "lab", "lab/fakeagent", "procs", "replay", "rules", "server", "status", "tty", "tui", "verify"},
 		"headless":      {"procs", "rules", "safefile", "term", "tomlfile"},
 		"tomlfile":      nil,
 		"safefile":      nil,
@@ -49,6 +49,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
 		"tmuxctl":       nil,
+		"doctor":        {"agents", "api", "buildinfo", "client", "fleet", "tmuxctl"},
 		"verify":        {"agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "combine", "status", "term"},
 	}
 	// Every package, with its imports, in one go list.

@@ -95,6 +95,7 @@ func init() {
 		{name: "status", group: grpAgents, args: "STATE [flags]", summary: "print an OSC 7501 status report for the terminal corral runs you in", example: "corral status working --progress 40 --msg 'building'\ncorral status blocked --kind question --msg 'deploy to prod?'", run: runStatus},
 		{name: "demo", group: grpOther, args: "[flags]", summary: "three built-in fake agents on the terminal board: nothing to install", example: "corral demo", run: runDemo},
 		{name: "lab", group: grpOther, args: "[flags]", summary: "measure every way of telling \"waiting\" side by side on a fake agent, live", example: "corral lab --tasks 10 --osc7501", run: runLab},
+		{name: "doctor", group: grpOther, args: "[--json]", summary: "check this machine's setup: folders, daemon, tmux, agents, integrations, notifications, fleet; say how to fix what is off", example: "corral doctor", run: runDoctor},
 		{name: "version", group: grpOther, args: "[flags]", summary: "print this build and the running daemon's, and whether they differ", example: "corral version --json", run: runVersion},
 		{name: "completion", group: grpOther, args: "bash|zsh|fish", summary: "print a shell completion script: commands, flags, and pane ids and names from the running daemon", example: "source <(corral completion bash)\ncorral completion fish > ~/.config/fish/completions/corral.fish", run: runCompletion},
 		{name: "help", group: grpOther, args: "[COMMAND]", summary: "show the commands, or a command's flags and an example", example: "corral help run", run: runHelp},

@@ -102,6 +102,25 @@ func answers(path string) error {
 // flags ignore-size and pause-after and refresh-client -A and -B.
 var versionRE = regexp.MustCompile(`^tmux (?:next-)?(\d+)\.(\d+)([a-z]?)(?:-rc\d*)?$`)
 
+// CheckVersion reads what tmux -V printed ("tmux 3.3a") and returns the
+// version ("3.3a"), with an error for a tmux older than 3.2, which cannot
+// be watched. A version it cannot read ("tmux master", "tmux openbsd-7.4":
+// builds newer than any release, or the system's own) is taken as it is.
+func CheckVersion(out string) (version string, err error) {
+	v := strings.TrimSpace(out)
+	version = strings.TrimPrefix(v, "tmux ")
+	m := versionRE.FindStringSubmatch(v)
+	if m == nil {
+		return version, nil
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	if major < 3 || major == 3 && minor < 2 {
+		return version, errors.New("watching tmux needs tmux 3.2 or later (control client flags ignore-size and pause-after); upgrade tmux")
+	}
+	return version, nil
+}
+
 // findTmux finds the tmux binary and its version ("3.3a"). It refuses a
 // tmux older than 3.2 and explains how to get one.
 func findTmux() (path, version string, err error) {
@@ -115,19 +134,11 @@ func findTmux() (path, version string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("%s -V: %v: is it tmux? install tmux 3.2 or later", path, err)
 	}
-	v := strings.TrimSpace(string(out))
-	m := versionRE.FindStringSubmatch(v)
-	if m == nil {
-		// "tmux master", "tmux openbsd-7.4": builds newer than any
-		// release, or the system's own; taken as they are.
-		return path, strings.TrimPrefix(v, "tmux "), nil
+	version, err = CheckVersion(string(out))
+	if err != nil {
+		return "", "", fmt.Errorf("%s is %s: %v", path, strings.TrimSpace(string(out)), err)
 	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	if major < 3 || major == 3 && minor < 2 {
-		return "", "", fmt.Errorf("%s is %s: watching tmux needs tmux 3.2 or later (control client flags ignore-size and pause-after); upgrade tmux", path, v)
-	}
-	return path, strings.TrimPrefix(v, "tmux "), nil
+	return path, version, nil
 }
 
 // env is the environment of the tmux clients: the watcher's own without
