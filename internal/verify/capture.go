@@ -24,6 +24,10 @@ type capture struct {
 	live    []Point // corral's state changes for the pane
 	pending []term.Event
 	closed  bool
+	// ready is the profile's ready text; readyAt is when the screen first
+	// showed it (negative: not yet).
+	ready   string
+	readyAt time.Duration
 }
 
 type timed struct {
@@ -42,7 +46,7 @@ type Point struct {
 }
 
 func newCapture(cols, rows int) *capture {
-	c := &capture{t0: time.Now()}
+	c := &capture{t0: time.Now(), readyAt: -1}
 	c.term = term.New(term.Options{Cols: cols, Rows: rows, OnEvent: func(ev term.Event) { c.pending = append(c.pending, ev) }})
 	return c
 }
@@ -70,6 +74,42 @@ func (c *capture) output(b []byte) {
 		c.reports = append(c.reports, Point{At: now, State: combine.State(r.State), Kind: string(r.Kind), Source: "osc7501", Message: r.Msg})
 	}
 	c.pending = c.pending[:0]
+	if c.ready != "" && c.readyAt < 0 && strings.Contains(c.term.Snapshot().Text(), c.ready) {
+		c.readyAt = now
+	}
+}
+
+// readySince is when the screen first showed the agent's ready text.
+func (c *capture) readySince() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readyAt, c.readyAt >= 0
+}
+
+// liveBefore returns corral's state changes before a moment.
+func (c *capture) liveBefore(at time.Duration) []Point {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Point
+	for _, p := range c.live {
+		if p.At < at {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// liveSince returns corral's state changes from a moment on.
+func (c *capture) liveSince(at time.Duration) []Point {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Point
+	for _, p := range c.live {
+		if p.At >= at {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (c *capture) input(at time.Time, s string) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/lab/mockmodel"
 	"github.com/corral-dev/corral/internal/rules"
 )
@@ -26,6 +27,11 @@ type StepRun struct {
 	Reached bool `json:"reached"`
 	// Right says corral was right live (set once judged).
 	Right bool `json:"right"`
+	// Fault says why corral was wrong live whatever its state at the
+	// step's end: it read idle before the agent's ready screen, or the
+	// first turn, typed the moment corral read idle, never reached the
+	// model.
+	Fault string `json:"fault,omitempty"`
 }
 
 type driver struct {
@@ -35,6 +41,9 @@ type driver struct {
 	cap   *capture
 	model *mockmodel.Server
 	work  string
+	// fresh: the agent has just been read ready, and the next turn is
+	// its first.
+	fresh bool
 }
 
 func secs(d time.Duration) float64 { return d.Seconds() }
@@ -107,7 +116,14 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 		case s.Turn != "":
 			text, _ := p.turnText(s, dr.work)
 			run.Action = fmt.Sprintf("type %q", text)
-			if err := dr.submit(ctx, text); err != nil {
+			if dr.fresh {
+				dr.fresh = false
+				fault, err := dr.submitFirst(ctx, text)
+				if err != nil {
+					return nil, err
+				}
+				run.Fault = fault
+			} else if err := dr.submit(ctx, text); err != nil {
 				return nil, err
 			}
 		case s.Key == KeyNo && p.Keys[KeyNo] == "":
@@ -136,7 +152,14 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 			}
 		}
 		from := dr.cap.since(start)
+		typed := dr.cap.since(time.Now())
 		deadline := start.Add(s.Deadline)
+		if s.At > 0 {
+			if err := sleepCtx(ctx, time.Until(start.Add(s.At))); err != nil {
+				return nil, err
+			}
+			deadline = time.Now()
+		}
 		answered := map[string]bool{}
 		for !dr.reached(s, from) {
 			if s.Name == "startup" {
@@ -157,8 +180,16 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 				return nil, err
 			}
 		}
-		run.Reached = time.Now().Before(deadline)
-		if run.Reached {
+		run.Reached = time.Now().Before(deadline) || (s.At > 0 && dr.reached(s, from))
+		if s.Within > 0 && run.Fault == "" {
+			run.Fault = dr.late(s, typed)
+		}
+		if s.Name == "startup" {
+			// A script types its task the moment corral reads idle: so
+			// does the first turn.
+			run.Fault = dr.earlyIdle()
+			dr.fresh = run.Reached
+		} else if run.Reached && s.At == 0 {
 			if err := sleepCtx(ctx, dr.o.Settle+s.Hold); err != nil {
 				return nil, err
 			}
@@ -209,12 +240,75 @@ func (dr *driver) submit(ctx context.Context, text string) error {
 	return nil
 }
 
+// submitFirst types the first turn and Enter once, as a script does
+// after corral wait --state idle: an agent that was not ready drops the
+// Enter, and the fault says so. Enter is then pressed again, so that the
+// run goes on.
+func (dr *driver) submitFirst(ctx context.Context, text string) (string, error) {
+	if err := dr.send(ctx, text, true); err != nil {
+		return "", err
+	}
+	if dr.model == nil {
+		return "", nil
+	}
+	wait := time.Now().Add(firstHeard)
+	for !dr.model.Heard(text) {
+		if time.Now().After(wait) {
+			return fmt.Sprintf("the first turn, typed when corral first read idle, did not reach the model within %v: "+
+				"the agent was not ready for it", firstHeard), dr.submit(ctx, "")
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// late says whether corral came to a step's state later than its Within,
+// counted from the moment its action was typed.
+func (dr *driver) late(s Step, typed time.Duration) string {
+	for _, pt := range dr.cap.liveSince(typed) {
+		if s.Want.Matches(pt.State, pt.Kind) {
+			if d := pt.At - typed; d > s.Within {
+				return fmt.Sprintf("corral read %s %.2fs after the %s; it must within %v", s.Want, d.Seconds(), s.describe(), s.Within)
+			}
+			return ""
+		}
+	}
+	return fmt.Sprintf("corral never read %s after the %s", s.Want, s.describe())
+}
+
+// firstHeard bounds the wait for the model to hear the first turn.
+const firstHeard = 10 * time.Second
+
+// earlyIdle says whether corral read the fresh agent idle before its
+// ready text was on screen.
+func (dr *driver) earlyIdle() string {
+	p := dr.o.Profile
+	if p.Ready == "" {
+		return ""
+	}
+	ready, seen := dr.cap.readySince()
+	now := dr.cap.since(time.Now())
+	for _, pt := range dr.cap.liveBefore(now) {
+		if pt.State == combine.Idle && (!seen || pt.At < ready) {
+			if !seen {
+				return fmt.Sprintf("corral read idle at %.2fs, and %q was never on screen", pt.At.Seconds(), p.Ready)
+			}
+			return fmt.Sprintf("corral read idle at %.2fs, before the agent's ready screen (%q at %.2fs)", pt.At.Seconds(), p.Ready, ready.Seconds())
+		}
+	}
+	return ""
+}
+
 // reached says whether a step's state has come: by the agent's own
-// report when it gives them, else by corral's state.
+// report when it gives them, else by corral's state. A fresh agent is
+// ready when corral says so: that is what a script waits for.
 func (dr *driver) reached(s Step, from time.Duration) bool {
 	p := dr.o.Profile
-	if s.Name == "startup" && p.Ready != "" && !dr.cap.screenHas(p.Ready) {
-		return false
+	if s.Name == "startup" {
+		live := dr.cap.liveState()
+		return s.Want.Matches(live.State, live.Kind) && len(dr.cap.liveBefore(dr.cap.since(time.Now())+time.Second)) > 0
 	}
 	live := dr.cap.liveState()
 	if p.Reports && dr.cap.reported() {

@@ -77,6 +77,9 @@ func Judge(rec *Recording, set *rules.Set) *Result {
 		sr := StepResult{StepRun: s, Verdicts: map[string]Verdict{}}
 		for _, sc := range Scorers {
 			v := judgeStep(timelines[sc.Name], s)
+			if sc.Signals == 0 && s.Fault != "" {
+				v.Right = false
+			}
 			sr.Verdicts[sc.Name] = v
 			if v.Right {
 				res.Scores[sc.Name]++

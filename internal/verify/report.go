@@ -47,6 +47,11 @@ func Print(w io.Writer, r *Result) {
 	for _, sc := range Scorers {
 		scores = append(scores, fmt.Sprintf("%s %d/%d", sc.Name, r.Scores[sc.Name], len(r.Steps)))
 	}
+	for _, s := range r.Steps {
+		if s.Fault != "" {
+			fmt.Fprintf(w, "%s: %s\n", s.Name, s.Fault)
+		}
+	}
 	fmt.Fprintf(w, "\nright: %s\n", strings.Join(scores, ", "))
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, "not run: %s\n", strings.Join(r.Skipped, ", "))
@@ -96,6 +101,11 @@ func Matrix(w io.Writer, results []*Result) {
 				}
 			}
 			fmt.Fprintln(w)
+		}
+		for _, s := range r.Steps {
+			if s.Fault != "" {
+				fmt.Fprintf(w, "\n%s: %s.\n", s.Name, s.Fault)
+			}
 		}
 		if len(r.Skipped) > 0 {
 			fmt.Fprintf(w, "\nNot run: %s.\n", strings.Join(r.Skipped, ", "))

@@ -60,27 +60,79 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 	if o.Scenario == nil {
 		o.Scenario = Scenario
 	}
+	steps, skipped := Steps(p, o.Scenario)
+	if len(steps) == 0 || steps[0].Name != "startup" || len(steps) == 1 {
+		return nil, nil, fmt.Errorf("verify cannot drive %s yet: it has no scripted model server or turns", p.Name)
+	}
+	ss, err := openSession(ctx, &o)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ss.close()
+	if err := ss.startPane(ctx); err != nil {
+		return nil, nil, err
+	}
+	dr := &driver{o: o, d: ss.d, pane: ss.pane, cap: ss.cap, model: ss.model, work: ss.work}
+	runs, err := dr.drive(ctx, steps)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := ss.finish(ctx, runs)
+	rec.Skipped = skipped
+	res := Judge(rec, o.Rules)
+	for i, s := range res.Steps {
+		rec.Steps[i].Right = s.Verdicts["live"].Right
+		res.Steps[i].Right = rec.Steps[i].Right
+	}
+	return res, rec, nil
+}
+
+// session is one agent in a pane of a private daemon, against a scripted
+// model server, with a fresh HOME.
+type session struct {
+	o       *Options
+	command []string
+	dir     string
+	home    string
+	work    string
+	env     []string
+	hookLog string
+	model   *mockmodel.Server
+	d       *daemon
+	cap     *capture
+	pane    string
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closers []func()
+}
+
+// openSession prepares a private folder, the agent's HOME, the scripted
+// model server and a private daemon; the pane is started by startPane.
+func openSession(ctx context.Context, o *Options) (ss *session, err error) {
+	p := o.Profile
 	if o.Cols == 0 {
 		o.Cols, o.Rows = 120, 32
 	}
 	if o.Settle == 0 {
 		o.Settle = time.Second
 	}
-	steps, skipped := Steps(p, o.Scenario)
-	if len(steps) == 0 || steps[0].Name != "startup" || len(steps) == 1 {
-		return nil, nil, fmt.Errorf("verify cannot drive %s yet: it has no scripted model server or turns", p.Name)
-	}
 	command := o.Command
 	if len(command) == 0 {
 		bin, err := exec.LookPath(p.Binary)
 		if err != nil {
-			return nil, nil, fmt.Errorf("no %s on PATH: install it (npm install -g %s) or give the command after --", p.Binary, p.Package)
+			return nil, fmt.Errorf("no %s on PATH: install it (npm install -g %s) or give the command after --", p.Binary, p.Package)
 		}
 		command = []string{bin}
 	}
 	if len(command) == 1 && filepath.Base(command[0]) == p.Binary {
 		command = append(command, p.Args...)
 	}
+	ss = &session{o: o, command: command}
+	defer func() {
+		if err != nil {
+			ss.close()
+		}
+	}()
 
 	// A private folder under the home folder: Gemini CLI ignores the
 	// hooks file corral gives it when a parent folder is writable by
@@ -92,14 +144,15 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 	}
 	dir, err := os.MkdirTemp(base, "corral-verify-")
 	if err != nil {
-		return nil, nil, fmt.Errorf("private folder: %w", err)
+		return nil, fmt.Errorf("private folder: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	ss.dir = dir
+	ss.closers = append(ss.closers, func() { os.RemoveAll(dir) })
 	_ = os.Chmod(dir, 0o700)
-	home, work := filepath.Join(dir, "home"), filepath.Join(dir, "work")
-	for _, d := range []string{home, work, filepath.Join(dir, "config", "corral")} {
+	ss.home, ss.work = filepath.Join(dir, "home"), filepath.Join(dir, "work")
+	for _, d := range []string{ss.home, ss.work, filepath.Join(dir, "config", "corral")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if o.RulesDir != "" {
@@ -110,50 +163,62 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 
 	model, err := startModel(p.API)
 	if err != nil {
-		return nil, nil, fmt.Errorf("scripted model server: %w", err)
+		return nil, fmt.Errorf("scripted model server: %w", err)
 	}
 	modelURL := ""
 	if model != nil {
-		defer model.Close()
+		ss.model = model
+		ss.closers = append(ss.closers, func() { model.Close() })
 		modelURL = model.URL
 	}
-	hookLog := filepath.Join(dir, "hooks.ndjson")
-	env := []string{"HOME=" + home, "CORRAL_HOOK_LOG=" + hookLog}
+	ss.hookLog = filepath.Join(dir, "hooks.ndjson")
+	ss.env = []string{"HOME=" + ss.home, "CORRAL_HOOK_LOG=" + ss.hookLog}
 	if p.Home != nil {
-		extra, err := p.Home(home, work, modelURL)
+		extra, err := p.Home(ss.home, ss.work, modelURL)
 		if err != nil {
-			return nil, nil, fmt.Errorf("prepare %s's home: %w", p.Name, err)
+			return nil, fmt.Errorf("prepare %s's home: %w", p.Name, err)
 		}
-		env = append(env, extra...)
+		ss.env = append(ss.env, extra...)
 	}
 
 	d, err := startDaemon(ctx, o.Exe, dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer d.stop()
+	ss.d = d
+	ss.closers = append(ss.closers, d.stop)
+	return ss, nil
+}
 
-	cap := newCapture(o.Cols, o.Rows)
-	defer cap.close()
+// startPane starts the agent in a pane, as corral run does, and follows
+// its output and corral's states for it.
+func (ss *session) startPane(ctx context.Context) error {
+	o := ss.o
+	ss.cap = newCapture(o.Cols, o.Rows)
+	ss.cap.ready = o.Profile.Ready
+	ss.closers = append(ss.closers, ss.cap.close)
 	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events, err := d.c.Stream(runCtx, "/v1/events?follow=1")
+	ss.ctx, ss.cancel = runCtx, cancel
+	ss.closers = append(ss.closers, cancel)
+	events, err := ss.d.c.Stream(runCtx, "/v1/events?follow=1")
 	if err != nil {
-		return nil, nil, fmt.Errorf("event stream: %w", err)
+		return fmt.Errorf("event stream: %w", err)
 	}
-	defer events.Close()
+	ss.closers = append(ss.closers, func() { events.Close() })
 	var pane api.Pane
-	if err := d.c.Do(ctx, "POST", "/v1/panes", api.RunRequest{Name: "verify", Command: command, Cwd: work,
-		Cols: o.Cols, Rows: o.Rows, Agent: p.Rules, Env: env}, &pane); err != nil {
-		return nil, nil, fmt.Errorf("start %s in a pane: %w", strings.Join(command, " "), err)
+	if err := ss.d.c.Do(ctx, "POST", "/v1/panes", api.RunRequest{Name: "verify", Command: ss.command, Cwd: ss.work,
+		Cols: o.Cols, Rows: o.Rows, Agent: o.Profile.Rules, Env: ss.env}, &pane); err != nil {
+		return fmt.Errorf("start %s in a pane: %w", strings.Join(ss.command, " "), err)
 	}
-	cap.t0 = time.Now()
-	ws, _, err := websocket.Dial(ctx, "ws://corral/v1/panes/"+url.PathEscape(pane.ID)+"/attach", &websocket.DialOptions{HTTPClient: d.c.HTTPClient()})
+	ss.pane = pane.ID
+	ss.cap.t0 = time.Now()
+	ws, _, err := websocket.Dial(ctx, "ws://corral/v1/panes/"+url.PathEscape(pane.ID)+"/attach", &websocket.DialOptions{HTTPClient: ss.d.c.HTTPClient()})
 	if err != nil {
-		return nil, nil, fmt.Errorf("attach: %w", err)
+		return fmt.Errorf("attach: %w", err)
 	}
-	defer ws.CloseNow()
+	ss.closers = append(ss.closers, func() { ws.CloseNow() })
 	ws.SetReadLimit(16 << 20)
+	cap := ss.cap
 	go func() {
 		for {
 			_, b, err := ws.Read(runCtx)
@@ -174,27 +239,30 @@ func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 			cap.change(Point{At: cap.since(ev.Time), State: combine.State(ev.State), Kind: ev.Kind, Source: ev.Source, Rule: ev.Rule, Message: ev.Message})
 		}
 	}()
+	return nil
+}
 
-	dr := &driver{o: o, d: d, pane: pane.ID, cap: cap, model: model, work: work}
-	runs, err := dr.drive(ctx, steps)
-	if err != nil {
-		return nil, nil, err
-	}
-	_ = d.c.Do(ctx, "GET", "/v1/panes/"+pane.ID, nil, &pane)
-	d.stop()
-	cancel()
+// finish ends the daemon and assembles the recording of the run.
+func (ss *session) finish(ctx context.Context, runs []StepRun) *Recording {
+	var pane api.Pane
+	_ = ss.d.c.Do(ctx, "GET", "/v1/panes/"+ss.pane, nil, &pane)
+	ss.d.stop()
+	ss.cancel()
 	time.Sleep(50 * time.Millisecond) // the readers' last lines
 
-	rec := cap.recording(p, command, runs, readHooks(hookLog, cap.t0))
+	p := ss.o.Profile
+	rec := ss.cap.recording(p, ss.command, runs, readHooks(ss.hookLog, ss.cap.t0))
 	rec.Integration = pane.Integration
-	rec.Version = agentVersion(command[0], p)
-	rec.Skipped = skipped
-	res := Judge(rec, o.Rules)
-	for i, s := range res.Steps {
-		rec.Steps[i].Right = s.Verdicts["live"].Right
-		res.Steps[i].Right = rec.Steps[i].Right
+	rec.Version = agentVersion(ss.command[0], p)
+	return rec
+}
+
+// close undoes what the session set up, newest first.
+func (ss *session) close() {
+	for i := len(ss.closers) - 1; i >= 0; i-- {
+		ss.closers[i]()
 	}
-	return res, rec, nil
+	ss.closers = nil
 }
 
 // startModel starts the scripted model server for an API (nil for none).

@@ -63,6 +63,13 @@ type Step struct {
 	Hold time.Duration
 	// Deadline bounds the wait for the state, from the action.
 	Deadline time.Duration
+	// At ends the step this long after its action, whatever the state,
+	// and judges it then (the next action must land at that moment of a
+	// turn).
+	At time.Duration
+	// Within: corral must read the wanted state this soon after the
+	// action is typed, or the step is wrong.
+	Within time.Duration
 }
 
 // Scenario is the default scenario. Each step's state differs from the
@@ -82,6 +89,11 @@ var Scenario = []Step{
 	{Name: "prose", Turn: mockmodel.StepProse, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
 	{Name: "slow", Turn: mockmodel.StepSlow, Arg: "6", Want: Want{State: combine.Working}, Hold: 2 * time.Second, Deadline: 60 * time.Second},
 	{Name: "slow-done", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	// An interrupt while the model is still answering, before any tool
+	// runs: the agent may report nothing and redraw its input box in a
+	// form no rule knows. Last, since some agents put the prompt back.
+	{Name: "early", Turn: mockmodel.StepStream, Arg: "8", Want: Want{State: combine.Working}, At: 800 * time.Millisecond, Deadline: 60 * time.Second},
+	{Name: "early-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Within: time.Second, Deadline: 30 * time.Second},
 }
 
 // text is what a step types for an agent that talks to the scripted

@@ -74,7 +74,7 @@ func TestSteps(t *testing.T) {
 	if got, want := strings.Join(names, " "), "startup shell shell-yes edit edit-yes deny deny-no prose slow slow-done"; got != want {
 		t.Fatalf("steps %q, want %q", got, want)
 	}
-	if got, want := strings.Join(skipped, " "), "question question-answer interrupt interrupt-esc"; got != want {
+	if got, want := strings.Join(skipped, " "), "question question-answer interrupt interrupt-esc early early-esc"; got != want {
 		t.Fatalf("skipped %q, want %q", got, want)
 	}
 	claude, _ := ProfileFor("claude-code", nil)
@@ -311,5 +311,41 @@ func TestStartModel(t *testing.T) {
 			t.Fatalf("%s: no server URL", p.Name)
 		}
 		m.Close()
+	}
+}
+
+// A step's fault makes it wrong live, whatever corral's state; the
+// replays judge the state alone.
+func TestJudgeFault(t *testing.T) {
+	rec := &Recording{Agent: "fake-agent", Rules: "claude-code", Cols: 80, Rows: 24, Cast: &replay.Recording{Cols: 80, Rows: 24},
+		Steps: []StepRun{{Name: "startup", Want: Want{State: combine.Idle}, End: 1, Fault: "corral read idle at 0.10s, before the agent's ready screen"}},
+		Live:  []LivePoint{{At: 0.1, State: "idle", Source: "screen"}}}
+	res := Judge(rec, ruleSet(t))
+	if res.Steps[0].Verdicts["live"].Right || !res.Steps[0].Verdicts["screen"].Right || res.OK() {
+		t.Fatalf("verdicts %+v", res.Steps[0].Verdicts)
+	}
+}
+
+// An interrupt must end working within the step's Within, counted from
+// the moment its keys were typed.
+func TestLate(t *testing.T) {
+	s := Step{Name: "early-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Within: time.Second}
+	for _, c := range []struct {
+		name  string
+		live  []Point
+		fault bool
+	}{
+		{"in time", []Point{{At: dur(10.5), State: combine.Idle}}, false},
+		{"late", []Point{{At: dur(10.2), State: combine.Working}, {At: dur(11.5), State: combine.Idle}}, true},
+		{"never", []Point{{At: dur(10.2), State: combine.Working}}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dr := &driver{cap: newCapture(80, 24)}
+			defer dr.cap.close()
+			dr.cap.live = c.live
+			if got := dr.late(s, dur(10)); (got != "") != c.fault {
+				t.Fatalf("late = %q, want fault %v", got, c.fault)
+			}
+		})
 	}
 }

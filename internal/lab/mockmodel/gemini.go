@@ -80,6 +80,7 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 	s.Requests.Add(1)
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	trace(r, body)
+	s.note(body)
 	var req geminiRequest
 	_ = json.Unmarshal(body, &req)
 	var part map[string]any
@@ -96,6 +97,9 @@ func (s *Server) handleGemini(w http.ResponseWriter, r *http.Request) {
 		t, first := s.next(text)
 		call, ok := s.geminiCall(t, &req)
 		switch {
+		case first && t.step == StepStream:
+			writeGeminiStream(w, r, streamOf(t.streamSeconds()))
+			return
 		case !first:
 			part = map[string]any{"text": "Done. The tool ran."}
 		case ok:
@@ -121,4 +125,25 @@ func writeGeminiPart(w http.ResponseWriter, r *http.Request, part map[string]any
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
+}
+
+// writeGeminiStream answers streamGenerateContent with a stream step's
+// pieces, one SSE event each; the last carries the finish reason.
+func writeGeminiStream(w http.ResponseWriter, r *http.Request, st Stream) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	i := 0
+	st.Play(r, func(piece string) {
+		i++
+		cand := map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": piece}}}, "index": 0}
+		if i == len(st.Pieces) {
+			cand["finishReason"] = "STOP"
+		}
+		b, _ := json.Marshal(map[string]any{"candidates": []any{cand},
+			"usageMetadata": map[string]int{"promptTokenCount": 10, "candidatesTokenCount": i, "totalTokenCount": 10 + i}})
+		fmt.Fprintf(w, "data: %s\r\n\r\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	})
 }

@@ -13,10 +13,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Server is a running mock model server.
@@ -30,8 +32,38 @@ type Server struct {
 	srv      *http.Server
 	ln       net.Listener
 
-	mu     sync.Mutex      // guards called
+	mu     sync.Mutex      // guards called and seen
 	called map[string]bool // turns already answered
+	seen   map[string]bool // step keywords with their text, as requests carried them
+}
+
+// keywordText is a step keyword with the rest of its line, as a request
+// body carries it (JSON-escaped).
+var keywordText = regexp.MustCompile(`corral:[^"\\]*`)
+
+// note remembers the step keywords a request carried.
+func (s *Server) note(body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	for _, m := range keywordText.FindAll(body, -1) {
+		s.seen[strings.TrimSpace(string(m))] = true
+	}
+}
+
+// Heard says whether a request has carried text typed as a turn
+// ("corral:shell"): the agent took the turn.
+func (s *Server) Heard(text string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.seen {
+		if strings.Contains(k, text) {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultSlow is how long a slow step's command sleeps unless its message
@@ -88,6 +120,61 @@ func (t turn) slowSeconds() int {
 		return n
 	}
 	return DefaultSlow
+}
+
+// DefaultStream is how long a stream step's answer takes unless its
+// message says ("corral:stream 20").
+const DefaultStream = 8
+
+// streamPieces is how many pieces a stream step's answer comes in per
+// second.
+const streamPieces = 5
+
+// Stream is a stream step's answer for seconds: its pieces and the pause
+// before each. A turn that is no stream step has one piece and no pause.
+type Stream struct {
+	Pieces []string
+	Pause  time.Duration
+}
+
+// streamOf is the answer of a stream step lasting seconds.
+func streamOf(seconds int) Stream {
+	n := seconds * streamPieces
+	st := Stream{Pause: time.Second / streamPieces}
+	for i := 1; i <= n; i++ {
+		p := fmt.Sprintf("word%d ", i)
+		if i%12 == 0 {
+			p = fmt.Sprintf("word%d.\n", i)
+		}
+		st.Pieces = append(st.Pieces, p)
+	}
+	return st
+}
+
+// Text is the whole answer.
+func (st Stream) Text() string { return strings.Join(st.Pieces, "") }
+
+// Play calls send with each piece after its pause; it stops early, and
+// says false, when the client has gone (an interrupted turn).
+func (st Stream) Play(r *http.Request, send func(piece string)) bool {
+	for _, p := range st.Pieces {
+		if st.Pause > 0 {
+			select {
+			case <-r.Context().Done():
+				return false
+			case <-time.After(st.Pause):
+			}
+		}
+		send(p)
+	}
+	return true
+}
+
+func (t turn) streamSeconds() int {
+	if n, err := strconv.Atoi(t.arg); err == nil && n > 0 && n <= 600 {
+		return n
+	}
+	return DefaultStream
 }
 
 func (t turn) editPath() string {
@@ -212,23 +299,31 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	trace(r, body)
+	s.note(body)
 	var req request
 	_ = json.Unmarshal(body, &req)
 	var blocks []map[string]any
 	stop := "end_turn"
 	var call toolCall
 	isCall, first := false, false
+	var stream *Stream
 	if len(req.Tools) > 0 {
 		var t turn
 		text := req.userTurn()
 		t, first = s.next(text)
 		call, isCall = s.claudeCall(t)
+		if first && t.step == StepStream {
+			st := streamOf(t.streamSeconds())
+			stream = &st
+		}
 	}
 	switch {
 	case len(req.Tools) == 0:
 		blocks = []map[string]any{{"type": "text", "text": "Mock title"}}
 	case !first:
 		blocks = []map[string]any{{"type": "text", "text": "Done. The tool ran."}}
+	case stream != nil:
+		blocks = []map[string]any{{"type": "text", "text": stream.Text()}}
 	case isCall:
 		input, _ := json.Marshal(call.input)
 		blocks = []map[string]any{{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", s.Requests.Load()), "name": call.name, "input": json.RawMessage(input)}}
@@ -258,6 +353,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		switch b["type"] {
 		case "text":
 			send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			if stream != nil {
+				if !stream.Play(r, func(p string) {
+					send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": p}})
+				}) {
+					return
+				}
+				break
+			}
 			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": b["text"]}})
 		case "tool_use":
 			send("content_block_start", map[string]any{"type": "content_block_start", "index": i,

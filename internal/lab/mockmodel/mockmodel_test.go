@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func post(t *testing.T, url, body string) string {
@@ -119,5 +120,47 @@ func TestGeminiSteps(t *testing.T) {
 	url := s.URL + "/v1beta/models/gemini-mock:streamGenerateContent?alt=sse"
 	if got := post(t, url, req(`{"text":"corral:question"}`, "run_shell_command")); strings.Contains(got, "ask_user") {
 		t.Fatalf("ask_user called though not offered:\n%s", got)
+	}
+}
+
+// A stream step's answer comes word by word over its seconds, on every
+// API.
+func TestStreamStep(t *testing.T) {
+	chat, err := StartChat("ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chat.Close()
+	claude, err := Start("ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claude.Close()
+	gemini, err := StartGemini("ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gemini.Close()
+	geminiBody := `{"contents":[{"role":"user","parts":[{"text":"corral:stream 1"}]}],"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}]}`
+	for _, c := range []struct{ name, url, body string }{
+		{"chat", chat.URL + "/v1/chat/completions", chatBody("corral:stream 1", "")},
+		{"anthropic", claude.URL + "/v1/messages", strings.Replace(anthropicRequest(`"corral:stream 1"`), `{`, `{"stream":true,`, 1)},
+		{"gemini", gemini.URL + "/v1beta/models/m:streamGenerateContent?alt=sse", geminiBody},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			got := post(t, c.url, c.body)
+			if d := time.Since(start); d < 800*time.Millisecond || d > 5*time.Second {
+				t.Errorf("the answer took %v, want about 1s", d)
+			}
+			if !strings.Contains(got, "word5") || strings.Count(got, "word") < 5 {
+				t.Errorf("answer does not stream word1…word5:\n%s", got)
+			}
+		})
+	}
+	for _, s := range []*Server{chat, claude, gemini} {
+		if !s.Heard("corral:stream") || s.Heard("corral:shell") {
+			t.Errorf("%s: Heard does not say which turns requests carried", s.URL)
+		}
 	}
 }

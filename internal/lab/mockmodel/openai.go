@@ -64,10 +64,21 @@ type oaiCall struct {
 	Args   string // JSON arguments, or the custom tool's input
 }
 
-// oaiTurn is what the model answers: text, or one tool call.
+// oaiTurn is what the model answers: text, or one tool call. A stream
+// step's text comes as its Stream's pieces.
 type oaiTurn struct {
-	Text string
-	Call *oaiCall
+	Text   string
+	Call   *oaiCall
+	Stream *Stream
+}
+
+// pieces is how a turn's text is streamed: a stream step's pieces, or
+// the text's words at once.
+func (t oaiTurn) pieces() Stream {
+	if t.Stream != nil {
+		return *t.Stream
+	}
+	return Stream{Pieces: words(t.Text)}
 }
 
 var (
@@ -131,6 +142,9 @@ func (s *Server) plan(tools []oaiTool, afterTool bool, user, all string) oaiTurn
 	id := fmt.Sprintf("call_mock_%d", n)
 	step := StepOf(user)
 	switch step {
+	case StepStream:
+		st := streamOf(s.turnOf(user).streamSeconds())
+		return oaiTurn{Text: st.Text(), Stream: &st}
 	case StepShell, StepSlow:
 		command := s.Command
 		if step == StepSlow {

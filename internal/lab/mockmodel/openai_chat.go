@@ -28,6 +28,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	s.Requests.Add(1)
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	trace(r, body)
+	s.note(body)
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/models"):
 		models(w)
@@ -100,8 +101,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0,
 			"function": map[string]any{"arguments": c.Args}}}}, nil, nil)
 	} else {
-		for _, piece := range words(turn.Text) {
-			chunk(map[string]any{"content": piece}, nil, nil)
+		if !turn.pieces().Play(r, func(piece string) { chunk(map[string]any{"content": piece}, nil, nil) }) {
+			return
 		}
 	}
 	chunk(map[string]any{}, finish, usage)

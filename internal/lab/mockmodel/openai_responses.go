@@ -26,6 +26,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	s.Requests.Add(1)
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	trace(r, body)
+	s.note(body)
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/models"):
 		models(w)
@@ -124,8 +125,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		send("response.output_item.added", map[string]any{"output_index": 0, "item": added})
 		send("response.content_part.added", map[string]any{"item_id": id, "output_index": 0, "content_index": 0,
 			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-		for _, piece := range words(turn.Text) {
+		if !turn.pieces().Play(r, func(piece string) {
 			send("response.output_text.delta", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "delta": piece})
+		}) {
+			return
 		}
 		send("response.output_text.done", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "text": turn.Text})
 		send("response.content_part.done", map[string]any{"item_id": id, "output_index": 0, "content_index": 0,

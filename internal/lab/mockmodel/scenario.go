@@ -14,10 +14,14 @@ const (
 	StepEdit     Step = "edit"     // one file write/edit tool call (which asks permission), then a text answer
 	StepQuestion Step = "question" // the agent's question tool where it has one (Claude Code: AskUserQuestion)
 	StepSlow     Step = "slow"     // a shell tool call that takes several seconds (sleep), then a text answer
+	// StepStream is a text answer the model streams slowly, word by word,
+	// over several seconds ("corral:stream 8"): a turn that can be
+	// interrupted while the model is still answering.
+	StepStream Step = "stream"
 )
 
 // Steps lists every step.
-var Steps = []Step{StepProse, StepShell, StepEdit, StepQuestion, StepSlow}
+var Steps = []Step{StepProse, StepShell, StepEdit, StepQuestion, StepSlow, StepStream}
 
 // StepOf returns the step named in text ("corral:shell"), or StepProse.
 func StepOf(text string) Step {
