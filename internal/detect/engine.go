@@ -158,9 +158,11 @@ type Engine struct {
 	// starting: the agent has not drawn its ready screen yet; readyAt is
 	// when the screen began to show it (zero while it does not), and
 	// reportedIdle says a report or hook said idle meanwhile.
-	starting     bool
-	readyAt      time.Time
-	reportedIdle bool
+	starting      bool
+	startFrom     time.Time // when the start, or the resumed start, began
+	startPrompted bool      // a prompt came while starting: resume after it
+	readyAt       time.Time
+	reportedIdle  bool
 	// classifiedAt is when the screen was last classified.
 	classifiedAt time.Time
 
@@ -198,7 +200,7 @@ func New(cfg Config) *Engine {
 		e.manifest = cfg.Rules.Generic()
 	}
 	if !cfg.Started.IsZero() && e.manifest.Name != rules.Generic {
-		e.starting = true
+		e.starting, e.startFrom = true, cfg.Started
 		e.cur = e.startingDecision()
 		e.since = cfg.Started
 	}
@@ -240,8 +242,12 @@ func (e *Engine) applyStarting(next *combine.Decision, in combine.Inputs, now ti
 		e.reportedIdle = true
 	}
 	switch {
-	case next.Source == combine.SourceProcess, next.State == combine.Blocked, next.State == combine.Error,
-		next.State == combine.Exited:
+	case next.State == combine.Blocked:
+		// A trust or login prompt: blocked at once; once answered, the
+		// agent is starting again (resumeStarting).
+		e.starting, e.startPrompted = false, true
+		return
+	case next.Source == combine.SourceProcess, next.State == combine.Error, next.State == combine.Exited:
 		e.starting = false
 		return
 	case in.Screen.State == combine.Idle:
@@ -269,7 +275,21 @@ func (e *Engine) applyStarting(next *combine.Decision, in combine.Inputs, now ti
 	*next = e.startingDecision()
 }
 
-func (e *Engine) startEnd() time.Time { return e.cfg.Started.Add(e.manifest.StartTimeout) }
+func (e *Engine) startEnd() time.Time { return e.startFrom.Add(e.manifest.StartTimeout) }
+
+// resumeStarting makes an agent whose startup prompt (a folder trust, a
+// login) was answered read starting again, from now: its input box is not
+// up yet.
+func (e *Engine) resumeStarting(next combine.Decision, now time.Time) {
+	if !e.startPrompted || e.starting || next.State == combine.Blocked {
+		return
+	}
+	e.startPrompted = false
+	if next.State == combine.Error || next.State == combine.Exited || next.Source == combine.SourceProcess {
+		return
+	}
+	e.starting, e.startFrom, e.readyAt = true, now, time.Time{}
+}
 
 // Close releases the terminal.
 func (e *Engine) Close() { e.term.Close() }
@@ -352,9 +372,8 @@ func (e *Engine) Deadline() (at time.Time, ok bool) {
 		}
 	}
 	more := []time.Time{}
-	if h := e.hook; h != nil && h.state == combine.Working && !e.interruptAt.IsZero() && e.interruptAt.After(h.at) &&
-		e.classifiedAt.Before(e.recheckAt()) {
-		more = append(more, e.recheckAt())
+	if h := e.hook; h != nil && e.interruptedHook(h) && e.classifiedAt.Before(e.recheckAt(h)) {
+		more = append(more, e.recheckAt(h))
 	}
 	if e.starting {
 		more = append(more, e.startEnd())
@@ -617,20 +636,35 @@ func hookOutlived(h *hookReport, screen combine.State, now time.Time) bool {
 }
 
 // interruptEnds reports whether an interrupt ended the turn a hook said
-// was working: an Esc or Ctrl-C typed after the report, and, the
+// was working: an Esc or Ctrl-C typed after the report (or just before
+// it: Claude Code reports a submit that an Esc already stopped), and, the
 // manifest's idle_confirm later, a screen that shows neither work nor a
 // prompt. An agent stopped mid-answer may report nothing and redraw its
 // input box in a form no rule knows (Claude Code puts the prompt back and
 // drops its footer's hints).
 func (e *Engine) interruptEnds(h *hookReport, screen combine.State, now time.Time) bool {
-	return h.state == combine.Working && !e.interruptAt.IsZero() && e.interruptAt.After(h.at) &&
-		screen != combine.Working && screen != combine.Blocked && !now.Before(e.recheckAt())
+	return e.interruptedHook(h) && screen != combine.Working && screen != combine.Blocked && !now.Before(e.recheckAt(h))
+}
+
+// interruptedHook says whether an interrupt was typed after, or just
+// before, a hook's working.
+func (e *Engine) interruptedHook(h *hookReport) bool {
+	return h.state == combine.Working && !e.interruptAt.IsZero() && e.interruptAt.After(h.at.Add(-interruptLead))
 }
 
 // recheckAt is when the state is looked at again after an interrupt.
-func (e *Engine) recheckAt() time.Time {
-	return e.interruptAt.Add(max(e.manifest.IdleConfirm, minRecheck))
+func (e *Engine) recheckAt(h *hookReport) time.Time {
+	from := e.interruptAt
+	if h.at.After(from) {
+		from = h.at
+	}
+	return from.Add(max(e.manifest.IdleConfirm, minRecheck))
 }
+
+// interruptLead is how long before a hook's working an interrupt still
+// ends that turn (an Esc 0.26 s before Claude Code's UserPromptSubmit
+// hook was seen live).
+const interruptLead = 1500 * time.Millisecond
 
 // minRecheck is the least wait after an interrupt before a hook's working
 // gives way: the agent's own redraw comes first.
@@ -694,6 +728,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 	}
 	in.Process = e.process
 	next := combine.Decide(in)
+	e.resumeStarting(next, now)
 	if e.starting {
 		e.applyStarting(&next, in, now)
 	}

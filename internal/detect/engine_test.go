@@ -621,11 +621,17 @@ func TestStartingPhase(t *testing.T) {
 		t.Fatalf("the first turn: %s", got)
 	}
 
-	// A trust prompt while starting is blocked at once.
-	e = newStartingToy(t, "")
+	// A trust prompt while starting is blocked at once; answered, the
+	// agent is starting again until its ready screen has stayed.
+	e = newStartingToy(t, "ready_settle = \"500ms\"\n")
 	e.Feed(at(100), []byte("Allow this folder?"))
 	if got := states(tickUntil(e, at(300))); got != "blocked@120ms" {
 		t.Fatalf("a prompt while starting: %s", got)
+	}
+	e.Feed(at(1000), []byte("\r\x1b[K? for shortcuts"))
+	cs = tickUntil(e, at(3000))
+	if got := states(cs); got != "working@1.02s,idle@1.52s" || cs[0].Decision.Kind != KindStarting {
+		t.Fatalf("after the startup prompt: %+v", cs)
 	}
 
 	// Never ready: an error after start_timeout; idle if it said so.
@@ -693,5 +699,27 @@ func TestDoneWithBackgroundWork(t *testing.T) {
 	cs := append(e.Feed(at(1000), []byte("\x1b]7501;state=working:id=bg1\a\x1b]7501;state=done\a")), tickUntil(e, at(2000))...)
 	if len(cs) != 1 || cs[0].Decision.State != combine.Done || cs[0].Decision.Message != "done; 1 background task still running" {
 		t.Fatalf("a turn ended with a background task: %+v", cs)
+	}
+}
+
+// An Esc typed just before the hook's working (the agent reported a submit
+// the Esc had already stopped) ends that turn too; one typed long before
+// does not.
+func TestInterruptJustBeforeTheHook(t *testing.T) {
+	for _, c := range []struct {
+		esc  int
+		want string
+	}{
+		{700, "idle@1.6s"},
+		{-2000, ""},
+	} {
+		e, _ := newToy(t)
+		e.NoteInterrupt(at(c.esc))
+		e.ApplyHook(at(1000), hook(combine.Working, "", ""))
+		e.Feed(at(1050), []byte("\r\x1b[K> fix the bug"))
+		tickUntil(e, at(1200))
+		if got := states(tickUntil(e, at(4000))); got != c.want {
+			t.Errorf("Esc at %d ms, hook at 1 s: %q, want %q", c.esc, got, c.want)
+		}
 	}
 }
