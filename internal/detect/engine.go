@@ -199,12 +199,23 @@ func New(cfg Config) *Engine {
 	if e.manifest == nil {
 		e.manifest = cfg.Rules.Generic()
 	}
-	if !cfg.Started.IsZero() && e.manifest.Name != rules.Generic {
+	// Only an agent whose manifest knows its ready screen has a starting
+	// phase: without an idle rule it could never end but in error.
+	if !cfg.Started.IsZero() && e.manifest.Name != rules.Generic && hasIdleRule(e.manifest) {
 		e.starting, e.startFrom = true, cfg.Started
 		e.cur = e.startingDecision()
 		e.since = cfg.Started
 	}
 	return e
+}
+
+func hasIdleRule(m *rules.Manifest) bool {
+	for _, r := range m.Rules {
+		if r.State == rules.Idle {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Engine) startingDecision() combine.Decision {
