@@ -55,10 +55,18 @@ type auth struct {
 
 	mu   sync.Mutex
 	file authFile
+	// barred are the hosts refused for a while (over their quota): until
+	// when, and why.
+	barred map[string]bar
 
 	refused atomic.Int64
 	lastWhy atomic.Pointer[string]
 	logf    func(string, ...any)
+}
+
+type bar struct {
+	until time.Time
+	why   string
 }
 
 func secret() string {
@@ -74,7 +82,7 @@ func hashOf(s string) string {
 
 // loadAuth reads (or creates) the hub's credentials.
 func loadAuth(dir string, logf func(string, ...any)) (*auth, error) {
-	a := &auth{path: filepath.Join(dir, "hub.json"), logf: logf}
+	a := &auth{path: filepath.Join(dir, "hub.json"), logf: logf, barred: map[string]bar{}}
 	b, err := safefile.ReadOwned(a.path, safefile.StateMax)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -122,6 +130,7 @@ func (a *auth) invite(name string, control bool, ttl time.Duration) (string, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	delete(a.barred, name) // a new credential is a fresh start
 	kept := a.file.Hosts[:0]
 	for _, h := range a.file.Hosts {
 		if h.Name != name {
@@ -162,6 +171,29 @@ func (a *auth) revoke(name string) error {
 	}
 	a.file.Hosts = kept
 	return a.saveLocked()
+}
+
+// bar refuses a host's connections until a time.
+func (a *auth) bar(name string, until time.Time, why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for n, b := range a.barred {
+		if time.Now().After(b.until) {
+			delete(a.barred, n)
+		}
+	}
+	a.barred[name] = bar{until, why}
+}
+
+// barredNow says why a host is refused for now ("" when it is not).
+func (a *auth) barredNow(name string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, ok := a.barred[name]
+	if !ok || time.Now().After(b.until) {
+		return ""
+	}
+	return fmt.Sprintf("host %s is refused until %s: %s", name, b.until.Format(time.TimeOnly), b.why)
 }
 
 func (a *auth) credential(name string) (Credential, bool) {
@@ -207,6 +239,9 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 		if _, ok := a.credential(name); ok {
 			return a.refuse(fmt.Sprintf("host %s has its own credential; the fleet token cannot take its name", name))
 		}
+		if why := a.barredNow(name); why != "" {
+			return a.refuse(why)
+		}
 		p := Permissions(name, true)
 		p.Publish.Allow = append(p.Publish.Allow, subjEnroll+name)
 		c.RegisterUser(&server.User{Username: name, Permissions: p})
@@ -227,6 +262,9 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 		}
 		if named && name != host {
 			return a.refuse(fmt.Sprintf("host %s's credential used under the name %s", host, name))
+		}
+		if why := a.barredNow(host); why != "" {
+			return a.refuse(why)
 		}
 		u := &server.User{Username: host, Permissions: Permissions(host, cred.Control)}
 		if !cred.Expires.IsZero() {

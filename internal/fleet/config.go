@@ -48,8 +48,30 @@ const (
 	// before its reports are refused.
 	MaxClockSkew = 30 * time.Second
 	// MaxMessage bounds every message in the fleet (the server refuses
-	// bigger ones).
+	// bigger ones): commands and their answers, jobs and their output.
 	MaxMessage = 1 << 20
+)
+
+// What one host may keep in the fleet's store. The server refuses a pane
+// record, heartbeat or event over its bound, and keeps only a host's last
+// MaxHostEvents events. The hub holds each host to its pane quota: a host
+// over it is disconnected, refused for QuotaPenalty, and its records are
+// removed. A member keeps itself within three quarters of the quota.
+const (
+	// MaxRecord bounds one pane record (a pane's state is a few KB).
+	MaxRecord = 64 << 10
+	// MaxEvent bounds one event in the fleet's stream.
+	MaxEvent = 4 << 10
+	// MaxHostRecords and MaxHostBytes bound what a host keeps in the pane
+	// bucket, the markers of its removed panes included.
+	MaxHostRecords = 1000
+	MaxHostBytes   = 8 << 20
+	// MaxHostEvents is how many of a host's events the stream keeps.
+	MaxHostEvents = 10000
+	// QuotaPenalty is how long a host over its quota is refused.
+	QuotaPenalty = time.Minute
+
+	maxHeartbeat = 4 << 10
 )
 
 // Config is the fleet part of a daemon's state folder: fleet/config.json.

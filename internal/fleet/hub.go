@@ -45,6 +45,8 @@ type Hub struct {
 	fingerprint string
 	tls         bool
 	dir         string
+	keeper      *keeper
+	logf        func(string, ...any)
 }
 
 // IsLoopback says whether a listen address stays on this machine.
@@ -85,13 +87,21 @@ func StartHub(o HubOptions) (*Hub, error) {
 		JetStream: true, StoreDir: filepath.Join(o.Dir, "jetstream"),
 		JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
 		MaxPayload: MaxMessage, MaxPending: 64 << 20,
+		// What a stream takes in before it stores it: a host flooding the
+		// pane bucket gets this much in on top of its quota before it is
+		// cut off (the default, 128 MiB, held a flood in the hub's memory
+		// and store long after its sender was gone).
+		StreamMaxBufferedMsgs: 20000, StreamMaxBufferedSize: 16 << 20,
 		CustomClientAuthentication: a,
 		NoSigs:                     true, NoLog: true,
 		PingInterval: 2 * time.Second, MaxPingsOut: 2,
 		DisableJetStreamBanner: true,
 		HTTPPort:               0,
 	}
-	h := &Hub{auth: a, dir: o.Dir}
+	h := &Hub{auth: a, dir: o.Dir, logf: o.Logf}
+	if h.logf == nil {
+		h.logf = func(string, ...any) {}
+	}
 	if o.TLS || !IsLoopback(o.Listen) {
 		cfg, fp, err := serverTLS(o.Dir, host)
 		if err != nil {
@@ -132,6 +142,10 @@ func StartHub(o HubOptions) (*Hub, error) {
 		return nil, fmt.Errorf("fleet hub: the NATS server did not start listening on %s within 10s (is the port taken?)", o.Listen)
 	}
 	h.srv = srv
+	if err := startKeeper(h); err != nil {
+		srv.Shutdown()
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -185,26 +199,42 @@ func (h *Hub) Invite(name string, control bool, ttl time.Duration) (string, erro
 // token; a host that has one already is refused.
 func (h *Hub) Enroll(name string) (string, error) { return h.auth.enroll(name) }
 
-// Revoke forgets a host's credential and disconnects it.
+// Revoke forgets a host's credential, disconnects it, and removes its
+// records from the fleet: its panes, heartbeat, events, job output and
+// queued jobs.
 func (h *Hub) Revoke(name string) error {
 	if err := h.auth.revoke(name); err != nil {
 		return err
 	}
 	h.kick(name)
+	if err := h.forget(name, true); err != nil {
+		return fmt.Errorf("host %s is revoked and disconnected, but not all its records could be removed from the fleet: %w", name, err)
+	}
 	return nil
 }
 
 // kick disconnects the connections authorized as user.
 func (h *Hub) kick(user string) {
-	cz, err := h.srv.Connz(&server.ConnzOptions{Username: true, Limit: 100000})
-	if err != nil {
-		return
+	for _, cid := range h.conns(user) {
+		_ = h.srv.DisconnectClientByID(cid)
 	}
+}
+
+// connected says whether a host has a connection.
+func (h *Hub) connected(user string) bool { return len(h.conns(user)) > 0 }
+
+func (h *Hub) conns(user string) []uint64 {
+	cz, err := h.srv.Connz(&server.ConnzOptions{Username: true, User: user, Limit: 100000})
+	if err != nil {
+		return nil
+	}
+	var ids []uint64
 	for _, c := range cz.Conns {
 		if c.AuthorizedUser == user {
-			_ = h.srv.DisconnectClientByID(c.Cid)
+			ids = append(ids, c.Cid)
 		}
 	}
+	return ids
 }
 
 // Server is the embedded NATS server (for tests and measurements).
@@ -212,6 +242,7 @@ func (h *Hub) Server() *server.Server { return h.srv }
 
 // Close stops the server.
 func (h *Hub) Close() {
+	h.keeper.stop()
 	h.srv.Shutdown()
 	h.srv.WaitForShutdown()
 }

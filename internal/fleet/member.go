@@ -130,7 +130,8 @@ type Member struct {
 
 	mu       sync.Mutex
 	dirty    map[string]bool
-	known    map[string]bool  // panes in the bucket
+	known    map[string]int   // panes in the bucket: the size of each one's record
+	stored   int              // their sum
 	queue    []eventlog.Event // events not yet in the stream
 	lastSeq  uint64           // the last local event seen
 	wake     chan struct{}
@@ -144,7 +145,8 @@ type Member struct {
 	// Counters.
 	refusedOut atomic.Int64 // our own messages the server refused
 	badIn      atomic.Int64 // malformed or refused messages we received
-	dropped    atomic.Int64 // events dropped from a full queue
+	dropped    atomic.Int64 // events dropped from a full queue, or too big
+	overQuota  atomic.Bool  // some panes are not in the fleet: the host's quota is full
 	published  atomic.Int64
 	jobs       atomic.Int32
 	paneCount  atomic.Int64
@@ -170,7 +172,7 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	if o.Replicas <= 0 {
 		o.Replicas = 1
 	}
-	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]bool{}, wake: make(chan struct{}, 1), evWake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
+	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]int{}, wake: make(chan struct{}, 1), evWake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	opts := []nats.Option{
 		nats.Name(clientNamePrefix + o.Name), nats.CustomInboxPrefix(InboxPrefix(o.Name)),
@@ -333,20 +335,42 @@ func (m *Member) setup(ctx context.Context) error {
 	return nil
 }
 
-// EnsureStreams makes the fleet's buckets and streams.
+// Each stream's share of the hub's store (JetStreamMaxStore, 1 GiB). The
+// server reserves a stream's MaxBytes when it makes the stream, so their
+// sum stays within the store: one stream filling up never stops writes
+// to another (a full store once stopped every heartbeat).
+const (
+	panesBytes  = 128 << 20
+	hostsBytes  = 8 << 20
+	eventsBytes = 256 << 20
+	jobsBytes   = 64 << 20
+	outputBytes = 256 << 20
+)
+
+func bucketConfigs(replicas int) []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{Bucket: PanesBucket, History: 1, Replicas: replicas, Storage: jetstream.FileStorage, MaxValueSize: MaxRecord, MaxBytes: panesBytes},
+		{Bucket: HostsBucket, History: 1, Replicas: replicas, Storage: jetstream.FileStorage, MaxValueSize: maxHeartbeat, MaxBytes: hostsBytes},
+	}
+}
+
+// EnsureStreams makes the fleet's buckets and streams, or brings their
+// limits up to date.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	for _, b := range []string{PanesBucket, HostsBucket} {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, History: 1, Replicas: replicas,
-			MaxValueSize: MaxMessage, Storage: jetstream.FileStorage}); err != nil {
-			return fmt.Errorf("fleet bucket %s: %w", b, err)
+	for _, b := range bucketConfigs(replicas) {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, b); err != nil {
+			return fmt.Errorf("fleet bucket %s: %w", b.Bucket, err)
 		}
 	}
 	for _, c := range []jetstream.StreamConfig{
-		{Name: EventsStream, Subjects: []string{subjEvents + "*"}, MaxAge: 7 * 24 * time.Hour, MaxBytes: 256 << 20,
-			Duplicates: 2 * time.Minute, Replicas: replicas, MaxMsgSize: MaxMessage},
+		// The stream keeps each host's last MaxHostEvents events: a host
+		// sending more pushes out only its own.
+		{Name: EventsStream, Subjects: []string{subjEvents + "*"}, MaxAge: 7 * 24 * time.Hour, MaxBytes: eventsBytes,
+			MaxMsgsPerSubject: MaxHostEvents, Duplicates: 2 * time.Minute, Replicas: replicas, MaxMsgSize: MaxEvent},
+		// A full queue refuses new jobs rather than dropping queued ones.
 		{Name: JobsStream, Subjects: []string{"corral.jobs.>"}, Retention: jetstream.WorkQueuePolicy, MaxAge: 24 * time.Hour,
-			Replicas: replicas, MaxMsgSize: MaxMessage},
-		{Name: OutputStream, Subjects: []string{subjJobOut + ">"}, MaxAge: time.Hour, MaxBytes: 256 << 20,
+			MaxBytes: jobsBytes, Discard: jetstream.DiscardNew, Replicas: replicas, MaxMsgSize: MaxMessage},
+		{Name: OutputStream, Subjects: []string{subjJobOut + ">"}, MaxAge: time.Hour, MaxBytes: outputBytes,
 			Duplicates: time.Minute, Replicas: replicas, MaxMsgSize: MaxMessage},
 	} {
 		if _, err := js.CreateOrUpdateStream(ctx, c); err != nil {
@@ -539,11 +563,11 @@ func (m *Member) syncPanes(ids map[string]bool) []string {
 			}
 			continue
 		}
-		b, err := json.Marshal(PaneRecord{Host: m.o.Name, Pane: p, Sent: time.Now().UTC()})
-		if err != nil {
+		msg := nats.NewMsg("$KV." + PanesBucket + "." + m.key(id))
+		b, ok := m.record(p, msg.Subject)
+		if !ok {
 			continue
 		}
-		msg := nats.NewMsg("$KV." + PanesBucket + "." + m.key(id))
 		msg.Data = b
 		f, err := m.js.PublishMsgAsync(msg)
 		if err != nil {
@@ -557,9 +581,6 @@ func (m *Member) syncPanes(ids map[string]bool) []string {
 	for _, w := range wait {
 		select {
 		case <-w.f.Ok():
-			m.mu.Lock()
-			m.known[w.id] = true
-			m.mu.Unlock()
 		case <-w.f.Err():
 			failed = append(failed, w.id)
 		case <-timeout.C:
@@ -579,6 +600,7 @@ func (m *Member) syncPane(id string) error {
 		err := m.panes.Delete(ctx, m.key(id))
 		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
 			m.mu.Lock()
+			m.stored -= m.known[id]
 			delete(m.known, id)
 			m.mu.Unlock()
 			return nil
@@ -589,17 +611,35 @@ func (m *Member) syncPane(id string) error {
 }
 
 func (m *Member) putPane(ctx context.Context, p api.Pane) error {
-	b, err := json.Marshal(PaneRecord{Host: m.o.Name, Pane: p, Sent: time.Now().UTC()})
+	b, ok := m.record(p, "$KV."+PanesBucket+"."+m.key(p.ID))
+	if !ok {
+		return nil
+	}
+	_, err := m.panes.Put(ctx, m.key(p.ID), b)
+	return err
+}
+
+// record encodes a pane's record for the bucket and books its room in
+// the host's quota; false when it has none (the pane stays out of the
+// fleet, or keeps its last state there) or cannot be encoded.
+func (m *Member) record(p api.Pane, subject string) ([]byte, bool) {
+	b, err := fitPane(PaneRecord{Host: m.o.Name, Pane: p, Sent: time.Now().UTC()})
 	if err != nil {
-		return err
+		m.setErr(err)
+		return nil, false
 	}
-	if _, err = m.panes.Put(ctx, m.key(p.ID), b); err != nil {
-		return err
-	}
+	size := storedSize(subject, len(b))
 	m.mu.Lock()
-	m.known[p.ID] = true
+	old, had := m.known[p.ID]
+	room := (had || len(m.known) < hostPanes) && m.stored-old+size <= hostBytes
+	if room {
+		m.known[p.ID], m.stored = size, m.stored-old+size
+	}
 	m.mu.Unlock()
-	return nil
+	if !room && !m.overQuota.Swap(true) {
+		m.setErr(fmt.Errorf("this host's panes fill its quota in the fleet (%d panes, %d MiB); the others are not shown there", hostPanes, hostBytes>>20))
+	}
+	return b, room
 }
 
 // syncAll writes every pane and deletes the host's keys of panes gone.
@@ -628,6 +668,15 @@ func (m *Member) syncAll() error {
 			return err
 		}
 	}
+	// Panes gone while their removal went unseen give their room back.
+	m.mu.Lock()
+	for id, size := range m.known {
+		if !have[m.key(id)] {
+			delete(m.known, id)
+			m.stored -= size
+		}
+	}
+	m.mu.Unlock()
 	return nil
 }
 
@@ -675,8 +724,10 @@ func (m *Member) publishPending() {
 		}
 		ev := m.queue[0]
 		m.mu.Unlock()
-		b, err := json.Marshal(Event{Host: m.o.Name, Event: ev})
+		b, err := fitEvent(Event{Host: m.o.Name, Event: ev})
 		if err != nil {
+			m.setErr(err)
+			m.dropped.Add(1)
 			m.dropQueued(ev.Seq)
 			continue
 		}
@@ -740,13 +791,15 @@ func (m *Member) scanLoop() {
 		m.mu.Lock()
 		fresh := false
 		for _, p := range panes {
-			if !m.known[p.ID] {
+			if _, ok := m.known[p.ID]; !ok {
 				m.dirty[p.ID], fresh = true, true
 			}
 		}
 		m.mu.Unlock()
 		if fresh {
 			m.poke()
+		} else {
+			m.overQuota.Store(false)
 		}
 		select {
 		case <-m.ctx.Done():

@@ -14,11 +14,18 @@ import (
 	"github.com/corral-dev/corral/internal/eventlog"
 )
 
-// view is what a member knows of every host, from the buckets.
+// view is what a member knows of every host, from the buckets. It takes
+// at most MaxHostRecords records of at most MaxRecord bytes from a host:
+// a bigger or malformed record is skipped and counted, unread.
 type view struct {
 	mu    sync.Mutex
-	panes map[string]PaneRecord
+	panes map[string]paneSeen
 	hosts map[string]*hostSeen
+	// count is each host's records here; gone is when a host's heartbeat
+	// was removed (the host left or was revoked): its records written
+	// before then are forgotten, and not taken again.
+	count map[string]int
+	gone  map[string]time.Time
 	bad   atomic.Int64
 	// panesAlive is when this host's alive key last came back through
 	// the pane watcher.
@@ -29,6 +36,11 @@ type view struct {
 // pane bucket, proving that its pane watcher still delivers.
 const aliveKey = "_alive"
 
+type paneSeen struct {
+	rec     PaneRecord
+	created time.Time // the record's time in the bucket
+}
+
 type hostSeen struct {
 	hb      Heartbeat
 	seen    time.Time // here, when its last heartbeat came
@@ -36,14 +48,14 @@ type hostSeen struct {
 }
 
 func newView() *view {
-	return &view{panes: map[string]PaneRecord{}, hosts: map[string]*hostSeen{}}
+	return &view{panes: map[string]paneSeen{}, hosts: map[string]*hostSeen{}, count: map[string]int{}, gone: map[string]time.Time{}}
 }
 
 func (v *view) panesList() []PaneRecord {
 	v.mu.Lock()
 	out := make([]PaneRecord, 0, len(v.panes))
 	for _, p := range v.panes {
-		out = append(out, p)
+		out = append(out, p.rec)
 	}
 	v.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
@@ -58,21 +70,17 @@ func (v *view) panesList() []PaneRecord {
 func (v *view) hostsList() []HostStatus {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	count := map[string]int{}
-	for _, p := range v.panes {
-		count[p.Host]++
-	}
 	out := []HostStatus{}
 	for name, h := range v.hosts {
-		s := HostStatus{Host: name, Panes: count[name], Jobs: h.hb.Jobs, Version: h.hb.Version, MaxJobs: h.hb.MaxJobs, Problem: h.problem}
+		s := HostStatus{Host: name, Panes: v.count[name], Jobs: h.hb.Jobs, Version: h.hb.Version, MaxJobs: h.hb.MaxJobs, Problem: h.problem}
 		if !h.seen.IsZero() {
 			s.LastSeen = h.seen.UTC().Format(eventlog.TimeFormat)
 			s.Reachable = time.Since(h.seen) < Unreachable && h.problem == ""
 		}
 		out = append(out, s)
 	}
-	for name, n := range count {
-		if _, ok := v.hosts[name]; !ok {
+	for name, n := range v.count {
+		if _, ok := v.hosts[name]; !ok && n > 0 {
 			out = append(out, HostStatus{Host: name, Panes: n, Problem: "never sent a heartbeat"})
 		}
 	}
@@ -84,6 +92,42 @@ func (v *view) hostsList() []HostStatus {
 func skewed(sent, server time.Time) bool {
 	d := sent.Sub(server)
 	return d > MaxClockSkew || d < -MaxClockSkew
+}
+
+// put keeps a record (the view's lock held); false when its host has
+// its quota of records here already.
+func (v *view) put(key string, p paneSeen) bool {
+	if _, ok := v.panes[key]; !ok {
+		if v.count[p.rec.Host] >= MaxHostRecords {
+			return false
+		}
+		v.count[p.rec.Host]++
+	}
+	v.panes[key] = p
+	return true
+}
+
+// drop forgets a record (the view's lock held).
+func (v *view) drop(key string) (PaneRecord, bool) {
+	p, ok := v.panes[key]
+	if !ok {
+		return PaneRecord{}, false
+	}
+	delete(v.panes, key)
+	if v.count[p.rec.Host]--; v.count[p.rec.Host] <= 0 {
+		delete(v.count, p.rec.Host)
+	}
+	return p.rec, true
+}
+
+// paneRecord reads a pane record; false when it is too big, malformed,
+// or not the host's own.
+func paneRecord(e jetstream.KeyValueEntry, host string) (PaneRecord, bool) {
+	var rec PaneRecord
+	if len(e.Value()) > MaxRecord || json.Unmarshal(e.Value(), &rec) != nil || rec.Host != host || e.Key() != rec.Host+"."+rec.ID {
+		return rec, false
+	}
+	return rec, true
 }
 
 func (m *Member) watchPanes() {
@@ -99,18 +143,14 @@ func (m *Member) watchPanes() {
 			return
 		}
 		if e.Operation() != jetstream.KeyValuePut {
-			v.mu.Lock()
-			old, ok := v.panes[e.Key()]
-			delete(v.panes, e.Key())
-			v.mu.Unlock()
-			if ok && m.o.OnPane != nil {
-				m.o.OnPane(old, true)
-			}
+			m.dropPane(e.Key())
 			return
 		}
-		var rec PaneRecord
-		if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.Host != host || e.Key() != rec.Host+"."+rec.ID {
+		rec, ok := paneRecord(e, host)
+		if !ok {
+			// What the key holds is no record: its last state goes too.
 			v.bad.Add(1)
+			m.dropPane(e.Key())
 			return
 		}
 		if skewed(rec.Sent, e.Created()) {
@@ -118,8 +158,16 @@ func (m *Member) watchPanes() {
 			return
 		}
 		v.mu.Lock()
-		v.panes[e.Key()] = rec
+		if gone, ok := v.gone[host]; ok && !e.Created().After(gone) {
+			v.mu.Unlock()
+			return
+		}
+		ok = v.put(e.Key(), paneSeen{rec, e.Created()})
 		v.mu.Unlock()
+		if !ok {
+			v.bad.Add(1)
+			return
+		}
 		if m.o.OnPane != nil {
 			m.o.OnPane(rec, false)
 		}
@@ -127,10 +175,11 @@ func (m *Member) watchPanes() {
 		v := m.view
 		var gone []PaneRecord
 		v.mu.Lock()
-		for k, rec := range v.panes {
+		for k := range v.panes {
 			if !keys[k] {
-				delete(v.panes, k)
-				gone = append(gone, rec)
+				if rec, ok := v.drop(k); ok {
+					gone = append(gone, rec)
+				}
 			}
 		}
 		v.mu.Unlock()
@@ -142,20 +191,46 @@ func (m *Member) watchPanes() {
 	})
 }
 
+func (m *Member) dropPane(key string) {
+	m.view.mu.Lock()
+	old, ok := m.view.drop(key)
+	m.view.mu.Unlock()
+	if ok && m.o.OnPane != nil {
+		m.o.OnPane(old, true)
+	}
+}
+
 func (m *Member) watchHosts() {
 	m.watch(m.hosts, func(e jetstream.KeyValueEntry) {
 		v := m.view
-		v.mu.Lock()
-		defer v.mu.Unlock()
 		if e.Operation() != jetstream.KeyValuePut {
+			// The host left, or was revoked: its records go too (the
+			// hub removes them from the bucket without a marker each).
+			var gone []PaneRecord
+			v.mu.Lock()
 			delete(v.hosts, e.Key())
+			v.gone[e.Key()] = e.Created()
+			for k, p := range v.panes {
+				if p.rec.Host == e.Key() && !p.created.After(e.Created()) {
+					v.drop(k)
+					gone = append(gone, p.rec)
+				}
+			}
+			v.mu.Unlock()
+			for _, rec := range gone {
+				if m.o.OnPane != nil {
+					m.o.OnPane(rec, true)
+				}
+			}
 			return
 		}
 		var hb Heartbeat
-		if err := json.Unmarshal(e.Value(), &hb); err != nil || hb.Host != e.Key() {
+		if len(e.Value()) > maxHeartbeat || json.Unmarshal(e.Value(), &hb) != nil || hb.Host != e.Key() {
 			v.bad.Add(1)
 			return
 		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
 		h := v.hosts[e.Key()]
 		if h == nil {
 			h = &hostSeen{}
