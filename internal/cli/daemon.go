@@ -16,6 +16,11 @@ const (
 	exitRefused = 3   // send while blocked, answer while not blocked
 	exitEnded   = 4   // wait: a pane exited, and exited was not a state waited for
 	exitTimeout = 124 // wait timed out
+	// A command for another host of the fleet: the hub or the host cannot
+	// be reached (sysexits' EX_UNAVAILABLE), or this host may not command
+	// it (EX_NOPERM).
+	exitUnavailable = 69
+	exitNoPerm      = 77
 )
 
 // connect returns a client, starting the daemon if none answers.
@@ -52,6 +57,10 @@ func apiError(err error) error {
 			return &exitError{code: exitRefused, err: ce}
 		case "starting":
 			return &exitError{code: exitTimeout, err: ce}
+		case "hub_unreachable", "host_unreachable", "unreachable":
+			return &exitError{code: exitUnavailable, err: ce}
+		case "not_permitted":
+			return &exitError{code: exitNoPerm, err: ce}
 		}
 		return ce
 	}

@@ -32,6 +32,18 @@ var remotePaths = regexp.MustCompile(`^(GET /v1/panes(/[^/?]+(/screen)?)?|POST /
 // ErrNoHost means no daemon of that name answers in the fleet.
 var ErrNoHost = errors.New("no such host answers in the fleet")
 
+// Why a command to another host was not carried out, said at once rather
+// than after a timeout.
+var (
+	ErrHubUnreachable  = errors.New("the fleet's hub is unreachable")
+	ErrHostUnreachable = errors.New("the host is unreachable")
+	ErrNotPermitted    = errors.New("not permitted")
+)
+
+// cmdRefusalWait bounds the wait for the server's word that a command was
+// refused (it comes asynchronously, as a permissions violation).
+const cmdRefusalWait = 10 * time.Second
+
 // Request sends an API request to a host's daemon and returns its status
 // and body.
 func (m *Member) Request(ctx context.Context, host, method, path string, body []byte) (int, []byte, error) {
@@ -41,23 +53,62 @@ func (m *Member) Request(ctx context.Context, host, method, path string, body []
 	if !remotePaths.MatchString(method + " " + path) {
 		return 0, nil, fmt.Errorf("%s %s cannot be sent to another host; run it there", method, path)
 	}
+	if since := m.downSince.Load(); since != 0 || !m.nc.IsConnected() {
+		at := time.Now()
+		if since != 0 {
+			at = time.Unix(0, since)
+		}
+		return 0, nil, fmt.Errorf("%w (since %s, %v ago); this host keeps trying to reach it; corral fleet status says more",
+			ErrHubUnreachable, at.Format(time.TimeOnly), time.Since(at).Round(time.Second))
+	}
+	if h, ok := m.view.host(host); ok && !h.seen.IsZero() && time.Since(h.seen) >= Unreachable {
+		return 0, nil, fmt.Errorf("%w: %s, last heard from %v ago (at %s); it is down, or cut off from the hub",
+			ErrHostUnreachable, host, time.Since(h.seen).Round(time.Second), h.seen.Format(time.TimeOnly))
+	}
 	msg := nats.NewMsg(subjCmd + host)
 	msg.Header.Set(hdrMethod, method)
 	msg.Header.Set(hdrPath, path)
 	msg.Data = body
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, cmdRefusalWait)
 		defer cancel()
 	}
-	resp, err := m.nc.RequestMsgWithContext(ctx, msg)
+	refused := m.cmdRefused.Load()
+	type answer struct {
+		resp *nats.Msg
+		err  error
+	}
+	done := make(chan answer, 1)
+	rctx, cancelReq := context.WithCancel(ctx)
+	defer cancelReq()
+	go func() {
+		resp, err := m.nc.RequestMsgWithContext(rctx, msg)
+		done <- answer{resp, err}
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var resp *nats.Msg
+	var err error
+wait:
+	for {
+		select {
+		case a := <-done:
+			resp, err = a.resp, a.err
+			break wait
+		case <-tick.C:
+			if m.cmdRefused.Load() > refused {
+				return 0, nil, fmt.Errorf("%w: this host may not command %s (its credential is observe-only; corral fleet invite gives one that may)", ErrNotPermitted, host)
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return 0, nil, fmt.Errorf("%w: %s (it left, or its daemon stopped; corral fleet status shows the hosts)", ErrNoHost, host)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return 0, nil, fmt.Errorf("host %s did not answer %s %s in time", host, method, path)
 	case err != nil && strings.Contains(err.Error(), "Permissions Violation"):
-		return 0, nil, fmt.Errorf("this host may not command %s (its credential is observe-only; corral fleet invite gives one that may)", host)
+		return 0, nil, fmt.Errorf("%w: this host may not command %s (its credential is observe-only; corral fleet invite gives one that may)", ErrNotPermitted, host)
 	case err != nil:
 		return 0, nil, fmt.Errorf("host %s: %w", host, err)
 	}

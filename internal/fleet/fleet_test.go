@@ -644,3 +644,36 @@ func TestFleetJobRetry(t *testing.T) {
 		t.Fatalf("lines:\n%s", all)
 	}
 }
+
+// A command another host cannot carry out says why at once: this host may
+// not command others (observe-only), or the hub is unreachable — never a
+// timeout that blames nobody.
+func TestFleetCommandFailuresSayWhy(t *testing.T) {
+	f := startFleet(t, "127.0.0.1:0")
+	f.join("a", newFakeLocal("r1"), 1)
+	otok, err := f.hub.Invite("o", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := Join(context.Background(), MemberOptions{Name: "o", URLs: []string{f.hub.URL()}, Token: otok,
+		CAFingerprint: f.hub.Fingerprint(), Local: newFakeLocal(), Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close(false)
+	start := time.Now()
+	_, _, err = o.Request(context.Background(), "a", "GET", "/v1/panes/r1", nil)
+	if !errors.Is(err, ErrNotPermitted) || time.Since(start) > 3*time.Second {
+		t.Fatalf("observe-only: %v after %v", err, time.Since(start))
+	}
+	t.Logf("observe-only: %v after %v", err, time.Since(start).Round(time.Millisecond))
+
+	f.hub.Close()
+	waitFor(t, 10*time.Second, "the member to see the hub gone", func() bool { return !o.nc.IsConnected() })
+	start = time.Now()
+	_, _, err = o.Request(context.Background(), "a", "GET", "/v1/panes/r1", nil)
+	if !errors.Is(err, ErrHubUnreachable) || time.Since(start) > time.Second {
+		t.Fatalf("hub gone: %v after %v", err, time.Since(start))
+	}
+	t.Logf("hub gone: %v", err)
+}

@@ -144,6 +144,11 @@ type Member struct {
 
 	// Counters.
 	refusedOut atomic.Int64 // our own messages the server refused
+	// cmdRefused counts the commands to other hosts the server refused
+	// (an observe-only credential); downSince is when the connection to
+	// the hub was lost (0: connected).
+	cmdRefused atomic.Int64
+	downSince  atomic.Int64
 	badIn      atomic.Int64 // malformed or refused messages we received
 	dropped    atomic.Int64 // events dropped from a full queue, or too big
 	overQuota  atomic.Bool  // some panes are not in the fleet: the host's quota is full
@@ -182,15 +187,22 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(err.Error(), "Permissions Violation") {
 				m.refusedOut.Add(1)
+				if strings.Contains(err.Error(), `"`+subjCmd) {
+					m.cmdRefused.Add(1)
+				}
 			}
 			m.setErr(err)
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			m.downSince.CompareAndSwap(0, time.Now().UnixNano())
 			if err != nil {
 				m.setErr(fmt.Errorf("disconnected from the fleet: %w", err))
 			}
 		}),
-		nats.ReconnectHandler(func(*nats.Conn) { m.reconnected() }),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			m.downSince.Store(0)
+			m.reconnected()
+		}),
 	}
 	switch {
 	case o.Creds != "":

@@ -67,6 +67,17 @@ func (v *view) panesList() []PaneRecord {
 	return out
 }
 
+// host returns what the view knows of one host.
+func (v *view) host(name string) (hostSeen, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	h, ok := v.hosts[name]
+	if !ok {
+		return hostSeen{}, false
+	}
+	return *h, true
+}
+
 func (v *view) hostsList() []HostStatus {
 	v.mu.Lock()
 	defer v.mu.Unlock()

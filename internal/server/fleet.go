@@ -500,11 +500,18 @@ func (s *Server) handleFleetProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	status, answer, err := m.Request(r.Context(), host, r.Method, rest, body)
 	if err != nil {
-		code := "unreachable"
-		if errors.Is(err, fleet.ErrNoHost) {
+		status, code := http.StatusBadGateway, "unreachable"
+		switch {
+		case errors.Is(err, fleet.ErrNoHost):
 			code = "not_found"
+		case errors.Is(err, fleet.ErrHubUnreachable):
+			status, code = http.StatusServiceUnavailable, "hub_unreachable"
+		case errors.Is(err, fleet.ErrHostUnreachable):
+			code = "host_unreachable"
+		case errors.Is(err, fleet.ErrNotPermitted):
+			status, code = http.StatusForbidden, "not_permitted"
 		}
-		fail(w, http.StatusBadGateway, code, err)
+		fail(w, status, code, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
