@@ -171,6 +171,16 @@ func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
 	b.must("run", "--name", "one", "--", "sh", "-c", "exit 3")
 	b.must("wait", "one", "--state", "exited", "--timeout", "10s")
 	hub.must("shutdown")
+	// Commands for the fleet say at once that the hub is gone (exit 69),
+	// and that the job was not queued.
+	until(t, 10*time.Second, "b to see the hub gone", func() bool {
+		_, errs, code := b.run("exec", "--fleet", "--agent", "claude", "--", "sh", "-c", "true")
+		return code == 69 && strings.Contains(errs, "hub is unreachable") && strings.Contains(errs, "not queued")
+	})
+	start := time.Now()
+	if _, errs, code := b.run("screen", "hub:nosuch"); code != 69 || !strings.Contains(errs, "hub is unreachable") || time.Since(start) > 3*time.Second {
+		t.Fatalf("a remote screen with the hub down: exit %d after %v: %q", code, time.Since(start), errs)
+	}
 	// While the hub is down.
 	for _, name := range []string{"two", "three"} {
 		b.must("run", "--name", name, "--", "sh", "-c", "exit 4")

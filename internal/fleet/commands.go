@@ -40,6 +40,17 @@ var (
 	ErrNotPermitted    = errors.New("not permitted")
 )
 
+// HubDown says whether this host has lost the hub, and since when.
+func (m *Member) HubDown() (bool, time.Time) {
+	if since := m.downSince.Load(); since != 0 {
+		return true, time.Unix(0, since)
+	}
+	if !m.nc.IsConnected() {
+		return true, time.Now()
+	}
+	return false, time.Time{}
+}
+
 // cmdRefusalWait bounds the wait for the server's word that a command was
 // refused (it comes asynchronously, as a permissions violation).
 const cmdRefusalWait = 10 * time.Second
@@ -53,11 +64,7 @@ func (m *Member) Request(ctx context.Context, host, method, path string, body []
 	if !remotePaths.MatchString(method + " " + path) {
 		return 0, nil, fmt.Errorf("%s %s cannot be sent to another host; run it there", method, path)
 	}
-	if since := m.downSince.Load(); since != 0 || !m.nc.IsConnected() {
-		at := time.Now()
-		if since != 0 {
-			at = time.Unix(0, since)
-		}
+	if down, at := m.HubDown(); down {
 		return 0, nil, fmt.Errorf("%w (since %s, %v ago); this host keeps trying to reach it; corral fleet status says more",
 			ErrHubUnreachable, at.Format(time.TimeOnly), time.Since(at).Round(time.Second))
 	}

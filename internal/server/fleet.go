@@ -626,6 +626,11 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", errors.New("--retry must be from 0 to 10"))
 		return
 	}
+	if down, since := m.HubDown(); down {
+		fail(w, http.StatusServiceUnavailable, "hub_unreachable", fmt.Errorf("%w (since %s, %v ago): the job was not queued; corral fleet status says more",
+			fleet.ErrHubUnreachable, since.Format(time.TimeOnly), time.Since(since).Round(time.Second)))
+		return
+	}
 	if req.Host != "" {
 		known := false
 		for _, h := range m.Hosts() {
@@ -636,7 +641,7 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 				if !h.Reachable {
-					fail(w, http.StatusBadRequest, "unreachable", fmt.Errorf("host %s is unreachable (last seen %s); leave out --host to let any host take the job", req.Host, h.LastSeen))
+					fail(w, http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("host %s is unreachable (last seen %s); leave out --host to let any host take the job", req.Host, h.LastSeen))
 					return
 				}
 			}
