@@ -45,12 +45,13 @@ type StepResult struct {
 
 // Result is a judged run.
 type Result struct {
-	Agent       string       `json:"agent"`
-	Version     string       `json:"version"`
-	Pinned      string       `json:"pinned"`
-	Integration string       `json:"integration"`
-	Steps       []StepResult `json:"steps"`
-	Skipped     []string     `json:"skipped,omitempty"`
+	Agent          string       `json:"agent"`
+	Version        string       `json:"version"`
+	Pinned         string       `json:"pinned"`
+	Integration    string       `json:"integration"`
+	IntegrationOff string       `json:"integration_off,omitempty"`
+	Steps          []StepResult `json:"steps"`
+	Skipped        []string     `json:"skipped,omitempty"`
 	// Scores counts right steps per scorer.
 	Scores map[string]int `json:"scores"`
 }
@@ -61,7 +62,7 @@ func (r *Result) OK() bool { return r.Scores["live"] == len(r.Steps) }
 // Judge scores every step of a recording: live from its stored states,
 // and by replaying it through the engine with each set of signals.
 func Judge(rec *Recording, set *rules.Set) *Result {
-	res := &Result{Agent: rec.Agent, Version: rec.Version, Pinned: rec.Pinned, Integration: rec.Integration,
+	res := &Result{Agent: rec.Agent, Version: rec.Version, Pinned: rec.Pinned, Integration: rec.Integration, IntegrationOff: rec.IntegrationOff,
 		Skipped: rec.Skipped, Scores: map[string]int{}}
 	timelines := map[string][]Point{}
 	for _, sc := range Scorers {

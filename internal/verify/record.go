@@ -21,16 +21,19 @@ import (
 // hooks.ndjson (one hook payload a line, with its time) and run.json
 // (the rest).
 type Recording struct {
-	Agent       string    `json:"agent"`
-	Rules       string    `json:"rules"`
-	Version     string    `json:"version"`
-	Pinned      string    `json:"pinned"`
-	Integration string    `json:"integration"`
-	Command     []string  `json:"command"`
-	Cols        int       `json:"cols"`
-	Rows        int       `json:"rows"`
-	Steps       []StepRun `json:"steps"`
-	Skipped     []string  `json:"skipped,omitempty"`
+	Agent       string `json:"agent"`
+	Rules       string `json:"rules"`
+	Version     string `json:"version"`
+	Pinned      string `json:"pinned"`
+	Integration string `json:"integration"`
+	// IntegrationOff says why the agent's hooks were not in force, when
+	// corral knows (its integration_error).
+	IntegrationOff string    `json:"integration_off,omitempty"`
+	Command        []string  `json:"command"`
+	Cols           int       `json:"cols"`
+	Rows           int       `json:"rows"`
+	Steps          []StepRun `json:"steps"`
+	Skipped        []string  `json:"skipped,omitempty"`
 	// Live is corral's state changes during the run (the daemon's events).
 	Live []LivePoint `json:"live"`
 

@@ -21,6 +21,9 @@ func Print(w io.Writer, r *Result) {
 	integration := r.Integration
 	if integration == "" {
 		integration = "none"
+		if r.IntegrationOff != "" {
+			integration += " — " + r.IntegrationOff // why, and what to do
+		}
 	}
 	fmt.Fprintf(w, "; hooks: %s\n\n", integration)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

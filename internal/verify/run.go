@@ -252,7 +252,7 @@ func (ss *session) finish(ctx context.Context, runs []StepRun) *Recording {
 
 	p := ss.o.Profile
 	rec := ss.cap.recording(p, ss.command, runs, readHooks(ss.hookLog, ss.cap.t0))
-	rec.Integration = pane.Integration
+	rec.Integration, rec.IntegrationOff = pane.Integration, pane.IntegrationError
 	rec.Version = agentVersion(ss.command[0], p)
 	return rec
 }
