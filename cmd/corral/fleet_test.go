@@ -181,6 +181,10 @@ func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
 	if _, errs, code := b.run("screen", "hub:nosuch"); code != 69 || !strings.Contains(errs, "hub is unreachable") || time.Since(start) > 3*time.Second {
 		t.Fatalf("a remote screen with the hub down: exit %d after %v: %q", code, time.Since(start), errs)
 	}
+	start = time.Now()
+	if _, errs, code := b.run("wait", "hub:nosuch", "--state", "idle", "--timeout", "20s"); code != 69 || time.Since(start) > 5*time.Second {
+		t.Fatalf("a remote wait with the hub down: exit %d after %v: %q", code, time.Since(start), errs)
+	}
 	// While the hub is down.
 	for _, name := range []string{"two", "three"} {
 		b.must("run", "--name", name, "--", "sh", "-c", "exit 4")

@@ -536,6 +536,10 @@ func (s *Server) handleFleetEvents(w http.ResponseWriter, r *http.Request) {
 	if m == nil {
 		return
 	}
+	if down, since := m.HubDown(); down {
+		fail(w, http.StatusServiceUnavailable, "hub_unreachable", hubDownError(since))
+		return
+	}
 	q := r.URL.Query()
 	host := q.Get("host")
 	if host != "" {
@@ -627,8 +631,7 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if down, since := m.HubDown(); down {
-		fail(w, http.StatusServiceUnavailable, "hub_unreachable", fmt.Errorf("%w (since %s, %v ago): the job was not queued; corral fleet status says more",
-			fleet.ErrHubUnreachable, since.Format(time.TimeOnly), time.Since(since).Round(time.Second)))
+		fail(w, http.StatusServiceUnavailable, "hub_unreachable", fmt.Errorf("%w: the job was not queued", hubDownError(since)))
 		return
 	}
 	if req.Host != "" {
@@ -735,3 +738,9 @@ func (s *Server) handleFleetJobKill(w http.ResponseWriter, r *http.Request) {
 // ExecCancelWait is how long a cancelled fleet job may take to confirm
 // its end before the caller's daemon gives it up.
 const ExecCancelWait = 5 * time.Second
+
+// hubDownError says since when this host has lost the fleet's hub.
+func hubDownError(since time.Time) error {
+	return fmt.Errorf("%w (since %s, %v ago); this host keeps trying to reach it; corral fleet status says more",
+		fleet.ErrHubUnreachable, since.Format(time.TimeOnly), time.Since(since).Round(time.Second))
+}
