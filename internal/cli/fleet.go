@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,20 @@ func fleetInit(ctx context.Context, std IO, args []string) error {
 	}
 	fmt.Fprintln(std.Stdout, "on another machine, run:")
 	fmt.Fprintln(std.Stdout, info.Join)
+	if host, _, err := net.SplitHostPort(*listen); err == nil && isLoopback(host) {
+		fmt.Fprintf(std.Stderr, "corral fleet init: the hub listens on %s, a loopback address: that join command works on this machine only; "+
+			"run corral fleet init --listen 0.0.0.0:7422 (or this machine's address) for other machines to join\n", *listen)
+	}
 	return nil
+}
+
+// isLoopback says whether host names this machine only.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func fleetJoin(ctx context.Context, std IO, args []string) error {

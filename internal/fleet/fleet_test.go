@@ -681,3 +681,11 @@ func TestFleetCommandFailuresSayWhy(t *testing.T) {
 	}
 	t.Logf("hub gone: %v", err)
 }
+
+// A TLS address without the hub's CA fingerprint names the flag to give.
+func TestJoinTLSNeedsFingerprint(t *testing.T) {
+	_, err := Join(context.Background(), MemberOptions{Name: "x", URLs: []string{"tls://192.0.2.1:7422"}, Token: "cft_x"})
+	if err == nil || !strings.Contains(err.Error(), "--ca-fingerprint") {
+		t.Fatalf("join tls:// without a fingerprint: %v", err)
+	}
+}

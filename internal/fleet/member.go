@@ -171,6 +171,11 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	if len(o.URLs) == 0 {
 		return nil, errors.New("no fleet address; give one like nats://HOST:7422")
 	}
+	for _, u := range o.URLs {
+		if strings.HasPrefix(u, "tls://") && o.CAFingerprint == "" && o.Creds == "" {
+			return nil, fmt.Errorf("%s serves TLS with the hub's own CA: give its fingerprint with --ca-fingerprint (the join command corral fleet init printed carries it; corral fleet status on the hub shows it)", u)
+		}
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
