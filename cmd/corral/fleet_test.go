@@ -216,6 +216,10 @@ func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
 	if len(seqs) != len(local) {
 		t.Fatalf("the stream holds %d of b's events, b logged %d: %v", len(seqs), len(local), seqs)
 	}
+	// Without --since, the recent ones (not nothing).
+	if out := hub.must("events", "--fleet"); strings.Count(out, `"host":"b"`) < len(local) {
+		t.Fatalf("events --fleet without --since:\n%s", out)
+	}
 	for i, s := range seqs {
 		if s != local[i].Seq {
 			t.Fatalf("event %d: seq %d in the stream, %d in b's log (a duplicate or a gap): %v", i, s, local[i].Seq, seqs)

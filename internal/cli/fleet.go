@@ -268,6 +268,9 @@ func fleetEvents(ctx context.Context, std IO, refs []string, since string, follo
 			return err
 		}
 		q.Set("since", t.UTC().Format(time.RFC3339Nano))
+	} else if !follow {
+		// As corral events does: the last day's, not nothing.
+		q.Set("since", time.Now().Add(-24*time.Hour).UTC().Format(time.RFC3339Nano))
 	}
 	if follow {
 		q.Set("follow", "1")
