@@ -1,7 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,4 +65,22 @@ func BenchmarkRunAt200(b *testing.B) {
 		e.must("run", "--rm", "--name", fmt.Sprintf("n%d", i), "--", "true")
 	}
 	b.StopTimer()
+}
+
+// The daemon's profiles are on its unix socket, for go tool pprof.
+func TestDaemonProfiles(t *testing.T) {
+	e := newEnv(t)
+	e.must("ls")
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", filepath.Join(e.dir, "s.sock"))
+	}}, Timeout: 10 * time.Second}
+	resp, err := hc.Get("http://corral/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "heap profile") {
+		t.Fatalf("heap profile: %d %.200s", resp.StatusCode, b)
+	}
 }

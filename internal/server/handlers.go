@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"strings"
@@ -55,6 +56,12 @@ func (s *Server) routes() http.Handler {
 		{"GET /v1/tmux", s.handleTmuxList},
 		{"POST /v1/tmux/watch", s.handleTmuxWatch},
 		{"POST /v1/tmux/unwatch", s.handleTmuxUnwatch},
+		// Profiles of the daemon (go tool pprof), on the unix socket only:
+		// curl --unix-socket SOCK http://corral/debug/pprof/heap > heap.pb
+		{"GET /debug/pprof/", pprof.Index},
+		{"GET /debug/pprof/profile", pprof.Profile},
+		{"GET /debug/pprof/trace", pprof.Trace},
+		{"GET /debug/pprof/symbol", pprof.Symbol},
 	} {
 		mux.HandleFunc(r.pattern, r.handler)
 	}
