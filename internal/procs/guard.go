@@ -97,7 +97,8 @@ func GuardMain(args []string, stderr io.Writer) int {
 			continue
 		}
 		if err != nil {
-			// No child left: wait for the lifeline's end, if it is coming.
+			// No child left to wait for (ECHILD): what the run left goes
+			// too if its daemon is gone.
 			if daemonGone(lifeline) {
 				ending.Do(endAll)
 			}
