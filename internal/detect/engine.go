@@ -700,6 +700,14 @@ func (e *Engine) NoteInterrupt(now time.Time) {
 	e.interruptAt = now
 }
 
+// NoteSubmit says input was submitted (an Enter typed): an interrupt
+// before it was about an earlier turn, not the one this starts.
+func (e *Engine) NoteSubmit(now time.Time) {
+	if !e.interruptAt.IsZero() && !now.Before(e.interruptAt) {
+		e.interruptAt = time.Time{}
+	}
+}
+
 // MarkSeen says a person looked at the pane (attached, read its screen,
 // answered it): done becomes idle, until another turn ends.
 func (e *Engine) MarkSeen(now time.Time) []Change {

@@ -6,6 +6,7 @@
 package pane
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -598,9 +599,12 @@ func (p *Pane) Input(data []byte, guard bool) error {
 	now := time.Now()
 	p.queueLocked(p.engine.Classify(now))
 	d, _ := p.engine.Decision()
-	if detect.IsInterrupt(data) && !(guard && d.State == combine.Blocked) {
+	switch {
+	case detect.IsInterrupt(data) && !(guard && d.State == combine.Blocked):
 		p.engine.NoteInterrupt(now)
 		p.scheduleLocked() // a bounded re-check, whatever the agent draws
+	case bytes.ContainsAny(data, "\r\n") && !(guard && d.State == combine.Blocked):
+		p.engine.NoteSubmit(now)
 	}
 	p.mu.Unlock()
 	p.kick()

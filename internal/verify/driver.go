@@ -81,8 +81,14 @@ func (dr *driver) keys(k Key) string {
 }
 
 func (dr *driver) send(ctx context.Context, text string, enter bool) error {
+	return dr.sendAs(ctx, text, enter, true)
+}
+
+// sendAs types as corral send does; force skips its guard, its wait for a
+// starting agent, and its check that the Enter was taken.
+func (dr *driver) sendAs(ctx context.Context, text string, enter, force bool) error {
 	dr.cap.input(time.Now(), text)
-	err := dr.d.c.Do(ctx, "POST", "/v1/panes/"+dr.pane+"/send", api.SendRequest{Text: text, Enter: enter, Force: true}, nil)
+	err := dr.d.c.Do(ctx, "POST", "/v1/panes/"+dr.pane+"/send", api.SendRequest{Text: text, Enter: enter, Force: force}, nil)
 	if err != nil {
 		return fmt.Errorf("type into the pane: %w", err)
 	}
@@ -245,8 +251,9 @@ func (dr *driver) submit(ctx context.Context, text string) error {
 // Enter, and the fault says so. Enter is then pressed again, so that the
 // run goes on.
 func (dr *driver) submitFirst(ctx context.Context, text string) (string, error) {
-	if err := dr.send(ctx, text, true); err != nil {
-		return "", err
+	// As a script would: corral send TEXT --enter, unforced.
+	if err := dr.sendAs(ctx, text, true, false); err != nil {
+		return fmt.Sprintf("corral send refused the first turn: %v", err), dr.submit(ctx, "")
 	}
 	if dr.model == nil {
 		return "", nil

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
@@ -125,6 +126,7 @@ func Replay(rec *Recording, set *rules.Set, signals detect.Signals) []Point {
 		out       string
 		hook      *Hook
 		interrupt bool
+		submit    bool
 	}
 	var items []item
 	for _, ev := range rec.Cast.Events {
@@ -139,6 +141,9 @@ func Replay(rec *Recording, set *rules.Set, signals detect.Signals) []Point {
 	for _, s := range rec.Steps {
 		if s.Action == "press "+string(KeyNo) || s.Action == "press "+string(KeyInterrupt) {
 			items = append(items, item{at: dur(s.Start), interrupt: true})
+		}
+		if strings.HasPrefix(s.Action, "type ") {
+			items = append(items, item{at: dur(s.Start), submit: true})
 		}
 	}
 	var last time.Duration
@@ -177,6 +182,10 @@ func Replay(rec *Recording, set *rules.Set, signals detect.Signals) []Point {
 		now := replay.Epoch.Add(it.at)
 		if it.interrupt {
 			e.NoteInterrupt(now)
+			continue
+		}
+		if it.submit {
+			e.NoteSubmit(now)
 			continue
 		}
 		if it.hook == nil {

@@ -114,4 +114,52 @@ func Matrix(w io.Writer, results []*Result) {
 			fmt.Fprintf(w, "\nNot run: %s.\n", strings.Join(r.Skipped, ", "))
 		}
 	}
+	wrongSteps(w, results)
+}
+
+// wrongSteps lists, from the same runs, every step corral got wrong live
+// and every step one signal alone gets wrong in replay: the list is the
+// runs', so the page cannot say otherwise.
+func wrongSteps(w io.Writer, results []*Result) {
+	fmt.Fprintln(w, "\n### Wrong steps")
+	fmt.Fprintln(w)
+	live := 0
+	for _, r := range results {
+		for _, s := range r.Steps {
+			if v := s.Verdicts["live"]; !v.Right {
+				live++
+				fmt.Fprintf(w, "- live, %s %s at `%s`: %s → %s (%s)\n", r.Agent, r.Version, s.Name, s.Want, stateOf(v), v.Source)
+			}
+		}
+	}
+	if live == 0 {
+		fmt.Fprintln(w, "Live, corral was right at every step of every run above.")
+	}
+	names := map[string]string{"screen": "screen rules alone", "hooks": "hooks alone", "osc7501": "OSC 7501 alone"}
+	for _, scorer := range []string{"screen", "hooks", "osc7501"} {
+		var parts []string
+		for _, r := range results {
+			var steps []string
+			for _, s := range r.Steps {
+				if v := s.Verdicts[scorer]; !v.Right {
+					steps = append(steps, fmt.Sprintf("`%s` (%s)", s.Name, stateOf(v)))
+				}
+			}
+			if len(steps) > 0 {
+				parts = append(parts, r.Agent+": "+strings.Join(steps, ", "))
+			}
+		}
+		if len(parts) == 0 {
+			fmt.Fprintf(w, "\n%s: right at every step.\n", capitalize(names[scorer]))
+			continue
+		}
+		fmt.Fprintf(w, "\n%s, wrong at: %s.\n", capitalize(names[scorer]), strings.Join(parts, "; "))
+	}
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
