@@ -62,7 +62,7 @@ func TestNextDaemonEndsWhatAPaneLeft(t *testing.T) {
 		syscall.Kill(h, syscall.SIGKILL)
 	}
 	// Not ended by the terminal's hang-up: they ignore it.
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the holders gone", func() bool { return len(e.holders()) == 0 })
 	if len(withArg("1051")) == 0 || len(withArg("1052")) == 0 {
 		t.Fatalf("the pane's processes did not outlive their holder: %v %v", withArg("1051"), withArg("1052"))
 	}

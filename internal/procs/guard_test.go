@@ -4,9 +4,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // The test binary doubles as the guard.
@@ -76,35 +80,29 @@ func TestGuardEndsTheRunWithTheDaemon(t *testing.T) {
 	cmd, w := guarded(t, "setsid sh -c \"trap '' TERM HUP; echo \\$\\$ > "+dir+"/gc; exec sleep 300\" & "+
 		"trap '' TERM HUP INT; echo $$ > "+dir+"/run; sleep 300")
 	var pids []int
-	deadline := time.Now().Add(10 * time.Second)
-	for len(pids) < 2 {
+	started := proctest.WaitFor(10*time.Second, func() bool {
 		pids = pids[:0]
 		for _, f := range []string{"gc", "run"} {
-			var pid int
-			if b, err := os.ReadFile(dir + "/" + f); err == nil && len(b) > 1 {
-				for _, c := range b[:len(b)-1] {
-					pid = pid*10 + int(c-'0')
+			if b, err := os.ReadFile(dir + "/" + f); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					pids = append(pids, pid)
 				}
-				pids = append(pids, pid)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the run never started")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(pids) == 2
+	})
+	if !started {
+		t.Fatal("the run never started")
 	}
 	w.Close()
 	waitStatus(t, cmd, GuardGrace+10*time.Second)
 	for _, pid := range pids {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if _, zombie, ok := Parent(pid); !ok || zombie {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d outlived the guard's daemon", pid)
-			}
-			time.Sleep(10 * time.Millisecond)
+		gone := proctest.WaitFor(5*time.Second, func() bool {
+			_, zombie, ok := Parent(pid)
+			return !ok || zombie
+		})
+		if !gone {
+			t.Fatalf("process %d outlived the guard's daemon", pid)
 		}
 	}
 }
