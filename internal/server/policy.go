@@ -123,6 +123,35 @@ func (s *Server) decideReport(e *entry, a *approver, agent string, at time.Time)
 	return ap, req.Input, true
 }
 
+// leftToPerson is a decision turned over to the person, saying why.
+func leftToPerson(ap api.Approval, why string) api.Approval {
+	ap.Decision, ap.Rule = "person", 0
+	ap.Text = why + ": left to you"
+	return ap
+}
+
+// answerChoice is the answer a rule's decision types.
+func answerChoice(ap api.Approval) string {
+	if ap.Decision == "deny" {
+		return "no"
+	}
+	return "yes"
+}
+
+// setLast records the newest decision.
+func (a *approver) setLast(ap api.Approval) {
+	a.mu.Lock()
+	a.last = &ap
+	a.mu.Unlock()
+}
+
+// noteDecided records a rule's decision, as it is typed.
+func (a *approver) noteDecided(ap api.Approval, now time.Time) {
+	a.mu.Lock()
+	a.last, a.decided = &ap, now
+	a.mu.Unlock()
+}
+
 // leave records that a request is the person's.
 func (a *approver) leave(ap api.Approval, at time.Time) {
 	a.mu.Lock()
@@ -180,26 +209,16 @@ func (s *Server) answerHeld(e *entry, p *pane.Pane, a *approver, ap api.Approval
 			break
 		}
 		if now.After(deadline) {
-			ap.Decision, ap.Rule = "person", 0
-			ap.Text = "the prompt on screen does not show " + clipText(input) + " whole: left to you"
-			a.leave(ap, now)
+			a.leave(leftToPerson(ap, "the prompt on screen does not show "+clipText(input)+" whole"), now)
 			p.NoteUndecided()
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	choice := "yes"
-	if ap.Decision == "deny" {
-		choice = "no"
-	}
 	now := time.Now()
-	a.mu.Lock()
-	a.last, a.decided = &ap, now
-	a.mu.Unlock()
-	if _, err := p.AnswerHeld(choice, ap.Text); err != nil {
-		ap.Decision, ap.Rule = "person", 0
-		ap.Text = "could not answer (" + err.Error() + "): left to you"
-		a.leave(ap, now)
+	a.noteDecided(ap, now)
+	if _, err := p.AnswerHeld(answerChoice(ap), ap.Text); err != nil {
+		a.leave(leftToPerson(ap, "could not answer ("+err.Error()+")"), now)
 		p.NoteUndecided()
 		return
 	}
@@ -252,30 +271,16 @@ func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input stri
 			break
 		}
 		if time.Now().After(deadline) {
-			ap.Decision, ap.Rule = "person", 0
-			ap.Text = "the prompt on screen does not show " + clipText(input) + " whole: left to you"
-			a.mu.Lock()
-			a.last = &ap
-			a.mu.Unlock()
+			a.setLast(leftToPerson(ap, "the prompt on screen does not show "+clipText(input)+" whole"))
 			s.notify.Event(ev)
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	choice := "yes"
-	if ap.Decision == "deny" {
-		choice = "no"
-	}
 	now := time.Now()
-	a.mu.Lock()
-	a.last, a.decided = &ap, now
-	a.mu.Unlock()
-	if _, err := e.answer(choice); err != nil {
-		ap.Decision, ap.Rule = "person", 0
-		ap.Text = "could not answer (" + err.Error() + "): left to you"
-		a.mu.Lock()
-		a.last = &ap
-		a.mu.Unlock()
+	a.noteDecided(ap, now)
+	if _, err := e.answer(answerChoice(ap)); err != nil {
+		a.setLast(leftToPerson(ap, "could not answer ("+err.Error()+")"))
 		s.notify.Event(ev)
 		return
 	}
