@@ -94,15 +94,10 @@ func (p *Pane) HeldPrompt() (HeldPrompt, bool) {
 // (approved), never blocked. It refuses when no prompt is held any more
 // (answered, gone, or the window ended and it reads blocked).
 func (p *Pane) AnswerHeld(choice, text string) (string, error) {
-	if !p.mu.lockWithin(LockWait) {
-		return "", ErrBusy
+	now, err := p.lockClassified()
+	if err != nil {
+		return "", err
 	}
-	if p.exited {
-		p.mu.Unlock()
-		return "", ErrExited
-	}
-	now := time.Now()
-	p.queueLocked(p.engine.Classify(now))
 	d, ok := p.engine.Held()
 	if !ok {
 		p.mu.Unlock()

@@ -589,15 +589,10 @@ func (p *Pane) deliver() {
 // refuses while the pane is blocked, so a script never types into a prompt
 // by accident.
 func (p *Pane) Input(data []byte, guard bool) error {
-	if !p.mu.lockWithin(LockWait) {
-		return ErrBusy
+	now, err := p.lockClassified()
+	if err != nil {
+		return err
 	}
-	if p.exited {
-		p.mu.Unlock()
-		return ErrExited
-	}
-	now := time.Now()
-	p.queueLocked(p.engine.Classify(now))
 	d, _ := p.engine.Decision()
 	switch {
 	case detect.IsInterrupt(data) && !(guard && d.State == combine.Blocked):
@@ -614,19 +609,29 @@ func (p *Pane) Input(data []byte, guard bool) error {
 	return p.enqueue(append([]byte(nil), data...), InputWait)
 }
 
+// lockClassified takes the pane's lock (within LockWait) and classifies
+// the screen as it is now; on an error the lock is not held.
+func (p *Pane) lockClassified() (time.Time, error) {
+	if !p.mu.lockWithin(LockWait) {
+		return time.Time{}, ErrBusy
+	}
+	if p.exited {
+		p.mu.Unlock()
+		return time.Time{}, ErrExited
+	}
+	now := time.Now()
+	p.queueLocked(p.engine.Classify(now))
+	return now, nil
+}
+
 // Answer types the manifest's keystrokes for choice ("yes", "always",
 // "no", "cancel" or an option number). It refuses unless the pane is
 // blocked, classifying first.
 func (p *Pane) Answer(choice string) (string, error) {
-	if !p.mu.lockWithin(LockWait) {
-		return "", ErrBusy
+	now, err := p.lockClassified()
+	if err != nil {
+		return "", err
 	}
-	if p.exited {
-		p.mu.Unlock()
-		return "", ErrExited
-	}
-	now := time.Now()
-	p.queueLocked(p.engine.Classify(now))
 	d, _ := p.engine.Decision()
 	if d.State != combine.Blocked {
 		p.mu.Unlock()
