@@ -19,6 +19,7 @@ import (
 	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/safefile"
 )
 
 // Paths are where corral keeps its things, as the caller resolves them
@@ -97,43 +98,9 @@ func Real(p Paths) *Env {
 // a command may print.
 const maxRead = 1 << 20
 
-func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		// A FIFO or a device would block or never end.
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(&limited{f, maxRead}); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
-type limited struct {
-	f *os.File
-	n int64
-}
-
-func (l *limited) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, fmt.Errorf("%s is larger than %d bytes", l.f.Name(), maxRead)
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.f.Read(p)
-	l.n -= int64(n)
-	return n, err
-}
+// readFile reads a file the checks look at: regular, bounded, opened
+// without blocking (a FIFO or a device is refused, never waited on).
+func readFile(path string) ([]byte, error) { return safefile.Read(path, maxRead) }
 
 func lstat(path string) (FileInfo, error) {
 	info, err := os.Lstat(path)
