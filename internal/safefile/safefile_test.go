@@ -97,3 +97,23 @@ func TestReadOwned(t *testing.T) {
 		}
 	}
 }
+
+// WriteAtomic replaces a file whole, with its mode, and leaves no
+// temporary file behind.
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.json")
+	for _, data := range []string{"one", "two, longer"} {
+		if err := WriteAtomic(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		fi, _ := os.Stat(path)
+		if err != nil || string(b) != data || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("after writing %q: %q %v %v", data, b, fi.Mode(), err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("files left: %v", ents)
+	}
+}

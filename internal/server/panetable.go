@@ -453,28 +453,8 @@ func (t *paneTable) compactLocked() error {
 		fmt.Fprintf(&b, ",\"lost\":[%s]", bytes.Join(lost, []byte(",\n")))
 	}
 	b.WriteString("}\n")
-	tmp, err := os.CreateTemp(filepath.Dir(t.path), ".panes-*.json")
-	if err != nil {
+	if err := safefile.WriteAtomic(t.path, b.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("pane table: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("pane table: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("pane table: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("pane table: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), t.path); err != nil {
-		return fmt.Errorf("pane table: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(t.path)); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	t.tbytes = int64(b.Len())
 	// The table now holds every change: the journal starts again.

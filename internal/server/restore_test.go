@@ -91,7 +91,7 @@ func TestPaneTableFile(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".panes-") {
+		if strings.HasPrefix(e.Name(), ".panes.json-") {
 			t.Fatalf("a temporary file left: %s", e.Name())
 		}
 	}

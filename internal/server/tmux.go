@@ -217,31 +217,11 @@ func (s *Server) saveTmux(servers []tmuxSaved) {
 	}
 	b, err := json.MarshalIndent(tmuxFile{Version: tmuxFileVersion, Servers: servers}, "", " ")
 	if err == nil {
-		err = writeAtomic(s.tmuxPath(), b)
+		err = safefile.WriteAtomic(s.tmuxPath(), b, 0o600)
 	}
 	if err != nil {
 		s.opts.Logf("tmux: remember the watched servers: %v", err)
 	}
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // tmuxPaneConfig reserves an id and a name for a new tmux pane: the name
