@@ -34,7 +34,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"procs":         nil,
 		"eventlog":      nil,
 		"notify":        {"eventlog"},
-		"agents":        {"combine"},
+		"agents":        {"combine", "safefile"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
 		"fleet":         {"api", "eventlog", "safefile"},

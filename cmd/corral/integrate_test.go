@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/proctest"
 	"io"
 	"os"
@@ -260,5 +261,41 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := out.Close(); err != nil {
 		t.Fatal(fmt.Errorf("copy %s: %w", from, err))
+	}
+}
+
+// A Gemini CLI pane in a folder Gemini CLI does not trust says why its
+// hooks are off until the first hook report proves otherwise.
+func TestGeminiUntrustedFolderSaysWhy(t *testing.T) {
+	e := newEnv(t)
+	home, work := t.TempDir(), t.TempDir()
+	dir, err := agents.InstallGemini(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ext struct {
+		Hooks map[string][]struct{ Hooks []struct{ Command string } }
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "hooks", "hooks.json"))
+	if err := json.Unmarshal(b, &ext); err != nil || len(ext.Hooks["BeforeAgent"]) == 0 {
+		t.Fatalf("the extension's hooks: %v %s", err, b)
+	}
+	hook := ext.Hooks["BeforeAgent"][0].Hooks[0].Command
+	// The program plays Gemini CLI: after a line on its input, it reports
+	// a turn through the hook command its extension would run.
+	script := `read x; echo '{"hook_event_name":"BeforeAgent","prompt":"hi"}' | sh -c "$0"; sleep 60`
+	e.must("run", "--name", "g", "--agent", "gemini", "--cwd", work, "--env", "HOME="+home,
+		"--env", "GEMINI_CLI_SYSTEM_SETTINGS_PATH="+filepath.Join(home, "none.json"), "--", "sh", "-c", script, hook)
+	p := e.integration("g")
+	if p.Integration != "" || !strings.Contains(p.IntegrationError, "until it trusts the folder") || !strings.Contains(p.IntegrationError, work) {
+		t.Fatalf("untrusted folder: %+v", p)
+	}
+	if out := e.must("ls"); !strings.Contains(out, "no hooks: Gemini CLI loads no hooks in "+work) {
+		t.Fatalf("ls does not say why:\n%s", out)
+	}
+	e.must("send", "g", "", "--enter", "--force")
+	p = e.waitIntegration("g", func(p integrationJSON) bool { return p.Integration == "gemini" })
+	if p.IntegrationError != "" {
+		t.Fatalf("after a hook report: %+v", p)
 	}
 }

@@ -299,6 +299,10 @@ type Launch struct {
 	// Watch: the agent may refuse the integration, and says so on its
 	// screen (see ScreenProblem).
 	Watch bool
+	// Doubt says, per agent, why the integration this launch carries will
+	// likely not be loaded (Gemini CLI in a folder it does not trust):
+	// the pane says so until the agent's first hook report proves it wrong.
+	Doubt map[string]string
 }
 
 // Options are what IntegrateRun needs beyond the command line.
@@ -352,6 +356,9 @@ func IntegrateRun(argv []string, o Options) Launch {
 		l.Files = append(l.Files, files...)
 		l.Applied = append(l.Applied, "gemini")
 		l.Watch = watch
+		if why := geminiUntrusted(o.Env, o.Cwd); why != "" {
+			l.Doubt = map[string]string{"gemini": why}
+		}
 	}
 	return l
 }

@@ -316,3 +316,48 @@ func TestFakeAgentMissesNoHooks(t *testing.T) {
 		t.Error("a program that is not corral's own fake agent was exempted")
 	}
 }
+
+// Gemini CLI loads no hooks in a folder it does not trust: a launch there
+// carries the integration but says why it will likely not load.
+func TestGeminiFolderTrustDoubt(t *testing.T) {
+	work := t.TempDir()
+	tests := []struct {
+		name     string
+		settings string // the user's settings.json ("" none)
+		trusted  string // trustedFolders.json ("" none)
+		want     string // in the doubt; "" none
+	}{
+		{"on by default, not decided", "", "", "until it trusts the folder"},
+		{"on, trusted", `{"security": {"folderTrust": {"enabled": true}}}`, `{"` + work + `": "TRUST_FOLDER"}`, ""},
+		{"on, parent trusted", "", `{"` + filepath.Join(work, "x") + `": "TRUST_PARENT"}`, ""},
+		{"on, refused", "", `{"` + work + `": "DO_NOT_TRUST"}`, "DO_NOT_TRUST in"},
+		{"off", "// mine\n{\"security\": {\"folderTrust\": {\"enabled\": false}}}", "", ""},
+		{"a broken trust file: Gemini CLI says so itself", "", `{"` + work + `": "MAYBE"}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if _, err := InstallGemini(home); err != nil {
+				t.Fatal(err)
+			}
+			if tt.settings != "" {
+				os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(tt.settings), 0o600)
+			}
+			if tt.trusted != "" {
+				os.WriteFile(filepath.Join(home, ".gemini", "trustedFolders.json"), []byte(tt.trusted), 0o600)
+			}
+			env := []string{"HOME=" + home, "GEMINI_CLI_SYSTEM_SETTINGS_PATH=" + filepath.Join(home, "none.json")}
+			l := IntegrateRun([]string{"gemini"}, Options{Hook: []string{"/opt/corral", "hook"}, Env: env, Dir: t.TempDir(), Cwd: work})
+			if !slices.Contains(l.Applied, "gemini") {
+				t.Fatalf("integration not carried: %+v", l)
+			}
+			got := l.Doubt["gemini"]
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("doubt %q; want one with %q", got, tt.want)
+			}
+			if got != "" && !strings.Contains(got, work) {
+				t.Fatalf("the doubt does not name the folder: %q", got)
+			}
+		})
+	}
+}

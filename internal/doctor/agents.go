@@ -2,13 +2,9 @@ package doctor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,191 +154,42 @@ func geminiExtension(e *Env) Check {
 		Fix:   "corral integrate gemini (its hooks do nothing outside corral; corral integrate gemini --remove takes it away)"}
 }
 
-// Gemini CLI's trust levels (trustedFolders.json).
-const (
-	trustFolder = "TRUST_FOLDER"
-	trustParent = "TRUST_PARENT"
-	doNotTrust  = "DO_NOT_TRUST"
-)
-
 // geminiTrust: with folder trust on, Gemini CLI loads hooks and
-// extensions only in a folder it trusts. Recent versions check trust
-// unless security.folderTrust.enabled is false; the check here is for the
+// extensions only in a folder it trusts. The check here is for the
 // current folder, where corral run starts a pane by default.
 func geminiTrust(e *Env) Check {
 	c := Check{Name: "gemini folder trust"}
-	home := geminiHome(e)
-	userSettings := filepath.Join(home, ".gemini", "settings.json")
-	system := e.Getenv("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
-	if system == "" {
-		system = "/etc/gemini-cli/settings.json"
-		if e.GOOS == "darwin" {
-			system = "/Library/Application Support/GeminiCli/settings.json"
-		}
-	}
-	// The system settings override the user's.
-	var enabled *bool
-	var from string
-	for _, p := range []string{userSettings, system} {
-		v, err := folderTrustSetting(e, p)
-		if err != nil {
-			c.Status = Warn
-			c.Found = err.Error()
-			c.Fix = "fix the file: Gemini CLI reads it as JSON with comments"
-			return c
-		}
-		if v != nil {
-			enabled, from = v, p
-		}
-	}
-	if enabled != nil && !*enabled {
-		c.Status = OK
-		c.Found = "off (security.folderTrust.enabled is false in " + from + "): hooks and extensions load in every folder"
-		return c
-	}
-	setting := "on (security.folderTrust.enabled is true in " + from + ")"
-	if enabled == nil {
-		setting = "on by default in recent Gemini CLI versions (security.folderTrust.enabled is not set)"
-	}
-
-	trustFile := e.Getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
-	if trustFile == "" {
-		trustFile = filepath.Join(home, ".gemini", "trustedFolders.json")
-	}
-	rules, err := readTrustFile(e, trustFile)
-	if err != nil {
-		c.Status = Fail
-		c.Found = setting + "; " + err.Error() + ": Gemini CLI refuses to start with it"
-		c.Fix = "fix " + trustFile + ` (an object of "FOLDER": "TRUST_FOLDER" | "TRUST_PARENT" | "DO_NOT_TRUST"), or remove it`
-		return c
-	}
-	cwd := e.Cwd
-	level, rule := trustOf(e, rules, cwd)
-	switch level {
-	case trustFolder, trustParent:
-		c.Status = OK
-		c.Found = fmt.Sprintf("%s; this folder (%s) is trusted (%q: %s in %s)", setting, cwd, rule, level, trustFile)
-	case doNotTrust:
+	files := agents.GeminiFiles{GOOS: e.GOOS, Getenv: e.Getenv, ReadFile: e.ReadFile, RealPath: e.RealPath}
+	t, err := agents.GeminiFolderTrust(files, geminiHome(e), e.Cwd)
+	switch {
+	case errors.Is(err, agents.ErrGeminiSettings):
 		c.Status = Warn
-		c.Found = fmt.Sprintf("%s; this folder (%s) is not trusted (%q: DO_NOT_TRUST in %s): Gemini CLI started here loads no hooks or extensions, and corral sees it by its screen only", setting, cwd, rule, trustFile)
-		c.Fix = fmt.Sprintf("trust it in Gemini CLI (/permissions), or change %q to TRUST_FOLDER in %s", rule, trustFile)
+		c.Found = err.Error()
+		c.Fix = "fix the file: Gemini CLI reads it as JSON with comments"
+		return c
+	case err != nil:
+		c.Status = Fail
+		c.Found = t.Setting() + "; " + err.Error() + ": Gemini CLI refuses to start with it"
+		c.Fix = "fix " + t.File + ` (an object of "FOLDER": "TRUST_FOLDER" | "TRUST_PARENT" | "DO_NOT_TRUST"), or remove it`
+		return c
+	}
+	switch {
+	case !t.On:
+		c.Status = OK
+		c.Found = t.Setting() + ": hooks and extensions load in every folder"
+	case t.Trusted():
+		c.Status = OK
+		c.Found = fmt.Sprintf("%s; this folder (%s) is trusted (%q: %s in %s)", t.Setting(), t.Folder, t.Rule, t.Level, t.File)
+	case t.Level == agents.DoNotTrust:
+		c.Status = Warn
+		c.Found = fmt.Sprintf("%s; this folder (%s) is not trusted (%q: DO_NOT_TRUST in %s): Gemini CLI started here loads no hooks or extensions, and corral sees it by its screen only", t.Setting(), t.Folder, t.Rule, t.File)
+		c.Fix = fmt.Sprintf("trust it in Gemini CLI (/permissions), or change %q to TRUST_FOLDER in %s", t.Rule, t.File)
 	default:
 		c.Status = Warn
-		c.Found = fmt.Sprintf("%s; this folder (%s) is not trusted yet: Gemini CLI asks at its first start here, and until it is trusted loads no hooks or extensions (corral sees it by its screen only)", setting, cwd)
-		c.Fix = fmt.Sprintf(`answer Gemini CLI's trust dialog here once, or add "%s": "TRUST_FOLDER" to %s; or set security.folderTrust.enabled to false in %s`, cwd, trustFile, userSettings)
+		c.Found = fmt.Sprintf("%s; this folder (%s) is not trusted yet: Gemini CLI asks at its first start here, and until it is trusted loads no hooks or extensions (corral sees it by its screen only)", t.Setting(), t.Folder)
+		c.Fix = fmt.Sprintf(`answer Gemini CLI's trust dialog here once, or add "%s": "TRUST_FOLDER" to %s; or set security.folderTrust.enabled to false in %s`, t.Folder, t.File, t.UserSettings)
 	}
 	return c
-}
-
-// folderTrustSetting reads security.folderTrust.enabled from a Gemini CLI
-// settings file: nil when the file or the key is not there.
-func folderTrustSetting(e *Env, path string) (*bool, error) {
-	b, err := e.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("Gemini CLI's settings %s cannot be read: %v", path, err)
-	}
-	var s struct {
-		Security struct {
-			FolderTrust struct {
-				Enabled *bool `json:"enabled"`
-			} `json:"folderTrust"`
-		} `json:"security"`
-	}
-	if err := json.Unmarshal(stripJSONComments(b), &s); err != nil {
-		return nil, fmt.Errorf("Gemini CLI's settings %s: %v", path, err)
-	}
-	return s.Security.FolderTrust.Enabled, nil
-}
-
-// readTrustFile reads Gemini CLI's trusted folders: FOLDER → level.
-func readTrustFile(e *Env, path string) (map[string]string, error) {
-	b, err := e.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s cannot be read: %v", path, err)
-	}
-	var rules map[string]string
-	if err := json.Unmarshal(stripJSONComments(b), &rules); err != nil {
-		return nil, fmt.Errorf("%s is not an object of folders and trust levels: %v", path, err)
-	}
-	for p, level := range rules {
-		if level != trustFolder && level != trustParent && level != doNotTrust {
-			return nil, fmt.Errorf("%s: %q has the trust level %q", path, p, level)
-		}
-	}
-	return rules, nil
-}
-
-// trustOf is Gemini CLI's isPathTrusted: of the rules whose folder
-// (TRUST_PARENT: the folder above the one named) holds dir, after
-// resolving links, the one with the longest path as written decides.
-func trustOf(e *Env, rules map[string]string, dir string) (level, rule string) {
-	real := e.RealPath(dir)
-	paths := make([]string, 0, len(rules))
-	for p := range rules {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths) // ties go the same way every time
-	best := -1
-	for _, p := range paths {
-		root := p
-		if rules[p] == trustParent {
-			root = filepath.Dir(p)
-		}
-		if within(real, e.RealPath(root)) && len(p) > best {
-			best, level, rule = len(p), rules[p], p
-		}
-	}
-	return level, rule
-}
-
-// within reports whether path is root or under it.
-func within(path, root string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
-}
-
-// stripJSONComments blanks // and /* */ comments outside strings, as
-// Gemini CLI does before it parses its JSON files.
-func stripJSONComments(b []byte) []byte {
-	out := make([]byte, len(b))
-	copy(out, b)
-	inString := false
-	for i := 0; i < len(out); i++ {
-		c := out[i]
-		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '/' && i+1 < len(out) && out[i+1] == '/':
-			for ; i < len(out) && out[i] != '\n'; i++ {
-				out[i] = ' '
-			}
-		case c == '/' && i+1 < len(out) && out[i+1] == '*':
-			out[i], out[i+1] = ' ', ' '
-			for i += 2; i < len(out); i++ {
-				if out[i] == '*' && i+1 < len(out) && out[i+1] == '/' {
-					out[i], out[i+1] = ' ', ' '
-					i++
-					break
-				}
-				if out[i] != '\n' {
-					out[i] = ' '
-				}
-			}
-		}
-	}
-	return out
 }
 
 var versionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?(?:-[0-9A-Za-z.-]+)?`)

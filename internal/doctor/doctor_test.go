@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/corral-dev/corral/internal/agents"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -565,8 +566,8 @@ func TestVersions(t *testing.T) {
 func TestStripJSONComments(t *testing.T) {
 	in := "{\n // a comment \"with quotes\"\n \"a\": \"http://x/*not*/\", /* block\n comment */ \"b\": \"\\\"//\"\n}"
 	var v map[string]string
-	if err := json.Unmarshal(stripJSONComments([]byte(in)), &v); err != nil {
-		t.Fatalf("%v\n%s", err, stripJSONComments([]byte(in)))
+	if err := json.Unmarshal(agents.StripJSONComments([]byte(in)), &v); err != nil {
+		t.Fatalf("%v\n%s", err, agents.StripJSONComments([]byte(in)))
 	}
 	if v["a"] != "http://x/*not*/" || v["b"] != `"//` {
 		t.Fatalf("%v", v)

@@ -563,8 +563,13 @@ func (e *entry) integration(agent string) (string, string) {
 		return e.agent, ""
 	}
 	in, problem := e.launch.Status(agent)
-	if r := e.refusal.Load(); r != nil && in == "gemini" && e.hooksSeen.Load() == 0 {
-		return "", *r
+	if in != "" && e.hooksSeen.Load() == 0 {
+		if r := e.refusal.Load(); r != nil && in == "gemini" {
+			return "", *r
+		}
+		if d := e.launch.Doubt[in]; d != "" {
+			return "", d
+		}
 	}
 	return in, problem
 }
