@@ -672,6 +672,14 @@ func (e *Engine) recheckAt(h *hookReport) time.Time {
 	return from.Add(max(e.manifest.IdleConfirm, minRecheck))
 }
 
+// idleAfterInterrupt reports whether the screen's idle is an idle rule's
+// match within InterruptWindow of an interrupt the person typed during
+// the turn.
+func (e *Engine) idleAfterInterrupt(next combine.Decision, in combine.Inputs, now time.Time) bool {
+	return next.Source == combine.SourceScreen && in.Screen.State == combine.Idle && in.Screen.Rule != "" &&
+		!e.interruptAt.IsZero() && !now.Before(e.interruptAt) && now.Sub(e.interruptAt) < InterruptWindow
+}
+
 // interruptLead is how long before a hook's working an interrupt still
 // ends that turn (an Esc 0.26 s before Claude Code's UserPromptSubmit
 // hook was seen live).
@@ -763,8 +771,13 @@ func (e *Engine) classifyLocked(now time.Time) {
 	// saying so for IdleConfirm: a spinner frame can blank for a moment,
 	// and an answered prompt is erased before the work it allowed is drawn.
 	// A program's own report needs no confirmation; nothing delays a block.
+	// Nor does an idle rule's positive match just after the person's own
+	// Esc or Ctrl-C: they stopped the turn, and the agent's input box is
+	// back (waiting again made an interrupt read as working for up to
+	// twice IdleConfirm: once for the hook, once for the screen).
 	if (e.cur.State == combine.Working || e.cur.State == combine.Blocked) && e.cur.Kind != KindStarting && next.State == combine.Idle &&
-		(next.Source == combine.SourceScreen || next.Source == combine.SourceDefault) && e.manifest.IdleConfirm > 0 {
+		(next.Source == combine.SourceScreen || next.Source == combine.SourceDefault) && e.manifest.IdleConfirm > 0 &&
+		!e.idleAfterInterrupt(next, in, now) {
 		if !e.idlePending {
 			e.idlePending, e.idleAt = true, now
 			return

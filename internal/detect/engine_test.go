@@ -488,8 +488,18 @@ func TestInterruptedTurnEndsIdle(t *testing.T) {
 	tickUntil(e, at(100))
 	e.NoteInterrupt(at(1000))
 	e.Feed(at(1100), []byte("\r\x1b[K? for shortcuts"))
-	if got := states(tickUntil(e, at(2000))); got != "idle@1.42s" {
+	// The idle rule's match after the person's Esc needs no confirmation.
+	if got := states(tickUntil(e, at(2000))); got != "idle@1.12s" {
 		t.Fatalf("interrupted turn: %s", got)
+	}
+	// A blank screen after an interrupt matches no idle rule: it still
+	// waits the confirmation (a spinner can blank for a frame).
+	e.Feed(at(5000), []byte("\r\x1b[K⠋ esc to interrupt"))
+	tickUntil(e, at(5100))
+	e.NoteInterrupt(at(6000))
+	e.Feed(at(6100), []byte("\r\x1b[K"))
+	if got := states(tickUntil(e, at(7000))); got != "idle@6.42s" {
+		t.Fatalf("blank after an interrupt: %s", got)
 	}
 	// The next turn ends on its own, long after: done.
 	e.Feed(at(10000), []byte("\r\x1b[K⠋ esc to interrupt"))
