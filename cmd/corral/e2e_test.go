@@ -159,7 +159,8 @@ func TestAgentLifecycle(t *testing.T) {
 		}
 		states = append(states, ev.State)
 	}
-	if got := strings.Join(states, ","); got != "idle,working,blocked,working,done,idle" { // starting → idle first
+	// starting → idle first
+	if got := strings.Join(states, ","); got != "idle,working,blocked,working,done,idle" {
 		t.Fatalf("events %s", got)
 	}
 	if _, errs, code := e.run("wait", "fp", "--state", "blocked", "--timeout", "300ms"); code != 124 {

@@ -148,6 +148,11 @@ type Engine struct {
 	// (Esc, Ctrl-C) or refuses a prompt: the turn end that follows is
 	// their own doing, seen as it happens.
 	interruptAt time.Time
+	// typed: text was typed since the last Enter; taskAt: when a task was
+	// submitted to the agent, while its screen has not shown it (see
+	// applyTask).
+	typed  bool
+	taskAt time.Time
 	// msgFallback: the current block's message was made up from the
 	// screen because no signal said what it asks; a real one replaces it.
 	msgFallback bool
@@ -219,11 +224,7 @@ func hasIdleRule(m *rules.Manifest) bool {
 }
 
 func (e *Engine) startingDecision() combine.Decision {
-	name := e.manifest.Display
-	if name == "" {
-		name = e.manifest.Name
-	}
-	return combine.Decision{State: combine.Working, Kind: KindStarting, Source: combine.SourceDefault, Message: "starting " + name}
+	return combine.Decision{State: combine.Working, Kind: KindStarting, Source: combine.SourceDefault, Message: "starting " + e.agentName()}
 }
 
 // backgroundRecords counts the program's child records still at work (a
@@ -385,6 +386,9 @@ func (e *Engine) Deadline() (at time.Time, ok bool) {
 	more := []time.Time{}
 	if h := e.hook; h != nil && e.interruptedHook(h) && e.classifiedAt.Before(e.recheckAt(h)) {
 		more = append(more, e.recheckAt(h))
+	}
+	if !e.taskAt.IsZero() {
+		more = append(more, e.taskEnd())
 	}
 	if e.starting {
 		more = append(more, e.startEnd())
@@ -706,14 +710,17 @@ func IsInterrupt(b []byte) bool {
 // not done — they saw it end, they ended it.
 func (e *Engine) NoteInterrupt(now time.Time) {
 	e.interruptAt = now
+	e.typed, e.taskAt = false, time.Time{}
 }
 
 // NoteSubmit says input was submitted (an Enter typed): an interrupt
 // before it was about an earlier turn, not the one this starts.
+// After typed text (NoteTyped) it is a task.
 func (e *Engine) NoteSubmit(now time.Time) {
 	if !e.interruptAt.IsZero() && !now.Before(e.interruptAt) {
 		e.interruptAt = time.Time{}
 	}
+	e.noteTask(now)
 }
 
 // MarkSeen says a person looked at the pane (attached, read its screen,
@@ -759,6 +766,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 	if e.starting {
 		e.applyStarting(&next, in, now)
 	}
+	e.applyTask(&next, now)
 	wasHeld := e.heldNext.State != ""
 	if e.holdForDecision(&next, now) {
 		if !wasHeld {
@@ -775,7 +783,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 	// Esc or Ctrl-C: they stopped the turn, and the agent's input box is
 	// back (waiting again made an interrupt read as working for up to
 	// twice IdleConfirm: once for the hook, once for the screen).
-	if (e.cur.State == combine.Working || e.cur.State == combine.Blocked) && e.cur.Kind != KindStarting && next.State == combine.Idle &&
+	if (e.cur.State == combine.Working || e.cur.State == combine.Blocked) && !e.awaitingWork() && next.State == combine.Idle &&
 		(next.Source == combine.SourceScreen || next.Source == combine.SourceDefault) && e.manifest.IdleConfirm > 0 &&
 		!e.idleAfterInterrupt(next, in, now) {
 		if !e.idlePending {
@@ -812,7 +820,10 @@ func (e *Engine) classifyLocked(now time.Time) {
 		}
 	}
 	e.msgFallback = fallback
-	if combine.Changed(e.cur, next) {
+	// A submitted task that the agent now shows is the same turn at work:
+	// the pane's kind and message change, and no event says so twice.
+	taskShown := e.cur.State == combine.Working && e.cur.Kind == KindSubmitted && next.State == combine.Working
+	if combine.Changed(e.cur, next) && !taskShown {
 		e.changes = append(e.changes, Change{At: now, Previous: e.cur, Decision: next})
 		e.cur, e.since = next, now
 		return
@@ -832,7 +843,7 @@ func (e *Engine) applyDone(next combine.Decision, now time.Time) combine.Decisio
 	if next.Source == combine.SourceProcess {
 		return next
 	}
-	inTurn := (e.cur.State == combine.Working || e.cur.State == combine.Blocked) && e.cur.Kind != KindStarting
+	inTurn := (e.cur.State == combine.Working || e.cur.State == combine.Blocked) && !e.awaitingWork()
 	interrupted := !e.interruptAt.IsZero() && now.Sub(e.interruptAt) < InterruptWindow
 	if inTurn && next.State != combine.Working && next.State != combine.Blocked {
 		e.interruptAt = time.Time{} // the turn the interrupt was for is over
@@ -858,7 +869,7 @@ func (e *Engine) applyDone(next combine.Decision, now time.Time) combine.Decisio
 		if !e.cfg.MarkDone || (next.Source != combine.SourceScreen && next.Source != combine.SourceDefault) {
 			break
 		}
-		if e.cur.State == combine.Working && e.cur.Kind != KindStarting {
+		if e.cur.State == combine.Working && !e.awaitingWork() {
 			turnEnded() // a turn ended on screen
 		}
 		if e.doneUnseen && (e.cur.State == combine.Working || e.cur.State == combine.Done) {

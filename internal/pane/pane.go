@@ -599,7 +599,13 @@ func (p *Pane) Input(data []byte, guard bool) error {
 		p.engine.NoteInterrupt(now)
 		p.scheduleLocked() // a bounded re-check, whatever the agent draws
 	case bytes.ContainsAny(data, "\r\n") && !(guard && d.State == combine.Blocked):
+		if hasText(data) {
+			p.engine.NoteTyped() // text and Enter at once, as a plain program reads a line
+		}
 		p.engine.NoteSubmit(now)
+		p.scheduleLocked()
+	case hasText(data):
+		p.engine.NoteTyped()
 	}
 	p.mu.Unlock()
 	p.kick()
@@ -607,6 +613,20 @@ func (p *Pane) Input(data []byte, guard bool) error {
 		return fmt.Errorf("%w (%s)", ErrBlocked, describe(d))
 	}
 	return p.enqueue(append([]byte(nil), data...), InputWait)
+}
+
+// hasText reports whether typed bytes hold text, not only keys: an
+// escape sequence (an arrow, a function key) or a control key is none.
+func hasText(data []byte) bool {
+	if len(data) == 0 || data[0] == 0x1b {
+		return false
+	}
+	for _, b := range data {
+		if b > 0x20 && b != 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // lockClassified takes the pane's lock (within LockWait) and classifies

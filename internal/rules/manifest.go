@@ -56,6 +56,8 @@ const (
 	MaxSettle        = 5 * time.Second
 	DefaultStart     = 60 * time.Second
 	MaxStart         = 10 * time.Minute
+	DefaultTurnStart = 3 * time.Second
+	MaxTurnStart     = 30 * time.Second
 )
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -86,6 +88,10 @@ type Manifest struct {
 	// it takes keys); StartTimeout how long it may take to draw it at all.
 	ReadySettle  time.Duration
 	StartTimeout time.Duration
+	// TurnStart is how long an agent may take, after a task is submitted
+	// (text, then Enter), before its screen shows the work: until then its
+	// idle screen reads working. 0: the agent shows work at once.
+	TurnStart time.Duration
 
 	Rules   []Rule
 	Answers map[string]string
@@ -134,6 +140,7 @@ type timingSection struct {
 	AnswerSettle string `toml:"answer_settle"`
 	ReadySettle  string `toml:"ready_settle"`
 	StartTimeout string `toml:"start_timeout"`
+	TurnStart    string `toml:"turn_start"`
 }
 
 type ruleSection struct {
@@ -245,6 +252,15 @@ func Parse(source string, data []byte) (*Manifest, error) {
 			fail(-1, "start_timeout", "timing.start_timeout %q must be a duration above 0 and at most %v (like \"60s\")", f.Timing.StartTimeout, MaxStart)
 		} else {
 			m.StartTimeout = d
+		}
+	}
+	m.TurnStart = DefaultTurnStart
+	if f.Timing.TurnStart != "" {
+		d, err := time.ParseDuration(f.Timing.TurnStart)
+		if err != nil || d < 0 || d > MaxTurnStart {
+			fail(-1, "turn_start", "timing.turn_start %q must be a duration from 0 to %v (like \"5s\")", f.Timing.TurnStart, MaxTurnStart)
+		} else {
+			m.TurnStart = d
 		}
 	}
 	m.Answers = compileAnswers(f.Answers, func(name, format string, args ...any) { fail(-1, name, format, args...) })

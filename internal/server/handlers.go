@@ -111,7 +111,7 @@ func typeText(u unit, text string, enter, guard bool) error {
 	}
 	// Still in the input box: the Enter was dropped (Gemini CLI dropped
 	// one in ~17). Once more, while the agent is still waiting for it.
-	if d := u.Info().Decision; d.State == combine.Working || d.State == combine.Blocked {
+	if d := u.Info().Decision; (d.State == combine.Working && d.Kind != detect.KindSubmitted) || d.State == combine.Blocked {
 		return nil
 	}
 	if err := u.Input([]byte("\r"), guard); err != nil {

@@ -185,6 +185,7 @@ func Replay(rec *Recording, set *rules.Set, signals detect.Signals) []Point {
 			continue
 		}
 		if it.submit {
+			e.NoteTyped() // a "type" step: text, then Enter
 			e.NoteSubmit(now)
 			continue
 		}
