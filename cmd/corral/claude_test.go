@@ -155,3 +155,37 @@ func claudeFixture(t *testing.T) (*env, claudeSetup) {
 	os.WriteFile(filepath.Join(f.home, ".claude.json"), cfg, 0o600)
 	return e, f
 }
+
+// TestRealClaudeCodeBackground: a turn that leaves a background shell
+// running. Claude Code (2.1.332) itself reports working, "1 shell still
+// running", until the shell ends, then tells its model in a turn of its
+// own: the pane says what it says, and is done once that turn ends.
+// Opt-in like TestRealClaudeCode.
+func TestRealClaudeCodeBackground(t *testing.T) {
+	e, f := claudeFixture(t)
+	e.must("run", "--name", "cc", "--cwd", f.work, "--size", "120x32",
+		"--env", "HOME="+f.home, "--env", "ANTHROPIC_BASE_URL="+f.model.URL, "--env", "ANTHROPIC_API_KEY="+f.key,
+		"--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "--env", "DISABLE_AUTOUPDATER=1", "--env", "DISABLE_TELEMETRY=1",
+		"--", f.claude, "--permission-mode", "default")
+	e.must("wait", "cc", "--state", "idle", "--timeout", "60s")
+	e.must("send", "cc", "corral:background 15", "--enter")
+	type row struct{ State, Message, Source string }
+	pane := func() row {
+		var ps []row
+		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+		return ps[0]
+	}
+	waitFor(t, 60*time.Second, "the turn's answer", func() bool { return strings.Contains(e.must("screen", "cc"), "Done. The tool ran.") })
+	waitFor(t, 5*time.Second, "the background shell reported", func() bool {
+		p := pane()
+		return p.State == "working" && strings.Contains(p.Message, "still running")
+	})
+	t.Logf("while the shell runs: %+v", pane())
+	if _, errs, code := e.run("wait", "cc", "--state", "done", "--timeout", "60s"); code != 0 {
+		t.Fatalf("never done after the shell (%s):\n%s", errs, e.must("screen", "cc"))
+	}
+	if p := pane(); strings.Contains(p.Message, "still running") || !strings.Contains(e.must("screen", "cc"), "completed") {
+		t.Fatalf("done, but the shell is said to run: %+v\n%s", p, e.must("screen", "cc"))
+	}
+	t.Logf("events:\n%s", e.must("events", "--since", "1h"))
+}

@@ -48,15 +48,19 @@ func (e *Engine) applyTask(next *combine.Decision, now time.Time) {
 		Message: "task submitted; waiting for " + e.agentName() + " to start it"}
 }
 
-// reportedSince reports whether the agent itself said, after t, anything
-// but idle (a turn began or ended, a request): a report that stands from
-// before, or an idle one re-sent, says nothing about the task.
+// reportedSince reports whether the agent itself said, after t, that a
+// turn ended or asks something (done, blocked, error): a turn too quick
+// for the screen. A report that stands from before, an idle one re-sent,
+// or a working one the decision does not follow yet (Claude Code's
+// prompt hook comes before its own OSC 7501 record says working) says
+// nothing against the task.
 func (e *Engine) reportedSince(t time.Time) bool {
-	if root, ok := e.store.Root(); ok && e.cfg.Signals&SignalOSC7501 != 0 && root.Updated.After(t) && combine.State(root.State) != combine.Idle {
+	ends := func(s combine.State) bool { return s != combine.Idle && s != combine.Working }
+	if root, ok := e.store.Root(); ok && e.cfg.Signals&SignalOSC7501 != 0 && root.Updated.After(t) && ends(combine.State(root.State)) {
 		return true
 	}
 	h := e.hook
-	return h != nil && e.cfg.Signals&SignalHooks != 0 && h.at.After(t) && h.state != combine.Idle
+	return h != nil && e.cfg.Signals&SignalHooks != 0 && h.at.After(t) && ends(h.state)
 }
 
 func (e *Engine) taskEnd() time.Time { return e.taskAt.Add(e.manifest.TurnStart) }

@@ -95,3 +95,40 @@ func TestSubmittedTaskReadsWorking(t *testing.T) {
 		}
 	}
 }
+
+// The agent's prompt hook (working) may come before its own OSC 7501
+// record says working: the task stays working, never idle in between.
+// A done report after the submit ends it: a turn too quick for the
+// screen.
+func TestSubmittedTaskAndReports(t *testing.T) {
+	set, errs := rules.Loader{Embedded: fstest.MapFS{"toy.toml": {Data: []byte(toyManifest)}}}.Load(nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	e := New(Config{Cols: 40, Rows: 6, Rules: set, Agent: "toy", MarkDone: true})
+	defer e.Close()
+	e.Feed(at(0), []byte("\x1b]7501;state=idle\a\r\x1b[K? for shortcuts"))
+	tickUntil(e, at(100))
+	e.NoteTyped()
+	e.NoteSubmit(at(1000))
+	got := states(tickUntil(e, at(1100)))
+	got += "," + states(e.ApplyHook(at(1200), Hook{State: combine.Working}))
+	got += "," + states(tickUntil(e, at(1300)))
+	got += "," + states(e.Feed(at(1400), []byte("\x1b]7501;state=working\a")))
+	tickUntil(e, at(1500))
+	got += "," + states(e.Feed(at(2000), []byte("\x1b]7501;state=done\a")))
+	if got != "working@1.02s,,,,done@2s" {
+		t.Fatalf("changes %s", got)
+	}
+
+	// A turn over before anything showed it: done, at once.
+	e.MarkSeen(at(3000))
+	e.Feed(at(3100), []byte("\x1b]7501;state=idle\a"))
+	tickUntil(e, at(3200))
+	e.NoteTyped()
+	e.NoteSubmit(at(4000))
+	tickUntil(e, at(4100))
+	if got := states(e.Feed(at(4200), []byte("\x1b]7501;state=working\a\x1b]7501;state=done\a"))); got != "done@4.2s" {
+		t.Fatalf("a quick turn: %s", got)
+	}
+}

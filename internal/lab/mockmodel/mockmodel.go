@@ -282,6 +282,9 @@ func (s *Server) claudeCall(t turn) (toolCall, bool) {
 		return toolCall{"Write", map[string]any{"file_path": t.editPath(), "content": "written by the corral mock model\n"}}, true
 	case StepQuestion:
 		return toolCall{"AskUserQuestion", question(false)}, true
+	case StepBackground:
+		return toolCall{"Bash", map[string]any{"command": fmt.Sprintf("echo background && sleep %d", t.slowSeconds()),
+			"description": "Wait in the background", "run_in_background": true}}, true
 	}
 	return toolCall{}, false
 }

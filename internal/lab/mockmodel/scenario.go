@@ -18,10 +18,14 @@ const (
 	// over several seconds ("corral:stream 8"): a turn that can be
 	// interrupted while the model is still answering.
 	StepStream Step = "stream"
+	// StepBackground starts a shell command in the background where the
+	// agent can (Claude Code: Bash with run_in_background) and ends the
+	// turn while it runs ("corral:background 20": it runs 20 s).
+	StepBackground Step = "background"
 )
 
 // Steps lists every step.
-var Steps = []Step{StepProse, StepShell, StepEdit, StepQuestion, StepSlow, StepStream}
+var Steps = []Step{StepProse, StepShell, StepEdit, StepQuestion, StepSlow, StepStream, StepBackground}
 
 // StepOf returns the step named in text ("corral:shell"), or StepProse.
 func StepOf(text string) Step {
