@@ -110,6 +110,9 @@ func init() {
 		{name: "completion", group: grpOther, args: "bash|zsh|fish|powershell", summary: "print a shell completion script: commands, flags, and pane ids and names from the running daemon", example: "source <(corral completion bash)\ncorral completion fish > ~/.config/fish/completions/corral.fish", run: runCompletion},
 		{name: "help", group: grpOther, args: "[COMMAND]", summary: "show the commands, or a command's flags and an example", example: "corral help run", run: runHelp},
 		{name: "hook", group: grpAgents, args: "[flags] [PAYLOAD]", summary: "forward an agent hook's report to the daemon (agents run this; it always exits 0)", example: "echo '{\"hook_event_name\": \"Stop\"}' | corral hook --agent claude-code", run: runHook},
+		{name: "docs", group: grpOther, args: "man|markdown DIR", summary: "write the CLI reference: a man page per command, or Markdown (docs/cli)", example: "corral docs man ~/.local/share/man/man1\ncorral docs markdown docs/cli", run: subcommands("docs")},
+		{name: "docs man", group: grpSub, args: "DIR", summary: "write one man page per command into DIR (section 1)", example: "corral docs man ~/.local/share/man/man1", run: docsMan},
+		{name: "docs markdown", group: grpSub, args: "DIR", summary: "write the CLI reference as Markdown into DIR, one file per command", example: "corral docs markdown docs/cli", run: docsMarkdown},
 		{name: "fake-agent", args: "[--osc7501] [--command CMD]", run: raw(runFakeAgent), rawArgs: true}, // demos and tests
 		{name: "hold", run: raw(runHold), rawArgs: true},   // a pane's holder, started by the daemon
 		{name: "guard", run: raw(runGuard), rawArgs: true}, // a headless job's guard, started by the daemon
