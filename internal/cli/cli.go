@@ -162,7 +162,7 @@ func Run(ctx context.Context, args []string, io IO) int {
 		args = append([]string{"version"}, args[1:]...)
 	}
 	name := args[0]
-	if _, ok := lookup(name); (!ok || strings.Contains(name, " ")) && !strings.HasPrefix(name, cobra.ShellCompRequestCmd) {
+	if _, ok := lookup(name); (!ok || strings.Contains(name, " ")) && name != cobra.ShellCompRequestCmd && name != cobra.ShellCompNoDescRequestCmd {
 		msg := fmt.Sprintf("corral: unknown command %q", name)
 		if strings.HasPrefix(name, "-") {
 			msg = fmt.Sprintf("corral: %s goes after a command, like corral run %s", dashed(name), dashed(name))

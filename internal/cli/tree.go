@@ -81,13 +81,14 @@ func newTree(std IO, args []string) *cobra.Command {
 		}
 		writePage(cmd.OutOrStdout(), cmd)
 	})
+	line := singleDashed(root, args)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		if cmd.Name() == "hook" {
 			return nil // a hook never fails its agent: exit 0
 		}
-		return flagError(cmd, err, after(cmd, args))
+		return flagError(cmd, err, after(cmd, line))
 	})
-	root.SetArgs(singleDashed(root, args))
+	root.SetArgs(line)
 	return root
 }
 
