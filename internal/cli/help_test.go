@@ -124,3 +124,11 @@ func TestFlagForms(t *testing.T) {
 		t.Errorf("after --, --json is an argument: exit %d %q", code, errs)
 	}
 }
+
+// A hook never fails its agent, not even on a flag it does not know.
+func TestHookIgnoresFlagMistakes(t *testing.T) {
+	isolate(t)
+	if out, errs, code := run(t, "{}", "hook", "--bogus"); code != 0 || out != "" || errs != "" {
+		t.Errorf("hook --bogus: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
