@@ -45,7 +45,21 @@ type command struct {
 	// keepDash: "--" stays among its arguments, since what follows it is
 	// a program's command line, flags included.
 	keepDash bool
+	// For completion: which positional arguments are panes (ids and names
+	// from the running daemon), and the words the first one that is not a
+	// pane may be.
+	panes   paneArgs
+	choices []string
 }
+
+// paneArgs says which of a command's positional arguments are panes.
+type paneArgs int
+
+const (
+	noPane   paneArgs = iota
+	onePane           // the first
+	allPanes          // every one
+)
 
 // runFunc runs a command with its positional arguments, its flags parsed.
 type runFunc func(ctx context.Context, std IO, args []string) error
@@ -68,10 +82,10 @@ func init() {
 	commands = []command{
 		{name: "run", group: grpEveryday, args: "[flags] -- CMD ARGS…", summary: "start a program in a new pane and print its id (--rm: remove the pane when it exits)", example: "corral run --name api -- claude\ncorral run --rm --attach -- bash", run: runRun, keepDash: true},
 		{name: "ls", group: grpEveryday, args: "[flags]", summary: "list panes and their states", example: "corral ls --json", run: runLs},
-		{name: "attach", group: grpEveryday, args: "ID [flags]", summary: "join a pane's terminal: keys, paste, resize and output pass through; Ctrl-\\ detaches", example: "corral attach api", run: runAttach},
-		{name: "answer", group: grpEveryday, args: "ID CHOICE [flags]", summary: "answer a pane's prompt: yes, always, no, cancel or an option number; refused (exit 3) unless blocked", example: "corral answer api yes", run: runAnswer},
-		{name: "send", group: grpEveryday, args: "ID TEXT [flags]", summary: "type into a pane; refused (exit 3) while it is blocked", example: "corral send api 'run the tests' --enter", run: runSend},
-		{name: "wait", group: grpEveryday, args: "ID… --state S[,S…] [flags]", summary: "wait until the panes reach a state (exit 124 on timeout)", example: "corral wait api web --state idle,blocked --timeout 10m", run: runWait},
+		{name: "attach", group: grpEveryday, args: "ID [flags]", summary: "join a pane's terminal: keys, paste, resize and output pass through; Ctrl-\\ detaches", example: "corral attach api", run: runAttach, panes: onePane},
+		{name: "answer", group: grpEveryday, args: "ID CHOICE [flags]", summary: "answer a pane's prompt: yes, always, no, cancel or an option number; refused (exit 3) unless blocked", example: "corral answer api yes", run: runAnswer, panes: onePane, choices: []string{"yes", "always", "no", "cancel", "1", "2", "3"}},
+		{name: "send", group: grpEveryday, args: "ID TEXT [flags]", summary: "type into a pane; refused (exit 3) while it is blocked", example: "corral send api 'run the tests' --enter", run: runSend, panes: onePane},
+		{name: "wait", group: grpEveryday, args: "ID… --state S[,S…] [flags]", summary: "wait until the panes reach a state (exit 124 on timeout)", example: "corral wait api web --state idle,blocked --timeout 10m", run: runWait, panes: allPanes},
 		{name: "board", group: grpEveryday, args: "[flags]", summary: "serve the web board and print its address (--tui: the terminal board, also corral with no arguments)", example: "corral board --no-browser\ncorral board --tui", run: runBoard},
 		{name: "fleet", group: grpPanes, args: "init|join|status|leave|invite [flags]", summary: "join several machines' corrals into one fleet through NATS: ls --fleet, events --fleet, pane commands on HOST:ID, exec --fleet [--host H] [--retry N]", example: "corral fleet init --listen 0.0.0.0:4222 --name hub\ncorral fleet status", run: subcommands("fleet")},
 		{name: "fleet init", group: grpSub, args: "[flags]", summary: "make this host a fleet's hub (an embedded NATS server with JetStream) and print the command other hosts run to join", example: "corral fleet init --listen 0.0.0.0:4222 --name hub", run: fleetInit},
@@ -83,10 +97,10 @@ func init() {
 		{name: "tmux watch", group: grpSub, args: "[-L NAME | -S PATH] [flags]", summary: "watch a tmux server (default: yours): its panes, and those created later, become corral panes; remembered across daemon restarts", example: "corral tmux watch\ncorral tmux watch -S /tmp/tmux-1000/default", run: tmuxWatch},
 		{name: "tmux unwatch", group: grpSub, args: "[-L NAME | -S PATH]", summary: "stop watching a tmux server: its panes leave corral's list and run on in tmux, untouched", example: "corral tmux unwatch -L work", run: tmuxUnwatch},
 		{name: "tmux ls", group: grpSub, args: "[flags]", summary: "list the tmux servers watched: running, sessions, panes", example: "corral tmux ls --json", run: tmuxLs},
-		{name: "screen", group: grpPanes, args: "ID [flags]", summary: "print a pane's screen (marks a finished turn seen)", example: "corral screen api --ansi", run: runScreen},
+		{name: "screen", group: grpPanes, args: "ID [flags]", summary: "print a pane's screen (marks a finished turn seen)", example: "corral screen api --ansi", run: runScreen, panes: onePane},
 		{name: "events", group: grpPanes, args: "[flags]", summary: "print state changes as NDJSON", example: "corral events --since 1h\ncorral events --follow", run: runEvents},
-		{name: "kill", group: grpPanes, args: "ID [flags]", summary: "signal a pane's whole process group", example: "corral kill api --signal INT", run: runKill},
-		{name: "rm", group: grpPanes, args: "ID… [flags]", summary: "remove ended panes and jobs, freeing their names (--force ends running ones first)", example: "corral rm api web --force", run: runRm},
+		{name: "kill", group: grpPanes, args: "ID [flags]", summary: "signal a pane's whole process group", example: "corral kill api --signal INT", run: runKill, panes: onePane},
+		{name: "rm", group: grpPanes, args: "ID… [flags]", summary: "remove ended panes and jobs, freeing their names (--force ends running ones first)", example: "corral rm api web --force", run: runRm, panes: allPanes},
 		{name: "serve", group: grpPanes, args: "[flags]", summary: "run the daemon in the foreground (other commands start it when needed); --replace takes the running daemon's panes over", example: "corral serve\ncorral serve --replace", run: runServe},
 		{name: "restart", group: grpPanes, summary: "hand every pane over to a new daemon of this binary (an upgrade that ends nothing)", example: "corral restart", run: runRestart},
 		{name: "restore", group: grpPanes, args: "[ID…] [flags]", summary: "after a reboot, start again the panes whose programs were lost (corral ls shows them as lost), resuming agent conversations where the agent allows (--forget: drop them)", example: "corral restore --json\ncorral restore api web\ncorral restore --forget", run: runRestore},
@@ -101,13 +115,13 @@ func init() {
 		{name: "explain", group: grpAgents, args: "[flags] FILE|-", summary: "show a screen, every rule tried on it, and which matched and why", example: "corral screen api | corral explain -", run: runExplain},
 		{name: "replay", group: grpAgents, args: "[flags] FILE", summary: "run the state engine over a recording and print its state timeline", example: "corral replay --json session.cast", run: runReplay},
 		{name: "verify", group: grpAgents, args: "[flags] [-- CMD…] | --headless [flags]", summary: "run an agent CLI through scripted turns (or headless jobs) against a loopback model and check corral at every step", example: "corral verify --agent claude-code\ncorral verify --headless --agent codex --case deny", run: runVerify, keepDash: true},
-		{name: "integrate", group: grpAgents, args: "[gemini [flags]]", summary: "add (or --remove) corral's Gemini CLI extension, the one integration that needs a file; alone: how each agent gets corral's hooks", example: "corral integrate gemini", run: runIntegrate},
-		{name: "status", group: grpAgents, args: "STATE [flags]", summary: "print an OSC 7501 status report for the terminal corral runs you in", example: "corral status working --progress 40 --msg 'building'\ncorral status blocked --kind question --msg 'deploy to prod?'", run: runStatus},
+		{name: "integrate", group: grpAgents, args: "[gemini [flags]]", summary: "add (or --remove) corral's Gemini CLI extension, the one integration that needs a file; alone: how each agent gets corral's hooks", example: "corral integrate gemini", run: runIntegrate, choices: []string{"gemini"}},
+		{name: "status", group: grpAgents, args: "STATE [flags]", summary: "print an OSC 7501 status report for the terminal corral runs you in", example: "corral status working --progress 40 --msg 'building'\ncorral status blocked --kind question --msg 'deploy to prod?'", run: runStatus, choices: []string{"idle", "working", "blocked", "done", "error", "clear"}},
 		{name: "demo", group: grpOther, args: "[flags]", summary: "three built-in fake agents on the terminal board: nothing to install", example: "corral demo", run: runDemo},
 		{name: "lab", group: grpOther, args: "[flags]", summary: "measure every way of telling \"waiting\" side by side on a fake agent, live", example: "corral lab --tasks 10 --osc7501", run: runLab},
 		{name: "doctor", group: grpOther, args: "[--json]", summary: "check this machine's setup: folders, daemon, tmux, agents, integrations, notifications, fleet; say how to fix what is off", example: "corral doctor", run: runDoctor},
 		{name: "version", group: grpOther, args: "[flags]", summary: "print this build and the running daemon's, and whether they differ", example: "corral version --json", run: runVersion},
-		{name: "completion", group: grpOther, args: "bash|zsh|fish|powershell", summary: "print a shell completion script: commands, flags, and pane ids and names from the running daemon", example: "source <(corral completion bash)\ncorral completion fish > ~/.config/fish/completions/corral.fish", run: runCompletion},
+		{name: "completion", group: grpOther, args: "bash|zsh|fish|powershell", summary: "print a shell completion script: commands, flags, and pane ids and names from the running daemon", example: "source <(corral completion bash)\ncorral completion fish > ~/.config/fish/completions/corral.fish", run: runCompletion, choices: []string{"bash", "zsh", "fish", "powershell"}},
 		{name: "help", group: grpOther, args: "[COMMAND]", summary: "show the commands, or a command's flags and an example", example: "corral help run", run: runHelp},
 		{name: "hook", group: grpAgents, args: "[flags] [PAYLOAD]", summary: "forward an agent hook's report to the daemon (agents run this; it always exits 0)", example: "echo '{\"hook_event_name\": \"Stop\"}' | corral hook --agent claude-code", run: runHook},
 		{name: "docs", group: grpOther, args: "man|markdown DIR", summary: "write the CLI reference: a man page per command, or Markdown (docs/cli)", example: "corral docs man ~/.local/share/man/man1\ncorral docs markdown docs/cli", run: subcommands("docs")},

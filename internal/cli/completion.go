@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -54,21 +53,6 @@ func withoutBashCompletion(script string) string {
     fi`, 1)
 }
 
-// Positional arguments that are panes, by command: "all" every one, else
-// the positions (0-based) that are.
-var paneArgs = map[string][]int{
-	"attach": {0}, "answer": {0}, "send": {0}, "screen": {0}, "kill": {0},
-	"wait": nil, "rm": nil, // every argument
-}
-
-// fixedArgs are the choices of a positional argument, by command and position.
-var fixedArgs = map[string]map[int][]string{
-	"answer":     {1: {"yes", "always", "no", "cancel", "1", "2", "3"}},
-	"status":     {0: {"idle", "working", "blocked", "done", "error", "clear"}},
-	"integrate":  {0: {"gemini"}},
-	"completion": {0: {"bash", "fish", "powershell", "zsh"}},
-}
-
 // flagValues are the choices of a flag's value, by flag name.
 var flagValues = map[string][]string{
 	"state":  {"working", "blocked", "idle", "done", "error", "exited"},
@@ -92,16 +76,17 @@ func addCompletion(cc *cobra.Command, c command) {
 		}
 		return
 	}
-	choices, hasChoices := fixedArgs[c.name]
-	at, hasPanes := paneArgs[c.name]
-	if hasChoices || hasPanes {
+	if c.panes != 0 || c.choices != nil {
 		cc.ValidArgsFunction = func(cmd *cobra.Command, args []string, cur string) ([]string, cobra.ShellCompDirective) {
 			pos := len(args)
-			if list := choices[pos]; list != nil {
-				return withPrefix(list, cur), cobra.ShellCompDirectiveNoFileComp
-			}
-			if hasPanes && (at == nil || slices.Contains(at, pos)) {
+			if c.panes == allPanes || c.panes == onePane && pos == 0 {
 				return withPrefix(paneRefs(contextOf(cmd)), cur), cobra.ShellCompDirectiveNoFileComp
+			}
+			if c.panes == onePane {
+				pos--
+			}
+			if pos == 0 && c.choices != nil {
+				return withPrefix(c.choices, cur), cobra.ShellCompDirectiveNoFileComp
 			}
 			return nil, cobra.ShellCompDirectiveDefault
 		}
