@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/server"
+	"github.com/spf13/pflag"
 )
 
 // worktreeFlag is --worktree with an optional branch: alone it is on,
@@ -22,8 +23,8 @@ type worktreeFlag struct {
 	branch string
 }
 
-func (w *worktreeFlag) String() string   { return w.branch }
-func (w *worktreeFlag) IsBoolFlag() bool { return true }
+func (w *worktreeFlag) String() string { return w.branch }
+func (w *worktreeFlag) Type() string   { return "string" }
 func (w *worktreeFlag) Set(v string) error {
 	switch v {
 	case "true":
@@ -54,147 +55,141 @@ func readPolicy(file string) (text, source string, err error) {
 }
 
 // policyCheck loads a policy file and says how many rules it holds.
-func policyCheck(_ context.Context, std IO, args []string) error {
-	fs := newFlags("policy check", std)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+func policyCheck(fs *pflag.FlagSet) runFunc {
+	return func(_ context.Context, std IO, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("need one policy file")
+		}
+		p, err := headless.LoadPolicy(pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(std.Stdout, "ok %s (%d rules)\n", p.Source, len(p.Rules()))
+		return nil
 	}
-	if len(pos) != 1 {
-		return usagef("need one policy file")
-	}
-	p, err := headless.LoadPolicy(pos[0])
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(std.Stdout, "ok %s (%d rules)\n", p.Source, len(p.Rules()))
-	return nil
 }
 
 // policyExplain shows how a request would be decided: every rule tried,
 // the one that decides, and what a pane and corral exec do with it.
-func policyExplain(std IO, args []string) error {
-	fs := newFlags("policy explain", std)
+func policyExplain(fs *pflag.FlagSet) runFunc {
 	file := fs.String("policy", "", "the policy file (default: config.toml's [panes] policy)")
 	payload := fs.String("payload", "", "a PermissionRequest hook payload (a file, or - for stdin) instead of TOOL INPUT")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if *file == "" {
-		cfg, err := server.LoadConfig(server.ConfigPath())
+	return func(_ context.Context, std IO, pos []string) error {
+		if *file == "" {
+			cfg, err := server.LoadConfig(server.ConfigPath())
+			if err != nil {
+				return err
+			}
+			if cfg.Panes.Policy == "" {
+				return usagef("name a policy with --policy FILE (config.toml sets no [panes] policy)")
+			}
+			*file = cfg.Panes.Policy
+			if !filepath.IsAbs(*file) && !strings.HasPrefix(*file, "~") {
+				*file = filepath.Join(filepath.Dir(server.ConfigPath()), *file)
+			}
+			if strings.HasPrefix(*file, "~/") {
+				home, _ := os.UserHomeDir()
+				*file = filepath.Join(home, (*file)[2:])
+			}
+		}
+		p, err := headless.LoadPolicy(*file)
 		if err != nil {
 			return err
 		}
-		if cfg.Panes.Policy == "" {
-			return usagef("name a policy with --policy FILE (config.toml sets no [panes] policy)")
-		}
-		*file = cfg.Panes.Policy
-		if !filepath.IsAbs(*file) && !strings.HasPrefix(*file, "~") {
-			*file = filepath.Join(filepath.Dir(server.ConfigPath()), *file)
-		}
-		if strings.HasPrefix(*file, "~/") {
-			home, _ := os.UserHomeDir()
-			*file = filepath.Join(home, (*file)[2:])
-		}
-	}
-	p, err := headless.LoadPolicy(*file)
-	if err != nil {
-		return err
-	}
-	var req agents.Permission
-	switch {
-	case *payload != "":
-		if len(pos) > 0 {
-			return usagef("give --payload or TOOL INPUT, not both")
-		}
-		in := std.Stdin
-		if *payload != "-" {
-			if fi, err := os.Stat(*payload); err == nil && !fi.Mode().IsRegular() {
-				return fmt.Errorf("payload %s is not a regular file", *payload)
+		var req agents.Permission
+		switch {
+		case *payload != "":
+			if len(pos) > 0 {
+				return usagef("give --payload or TOOL INPUT, not both")
 			}
-			f, err := os.Open(*payload)
+			in := std.Stdin
+			if *payload != "-" {
+				if fi, err := os.Stat(*payload); err == nil && !fi.Mode().IsRegular() {
+					return fmt.Errorf("payload %s is not a regular file", *payload)
+				}
+				f, err := os.Open(*payload)
+				if err != nil {
+					return fmt.Errorf("payload: %w", err)
+				}
+				defer f.Close()
+				in = f
+			}
+			data, err := io.ReadAll(io.LimitReader(in, agents.MaxPayload+1))
 			if err != nil {
 				return fmt.Errorf("payload: %w", err)
 			}
-			defer f.Close()
-			in = f
+			var ok bool
+			if req, ok = agents.ParsePermission(data); !ok {
+				return fmt.Errorf("payload: not a PermissionRequest hook's JSON (hook_event_name, tool_name, tool_input)")
+			}
+		case len(pos) == 2 && json.Valid([]byte(pos[1])) && strings.HasPrefix(strings.TrimSpace(pos[1]), "{"):
+			// A JSON object is the tool's whole input, every field of it, as
+			// a hook gives it.
+			payload, _ := json.Marshal(map[string]any{"hook_event_name": "PermissionRequest", "tool_name": pos[0],
+				"tool_input": json.RawMessage(pos[1])})
+			req, _ = agents.ParsePermission(payload)
+		case len(pos) == 1 || len(pos) == 2:
+			req = agents.Permission{Tool: pos[0], Whole: true}
+			if len(pos) == 2 {
+				req.Input = pos[1]
+			}
+		default:
+			return usagef("need TOOL [INPUT], or --payload FILE")
 		}
-		data, err := io.ReadAll(io.LimitReader(in, agents.MaxPayload+1))
-		if err != nil {
-			return fmt.Errorf("payload: %w", err)
+		ap, v := server.Explain(p, req)
+		if v.Matched == nil {
+			v.Matched = make([]bool, len(p.Rules()))
 		}
-		var ok bool
-		if req, ok = agents.ParsePermission(data); !ok {
-			return fmt.Errorf("payload: not a PermissionRequest hook's JSON (hook_event_name, tool_name, tool_input)")
+		if *asJSON {
+			type ruleJSON struct {
+				Rule    int    `json:"rule"`
+				Text    string `json:"text"`
+				Matched bool   `json:"matched"`
+			}
+			out := struct {
+				Policy   string                    `json:"policy"`
+				Tool     string                    `json:"tool"`
+				Input    string                    `json:"input"`
+				Whole    bool                      `json:"whole"`
+				Rules    []ruleJSON                `json:"rules"`
+				Commands []headless.CommandVerdict `json:"commands"`
+				Refused  string                    `json:"refused"`
+				Decision string                    `json:"decision"`
+				Rule     int                       `json:"rule"`
+				Text     string                    `json:"text"`
+			}{Policy: p.Source, Tool: req.Tool, Input: req.Input, Whole: req.Whole && !req.Question, Rules: []ruleJSON{},
+				Commands: v.Commands, Refused: v.Refused, Decision: ap.Decision, Rule: ap.Rule, Text: ap.Text}
+			if out.Commands == nil {
+				out.Commands = []headless.CommandVerdict{}
+			}
+			for i, r := range p.Rules() {
+				out.Rules = append(out.Rules, ruleJSON{Rule: i + 1, Text: r, Matched: v.Matched[i]})
+			}
+			return printJSON(std, out)
 		}
-	case len(pos) == 2 && json.Valid([]byte(pos[1])) && strings.HasPrefix(strings.TrimSpace(pos[1]), "{"):
-		// A JSON object is the tool's whole input, every field of it, as
-		// a hook gives it.
-		payload, _ := json.Marshal(map[string]any{"hook_event_name": "PermissionRequest", "tool_name": pos[0],
-			"tool_input": json.RawMessage(pos[1])})
-		req, _ = agents.ParsePermission(payload)
-	case len(pos) == 1 || len(pos) == 2:
-		req = agents.Permission{Tool: pos[0], Whole: true}
-		if len(pos) == 2 {
-			req.Input = pos[1]
-		}
-	default:
-		return usagef("need TOOL [INPUT], or --payload FILE")
-	}
-	ap, v := server.Explain(p, req)
-	if v.Matched == nil {
-		v.Matched = make([]bool, len(p.Rules()))
-	}
-	if *asJSON {
-		type ruleJSON struct {
-			Rule    int    `json:"rule"`
-			Text    string `json:"text"`
-			Matched bool   `json:"matched"`
-		}
-		out := struct {
-			Policy   string                    `json:"policy"`
-			Tool     string                    `json:"tool"`
-			Input    string                    `json:"input"`
-			Whole    bool                      `json:"whole"`
-			Rules    []ruleJSON                `json:"rules"`
-			Commands []headless.CommandVerdict `json:"commands"`
-			Refused  string                    `json:"refused"`
-			Decision string                    `json:"decision"`
-			Rule     int                       `json:"rule"`
-			Text     string                    `json:"text"`
-		}{Policy: p.Source, Tool: req.Tool, Input: req.Input, Whole: req.Whole && !req.Question, Rules: []ruleJSON{},
-			Commands: v.Commands, Refused: v.Refused, Decision: ap.Decision, Rule: ap.Rule, Text: ap.Text}
-		if out.Commands == nil {
-			out.Commands = []headless.CommandVerdict{}
+		w := std.Stdout
+		fmt.Fprintf(w, "policy: %s\nrequest: tool %q, input %q\n", p.Source, req.Tool, req.Input)
+		if req.Question || !req.Whole {
+			fmt.Fprintf(w, "\nverdict: %s\n", ap.Text)
+			return nil
 		}
 		for i, r := range p.Rules() {
-			out.Rules = append(out.Rules, ruleJSON{Rule: i + 1, Text: r, Matched: v.Matched[i]})
+			fmt.Fprintf(w, "%d. %s: %s\n", i+1, r, ruleMark(v, i+1))
 		}
-		return printJSON(std, out)
-	}
-	w := std.Stdout
-	fmt.Fprintf(w, "policy: %s\nrequest: tool %q, input %q\n", p.Source, req.Tool, req.Input)
-	if req.Question || !req.Whole {
+		if v.Shell {
+			// What each rule's input saw: the simple commands as the shell reads them.
+			fmt.Fprintln(w, "\ncommands:")
+			for _, c := range v.Commands {
+				fmt.Fprintf(w, "  %s: %s\n", c.Command, commandMark(c))
+			}
+		}
 		fmt.Fprintf(w, "\nverdict: %s\n", ap.Text)
+		if ap.Decision == "person" {
+			fmt.Fprintln(w, "(a pane asks you; corral exec, with nobody to ask, denies it)")
+		}
 		return nil
 	}
-	for i, r := range p.Rules() {
-		fmt.Fprintf(w, "%d. %s: %s\n", i+1, r, ruleMark(v, i+1))
-	}
-	if v.Shell {
-		// What each rule's input saw: the simple commands as the shell reads them.
-		fmt.Fprintln(w, "\ncommands:")
-		for _, c := range v.Commands {
-			fmt.Fprintf(w, "  %s: %s\n", c.Command, commandMark(c))
-		}
-	}
-	fmt.Fprintf(w, "\nverdict: %s\n", ap.Text)
-	if ap.Decision == "person" {
-		fmt.Fprintln(w, "(a pane asks you; corral exec, with nobody to ask, denies it)")
-	}
-	return nil
 }
 
 // ruleMark says what rule n did with a request: no match, decides, took a

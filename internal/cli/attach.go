@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/coder/websocket"
+	"github.com/spf13/pflag"
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
@@ -25,121 +26,118 @@ func parseDetachKey(s string) (byte, error) {
 	return 0, usagef("--detach-key %q: use a control key like ^\\ or ctrl-q", s)
 }
 
-func runAttach(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("attach", std)
+func runAttach(fs *pflag.FlagSet) runFunc {
 	keyName := fs.String("detach-key", `^\`, "the key that detaches")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need one pane id or name")
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	pos = localRefs(ctx, c, pos)
-	if host, id, ok := strings.Cut(pos[0], ":"); ok && host != "" && id != "" {
-		return fmt.Errorf("attach joins this machine's panes only: on %s, run corral attach %s (screen, send, answer, wait and kill work across the fleet)", host, id)
-	}
-	detach, err := parseDetachKey(*keyName)
-	if err != nil {
-		return err
-	}
-	var p api.Pane
-	if err := c.Do(ctx, "GET", panePath(pos[0], ""), nil, &p); err != nil {
-		return apiError(err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// The daemon must answer the handshake in time; the session then lasts.
-	dctx, dcancel := context.WithTimeout(ctx, c.Timeout)
-	ws, resp, err := websocket.Dial(dctx, "ws://corral"+panePath(p.ID, "attach"), &websocket.DialOptions{HTTPClient: c.HTTPClient()})
-	timedOut := dctx.Err() == context.DeadlineExceeded
-	dcancel()
-	if err != nil {
-		switch {
-		case timedOut:
-			return fmt.Errorf("attach %s: %w within %v", pos[0], client.ErrNoAnswer, c.Timeout)
-		case resp != nil && resp.StatusCode/100 != 1 && resp.Body != nil:
-			var e api.Error
-			if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
-				return fmt.Errorf("attach %s: %s", pos[0], e.Error)
-			}
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("need one pane id or name")
 		}
-		return fmt.Errorf("attach %s: %w", pos[0], err)
-	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(4 << 20)
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		pos = localRefs(ctx, c, pos)
+		if host, id, ok := strings.Cut(pos[0], ":"); ok && host != "" && id != "" {
+			return fmt.Errorf("attach joins this machine's panes only: on %s, run corral attach %s (screen, send, answer, wait and kill work across the fleet)", host, id)
+		}
+		detach, err := parseDetachKey(*keyName)
+		if err != nil {
+			return err
+		}
+		var p api.Pane
+		if err := c.Do(ctx, "GET", panePath(pos[0], ""), nil, &p); err != nil {
+			return apiError(err)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		// The daemon must answer the handshake in time; the session then lasts.
+		dctx, dcancel := context.WithTimeout(ctx, c.Timeout)
+		ws, resp, err := websocket.Dial(dctx, "ws://corral"+panePath(p.ID, "attach"), &websocket.DialOptions{HTTPClient: c.HTTPClient()})
+		timedOut := dctx.Err() == context.DeadlineExceeded
+		dcancel()
+		if err != nil {
+			switch {
+			case timedOut:
+				return fmt.Errorf("attach %s: %w within %v", pos[0], client.ErrNoAnswer, c.Timeout)
+			case resp != nil && resp.StatusCode/100 != 1 && resp.Body != nil:
+				var e api.Error
+				if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
+					return fmt.Errorf("attach %s: %s", pos[0], e.Error)
+				}
+			}
+			return fmt.Errorf("attach %s: %w", pos[0], err)
+		}
+		defer ws.CloseNow()
+		ws.SetReadLimit(4 << 20)
 
-	in := int(os.Stdin.Fd())
-	if tty.IsTerminal(in) {
-		restore := tty.Raw(in)
-		defer restore()
-		sendSize := func() {
-			if cols, rows, ok := tty.Size(in); ok {
-				b, _ := json.Marshal(api.AttachControl{Cols: cols, Rows: rows})
-				_ = ws.Write(ctx, websocket.MessageText, b)
+		in := int(os.Stdin.Fd())
+		if tty.IsTerminal(in) {
+			restore := tty.Raw(in)
+			defer restore()
+			sendSize := func() {
+				if cols, rows, ok := tty.Size(in); ok {
+					b, _ := json.Marshal(api.AttachControl{Cols: cols, Rows: rows})
+					_ = ws.Write(ctx, websocket.MessageText, b)
+				}
 			}
+			sendSize()
+			winch := make(chan os.Signal, 1)
+			signal.Notify(winch, syscall.SIGWINCH)
+			defer signal.Stop(winch)
+			go func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-winch:
+						sendSize()
+					}
+				}
+			}()
 		}
-		sendSize()
-		winch := make(chan os.Signal, 1)
-		signal.Notify(winch, syscall.SIGWINCH)
-		defer signal.Stop(winch)
-		go func() {
+
+		ended := make(chan string, 2)
+		go func() { // keys → pane, until the detach key
+			buf := make([]byte, 4096)
 			for {
-				select {
-				case <-ctx.Done():
+				n, err := std.Stdin.Read(buf)
+				chunk := buf[:n]
+				if i := indexByte(chunk, detach); i >= 0 {
+					if i > 0 {
+						_ = ws.Write(ctx, websocket.MessageBinary, chunk[:i])
+					}
+					ended <- "detached"
 					return
-				case <-winch:
-					sendSize()
+				}
+				if n > 0 && ws.Write(ctx, websocket.MessageBinary, append([]byte(nil), chunk...)) != nil {
+					ended <- "the connection closed"
+					return
+				}
+				if err != nil {
+					ended <- "input ended"
+					return
 				}
 			}
 		}()
+		go func() { // output → terminal
+			for {
+				_, data, err := ws.Read(ctx)
+				if err != nil {
+					reason := "the connection closed"
+					if cs := websocket.CloseStatus(err); cs == websocket.StatusNormalClosure {
+						reason = "the pane ended the session"
+					}
+					ended <- reason
+					return
+				}
+				_, _ = std.Stdout.Write(data)
+			}
+		}()
+		reason := <-ended
+		ws.Close(websocket.StatusNormalClosure, "detached")
+		fmt.Fprintf(std.Stderr, "\r\n[%s from %s]\r\n", reason, pos[0])
+		return nil
 	}
-
-	ended := make(chan string, 2)
-	go func() { // keys → pane, until the detach key
-		buf := make([]byte, 4096)
-		for {
-			n, err := std.Stdin.Read(buf)
-			chunk := buf[:n]
-			if i := indexByte(chunk, detach); i >= 0 {
-				if i > 0 {
-					_ = ws.Write(ctx, websocket.MessageBinary, chunk[:i])
-				}
-				ended <- "detached"
-				return
-			}
-			if n > 0 && ws.Write(ctx, websocket.MessageBinary, append([]byte(nil), chunk...)) != nil {
-				ended <- "the connection closed"
-				return
-			}
-			if err != nil {
-				ended <- "input ended"
-				return
-			}
-		}
-	}()
-	go func() { // output → terminal
-		for {
-			_, data, err := ws.Read(ctx)
-			if err != nil {
-				reason := "the connection closed"
-				if cs := websocket.CloseStatus(err); cs == websocket.StatusNormalClosure {
-					reason = "the pane ended the session"
-				}
-				ended <- reason
-				return
-			}
-			_, _ = std.Stdout.Write(data)
-		}
-	}()
-	reason := <-ended
-	ws.Close(websocket.StatusNormalClosure, "detached")
-	fmt.Fprintf(std.Stderr, "\r\n[%s from %s]\r\n", reason, pos[0])
-	return nil
 }
 
 func indexByte(b []byte, c byte) int {

@@ -15,36 +15,35 @@ import (
 	"github.com/corral-dev/corral/internal/server"
 	"github.com/corral-dev/corral/internal/tty"
 	tuiboard "github.com/corral-dev/corral/internal/tui"
+	"github.com/spf13/pflag"
 )
 
-func runBoard(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("board", std)
+func runBoard(fs *pflag.FlagSet) runFunc {
 	tui := fs.Bool("tui", false, "the terminal board instead of the web board")
 	addr := fs.String("addr", "127.0.0.1:0", "the `HOST:PORT` the web board listens on (loopback; port 0 picks one)")
 	noBrowser := fs.Bool("no-browser", false, "print the address without opening a browser")
 	listenAny := fs.Bool("listen-any", false, "allow an address other than loopback (anyone who can reach it and has the token can drive your agents)")
 	asJSON := fs.Bool("json", false, "print the sign-in addresses as JSON, {\"url\", \"urls\", \"started\"}, and open no browser")
-	if _, err := parse(fs, args); err != nil {
-		return err
+	return func(ctx context.Context, std IO, _ []string) error {
+		if *tui && *asJSON {
+			return usagef("--json goes with the web board, not --tui")
+		}
+		if !*tui {
+			return runWebBoard(ctx, std, *addr, *noBrowser, *listenAny, *asJSON)
+		}
+		if !tty.IsTerminal(int(os.Stdin.Fd())) {
+			return usagef("the terminal board needs a terminal; for scripts use corral ls --json or corral events --follow")
+		}
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		return tuiboard.Run(ctx, c, exe, "")
 	}
-	if *tui && *asJSON {
-		return usagef("--json goes with the web board, not --tui")
-	}
-	if !*tui {
-		return runWebBoard(ctx, std, *addr, *noBrowser, *listenAny, *asJSON)
-	}
-	if !tty.IsTerminal(int(os.Stdin.Fd())) {
-		return usagef("the terminal board needs a terminal; for scripts use corral ls --json or corral events --follow")
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	return tuiboard.Run(ctx, c, exe, "")
 }
 
 func runWebBoard(ctx context.Context, std IO, addr string, noBrowser, listenAny, asJSON bool) error {
@@ -153,47 +152,45 @@ var demoAgents = []string{"api", "web", "docs"}
 // runDemo starts three fake agents that work, ask permission, ask
 // questions and go idle on their own, then opens the terminal board. It
 // needs nothing installed. Quitting the board ends the demo's panes.
-func runDemo(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("demo", std)
+func runDemo(fs *pflag.FlagSet) runFunc {
 	keep := fs.Bool("keep", false, "leave the demo's agents running after the board closes")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	var ids []string
-	for i, name := range demoAgents {
-		var p api.Pane
-		req := api.RunRequest{Name: "demo-" + name, Command: []string{exe, "fake-agent", "--auto", "--osc7501", "--seed", fmt.Sprint(time.Now().UnixNano() + int64(i))},
-			Cwd: os.TempDir(), Cols: 100, Rows: 30, Agent: "claude-code"}
-		if err := c.Do(ctx, "POST", "/v1/panes", req, &p); err != nil {
+	return func(ctx context.Context, std IO, _ []string) error {
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for i, name := range demoAgents {
+			var p api.Pane
+			req := api.RunRequest{Name: "demo-" + name, Command: []string{exe, "fake-agent", "--auto", "--osc7501", "--seed", fmt.Sprint(time.Now().UnixNano() + int64(i))},
+				Cwd: os.TempDir(), Cols: 100, Rows: 30, Agent: "claude-code"}
+			if err := c.Do(ctx, "POST", "/v1/panes", req, &p); err != nil {
+				return apiError(err)
+			}
+			ids = append(ids, p.ID)
+		}
+		defer func() {
+			if *keep {
+				return
+			}
+			for _, id := range ids {
+				_ = c.Do(context.Background(), "POST", panePath(id, "kill"), api.KillRequest{}, nil)
+			}
+		}()
+		var web api.BoardResult
+		if err := c.Do(ctx, "POST", "/v1/board", api.BoardRequest{Addr: "127.0.0.1:0"}, &web); err != nil {
 			return apiError(err)
 		}
-		ids = append(ids, p.ID)
-	}
-	defer func() {
-		if *keep {
-			return
+		fmt.Fprintf(std.Stdout, "web board: %s\n", web.URL)
+		if !tty.IsTerminal(int(os.Stdin.Fd())) {
+			fmt.Fprintf(std.Stdout, "demo panes: %v\nwatch them with: corral ls, corral events --follow; answer with corral answer demo-api yes\n", ids)
+			*keep = true
+			return nil
 		}
-		for _, id := range ids {
-			_ = c.Do(context.Background(), "POST", panePath(id, "kill"), api.KillRequest{}, nil)
-		}
-	}()
-	var web api.BoardResult
-	if err := c.Do(ctx, "POST", "/v1/board", api.BoardRequest{Addr: "127.0.0.1:0"}, &web); err != nil {
-		return apiError(err)
+		return tuiboard.Run(ctx, c, exe, "web board: "+web.URL)
 	}
-	fmt.Fprintf(std.Stdout, "web board: %s\n", web.URL)
-	if !tty.IsTerminal(int(os.Stdin.Fd())) {
-		fmt.Fprintf(std.Stdout, "demo panes: %v\nwatch them with: corral ls, corral events --follow; answer with corral answer demo-api yes\n", ids)
-		*keep = true
-		return nil
-	}
-	return tuiboard.Run(ctx, c, exe, "web board: "+web.URL)
 }

@@ -2,84 +2,55 @@ package cli
 
 import (
 	"context"
-	"flag"
-	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// completeCmd is the hidden helper the completion scripts call with the
-// words typed so far (the last one is the word being completed); it
-// prints the candidates, one a line. It never starts a daemon.
-const completeCmd = "__complete"
-
-// The scripts hand every word after "corral" to the helper and offer its
-// answer; with no answer the shell completes file names.
-var completionScripts = map[string]string{
-	"bash": `# corral completion for bash: source <(corral completion bash)
-_corral() {
-    local IFS=$'\n'
-    COMPREPLY=($(corral __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null))
-}
-complete -o default -o bashdefault -F _corral corral
-`,
-	"zsh": `#compdef corral
-# corral completion for zsh: source <(corral completion zsh), after compinit
-_corral() {
-    local -a items
-    items=("${(@f)$(corral __complete "${(@)words[2,CURRENT]}" 2>/dev/null)}")
-    if [[ -n ${items[1]} ]]; then
-        compadd -a items
-    else
-        _files
-    fi
-}
-compdef _corral corral
-`,
-	"fish": `# corral completion for fish: corral completion fish > ~/.config/fish/completions/corral.fish
-function __corral_complete
-    set -l words (commandline -opc)
-    set -l cur (commandline -ct)
-    set -l found (corral __complete $words[2..-1] "$cur" 2>/dev/null)
-    if test (count $found) -gt 0
-        printf '%s\n' $found
-    else
-        __fish_complete_path "$cur"
-    end
-end
-complete -c corral -f -a '(__corral_complete)'
-`,
-}
-
-func runCompletion(_ context.Context, std IO, args []string) error {
-	fs := newFlags("completion", std)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+// runCompletion prints cobra's completion script for a shell. The script
+// calls the hidden corral __complete with the words typed so far, which
+// answers from the command tree: commands, flags, and the values below.
+func runCompletion(*pflag.FlagSet) runFunc {
+	return func(ctx context.Context, std IO, pos []string) error {
+		cmd := commandOf(ctx)
+		if len(pos) != 1 || cmd == nil {
+			return usagef("say which shell: bash, zsh, fish or powershell")
+		}
+		root := cmd.Root()
+		switch pos[0] {
+		case "bash":
+			var b strings.Builder
+			if err := root.GenBashCompletionV2(&b, true); err != nil {
+				return err
+			}
+			_, err := io.WriteString(std.Stdout, withoutBashCompletion(b.String()))
+			return err
+		case "zsh":
+			return root.GenZshCompletion(std.Stdout)
+		case "fish":
+			return root.GenFishCompletion(std.Stdout, true)
+		case "powershell":
+			return root.GenPowerShellCompletionWithDesc(std.Stdout)
+		}
+		return usagef("say which shell: bash, zsh, fish or powershell")
 	}
-	if len(pos) != 1 || completionScripts[pos[0]] == "" {
-		return usagef("say which shell: bash, zsh or fish")
-	}
-	fmt.Fprint(std.Stdout, completionScripts[pos[0]])
-	return nil
 }
 
-// Positional arguments that are panes, by command: "all" every one, else
-// the positions (0-based) that are.
-var paneArgs = map[string][]int{
-	"attach": {0}, "answer": {0}, "send": {0}, "screen": {0}, "kill": {0},
-	"wait": nil, "rm": nil, // every argument
-}
-
-// fixedArgs are the choices of a positional argument, by command and position.
-var fixedArgs = map[string]map[int][]string{
-	"answer":     {1: {"yes", "always", "no", "cancel", "1", "2", "3"}},
-	"status":     {0: {"idle", "working", "blocked", "done", "error", "clear"}},
-	"integrate":  {0: {"gemini"}},
-	"completion": {0: {"bash", "fish", "zsh"}},
+// withoutBashCompletion makes cobra's bash script work without the
+// bash-completion package too (cobra's needs its _get_comp_words_by_ref):
+// then the words are those bash split.
+func withoutBashCompletion(script string) string {
+	const call = `_get_comp_words_by_ref "$@" cur prev words cword`
+	return strings.Replace(script, call, `if declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+        `+call+`
+    else
+        words=("${COMP_WORDS[@]}") cword=$COMP_CWORD cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+    fi`, 1)
 }
 
 // flagValues are the choices of a flag's value, by flag name.
@@ -90,99 +61,60 @@ var flagValues = map[string][]string{
 	"mode":   {"pipe", "pty-lite"},
 }
 
-func runComplete(ctx context.Context, std IO, words []string) error {
-	for _, c := range complete(ctx, words) {
-		fmt.Fprintln(std.Stdout, c)
-	}
-	return nil
-}
-
-// complete returns the candidates for the last of words (those after
-// "corral"), filtered by what it starts with.
-func complete(ctx context.Context, words []string) []string {
-	if len(words) == 0 {
-		words = []string{""}
-	}
-	cur := words[len(words)-1]
-	done := words[:len(words)-1]
-	if len(done) == 0 {
-		return withPrefix(commandNames(), cur)
-	}
-	name := done[0]
-	if name == "help" {
-		if len(done) == 1 {
-			return withPrefix(commandNames(), cur)
+// addCompletion gives a command of the table its dynamic completion: the
+// choices of its positional arguments and of its flags' values.
+func addCompletion(cc *cobra.Command, c command) {
+	if c.name == "help" {
+		cc.ValidArgsFunction = func(cmd *cobra.Command, args []string, cur string) ([]string, cobra.ShellCompDirective) {
+			switch len(args) {
+			case 0:
+				return withPrefix(commandNames(), cur), cobra.ShellCompDirectiveNoFileComp
+			case 1:
+				return withPrefix(subcommandNames(args[0]), cur), cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		if subs := subcommandNames(done[1]); len(subs) > 0 && len(done) == 2 {
-			return withPrefix(subs, cur)
+		return
+	}
+	if c.panes != 0 || c.choices != nil {
+		cc.ValidArgsFunction = func(cmd *cobra.Command, args []string, cur string) ([]string, cobra.ShellCompDirective) {
+			pos := len(args)
+			if c.panes == allPanes || c.panes == onePane && pos == 0 {
+				return withPrefix(paneRefs(contextOf(cmd)), cur), cobra.ShellCompDirectiveNoFileComp
+			}
+			if c.panes == onePane {
+				pos--
+			}
+			if pos == 0 && c.choices != nil {
+				return withPrefix(c.choices, cur), cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveDefault
 		}
-		return nil
 	}
-	if subs := subcommandNames(name); len(subs) > 0 {
-		if len(done) == 1 {
-			return withPrefix(subs, cur)
-		}
-		name, done = name+" "+done[1], done[1:]
-	}
-	c, ok := lookup(name)
-	if !ok || c.group == "" {
-		return nil
-	}
-	fs := flagsOf(ctx, c)
-	// Walk the words: flags, their values, and the positional arguments.
-	pos := 0
-	for i := 1; i < len(done); i++ {
-		w := done[i]
+	cc.Flags().VisitAll(func(f *pflag.Flag) {
+		var values func(cur string) []string
 		switch {
-		case w == "--":
-			return nil // the program's own arguments: the shell's files
-		case strings.HasPrefix(w, "-") && len(w) > 1:
-			if f := lookupFlag(fs, w); f != nil && !isBool(f) && !strings.Contains(w, "=") {
-				i++ // its value
-			}
+		case f.Name == "agent":
+			values = func(string) []string { return agentNames(c.name) }
+		case f.Name == "state":
+			values = stateList
+		case flagValues[f.Name] != nil:
+			list := flagValues[f.Name]
+			values = func(string) []string { return list }
 		default:
-			pos++
+			return
 		}
-	}
-	// The value of a flag.
-	if len(done) > 1 {
-		if f := lookupFlag(fs, done[len(done)-1]); f != nil && !isBool(f) && !strings.Contains(done[len(done)-1], "=") {
-			if f.Name == "agent" {
-				return withPrefix(agentNames(name), cur)
-			}
-			if f.Name == "state" {
-				return withPrefix(stateList(cur), cur)
-			}
-			return withPrefix(flagValues[f.Name], cur)
-		}
-	}
-	if strings.HasPrefix(cur, "-") {
-		var out []string
-		if fs != nil {
-			fs.VisitAll(func(f *flag.Flag) {
-				if f.Usage != "" {
-					out = append(out, "--"+f.Name)
-				}
-			})
-		}
-		return withPrefix(append(out, "--help"), cur)
-	}
-	if choices := fixedArgs[name][pos]; choices != nil {
-		return withPrefix(choices, cur)
-	}
-	if at, ok := paneArgs[name]; ok && (at == nil || contains(at, pos)) {
-		return withPrefix(paneRefs(ctx), cur)
-	}
-	return nil
+		_ = cc.RegisterFlagCompletionFunc(f.Name, func(_ *cobra.Command, _ []string, cur string) ([]string, cobra.ShellCompDirective) {
+			return withPrefix(values(cur), cur), cobra.ShellCompDirectiveNoFileComp
+		})
+	})
 }
 
-// lookupFlag finds the flag a word names (-x, --x, --x=v).
-func lookupFlag(fs *flag.FlagSet, w string) *flag.Flag {
-	if fs == nil || !strings.HasPrefix(w, "-") {
-		return nil
+func contextOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
 	}
-	n, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
-	return fs.Lookup(n)
+	return context.Background()
 }
 
 // stateList completes a comma-separated list of states.
@@ -240,13 +172,4 @@ func withPrefix(list []string, prefix string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func contains(list []int, x int) bool {
-	for _, v := range list {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

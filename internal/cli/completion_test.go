@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"context"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -12,10 +12,10 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "answer attach board completion demo doctor events exec explain fleet help hook integrate kill lab ls policy replay restart restore rm rules run screen send serve shutdown status tmux verify version wait"},
+		{[]string{""}, "answer attach board completion demo docs doctor events exec explain fleet help hook integrate kill lab ls policy replay restart restore rm rules run screen send serve shutdown status tmux verify version wait"},
 		{[]string{"a"}, "answer attach"},
 		{[]string{"ls", "--"}, "--fleet --help --json"},
-		{[]string{"ls", "-"}, "--fleet --help --json"},
+		{[]string{"ls", "-"}, "--fleet --help --json -h"},
 		{[]string{"run", "--s"}, "--size"},
 		{[]string{"run", "--agent", "c"}, "claude-code codex copilot"},
 		{[]string{"exec", "--agent", ""}, "acp auto claude codex gemini qwen"},
@@ -32,26 +32,47 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		{[]string{"fleet", ""}, "init invite join leave status"},
 		{[]string{"tmux", ""}, "ls unwatch watch"},
 		{[]string{"help", "rules", "l"}, "list"},
-		{[]string{"completion", ""}, "bash fish zsh"},
+		{[]string{"completion", ""}, "bash fish powershell zsh"},
 		{[]string{"status", "b"}, "blocked"},
 		{[]string{"nope", ""}, ""},
 		{[]string{"attach", ""}, ""},
 	}
 	for _, tt := range tests {
-		if got := strings.Join(complete(context.Background(), tt.words), " "); got != tt.want {
+		if got := strings.Join(complete(t, tt.words...), " "); got != tt.want {
 			t.Errorf("%q: got %q, want %q", tt.words, got, tt.want)
 		}
 	}
-	out, _, code := run(t, "", "__complete", "ver")
-	if code != 0 || out != "verify\nversion\n" {
-		t.Errorf("__complete ver: exit %d %q", code, out)
+	out, _, code := run(t, "", "__completeNoDesc", "ver")
+	if code != 0 || out != "verify\nversion\n:4\n" {
+		t.Errorf("__completeNoDesc ver: exit %d %q", code, out)
 	}
-	for _, sh := range []string{"bash", "zsh", "fish"} {
-		if out, _, code := run(t, "", "completion", sh); code != 0 || !strings.Contains(out, "corral __complete") {
+	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
+		if out, _, code := run(t, "", "completion", sh); code != 0 || !strings.Contains(out, "__complete") {
 			t.Errorf("completion %s: exit %d\n%s", sh, code, out)
 		}
 	}
-	if _, errs, code := run(t, "", "completion", "tcsh"); code != 2 || !strings.Contains(errs, "bash, zsh or fish") {
+	if _, errs, code := run(t, "", "completion", "tcsh"); code != 2 || !strings.Contains(errs, "bash, zsh, fish or powershell") {
 		t.Errorf("completion tcsh: exit %d %q", code, errs)
 	}
+}
+
+// complete asks corral __complete, as the completion scripts do, for the
+// candidates of the last word, and returns them sorted, without their
+// descriptions and the directive line.
+func complete(t *testing.T, words ...string) []string {
+	t.Helper()
+	out, errs, code := run(t, "", append([]string{"__complete"}, words...)...)
+	if code != 0 {
+		t.Fatalf("__complete %q: exit %d: %s", words, code, errs)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" || strings.HasPrefix(line, ":") {
+			continue
+		}
+		cand, _, _ := strings.Cut(line, "\t")
+		got = append(got, cand)
+	}
+	sort.Strings(got)
+	return got
 }

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,28 +10,10 @@ import (
 	"time"
 )
 
-// runDoctorCmd runs corral doctor as Run would: through the command table
-// once doctor is in it, else through runDoctor with Run's wrapping and
-// exit statuses.
+// runDoctorCmd runs corral doctor as a user would.
 func runDoctorCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	if _, ok := lookup("doctor"); ok {
-		return run(t, "", append([]string{"doctor"}, args...)...)
-	}
-	var out, errb bytes.Buffer
-	err := runDoctor(context.Background(), safeIO("doctor", IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}), args)
-	var ee *exitError
-	var ue *usageError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.code
-	case errors.As(err, &ue):
-		code = 2
-	default:
-		code = 1
-	}
-	return out.String(), errb.String(), code
+	return run(t, "", append([]string{"doctor"}, args...)...)
 }
 
 // doctorHome makes a private HOME, state, config and socket with no

@@ -18,12 +18,12 @@ import (
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/server"
+	"github.com/spf13/pflag"
 )
 
 // runExec runs an agent headless as a daemon job (it appears in corral
 // ls, on the boards and in the event stream) and relays its stream.
-func runExec(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("exec", std)
+func runExec(fs *pflag.FlagSet) runFunc {
 	name := fs.String("name", "", "a name to use instead of the id")
 	agent := fs.String("agent", "", "how to read it: claude, codex, gemini or qwen (their streams), auto (the stream says), or acp (the Agent Client Protocol); default from the command's name, else auto")
 	mode := fs.String("mode", "pipe", "pipe, or pty-lite: a PTY on stdout for programs that block-buffer a pipe (no permission relay)")
@@ -37,98 +37,98 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	retry := fs.Int("retry", 0, "with --fleet: queue it again this many times if its host dies mid-job")
 	var env envList
 	fs.Var(&env, "env", "`K=V` to add to the agent's environment (repeatable)")
-	var command []string
-	for i, a := range args {
-		if a == "--" {
-			command, args = args[i+1:], args[:i]
-			break
+	return func(ctx context.Context, std IO, args []string) error {
+		// Everything after "--" is the command, flags included.
+		var command []string
+		for i, a := range args {
+			if a == "--" {
+				command = args[i+1:]
+				break
+			}
 		}
-	}
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	if len(command) == 0 {
-		return usagef("say what to run after --: corral exec -- claude -p \"…\" --output-format stream-json --verbose")
-	}
-	if *mode != "pipe" && *mode != "pty-lite" {
-		return usagef("--mode %q: use pipe or pty-lite", *mode)
-	}
-	if *agent == "" {
-		*agent = strings.TrimSuffix(filepath.Base(command[0]), ".js")
-		if headless.FormatOf(*agent) == "" {
-			*agent = "auto"
+		if len(command) == 0 {
+			return usagef("say what to run after --: corral exec -- claude -p \"…\" --output-format stream-json --verbose")
 		}
-	}
-	switch *agent {
-	case "claude", "codex", "gemini", "qwen", "auto":
-	case "acp":
-		if *prompt == "" {
-			return usagef("an ACP agent (--agent acp) takes its prompt from --prompt")
+		if *mode != "pipe" && *mode != "pty-lite" {
+			return usagef("--mode %q: use pipe or pty-lite", *mode)
 		}
-		if *mode == "pty-lite" {
-			return usagef("an ACP agent talks over stdin and stdout: use --mode pipe")
+		if *agent == "" {
+			*agent = strings.TrimSuffix(filepath.Base(command[0]), ".js")
+			if headless.FormatOf(*agent) == "" {
+				*agent = "auto"
+			}
 		}
-	default:
-		return usagef("--agent %q: use claude, codex, gemini, qwen, auto or acp", *agent)
-	}
-	req := api.ExecRequest{Name: *name, Agent: *agent, Command: command, TimeoutMS: timeout.Milliseconds(),
-		StallMS: stall.Milliseconds(), Prompt: *prompt, Env: env, Mode: *mode}
-	if *policyFile != "" {
-		data, err := os.ReadFile(*policyFile)
+		switch *agent {
+		case "claude", "codex", "gemini", "qwen", "auto":
+		case "acp":
+			if *prompt == "" {
+				return usagef("an ACP agent (--agent acp) takes its prompt from --prompt")
+			}
+			if *mode == "pty-lite" {
+				return usagef("an ACP agent talks over stdin and stdout: use --mode pipe")
+			}
+		default:
+			return usagef("--agent %q: use claude, codex, gemini, qwen, auto or acp", *agent)
+		}
+		req := api.ExecRequest{Name: *name, Agent: *agent, Command: command, TimeoutMS: timeout.Milliseconds(),
+			StallMS: stall.Milliseconds(), Prompt: *prompt, Env: env, Mode: *mode}
+		if *policyFile != "" {
+			data, err := os.ReadFile(*policyFile)
+			if err != nil {
+				return fmt.Errorf("policy: %w", err)
+			}
+			if _, err := headless.ParsePolicy(*policyFile, data); err != nil {
+				return err
+			}
+			req.Policy, req.PolicySource = string(data), *policyFile
+		}
+		dir, err := os.Getwd()
 		if err != nil {
-			return fmt.Errorf("policy: %w", err)
-		}
-		if _, err := headless.ParsePolicy(*policyFile, data); err != nil {
 			return err
 		}
-		req.Policy, req.PolicySource = string(data), *policyFile
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	// The job runs as the command would here: in this folder, with this
-	// environment (not the daemon's), --env added.
-	req.Cwd, req.CallerEnv = dir, os.Environ()
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	// Signals are watched before the job exists, so none falls between.
-	// SIGPIPE: the reader of corral exec's output went away (| head).
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
-	defer signal.Stop(sigs)
-	if *onFleet {
-		var fj struct {
-			ID string `json:"id"`
+		// The job runs as the command would here: in this folder, with this
+		// environment (not the daemon's), --env added.
+		req.Cwd, req.CallerEnv = dir, os.Environ()
+		c, err := connect(ctx)
+		if err != nil {
+			return err
 		}
-		if err := c.Do(ctx, "POST", "/v1/fleet/jobs", server.FleetExecRequest{Exec: req, Host: *host, Retry: *retry}, &fj); err != nil {
+		// Signals are watched before the job exists, so none falls between.
+		// SIGPIPE: the reader of corral exec's output went away (| head).
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+		defer signal.Stop(sigs)
+		if *onFleet {
+			var fj struct {
+				ID string `json:"id"`
+			}
+			if err := c.Do(ctx, "POST", "/v1/fleet/jobs", server.FleetExecRequest{Exec: req, Host: *host, Retry: *retry}, &fj); err != nil {
+				return apiError(err)
+			}
+			if !*asJSON {
+				fmt.Fprintf(std.Stderr, "corral exec: fleet job %s queued\n", fj.ID)
+			}
+			return followJob(ctx, std, c, fj.ID, sigs, *asJSON)
+		}
+		if *host != "" || *retry != 0 {
+			return usagef("--host and --retry go with --fleet")
+		}
+		var p api.Pane
+		if err := c.Do(ctx, "POST", "/v1/jobs", req, &p); err != nil {
 			return apiError(err)
 		}
 		if !*asJSON {
-			fmt.Fprintf(std.Stderr, "corral exec: fleet job %s queued\n", fj.ID)
+			// Only a relayed agent without a policy asks the person anything.
+			relayed := req.Policy == "" && req.Mode != "pty-lite" && !req.NoRelay &&
+				(req.Agent == "claude" || req.Agent == "qwen" || req.Agent == "acp")
+			if relayed {
+				fmt.Fprintf(std.Stderr, "corral exec: job %s (answer its permission requests with corral answer %s yes|no)\n", p.ID, p.ID)
+			} else {
+				fmt.Fprintf(std.Stderr, "corral exec: job %s\n", p.ID)
+			}
 		}
-		return followJob(ctx, std, c, fj.ID, sigs, *asJSON)
+		return followJob(ctx, std, c, p.ID, sigs, *asJSON)
 	}
-	if *host != "" || *retry != 0 {
-		return usagef("--host and --retry go with --fleet")
-	}
-	var p api.Pane
-	if err := c.Do(ctx, "POST", "/v1/jobs", req, &p); err != nil {
-		return apiError(err)
-	}
-	if !*asJSON {
-		// Only a relayed agent without a policy asks the person anything.
-		relayed := req.Policy == "" && req.Mode != "pty-lite" && !req.NoRelay &&
-			(req.Agent == "claude" || req.Agent == "qwen" || req.Agent == "acp")
-		if relayed {
-			fmt.Fprintf(std.Stderr, "corral exec: job %s (answer its permission requests with corral answer %s yes|no)\n", p.ID, p.ID)
-		} else {
-			fmt.Fprintf(std.Stderr, "corral exec: job %s\n", p.ID)
-		}
-	}
-	return followJob(ctx, std, c, p.ID, sigs, *asJSON)
 }
 
 // ExecEndWait bounds how long corral exec, interrupted, waits for the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
+	"github.com/spf13/pflag"
 )
 
 // explainJSON is the shape of `corral explain --json`.
@@ -42,49 +43,46 @@ type verdictJSON struct {
 	Message  string `json:"message"`
 }
 
-func runExplain(_ context.Context, std IO, args []string) error {
-	fs := newFlags("explain", std)
+func runExplain(fs *pflag.FlagSet) runFunc {
 	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
 	size := fs.String("size", "120x32", "screen size `COLSxROWS` for raw byte files (casts carry their own)")
 	atSec := fs.Float64("at", 0, "explain the screen this many `SECONDS` into a cast (default: its end)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need one file: a .cast, raw bytes, or plain screen text (- reads stdin)")
-	}
-	rec, set, err := loadInputs(std, pos[0], *size, *agent)
-	if err != nil {
-		return err
-	}
-	if *atSec < 0 {
-		return usagef("--at must not be negative")
-	}
-	scr := screenOf(rec, set, time.Duration(*atSec*float64(time.Second)))
-
-	m, how := set.Generic(), "default (nothing recognised it)"
-	if *agent != "" {
-		m, _ = set.ByName(*agent)
-		how = "--agent"
-	} else if found := set.IdentifyScreen(scr); found != nil {
-		m, how = found, "screen or title"
-	}
-	ex := m.Explain(scr)
-	if *asJSON {
-		out := explainJSON{Agent: m.Name, Source: m.Source, RecognisedBy: how, Title: scr.Title, Screen: scr.Lines,
-			Verdict: verdictJSON{State: string(ex.Verdict.State), Kind: ex.Verdict.Kind, Rule: ex.Verdict.Rule, Evidence: ex.Verdict.Evidence, Message: ex.Verdict.Message}}
-		for _, t := range ex.Trials {
-			out.Rules = append(out.Rules, trialJSON{Rule: t.Rule, State: string(t.State), Kind: t.Kind, Region: t.Region.String(),
-				Text: t.Text, Matched: t.Matched, Evidence: t.Evidence, Message: t.Message})
+	return func(_ context.Context, std IO, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("need one file: a .cast, raw bytes, or plain screen text (- reads stdin)")
 		}
-		enc := json.NewEncoder(std.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		rec, set, err := loadInputs(std, pos[0], *size, *agent)
+		if err != nil {
+			return err
+		}
+		if *atSec < 0 {
+			return usagef("--at must not be negative")
+		}
+		scr := screenOf(rec, set, time.Duration(*atSec*float64(time.Second)))
+
+		m, how := set.Generic(), "default (nothing recognised it)"
+		if *agent != "" {
+			m, _ = set.ByName(*agent)
+			how = "--agent"
+		} else if found := set.IdentifyScreen(scr); found != nil {
+			m, how = found, "screen or title"
+		}
+		ex := m.Explain(scr)
+		if *asJSON {
+			out := explainJSON{Agent: m.Name, Source: m.Source, RecognisedBy: how, Title: scr.Title, Screen: scr.Lines,
+				Verdict: verdictJSON{State: string(ex.Verdict.State), Kind: ex.Verdict.Kind, Rule: ex.Verdict.Rule, Evidence: ex.Verdict.Evidence, Message: ex.Verdict.Message}}
+			for _, t := range ex.Trials {
+				out.Rules = append(out.Rules, trialJSON{Rule: t.Rule, State: string(t.State), Kind: t.Kind, Region: t.Region.String(),
+					Text: t.Text, Matched: t.Matched, Evidence: t.Evidence, Message: t.Message})
+			}
+			enc := json.NewEncoder(std.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(out)
+		}
+		printExplanation(std, m, how, scr, ex)
+		return nil
 	}
-	printExplanation(std, m, how, scr, ex)
-	return nil
 }
 
 // screenOf is the final screen of a recording. A file with no escape

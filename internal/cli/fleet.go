@@ -13,43 +13,43 @@ import (
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/server"
+	"github.com/spf13/pflag"
 )
 
-func fleetInit(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("fleet init", std)
+func fleetInit(fs *pflag.FlagSet) runFunc {
 	listen := fs.String("listen", fleet.DefaultListen, "HOST:PORT for the fleet's NATS server; beyond loopback it serves TLS")
 	name := fs.String("name", "", "this host's name in the fleet (default: the machine's name)")
 	tls := fs.Bool("tls", false, "serve TLS even on loopback")
 	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
 	notifyFleet := fs.Bool("notify-fleet", false, "this host's notifications also for other hosts' panes (named HOST:NAME)")
 	asJSON := fs.Bool("json", false, "print the join details as JSON")
-	if pos, err := parse(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("fleet init takes no arguments, only flags")
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("fleet init takes no arguments, only flags")
+		}
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		var info server.FleetJoinInfo
+		if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &info); err != nil {
+			return apiError(err)
+		}
+		if *asJSON {
+			return printJSON(std, info)
+		}
+		fmt.Fprintf(std.Stdout, "fleet started: this host is %s, the hub, at %s\n", info.Name, info.URL)
+		if info.Fingerprint != "" {
+			fmt.Fprintf(std.Stdout, "TLS: the hub's CA fingerprint is %s\n", info.Fingerprint)
+		}
+		fmt.Fprintln(std.Stdout, "on another machine, run:")
+		fmt.Fprintln(std.Stdout, info.Join)
+		if host, _, err := net.SplitHostPort(*listen); err == nil && isLoopback(host) {
+			fmt.Fprintf(std.Stderr, "corral fleet init: the hub listens on %s, a loopback address: that join command works on this machine only; "+
+				"run corral fleet init --listen 0.0.0.0:7422 (or this machine's address) for other machines to join\n", *listen)
+		}
+		return nil
 	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var info server.FleetJoinInfo
-	if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &info); err != nil {
-		return apiError(err)
-	}
-	if *asJSON {
-		return printJSON(std, info)
-	}
-	fmt.Fprintf(std.Stdout, "fleet started: this host is %s, the hub, at %s\n", info.Name, info.URL)
-	if info.Fingerprint != "" {
-		fmt.Fprintf(std.Stdout, "TLS: the hub's CA fingerprint is %s\n", info.Fingerprint)
-	}
-	fmt.Fprintln(std.Stdout, "on another machine, run:")
-	fmt.Fprintln(std.Stdout, info.Join)
-	if host, _, err := net.SplitHostPort(*listen); err == nil && isLoopback(host) {
-		fmt.Fprintf(std.Stderr, "corral fleet init: the hub listens on %s, a loopback address: that join command works on this machine only; "+
-			"run corral fleet init --listen 0.0.0.0:7422 (or this machine's address) for other machines to join\n", *listen)
-	}
-	return nil
 }
 
 // isLoopback says whether host names this machine only.
@@ -61,149 +61,139 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func fleetJoin(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("fleet join", std)
+func fleetJoin(fs *pflag.FlagSet) runFunc {
 	token := fs.String("token", "", "the fleet's token, or this host's own (corral fleet invite)")
 	creds := fs.String("creds", "", "a NATS credentials file, or an nkey seed file (a team's own NATS)")
 	name := fs.String("name", "", "this host's name in the fleet (default: the machine's name)")
 	fp := fs.String("ca-fingerprint", "", "the hub's CA fingerprint (the join command carries it when the hub serves TLS)")
 	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
 	notifyFleet := fs.Bool("notify-fleet", false, "this host's notifications also for other hosts' panes (named HOST:NAME)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need the fleet's address: corral fleet join nats://HOST:PORT --token TOKEN")
-	}
-	if (*token == "") == (*creds == "") {
-		return usagef("give one of --token or --creds")
-	}
-	if *creds != "" {
-		// The daemon reads the file, from its own folder.
-		abs, err := filepath.Abs(*creds)
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("need the fleet's address: corral fleet join nats://HOST:PORT --token TOKEN")
+		}
+		if (*token == "") == (*creds == "") {
+			return usagef("give one of --token or --creds")
+		}
+		if *creds != "" {
+			// The daemon reads the file, from its own folder.
+			abs, err := filepath.Abs(*creds)
+			if err != nil {
+				return fmt.Errorf("--creds %s: %w", *creds, err)
+			}
+			*creds = abs
+		}
+		var urls []string
+		for _, u := range strings.Split(pos[0], ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				urls = append(urls, u)
+			}
+		}
+		c, err := connect(ctx)
 		if err != nil {
-			return fmt.Errorf("--creds %s: %w", *creds, err)
+			return err
 		}
-		*creds = abs
-	}
-	var urls []string
-	for _, u := range strings.Split(pos[0], ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			urls = append(urls, u)
+		var out map[string]any
+		if err := c.Do(ctx, "POST", "/v1/fleet/join", server.FleetJoinRequest{URLs: urls, Token: *token, Creds: *creds, Name: *name,
+			CAFingerprint: *fp, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &out); err != nil {
+			return apiError(err)
 		}
+		fmt.Fprintf(std.Stdout, "joined the fleet as %v\n", out["name"])
+		return nil
 	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var out map[string]any
-	if err := c.Do(ctx, "POST", "/v1/fleet/join", server.FleetJoinRequest{URLs: urls, Token: *token, Creds: *creds, Name: *name,
-		CAFingerprint: *fp, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &out); err != nil {
-		return apiError(err)
-	}
-	fmt.Fprintf(std.Stdout, "joined the fleet as %v\n", out["name"])
-	return nil
 }
 
-func fleetStatus(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("fleet status", std)
+func fleetStatus(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the hosts as a JSON array")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var st server.FleetStatus
-	if err := c.Do(ctx, "GET", "/v1/fleet/status", nil, &st); err != nil {
-		return apiError(err)
-	}
-	if *asJSON {
-		return printJSON(std, st.Hosts)
-	}
-	role := "member"
-	if st.Hub {
-		role = "hub, at " + st.URL
-	}
-	fmt.Fprintf(std.Stdout, "this host: %s (%s)\n", st.Name, role)
-	if !st.Joined {
-		fmt.Fprintln(std.Stdout, "not connected to the fleet yet; the daemon keeps trying (its log says why)")
-	}
-	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tREACHABLE\tLAST SEEN\tPANES\tJOBS\tVERSION\tPROBLEM")
-	for _, h := range st.Hosts {
-		seen := "never"
-		if t, err := time.Parse(time.RFC3339Nano, h.LastSeen); err == nil {
-			seen = time.Since(t).Round(time.Second).String() + " ago"
+	return func(ctx context.Context, std IO, _ []string) error {
+		c, err := connect(ctx)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%s\t%d\t%d/%d\t%s\t%s\n", h.Host, h.Reachable, seen, h.Panes, h.Jobs, h.MaxJobs, h.Version, h.Problem)
+		var st server.FleetStatus
+		if err := c.Do(ctx, "GET", "/v1/fleet/status", nil, &st); err != nil {
+			return apiError(err)
+		}
+		if *asJSON {
+			return printJSON(std, st.Hosts)
+		}
+		role := "member"
+		if st.Hub {
+			role = "hub, at " + st.URL
+		}
+		fmt.Fprintf(std.Stdout, "this host: %s (%s)\n", st.Name, role)
+		if !st.Joined {
+			fmt.Fprintln(std.Stdout, "not connected to the fleet yet; the daemon keeps trying (its log says why)")
+		}
+		tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "HOST\tREACHABLE\tLAST SEEN\tPANES\tJOBS\tVERSION\tPROBLEM")
+		for _, h := range st.Hosts {
+			seen := "never"
+			if t, err := time.Parse(time.RFC3339Nano, h.LastSeen); err == nil {
+				seen = time.Since(t).Round(time.Second).String() + " ago"
+			}
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%d\t%d/%d\t%s\t%s\n", h.Host, h.Reachable, seen, h.Panes, h.Jobs, h.MaxJobs, h.Version, h.Problem)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if st.Member != nil && (st.Member.RefusedOut > 0 || st.Member.BadIn > 0 || st.Member.Dropped > 0) {
+			fmt.Fprintf(std.Stdout, "refused by the fleet: %d; refused from others: %d; events dropped: %d\n", st.Member.RefusedOut, st.Member.BadIn, st.Member.Dropped)
+		}
+		if st.Refused > 0 {
+			fmt.Fprintf(std.Stdout, "connections refused: %d (last: %s)\n", st.Refused, st.Why)
+		}
+		return nil
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if st.Member != nil && (st.Member.RefusedOut > 0 || st.Member.BadIn > 0 || st.Member.Dropped > 0) {
-		fmt.Fprintf(std.Stdout, "refused by the fleet: %d; refused from others: %d; events dropped: %d\n", st.Member.RefusedOut, st.Member.BadIn, st.Member.Dropped)
-	}
-	if st.Refused > 0 {
-		fmt.Fprintf(std.Stdout, "connections refused: %d (last: %s)\n", st.Refused, st.Why)
-	}
-	return nil
 }
 
-func fleetLeave(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("fleet leave", std)
-	if _, err := parse(fs, args); err != nil {
-		return err
+func fleetLeave(fs *pflag.FlagSet) runFunc {
+	return func(ctx context.Context, std IO, _ []string) error {
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		var out map[string]any
+		if err := c.Do(ctx, "POST", "/v1/fleet/leave", struct{}{}, &out); err != nil {
+			return apiError(err)
+		}
+		if out["was_hub"] == true {
+			fmt.Fprintln(std.Stdout, "left the fleet; this host was its hub, so the other hosts lost it (its store stays in the state folder)")
+		} else {
+			fmt.Fprintln(std.Stdout, "left the fleet")
+		}
+		return nil
 	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var out map[string]any
-	if err := c.Do(ctx, "POST", "/v1/fleet/leave", struct{}{}, &out); err != nil {
-		return apiError(err)
-	}
-	if out["was_hub"] == true {
-		fmt.Fprintln(std.Stdout, "left the fleet; this host was its hub, so the other hosts lost it (its store stays in the state folder)")
-	} else {
-		fmt.Fprintln(std.Stdout, "left the fleet")
-	}
-	return nil
 }
 
-func fleetInvite(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("fleet invite", std)
+func fleetInvite(fs *pflag.FlagSet) runFunc {
 	observe := fs.Bool("observe-only", false, "the host may publish its own panes and read the fleet's, but not command other hosts or submit jobs")
 	expires := fs.Duration("expires", 0, "the credential stops working after this long (0: never)")
 	revoke := fs.Bool("revoke", false, "revoke NAME's credential and disconnect it")
 	asJSON := fs.Bool("json", false, "print as JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need the host's name: corral fleet invite NAME")
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var info server.FleetJoinInfo
-	if err := c.Do(ctx, "POST", "/v1/fleet/invite", server.FleetInviteRequest{Name: pos[0], ObserveOnly: *observe,
-		ExpiresMS: expires.Milliseconds(), Revoke: *revoke}, &info); err != nil {
-		return apiError(err)
-	}
-	if *revoke {
-		fmt.Fprintf(std.Stdout, "revoked %s's credential\n", pos[0])
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("need the host's name: corral fleet invite NAME")
+		}
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		var info server.FleetJoinInfo
+		if err := c.Do(ctx, "POST", "/v1/fleet/invite", server.FleetInviteRequest{Name: pos[0], ObserveOnly: *observe,
+			ExpiresMS: expires.Milliseconds(), Revoke: *revoke}, &info); err != nil {
+			return apiError(err)
+		}
+		if *revoke {
+			fmt.Fprintf(std.Stdout, "revoked %s's credential\n", pos[0])
+			return nil
+		}
+		if *asJSON {
+			return printJSON(std, info)
+		}
+		fmt.Fprintf(std.Stdout, "a credential for %s; on that machine, run:\n%s\n", pos[0], info.Join)
 		return nil
 	}
-	if *asJSON {
-		return printJSON(std, info)
-	}
-	fmt.Fprintf(std.Stdout, "a credential for %s; on that machine, run:\n%s\n", pos[0], info.Join)
-	return nil
 }
 
 // lsFleet lists every host's panes, grouped by host.

@@ -3,21 +3,26 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // synopsis is a command's usage line.
-func synopsis(c command) string {
-	return strings.TrimSpace("corral " + c.name + " " + c.args)
+func synopsis(c *cobra.Command) string {
+	args := strings.TrimPrefix(c.Use, c.Name())
+	return strings.TrimSpace(c.CommandPath() + " " + strings.TrimSpace(args))
 }
 
+const about = "corral runs terminal coding agents in panes and knows whether each is working, blocked on you, idle, done, in error or exited."
+
 func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "corral runs terminal coding agents in panes and knows whether each is working, blocked on you, idle, done, in error or exited.")
+	fmt.Fprintln(w, about)
 	fmt.Fprintln(w, "\nusage: corral COMMAND [ARGS] [flags]")
 	fmt.Fprintln(w, "       corral              (in a terminal: the terminal board)")
 	for _, g := range groups {
@@ -42,45 +47,40 @@ func firstClause(s string) string {
 }
 
 // runHelp prints the commands, or one command's page: the same page as
-// corral CMD --help, read from the command's own flag set.
-func runHelp(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("help", std)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		printUsage(std.Stdout)
+// corral CMD --help.
+func runHelp(*pflag.FlagSet) runFunc {
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) == 0 {
+			printUsage(std.Stdout)
+			return nil
+		}
+		name := strings.Join(pos, " ")
+		c, ok := lookup(name)
+		cmd := commandOf(ctx)
+		if !ok || c.group == "" && c.summary == "" || cmd == nil {
+			if near := closest(name, commandNames()); near != "" {
+				return usagef("unknown command %q; did you mean %s?", name, near)
+			}
+			return usagef("unknown command %q; corral help lists them", name)
+		}
+		page, _, err := cmd.Root().Find(pos)
+		if err != nil {
+			return err
+		}
+		writePage(std.Stdout, page)
 		return nil
 	}
-	name := strings.Join(pos, " ")
-	c, ok := lookup(name)
-	if !ok || c.group == "" && c.summary == "" {
-		if near := closest(name, commandNames()); near != "" {
-			return usagef("unknown command %q; did you mean %s?", name, near)
-		}
-		return usagef("unknown command %q; corral help lists them", name)
-	}
-	return printPage(ctx, std.Stdout, c)
 }
 
-// printPage prints a command's help page. Its flags come from running it
-// with --help, which stops in parse before the command does anything.
-func printPage(ctx context.Context, w io.Writer, c command) error {
-	fs := flagsOf(ctx, c)
-	writePage(w, c, fs)
-	return nil
-}
-
-// writePage writes the page of c whose flags are fs (nil: none).
-func writePage(w io.Writer, c command, fs *flag.FlagSet) {
-	if c.summary != "" {
-		fmt.Fprintf(w, "%s\n\n", wrap(capitalize(c.summary), 100))
+// writePage writes a command's help page, its flags read from its flag set.
+func writePage(w io.Writer, c *cobra.Command) {
+	if c.Long != "" {
+		fmt.Fprintf(w, "%s\n\n", wrap(c.Long, 100))
 	}
 	fmt.Fprintf(w, "usage: %s\n", synopsis(c))
-	var subs []command
-	for _, s := range commands {
-		if s.group == grpSub && strings.HasPrefix(s.name, c.name+" ") {
+	var subs []*cobra.Command
+	for _, s := range c.Commands() {
+		if !s.Hidden {
 			subs = append(subs, s)
 		}
 	}
@@ -88,31 +88,26 @@ func writePage(w io.Writer, c command, fs *flag.FlagSet) {
 		fmt.Fprintln(w, "\nCommands:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, s := range subs {
-			fmt.Fprintf(tw, "  %s\t%s\n", s.name, s.summary)
+			fmt.Fprintf(tw, "  %s\t%s\n", pathOf(s), s.Short)
 		}
 		tw.Flush()
 	}
 	fmt.Fprintln(w, "\nFlags:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if fs != nil {
-		fs.VisitAll(func(f *flag.Flag) {
-			if f.Name == "help" || f.Name == "h" || f.Usage == "" {
-				return
-			}
-			arg, usage := placeholder(f)
-			if !isZero(f) {
-				usage += fmt.Sprintf(" (default %s)", f.DefValue)
-			}
-			fmt.Fprintf(tw, "  --%s %s\t%s\n", f.Name, arg, usage)
-		})
-	}
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" || f.Usage == "" || f.Hidden {
+			return
+		}
+		arg, usage := placeholder(f)
+		if !isZero(f) {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(tw, "  --%s %s\t%s\n", f.Name, arg, usage)
+	})
 	fmt.Fprintf(tw, "  -h, --help\tthis page\n")
 	tw.Flush()
-	if c.example != "" {
-		fmt.Fprintln(w, "\nExample:")
-		for _, line := range strings.Split(c.example, "\n") {
-			fmt.Fprintf(w, "  %s\n", line)
-		}
+	if c.Example != "" {
+		fmt.Fprintf(w, "\nExample:\n%s\n", c.Example)
 	}
 }
 
@@ -143,15 +138,15 @@ func capitalize(s string) string {
 
 // placeholder is how a flag's value is written on the help page: a
 // `word` in its usage, else from its type or name.
-func placeholder(f *flag.Flag) (arg, usage string) {
-	arg, usage = flag.UnquoteUsage(f)
+func placeholder(f *pflag.Flag) (arg, usage string) {
+	arg, usage = pflag.UnquoteUsage(f)
 	switch {
 	case isBool(f):
 		arg = ""
 	case strings.Contains(f.Usage, "`"):
 	case arg == "duration":
 		arg = "DURATION"
-	case arg == "int" || arg == "int64" || arg == "uint" || arg == "float":
+	case arg == "int" || arg == "uint" || arg == "float":
 		arg = "N"
 	default:
 		arg = strings.ToUpper(f.Name)
@@ -159,164 +154,68 @@ func placeholder(f *flag.Flag) (arg, usage string) {
 	return arg, usage
 }
 
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
+// isBool: the flag may stand alone, without a value (--json, --worktree).
+func isBool(f *pflag.Flag) bool {
+	return f.NoOptDefVal != "" || f.Value.Type() == "bool"
 }
 
-func isZero(f *flag.Flag) bool {
+func isZero(f *pflag.Flag) bool {
 	switch f.DefValue {
 	case "", "false", "0", "0s", "[]", "-1":
 		return true
 	}
-	return isBool(f) && f.DefValue == "false"
+	return false
 }
 
-// helpFlag is --help (and -h): it keeps where the page goes, so that a
-// command's page needs nothing but its flag set.
-type helpFlag struct {
-	w  io.Writer
-	on bool
-}
-
-func (h *helpFlag) String() string   { return "" }
-func (h *helpFlag) IsBoolFlag() bool { return true }
-func (h *helpFlag) Set(v string) error {
-	h.on = v == "true" || v == "1"
-	return nil
-}
-
-// newFlags returns a command's flag set. Declare a flag with a usage that
-// says what it does; a `word` in backquotes names its value on the help
-// page (--size COLSxROWS). parse prints the page on --help.
-func newFlags(name string, std IO) *flag.FlagSet {
-	fs := flag.NewFlagSet("corral "+name, flag.ContinueOnError)
-	// The flag package's own messages and usage are replaced by parse's.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	h := &helpFlag{w: std.Stdout}
-	fs.Var(h, "help", "")
-	fs.Var(h, "h", "")
-	return fs
-}
-
-// probeArg, alone on a command line, makes parse return the flag set
-// instead of parsing: completion and help read a command's flags this way.
-const probeArg = "\x00flags"
-
-// probed carries a command's flag set out of parse.
-type probed struct{ fs *flag.FlagSet }
-
-func (p *probed) Error() string { return "flags probed" }
-
-// flagsOf returns a command's flag set without running it (nil: it has
-// no flag set, or does not stop in parse).
-func flagsOf(ctx context.Context, c command) *flag.FlagSet {
-	args := []string{probeArg}
-	if i := strings.Index(c.name, " "); i > 0 { // a subcommand: through its parent
-		args = []string{c.name[i+1:], probeArg}
-		c, _ = lookup(c.name[:i])
-	}
-	if c.run == nil {
-		return nil
-	}
-	var p *probed
-	if errors.As(c.run(ctx, IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}, args), &p) {
-		return p.fs
-	}
-	return nil
-}
-
-// parse parses flags that may come before, between or after positional
-// arguments, and returns the positional ones. "--" ends flags. On --help
-// it prints the command's page and returns flag.ErrHelp; a mistake comes
-// back as a usage error that says the fix.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	if len(args) == 1 && args[0] == probeArg {
-		return nil, &probed{fs}
-	}
-	orig := args
-	name := strings.TrimPrefix(fs.Name(), "corral ")
-	var pos []string
-	firstPos := -1 // where the first positional argument is in orig
-	for {
-		err := fs.Parse(args)
-		if h, ok := fs.Lookup("help").Value.(*helpFlag); ok && h.on {
-			c, ok := lookup(name)
-			if !ok {
-				c = command{name: name}
-			}
-			writePage(h.w, c, fs)
-			return nil, flag.ErrHelp
-		}
-		if err != nil {
-			return nil, flagError(fs, name, err, orig, firstPos)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		if firstPos < 0 {
-			firstPos = len(orig) - len(args)
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-// flagError rewrites the flag package's message in the CLI's words
-// (--flag, always) with the fix.
-func flagError(fs *flag.FlagSet, name string, err error, orig []string, firstPos int) error {
-	msg := err.Error()
-	ue := &usageError{cmd: name}
+// flagError rewrites pflag's message in the CLI's words (--flag, always)
+// with the fix; rest is what follows the command's name on the line.
+func flagError(c *cobra.Command, err error, rest []string) error {
+	fs := c.Flags()
+	ue := &usageError{msg: err.Error(), cmd: pathOf(c)}
+	var notExist *pflag.NotExistError
+	var needsValue *pflag.ValueRequiredError
+	var invalid *pflag.InvalidValueError
+	var syntax *pflag.InvalidSyntaxError
 	switch {
-	case strings.HasPrefix(msg, "flag provided but not defined: "):
-		f := strings.TrimLeft(strings.TrimPrefix(msg, "flag provided but not defined: "), "-")
+	case errors.As(err, &notExist):
+		f := notExist.GetSpecifiedName()
+		if sh := notExist.GetSpecifiedShortnames(); sh != "" {
+			f = sh
+		}
 		ue.msg = "unknown flag --" + f
-		c, _ := lookup(name)
-		if firstPos >= 0 && strings.Contains(c.args, "-- ") {
+		if firstPos := firstPositional(fs, rest); firstPos >= 0 && strings.Contains(c.Use, "-- ") {
 			// corral run sh -c x: the program's flags were read as corral's.
-			fixed := append(append(append([]string{"corral", name}, orig[:firstPos]...), "--"), orig[firstPos:]...)
+			fixed := append(append(append(strings.Fields(c.CommandPath()), rest[:firstPos]...), "--"), rest[firstPos:]...)
 			ue.msg += "; put the command after --: " + shellJoin(fixed)
 		} else if near := closest(f, flagNames(fs)); near != "" {
 			ue.msg += "; did you mean --" + near + "?"
 		}
-	case strings.HasPrefix(msg, "flag needs an argument: "):
-		ue.msg = dashed(strings.TrimPrefix(msg, "flag needs an argument: ")) + " needs a value"
-		if f := fs.Lookup(strings.TrimLeft(strings.TrimPrefix(msg, "flag needs an argument: "), "-")); f != nil {
-			if arg, _ := placeholder(f); arg != "" {
-				ue.msg += ": " + dashed(f.Name) + " " + arg
-			}
+	case errors.As(err, &needsValue):
+		f := needsValue.GetFlag()
+		ue.msg = dashed(f.Name) + " needs a value"
+		if arg, _ := placeholder(f); arg != "" {
+			ue.msg += ": " + dashed(f.Name) + " " + arg
 		}
-	case strings.HasPrefix(msg, "invalid value ") || strings.HasPrefix(msg, "invalid boolean value "):
-		// invalid value "x" for flag -size: parse error
-		value, rest, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(msg, "invalid boolean value "), "invalid value "), " for ")
-		fname, why, _ := strings.Cut(strings.TrimPrefix(rest, "flag "), ": ")
-		ue.msg = fmt.Sprintf("%s %s: %s", dashed(fname), value, why)
-		if f := fs.Lookup(strings.TrimLeft(fname, "-")); f != nil {
-			switch arg, _ := placeholder(f); {
-			case isBool(f):
-				ue.msg = fmt.Sprintf("%s takes no value (or =true, =false)", dashed(fname))
-			case arg == "DURATION":
-				ue.msg = fmt.Sprintf("%s %s: not a duration; use one like 90s, 10m or 1h30m", dashed(fname), value)
-			case arg == "N":
-				ue.msg = fmt.Sprintf("%s %s: not a number", dashed(fname), value)
-			}
+	case errors.As(err, &invalid):
+		f, value := invalid.GetFlag(), invalid.GetValue()
+		ue.msg = fmt.Sprintf("%s %q: %v", dashed(f.Name), value, errors.Unwrap(err))
+		switch arg, _ := placeholder(f); {
+		case isBool(f):
+			ue.msg = fmt.Sprintf("%s takes no value (or =true, =false)", dashed(f.Name))
+		case arg == "DURATION":
+			ue.msg = fmt.Sprintf("%s %q: not a duration; use one like 90s, 10m or 1h30m", dashed(f.Name), value)
+		case arg == "N":
+			ue.msg = fmt.Sprintf("%s %q: not a number", dashed(f.Name), value)
 		}
-	case strings.HasPrefix(msg, "bad flag syntax: "):
-		ue.msg = fmt.Sprintf("bad flag %s: flags look like --name or --name=value", strings.TrimPrefix(msg, "bad flag syntax: "))
-	default:
-		ue.msg = msg
+	case errors.As(err, &syntax):
+		ue.msg = fmt.Sprintf("bad flag %s: flags look like --name or --name=value", syntax.GetSpecifiedFlag())
 	}
 	return ue
 }
 
-func flagNames(fs *flag.FlagSet) []string {
+func flagNames(fs *pflag.FlagSet) []string {
 	var names []string
-	fs.VisitAll(func(f *flag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Usage != "" {
 			names = append(names, f.Name)
 		}

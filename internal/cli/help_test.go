@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -84,6 +85,9 @@ func TestFlagMistakesSayTheFix(t *testing.T) {
 		{[]string{"lss"}, `unknown command "lss"; did you mean corral ls?`},
 		{[]string{"--json"}, "--json goes after a command"},
 		{[]string{"help", "atach"}, "did you mean attach?"},
+		{[]string{"rules", "lst"}, `unknown rules command "lst"; did you mean rules list?`},
+		{[]string{"fleet"}, "corral fleet: say which: init, invite, join, leave, status\nusage: corral fleet init|join|status|leave|invite [flags]"},
+		{[]string{"replay", "--size=big", "x.cast"}, "size \"big\" must be COLSxROWS"},
 	}
 	for _, tt := range tests {
 		out, errs, code := run(t, "", tt.args...)
@@ -93,5 +97,38 @@ func TestFlagMistakesSayTheFix(t *testing.T) {
 		if strings.Contains(errs, "flag provided") || singleDash.MatchString(strings.ReplaceAll(errs, " -c", "")) {
 			t.Errorf("%q: the flag package's words or a single-dash flag: %q", tt.args, errs)
 		}
+	}
+}
+
+// The forms a flag may take: --name value, --name=value, after the
+// arguments, and -name (the standard flag package's, which corral took
+// before), all the same.
+func TestFlagForms(t *testing.T) {
+	isolate(t)
+	cast := filepath.Join(casts, "claude-code/claude-code-100x30.cast")
+	want, errs, code := run(t, "", "replay", "--json", "--agent", "claude-code", cast)
+	if code != 0 || want == "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, args := range [][]string{
+		{"replay", "--json", "--agent=claude-code", cast},
+		{"replay", cast, "--agent", "claude-code", "--json"},
+		{"replay", "-json", "-agent", "claude-code", cast},
+		{"replay", "-json", "-agent=claude-code", "--", cast},
+	} {
+		if out, errs, code := run(t, "", args...); code != 0 || out != want {
+			t.Errorf("%q: exit %d, %s\n%.200s", args, code, errs, out)
+		}
+	}
+	if _, errs, code := run(t, "", "replay", "--", "--json", cast); code != 2 || !strings.Contains(errs, "need one recording file") {
+		t.Errorf("after --, --json is an argument: exit %d %q", code, errs)
+	}
+}
+
+// A hook never fails its agent, not even on a flag it does not know.
+func TestHookIgnoresFlagMistakes(t *testing.T) {
+	isolate(t)
+	if out, errs, code := run(t, "{}", "hook", "--bogus"); code != 0 || out != "" || errs != "" {
+		t.Errorf("hook --bogus: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }

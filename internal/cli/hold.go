@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/server"
+	"github.com/spf13/pflag"
 )
 
 // runHold is a pane's holder; the daemon starts it (never a user).
@@ -100,77 +101,72 @@ func newServerReplacing(opts server.Options) (*server.Server, error) {
 
 // runRestart hands the running daemon's panes over to a new daemon of
 // this binary, started in the background: an upgrade that ends nothing.
-func runRestart(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("restart", std)
-	if _, err := parse(fs, args); err != nil {
-		return err
+func runRestart(fs *pflag.FlagSet) runFunc {
+	return func(ctx context.Context, std IO, _ []string) error {
+		if _, _, err := handOver(ctx, nil); err != nil {
+			return err
+		}
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		var st struct {
+			PID   int `json:"pid"`
+			Panes int `json:"panes"`
+		}
+		if err := c.Do(ctx, "GET", "/v1/status", nil, &st); err != nil {
+			return apiError(err)
+		}
+		fmt.Fprintf(std.Stdout, "daemon %d serves %d panes\n", st.PID, st.Panes)
+		return nil
 	}
-	if _, _, err := handOver(ctx, nil); err != nil {
-		return err
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var st struct {
-		PID   int `json:"pid"`
-		Panes int `json:"panes"`
-	}
-	if err := c.Do(ctx, "GET", "/v1/status", nil, &st); err != nil {
-		return apiError(err)
-	}
-	fmt.Fprintf(std.Stdout, "daemon %d serves %d panes\n", st.PID, st.Panes)
-	return nil
 }
 
-func runRestore(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("restore", std)
+func runRestore(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	forget := fs.Bool("forget", false, "drop the lost panes instead of starting them")
-	ids, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	var out []server.Restored
-	req := struct {
-		Forget bool     `json:"forget"`
-		IDs    []string `json:"ids,omitempty"`
-	}{*forget, ids}
-	if err := c.Do(ctx, "POST", "/v1/restore", req, &out); err != nil {
-		return apiError(err)
-	}
-	if *asJSON {
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Fprintf(std.Stdout, "%s\n", b)
-	}
-	failed := 0
-	for _, r := range out {
-		name := r.Name
-		if name == "" {
-			name = "-"
+	return func(ctx context.Context, std IO, ids []string) error {
+		c, err := connect(ctx)
+		if err != nil {
+			return err
 		}
-		switch {
-		case r.Error != "":
-			failed++
-			fmt.Fprintf(std.Stderr, "%s  %s  not restored: %s\n", r.Was, name, r.Error)
-		case *asJSON:
-		case *forget:
-			fmt.Fprintf(std.Stdout, "%s  %s  forgotten (%s)\n", r.Was, name, strings.Join(r.Command, " "))
-		case r.Resumed != "":
-			fmt.Fprintf(std.Stdout, "%s  %s  restarted in %s, resuming conversation %s\n", r.ID, name, r.Cwd, r.Resumed)
-		default:
-			fmt.Fprintf(std.Stdout, "%s  %s  restarted in %s, fresh: %s\n", r.ID, name, r.Cwd, r.Note)
+		var out []server.Restored
+		req := struct {
+			Forget bool     `json:"forget"`
+			IDs    []string `json:"ids,omitempty"`
+		}{*forget, ids}
+		if err := c.Do(ctx, "POST", "/v1/restore", req, &out); err != nil {
+			return apiError(err)
 		}
+		if *asJSON {
+			b, _ := json.MarshalIndent(out, "", "  ")
+			fmt.Fprintf(std.Stdout, "%s\n", b)
+		}
+		failed := 0
+		for _, r := range out {
+			name := r.Name
+			if name == "" {
+				name = "-"
+			}
+			switch {
+			case r.Error != "":
+				failed++
+				fmt.Fprintf(std.Stderr, "%s  %s  not restored: %s\n", r.Was, name, r.Error)
+			case *asJSON:
+			case *forget:
+				fmt.Fprintf(std.Stdout, "%s  %s  forgotten (%s)\n", r.Was, name, strings.Join(r.Command, " "))
+			case r.Resumed != "":
+				fmt.Fprintf(std.Stdout, "%s  %s  restarted in %s, resuming conversation %s\n", r.ID, name, r.Cwd, r.Resumed)
+			default:
+				fmt.Fprintf(std.Stdout, "%s  %s  restarted in %s, fresh: %s\n", r.ID, name, r.Cwd, r.Note)
+			}
+		}
+		if len(out) == 0 && !*asJSON {
+			fmt.Fprintln(std.Stderr, "corral restore: no pane to restore (every pane in the table still runs, or none was lost)")
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d of %d panes not restored", failed, len(out))
+		}
+		return nil
 	}
-	if len(out) == 0 && !*asJSON {
-		fmt.Fprintln(std.Stderr, "corral restore: no pane to restore (every pane in the table still runs, or none was lost)")
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d panes not restored", failed, len(out))
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/server"
+	"github.com/spf13/pflag"
 )
 
 // runHook forwards an agent hook's payload to the daemon. Agents run it
@@ -21,61 +22,54 @@ import (
 // break the agent: it always exits 0, prints nothing on stdout (Claude Code
 // reads a hook's stdout) but a policy's decision on a permission request,
 // and gives up after a few seconds (then the agent asks its person).
-func runHook(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("hook", std)
+func runHook(fs *pflag.FlagSet) runFunc {
 	agent := fs.String("agent", "claude-code", "the agent whose payload this is: claude-code, codex or gemini")
 	outside := fs.Bool("outside", false, "report only for an agent started outside corral (the hooks corral integrate --global installs; a corral pane's agent has its own)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		var p *probed
-		if errors.As(err, &p) {
-			return err
+	return func(ctx context.Context, std IO, pos []string) error {
+		var payload []byte
+		if len(pos) > 0 {
+			payload = []byte(pos[len(pos)-1]) // Codex passes the JSON as the last argument
+		} else {
+			payload, _ = io.ReadAll(io.LimitReader(std.Stdin, 1<<20))
 		}
-		return nil
-	}
-	var payload []byte
-	if len(pos) > 0 {
-		payload = []byte(pos[len(pos)-1]) // Codex passes the JSON as the last argument
-	} else {
-		payload, _ = io.ReadAll(io.LimitReader(std.Stdin, 1<<20))
-	}
-	if !json.Valid(payload) {
-		fmt.Fprintln(std.Stderr, "corral hook: the payload is not JSON; ignored")
-		return nil
-	}
-	logHook(os.Getenv("CORRAL_HOOK_LOG"), *agent, payload)
-	if *outside && os.Getenv("CORRAL_PANE") != "" {
-		return nil // the pane's own hooks report
-	}
-	req := api.HookRequest{Pane: os.Getenv("CORRAL_PANE"), Token: os.Getenv("CORRAL_TOKEN"), Agent: *agent, Payload: payload}
-	if req.Pane == "" {
-		// An agent started outside corral: in a tmux pane corral may
-		// watch ($TMUX is "SOCKET,PID,SESSION").
-		tmux, tmuxPane := os.Getenv("TMUX"), os.Getenv("TMUX_PANE")
-		sock, _, _ := strings.Cut(tmux, ",")
-		if sock == "" || tmuxPane == "" {
-			return nil // not running under corral
+		if !json.Valid(payload) {
+			fmt.Fprintln(std.Stderr, "corral hook: the payload is not JSON; ignored")
+			return nil
 		}
-		req.TmuxSocket, req.TmuxPane = sock, tmuxPane
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	sock, err := server.CheckSocketPath()
-	if err != nil {
-		fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
-		return nil
-	}
-	c := client.New(sock)
-	var res api.HookResult
-	if err := c.Do(ctx, "POST", "/v1/hook", req, &res); err != nil {
-		if req.Pane == "" && (errors.Is(err, client.ErrNoDaemon) || isCode(err, "not_watched")) {
-			return nil // a tmux pane corral does not watch: nothing to say
+		logHook(os.Getenv("CORRAL_HOOK_LOG"), *agent, payload)
+		if *outside && os.Getenv("CORRAL_PANE") != "" {
+			return nil // the pane's own hooks report
 		}
-		fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
+		req := api.HookRequest{Pane: os.Getenv("CORRAL_PANE"), Token: os.Getenv("CORRAL_TOKEN"), Agent: *agent, Payload: payload}
+		if req.Pane == "" {
+			// An agent started outside corral: in a tmux pane corral may
+			// watch ($TMUX is "SOCKET,PID,SESSION").
+			tmux, tmuxPane := os.Getenv("TMUX"), os.Getenv("TMUX_PANE")
+			sock, _, _ := strings.Cut(tmux, ",")
+			if sock == "" || tmuxPane == "" {
+				return nil // not running under corral
+			}
+			req.TmuxSocket, req.TmuxPane = sock, tmuxPane
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		sock, err := server.CheckSocketPath()
+		if err != nil {
+			fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
+			return nil
+		}
+		c := client.New(sock)
+		var res api.HookResult
+		if err := c.Do(ctx, "POST", "/v1/hook", req, &res); err != nil {
+			if req.Pane == "" && (errors.Is(err, client.ErrNoDaemon) || isCode(err, "not_watched")) {
+				return nil // a tmux pane corral does not watch: nothing to say
+			}
+			fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
+			return nil
+		}
+		printHookDecision(std, res)
 		return nil
 	}
-	printHookDecision(std, res)
-	return nil
 }
 
 // printHookDecision tells the agent a policy's decision on its permission

@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/client"
 
 	"github.com/corral-dev/corral/internal/server"
+	"github.com/spf13/pflag"
 )
 
 func clientNoStart() *client.Client { return client.New(server.SocketPath()) }
@@ -76,6 +77,7 @@ func printJSON(std IO, v any) error {
 type envList []string
 
 func (e *envList) String() string { return strings.Join(*e, ",") }
+func (e *envList) Type() string   { return "stringArray" }
 func (e *envList) Set(v string) error {
 	if !strings.Contains(v, "=") || strings.HasPrefix(v, "=") {
 		return fmt.Errorf("%q is not K=V", v)
@@ -84,8 +86,7 @@ func (e *envList) Set(v string) error {
 	return nil
 }
 
-func runRun(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("run", std)
+func runRun(fs *pflag.FlagSet) runFunc {
 	name := fs.String("name", "", "a name to use instead of the id")
 	cwd := fs.String("cwd", "", "the `DIR` to run in (default: the current one)")
 	size := fs.String("size", "120x32", "terminal size `COLSxROWS`")
@@ -97,77 +98,77 @@ func runRun(ctx context.Context, std IO, args []string) error {
 	noPolicy := fs.Bool("no-policy", false, "leave config.toml's default policy out")
 	var wt worktreeFlag
 	fs.Var(&wt, "worktree", "run in a new git worktree, on branch BRANCH (--worktree=BRANCH or --worktree BRANCH; default corral/NAME)")
+	fs.Lookup("worktree").NoOptDefVal = "true"
 	var env envList
 	fs.Var(&env, "env", "`K=V` to add to the program's environment (repeatable)")
-	// Everything after "--" is the command, flags included.
-	var command []string
-	for i, a := range args {
-		if a == "--" {
-			command = args[i+1:]
-			args = args[:i]
-			break
+	return func(ctx context.Context, std IO, args []string) error {
+		// Everything after "--" is the command, flags included.
+		var command []string
+		pos := args
+		for i, a := range args {
+			if a == "--" {
+				command = args[i+1:]
+				pos = args[:i]
+				break
+			}
 		}
-	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if wt.on && wt.branch == "" && command != nil && len(pos) == 1 {
-		wt.branch, pos = pos[0], nil // --worktree BRANCH
-	}
-	if command == nil {
-		command = pos
-	} else if len(pos) > 0 {
-		return usagef("put the command after --: corral run [flags] -- %s", strings.Join(pos, " "))
-	}
-	if len(command) == 0 {
-		return usagef("say what to run: corral run -- COMMAND ARGS…")
-	}
-	cols, rows, err := parseSize(*size)
-	if err != nil {
-		return err
-	}
-	// The command is found and run as it would be here: from this
-	// folder (a relative --cwd is relative to it) and this PATH.
-	here, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	dir := *cwd
-	if dir == "" {
-		dir = here
-	} else if !filepath.IsAbs(dir) {
-		dir = filepath.Join(here, dir)
-	}
-	if !hasVar(env, "PATH") {
-		env = append(envList{"PATH=" + os.Getenv("PATH")}, env...)
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	req := api.RunRequest{Name: *name, Command: command, Cwd: dir, Cols: cols, Rows: rows, Agent: *agent, Env: env, Remove: *remove,
-		NoPolicy: *noPolicy, Worktree: wt.on, Branch: wt.branch}
-	if *policyFile != "" {
-		if req.Policy, req.PolicySource, err = readPolicy(*policyFile); err != nil {
+		if wt.on && wt.branch == "" && command != nil && len(pos) == 1 {
+			wt.branch, pos = pos[0], nil // --worktree BRANCH
+		}
+		if command == nil {
+			command = pos
+		} else if len(pos) > 0 {
+			return usagef("put the command after --: corral run [flags] -- %s", strings.Join(pos, " "))
+		}
+		if len(command) == 0 {
+			return usagef("say what to run: corral run -- COMMAND ARGS…")
+		}
+		cols, rows, err := parseSize(*size)
+		if err != nil {
 			return err
 		}
-	}
-	var p api.Pane
-	if err := c.Do(ctx, "POST", "/v1/panes", req, &p); err != nil {
-		return apiError(err)
-	}
-	if *asJSON {
-		if err := printJSON(std, p); err != nil {
+		// The command is found and run as it would be here: from this
+		// folder (a relative --cwd is relative to it) and this PATH.
+		here, err := os.Getwd()
+		if err != nil {
 			return err
 		}
-	} else {
-		fmt.Fprintln(std.Stdout, p.ID)
+		dir := *cwd
+		if dir == "" {
+			dir = here
+		} else if !filepath.IsAbs(dir) {
+			dir = filepath.Join(here, dir)
+		}
+		if !hasVar(env, "PATH") {
+			env = append(envList{"PATH=" + os.Getenv("PATH")}, env...)
+		}
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		req := api.RunRequest{Name: *name, Command: command, Cwd: dir, Cols: cols, Rows: rows, Agent: *agent, Env: env, Remove: *remove,
+			NoPolicy: *noPolicy, Worktree: wt.on, Branch: wt.branch}
+		if *policyFile != "" {
+			if req.Policy, req.PolicySource, err = readPolicy(*policyFile); err != nil {
+				return err
+			}
+		}
+		var p api.Pane
+		if err := c.Do(ctx, "POST", "/v1/panes", req, &p); err != nil {
+			return apiError(err)
+		}
+		if *asJSON {
+			if err := printJSON(std, p); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(std.Stdout, p.ID)
+		}
+		if *attach {
+			return runAttach(pflag.NewFlagSet("attach", pflag.ContinueOnError))(ctx, std, []string{p.ID})
+		}
+		return nil
 	}
-	if *attach {
-		return runAttach(ctx, std, []string{p.ID})
-	}
-	return nil
 }
 
 // hasVar says whether env (K=V entries) sets key.
@@ -181,89 +182,84 @@ func hasVar(env []string, key string) bool {
 }
 
 // runRm removes ended panes and jobs; --force ends running ones first.
-func runRm(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("rm", std)
+func runRm(fs *pflag.FlagSet) runFunc {
 	force := fs.Bool("force", false, "end running panes first (SIGHUP, then SIGKILL)")
 	asJSON := fs.Bool("json", false, "print the removed panes as JSON")
 	withWorktree := fs.Bool("worktree", false, "also remove the git worktree corral made for the pane (refused while it has uncommitted changes; its branch stays)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usagef("need one or more pane ids or names")
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	q := url.Values{}
-	if *force {
-		q.Set("force", "1")
-	}
-	if *withWorktree {
-		q.Set("worktree", "1")
-	}
-	path := ""
-	if len(q) > 0 {
-		path = "?" + q.Encode()
-	}
-	removed := []api.Pane{}
-	var failed error
-	for _, ref := range pos {
-		var p api.Pane
-		if err := c.Do(ctx, "DELETE", panePath(ref, "")+path, nil, &p); err != nil {
-			err = apiError(err)
-			fmt.Fprintf(std.Stderr, "corral rm: %s: %v\n", ref, err)
-			failed = &exitError{code: 1, err: errors.New("")}
-			continue
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) == 0 {
+			return usagef("need one or more pane ids or names")
 		}
-		removed = append(removed, p)
-	}
-	if *asJSON {
-		if err := printJSON(std, removed); err != nil {
+		c, err := connect(ctx)
+		if err != nil {
 			return err
 		}
+		q := url.Values{}
+		if *force {
+			q.Set("force", "1")
+		}
+		if *withWorktree {
+			q.Set("worktree", "1")
+		}
+		path := ""
+		if len(q) > 0 {
+			path = "?" + q.Encode()
+		}
+		removed := []api.Pane{}
+		var failed error
+		for _, ref := range pos {
+			var p api.Pane
+			if err := c.Do(ctx, "DELETE", panePath(ref, "")+path, nil, &p); err != nil {
+				err = apiError(err)
+				fmt.Fprintf(std.Stderr, "corral rm: %s: %v\n", ref, err)
+				failed = &exitError{code: 1, err: errors.New("")}
+				continue
+			}
+			removed = append(removed, p)
+		}
+		if *asJSON {
+			if err := printJSON(std, removed); err != nil {
+				return err
+			}
+		}
+		return failed
 	}
-	return failed
 }
 
-func runLs(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("ls", std)
+func runLs(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the panes as a JSON array")
 	all := fs.Bool("fleet", false, "the panes of every host in the fleet, each with its host")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	if *all {
-		return lsFleet(ctx, std, c, *asJSON)
-	}
-	var panes []api.Pane
-	if err := c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
-		return apiError(err)
-	}
-	if *asJSON {
-		return printJSON(std, panes)
-	}
-	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
-	for _, p := range panes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, paneState(p), age(p.Since), p.Source, p.Message)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	// An agent without its hooks is told from its screen alone: say so, and why.
-	for _, p := range panes {
-		if p.IntegrationError != "" && p.State != "exited" {
-			fmt.Fprintf(std.Stdout, "%s: no hooks: %s\n", p.ID, p.IntegrationError)
+	return func(ctx context.Context, std IO, _ []string) error {
+		c, err := connect(ctx)
+		if err != nil {
+			return err
 		}
+		if *all {
+			return lsFleet(ctx, std, c, *asJSON)
+		}
+		var panes []api.Pane
+		if err := c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
+			return apiError(err)
+		}
+		if *asJSON {
+			return printJSON(std, panes)
+		}
+		tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
+		for _, p := range panes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, paneState(p), age(p.Since), p.Source, p.Message)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		// An agent without its hooks is told from its screen alone: say so, and why.
+		for _, p := range panes {
+			if p.IntegrationError != "" && p.State != "exited" {
+				fmt.Fprintf(std.Stdout, "%s: no hooks: %s\n", p.ID, p.IntegrationError)
+			}
+		}
+		return nil
 	}
-	return nil
 }
 
 func age(since string) string {
@@ -274,119 +270,107 @@ func age(since string) string {
 	return time.Since(t).Round(time.Second).String()
 }
 
-func runScreen(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("screen", std)
+func runScreen(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the screen as JSON")
 	ansi := fs.Bool("ansi", false, "keep colours and attributes")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("need one pane id or name")
+		}
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		path := panePath(pos[0], "screen")
+		if *ansi {
+			path += "?ansi=1"
+		}
+		var s api.Screen
+		if err := c.Do(ctx, "GET", path, nil, &s); err != nil {
+			return apiError(err)
+		}
+		switch {
+		case *asJSON:
+			return printJSON(std, s)
+		case *ansi:
+			fmt.Fprint(std.Stdout, s.ANSI+"\x1b[0m\r\n")
+		default:
+			fmt.Fprintln(std.Stdout, strings.Join(s.Lines, "\n"))
+		}
+		return nil
 	}
-	if len(pos) != 1 {
-		return usagef("need one pane id or name")
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	path := panePath(pos[0], "screen")
-	if *ansi {
-		path += "?ansi=1"
-	}
-	var s api.Screen
-	if err := c.Do(ctx, "GET", path, nil, &s); err != nil {
-		return apiError(err)
-	}
-	switch {
-	case *asJSON:
-		return printJSON(std, s)
-	case *ansi:
-		fmt.Fprint(std.Stdout, s.ANSI+"\x1b[0m\r\n")
-	default:
-		fmt.Fprintln(std.Stdout, strings.Join(s.Lines, "\n"))
-	}
-	return nil
 }
 
-func runSend(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("send", std)
+func runSend(fs *pflag.FlagSet) runFunc {
 	enter := fs.Bool("enter", false, "press Enter after the text")
 	force := fs.Bool("force", false, "type even while the pane is blocked on a prompt")
 	asJSON := fs.Bool("json", false, "print the pane as JSON")
 	timeout := fs.Duration("timeout", api.DefaultReadyWait, "how long to wait for an agent that is still starting to be ready for input")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) != 2 {
+			return usagef("need a pane and the text: corral send ID TEXT [--enter]")
+		}
+		if *timeout <= 0 || *timeout > time.Hour {
+			return usagef("--timeout %v: give a duration above 0 and at most 1h", *timeout)
+		}
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		c.Timeout += *timeout // the daemon answers once the agent is ready
+		var p api.Pane
+		req := api.SendRequest{Text: pos[1], Enter: *enter, Force: *force, ReadyMS: timeout.Milliseconds()}
+		if err := c.Do(ctx, "POST", panePath(pos[0], "send"), req, &p); err != nil {
+			return apiError(err)
+		}
+		if *asJSON {
+			return printJSON(std, &p)
+		}
+		return nil
 	}
-	if len(pos) != 2 {
-		return usagef("need a pane and the text: corral send ID TEXT [--enter]")
-	}
-	if *timeout <= 0 || *timeout > time.Hour {
-		return usagef("--timeout %v: give a duration above 0 and at most 1h", *timeout)
-	}
-	c, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	c.Timeout += *timeout // the daemon answers once the agent is ready
-	var p api.Pane
-	req := api.SendRequest{Text: pos[1], Enter: *enter, Force: *force, ReadyMS: timeout.Milliseconds()}
-	if err := c.Do(ctx, "POST", panePath(pos[0], "send"), req, &p); err != nil {
-		return apiError(err)
-	}
-	if *asJSON {
-		return printJSON(std, &p)
-	}
-	return nil
 }
 
-func runAnswer(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("answer", std)
+func runAnswer(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print what was typed as JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) != 2 {
+			return usagef("need a pane and a choice: yes, always, no, cancel or an option number")
+		}
+		return paneAction(ctx, std, pos[0], "answer", api.AnswerRequest{Choice: pos[1]}, &api.AnswerResult{}, *asJSON)
 	}
-	if len(pos) != 2 {
-		return usagef("need a pane and a choice: yes, always, no, cancel or an option number")
-	}
-	return paneAction(ctx, std, pos[0], "answer", api.AnswerRequest{Choice: pos[1]}, &api.AnswerResult{}, *asJSON)
 }
 
-func runKill(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("kill", std)
+func runKill(fs *pflag.FlagSet) runFunc {
 	sig := fs.String("signal", "", "send exactly this `SIGNAL` (TERM, KILL, HUP, INT, …) and nothing after it (default: TERM, then KILL after --grace)")
 	grace := fs.Duration("grace", api.DefaultKillGrace, "without --signal: how long the program has to end after TERM before KILL (at most 7s)")
 	asJSON := fs.Bool("json", false, "print the pane as JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need one pane id or name")
-	}
-	if *grace < 0 || *grace > api.MaxKillGrace {
-		return usagef("--grace %v: give a duration from 0s to %v", *grace, api.MaxKillGrace)
-	}
-	// The daemon answers once the pane has exited, or 2 s after the last
-	// signal.
-	var p api.Pane
-	req := api.KillRequest{Signal: *sig}
-	if *sig == "" {
-		req.Grace = grace.String()
-	}
-	if err := paneAction(ctx, std, pos[0], "kill", req, &p, *asJSON); err != nil {
-		return err
-	}
-	if p.ExitCode == nil && (p.State == "working" || p.State == "blocked" || p.State == "idle") {
-		sent := "SIGTERM and SIGKILL"
-		if *sig != "" {
-			sent = "SIG" + strings.TrimPrefix(strings.ToUpper(*sig), "SIG")
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("need one pane id or name")
 		}
-		fmt.Fprintf(std.Stderr, "corral kill: %s is still running (%s) after %s; corral kill %s --signal KILL ends it\n",
-			pos[0], p.State, sent, pos[0])
+		if *grace < 0 || *grace > api.MaxKillGrace {
+			return usagef("--grace %v: give a duration from 0s to %v", *grace, api.MaxKillGrace)
+		}
+		// The daemon answers once the pane has exited, or 2 s after the last
+		// signal.
+		var p api.Pane
+		req := api.KillRequest{Signal: *sig}
+		if *sig == "" {
+			req.Grace = grace.String()
+		}
+		if err := paneAction(ctx, std, pos[0], "kill", req, &p, *asJSON); err != nil {
+			return err
+		}
+		if p.ExitCode == nil && (p.State == "working" || p.State == "blocked" || p.State == "idle") {
+			sent := "SIGTERM and SIGKILL"
+			if *sig != "" {
+				sent = "SIG" + strings.TrimPrefix(strings.ToUpper(*sig), "SIG")
+			}
+			fmt.Fprintf(std.Stderr, "corral kill: %s is still running (%s) after %s; corral kill %s --signal KILL ends it\n",
+				pos[0], p.State, sent, pos[0])
+		}
+		return nil
 	}
-	return nil
 }
 
 // parseSince reads a duration ago ("1h") or a time (RFC 3339).
@@ -400,34 +384,31 @@ func parseSince(s string) (time.Time, error) {
 	return time.Time{}, usagef("--since %q must be a duration like 1h or a time like 2026-12-01T10:00:00Z", s)
 }
 
-func runEvents(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("events", std)
+func runEvents(fs *pflag.FlagSet) runFunc {
 	since := fs.String("since", "", "logged events from this long ago (1h) or this `TIME` (RFC 3339)")
 	follow := fs.Bool("follow", false, "keep printing new events")
 	all := fs.Bool("fleet", false, "the events of every host in the fleet, each with its host")
 	_ = fs.Bool("json", true, "events are always NDJSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if *all || len(pos) > 0 {
-		return fleetEvents(ctx, std, pos, *since, *follow)
-	}
-	q := url.Values{}
-	if *since != "" {
-		t, err := parseSince(*since)
-		if err != nil {
-			return err
+	return func(ctx context.Context, std IO, pos []string) error {
+		if *all || len(pos) > 0 {
+			return fleetEvents(ctx, std, pos, *since, *follow)
 		}
-		q.Set("since", t.UTC().Format(time.RFC3339Nano))
+		q := url.Values{}
+		if *since != "" {
+			t, err := parseSince(*since)
+			if err != nil {
+				return err
+			}
+			q.Set("since", t.UTC().Format(time.RFC3339Nano))
+		}
+		if *follow {
+			q.Set("follow", "1")
+		}
+		if !*follow && *since == "" {
+			q.Set("since", time.Now().Add(-24*time.Hour).UTC().Format(time.RFC3339Nano))
+		}
+		return printStream(ctx, std, "/v1/events?"+q.Encode())
 	}
-	if *follow {
-		q.Set("follow", "1")
-	}
-	if !*follow && *since == "" {
-		q.Set("since", time.Now().Add(-24*time.Hour).UTC().Format(time.RFC3339Nano))
-	}
-	return printStream(ctx, std, "/v1/events?"+q.Encode())
 }
 
 // printStream copies an NDJSON stream of the daemon's to stdout, line by

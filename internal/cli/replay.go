@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
+	"github.com/spf13/pflag"
 )
 
 // replayChange is one change in `corral replay --json`. Its shape is stable.
@@ -20,51 +21,48 @@ type replayChange struct {
 	Message string  `json:"message"`
 }
 
-func runReplay(_ context.Context, io IO, args []string) error {
-	fs := newFlags("replay", io)
+func runReplay(fs *pflag.FlagSet) runFunc {
 	agent := fs.String("agent", "", "use this agent's rules instead of recognising it")
 	asJSON := fs.Bool("json", false, "print the changes as a JSON array")
 	screenOnly := fs.Bool("screen-only", false, "ignore the program's own OSC 7501 reports")
 	size := fs.String("size", "120x32", "screen size `COLSxROWS` for raw byte files (casts carry their own)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need one recording file (a .cast or raw bytes; - reads stdin)")
-	}
-	rec, set, err := loadInputs(io, pos[0], *size, *agent)
-	if err != nil {
-		return err
-	}
-	res := replay.Run(rec, replay.Options{Rules: set, Agent: *agent, ScreenOnly: *screenOnly})
-	defer res.Close()
-
-	if *asJSON {
-		changes := []replayChange{}
-		for _, c := range res.Changes {
-			d := c.Decision
-			changes = append(changes, replayChange{T: replay.Offset(c.At).Seconds(), State: string(d.State), Kind: d.Kind,
-				Source: string(d.Source), Rule: d.Rule, Message: d.Message})
+	return func(_ context.Context, io IO, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("need one recording file (a .cast or raw bytes; - reads stdin)")
 		}
-		if err := printJSON(io, changes); err != nil {
+		rec, set, err := loadInputs(io, pos[0], *size, *agent)
+		if err != nil {
 			return err
 		}
-	} else {
-		fmt.Fprintf(io.Stdout, "agent: %s (%s)\n", res.Engine.Manifest().Name, res.Engine.Manifest().Source)
-		tw := tabwriter.NewWriter(io.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TIME\tSTATE\tKIND\tSOURCE\tRULE\tMESSAGE")
-		for _, c := range res.Changes {
-			d := c.Decision
-			fmt.Fprintf(tw, "%.3fs\t%s\t%s\t%s\t%s\t%s\n", replay.Offset(c.At).Seconds(), d.State, dash(d.Kind), d.Source, dash(d.Rule), d.Message)
+		res := replay.Run(rec, replay.Options{Rules: set, Agent: *agent, ScreenOnly: *screenOnly})
+		defer res.Close()
+
+		if *asJSON {
+			changes := []replayChange{}
+			for _, c := range res.Changes {
+				d := c.Decision
+				changes = append(changes, replayChange{T: replay.Offset(c.At).Seconds(), State: string(d.State), Kind: d.Kind,
+					Source: string(d.Source), Rule: d.Rule, Message: d.Message})
+			}
+			if err := printJSON(io, changes); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(io.Stdout, "agent: %s (%s)\n", res.Engine.Manifest().Name, res.Engine.Manifest().Source)
+			tw := tabwriter.NewWriter(io.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tSTATE\tKIND\tSOURCE\tRULE\tMESSAGE")
+			for _, c := range res.Changes {
+				d := c.Decision
+				fmt.Fprintf(tw, "%.3fs\t%s\t%s\t%s\t%s\t%s\n", replay.Offset(c.At).Seconds(), d.State, dash(d.Kind), d.Source, dash(d.Rule), d.Message)
+			}
+			tw.Flush()
 		}
-		tw.Flush()
+		counters := res.Engine.Counters()
+		if rec.Skipped > 0 || counters.StatusDiscarded > 0 {
+			fmt.Fprintf(io.Stderr, "corral replay: skipped %d malformed recording lines, discarded %d status reports\n", rec.Skipped, counters.StatusDiscarded)
+		}
+		return nil
 	}
-	counters := res.Engine.Counters()
-	if rec.Skipped > 0 || counters.StatusDiscarded > 0 {
-		fmt.Fprintf(io.Stderr, "corral replay: skipped %d malformed recording lines, discarded %d status reports\n", rec.Skipped, counters.StatusDiscarded)
-	}
-	return nil
 }
 
 func dash(s string) string {

@@ -14,127 +14,123 @@ import (
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/server"
 	rulesdata "github.com/corral-dev/corral/rules"
+	"github.com/spf13/pflag"
 )
 
 // runRulesCheck validates every manifest in DIR (default: the user's rules
 // folder, then the built-in ones) and exits 1 if any is broken.
-func runRulesCheck(_ context.Context, std IO, args []string) error {
-	fs := newFlags("rules check", std)
+func runRulesCheck(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print as JSON, the shape of rules list --json: {\"manifests\": [...], \"problems\": [...]}")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 1 {
-		return usagef("at most one folder")
-	}
-	type source struct {
-		label string
-		list  func() ([]*rules.Manifest, error)
-	}
-	var sources []source
-	if len(pos) == 1 {
-		dir := pos[0]
-		info, err := os.Stat(dir)
-		if err != nil {
-			return fmt.Errorf("check rules %s: %w", dir, err)
+	return func(_ context.Context, std IO, pos []string) error {
+		if len(pos) > 1 {
+			return usagef("at most one folder")
 		}
-		if !info.IsDir() {
-			// A single file.
-			sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
-				m, err := rules.ParseFile(dir)
-				if err != nil {
-					return nil, err
-				}
-				return []*rules.Manifest{m}, nil
-			}})
-		} else {
-			sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
-				return rules.LoadUserDir(dir)
-			}})
+		type source struct {
+			label string
+			list  func() ([]*rules.Manifest, error)
 		}
-	} else {
-		sources = append(sources, source{"built-in", func() ([]*rules.Manifest, error) { return rules.LoadDir(rulesdata.FS, ".", "embedded:") }})
-		if dir := rules.DefaultUserDir(); dir != "" {
-			if _, err := os.Stat(dir); err == nil {
+		var sources []source
+		if len(pos) == 1 {
+			dir := pos[0]
+			info, err := os.Stat(dir)
+			if err != nil {
+				return fmt.Errorf("check rules %s: %w", dir, err)
+			}
+			if !info.IsDir() {
+				// A single file.
+				sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
+					m, err := rules.ParseFile(dir)
+					if err != nil {
+						return nil, err
+					}
+					return []*rules.Manifest{m}, nil
+				}})
+			} else {
 				sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
 					return rules.LoadUserDir(dir)
 				}})
 			}
-		}
-	}
-	out := api.Rules{Manifests: []api.Manifest{}, Problems: []string{}}
-	for _, s := range sources {
-		ms, err := s.list()
-		for _, m := range ms {
-			out.Manifests = append(out.Manifests, api.Manifest{Name: m.Name, Rules: len(m.Rules), Processes: append([]string{}, m.Processes...), Source: m.Source})
-			if !*asJSON {
-				fmt.Fprintf(std.Stdout, "ok      %-12s %2d rules  %s\n", m.Name, len(m.Rules), m.Source)
-			}
-		}
-		if err != nil {
-			for _, e := range flatten(err) {
-				out.Problems = append(out.Problems, e.Error())
-				if *asJSON {
-					continue
-				}
-				fmt.Fprintf(std.Stdout, "BROKEN  %v\n", e)
-				var re *rules.Error
-				if errors.As(e, &re) && re.Snippet != "" {
-					fmt.Fprintln(std.Stdout, indent(re.Snippet, "        "))
+		} else {
+			sources = append(sources, source{"built-in", func() ([]*rules.Manifest, error) { return rules.LoadDir(rulesdata.FS, ".", "embedded:") }})
+			if dir := rules.DefaultUserDir(); dir != "" {
+				if _, err := os.Stat(dir); err == nil {
+					sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {
+						return rules.LoadUserDir(dir)
+					}})
 				}
 			}
 		}
-	}
-	if *asJSON {
-		if err := printJSON(std, out); err != nil {
-			return err
+		out := api.Rules{Manifests: []api.Manifest{}, Problems: []string{}}
+		for _, s := range sources {
+			ms, err := s.list()
+			for _, m := range ms {
+				out.Manifests = append(out.Manifests, api.Manifest{Name: m.Name, Rules: len(m.Rules), Processes: append([]string{}, m.Processes...), Source: m.Source})
+				if !*asJSON {
+					fmt.Fprintf(std.Stdout, "ok      %-12s %2d rules  %s\n", m.Name, len(m.Rules), m.Source)
+				}
+			}
+			if err != nil {
+				for _, e := range flatten(err) {
+					out.Problems = append(out.Problems, e.Error())
+					if *asJSON {
+						continue
+					}
+					fmt.Fprintf(std.Stdout, "BROKEN  %v\n", e)
+					var re *rules.Error
+					if errors.As(e, &re) && re.Snippet != "" {
+						fmt.Fprintln(std.Stdout, indent(re.Snippet, "        "))
+					}
+				}
+			}
 		}
+		if *asJSON {
+			if err := printJSON(std, out); err != nil {
+				return err
+			}
+		}
+		if n := len(out.Problems); n > 0 {
+			return &exitError{code: 1, err: fmt.Errorf("%d problem(s); fix them and run corral rules check again", n)}
+		}
+		return nil
 	}
-	if n := len(out.Problems); n > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d problem(s); fix them and run corral rules check again", n)}
-	}
-	return nil
 }
 
 // runRulesList prints the rules in force: the running daemon's, which is
 // what decides pane states (a user file that broke after the daemon read
 // it stays in force there in its last good version), or, with no daemon
 // running, what a daemon would load now.
-func runRulesList(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("rules list", std)
+func runRulesList(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print as JSON")
-	if _, err := parse(fs, args); err != nil {
-		return err
+	return func(ctx context.Context, std IO, _ []string) error {
+		var list api.Rules
+		where := "in force in the running daemon"
+		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		sock, err := server.CheckSocketPath()
+		if err == nil {
+			err = client.New(sock).Do(dctx, "GET", "/v1/rules", nil, &list)
+		}
+		if err != nil {
+			set, errs := loader().Load(nil)
+			list = server.RulesJSON(set, server.RulesProblems(errs, "the built-in version is in force"))
+			where = "no daemon running: what it would load now"
+		}
+		if *asJSON {
+			return printJSON(std, list)
+		}
+		tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "AGENT\tRULES\tPROCESSES\tSOURCE")
+		for _, m := range list.Manifests {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Name, m.Rules, dash(strings.Join(m.Processes, ",")), m.Source)
+		}
+		tw.Flush()
+		fmt.Fprintf(std.Stdout, "\n(%s)\n", where)
+		for _, p := range list.Problems {
+			fmt.Fprintf(std.Stdout, "BROKEN  %s\n", p)
+		}
+		fmt.Fprintf(std.Stdout, "user rules folder: %s (a NAME.toml there overrides the built-in NAME)\n", rules.DefaultUserDir())
+		return nil
 	}
-	var list api.Rules
-	where := "in force in the running daemon"
-	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	sock, err := server.CheckSocketPath()
-	if err == nil {
-		err = client.New(sock).Do(dctx, "GET", "/v1/rules", nil, &list)
-	}
-	if err != nil {
-		set, errs := loader().Load(nil)
-		list = server.RulesJSON(set, server.RulesProblems(errs, "the built-in version is in force"))
-		where = "no daemon running: what it would load now"
-	}
-	if *asJSON {
-		return printJSON(std, list)
-	}
-	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tRULES\tPROCESSES\tSOURCE")
-	for _, m := range list.Manifests {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Name, m.Rules, dash(strings.Join(m.Processes, ",")), m.Source)
-	}
-	tw.Flush()
-	fmt.Fprintf(std.Stdout, "\n(%s)\n", where)
-	for _, p := range list.Problems {
-		fmt.Fprintf(std.Stdout, "BROKEN  %s\n", p)
-	}
-	fmt.Fprintf(std.Stdout, "user rules folder: %s (a NAME.toml there overrides the built-in NAME)\n", rules.DefaultUserDir())
-	return nil
 }
 
 // flatten splits a joined error into its parts.

@@ -12,7 +12,7 @@ import (
 // goes through safeWriter.
 var rawOutput = map[string]bool{
 	"attach": true, "board": true, "demo": true, "status": true, "fake-agent": true,
-	"hold": true, "hook": true, "screen": true, "exec": true, completeCmd: true,
+	"hold": true, "hook": true, "screen": true, "exec": true, "__complete": true, "__completeNoDesc": true,
 }
 
 // safeWriter makes what corral prints safe for the terminal it prints to:

@@ -10,89 +10,86 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/server"
+	"github.com/spf13/pflag"
 )
 
-func runServe(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("serve", std)
+func runServe(fs *pflag.FlagSet) runFunc {
 	replace := fs.Bool("replace", false, "take over the running daemon's panes (it hands them over and exits)")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	server.CloseOnExecInherited()
-	server.TuneGC()
-	logger := log.New(std.Stderr, "corral: ", log.LstdFlags)
-	cfg, err := server.LoadConfig(server.ConfigPath())
-	if err != nil {
-		return err
-	}
-	sock, err := server.CheckSocketPath()
-	if err != nil {
-		return err
-	}
-	stateDir, err := server.CheckStateDir()
-	if err != nil {
-		return err
-	}
-	opts := server.Options{Socket: sock, StateDir: stateDir, Loader: loader(), Logf: logger.Printf, Config: cfg}
-	newServer := server.New
-	if *replace {
-		recv, err := server.NewReceiver(opts.StateDir)
-		if err != nil {
-			logger.Printf("%v; the old daemon's socket is taken once it has let go of it", err)
-		} else {
-			defer recv.Close()
-		}
-		_, in, err := handOver(ctx, recv)
+	return func(ctx context.Context, std IO, _ []string) error {
+		server.CloseOnExecInherited()
+		server.TuneGC()
+		logger := log.New(std.Stderr, "corral: ", log.LstdFlags)
+		cfg, err := server.LoadConfig(server.ConfigPath())
 		if err != nil {
 			return err
 		}
-		opts.Inherit = in
-		if in == nil {
-			newServer = newServerReplacing
+		sock, err := server.CheckSocketPath()
+		if err != nil {
+			return err
 		}
-	}
-	srv, err := newServer(opts)
-	if err != nil {
-		return err
-	}
-	logger.Printf("serving on %s (event log in %s)", sock, server.StateDir())
-	err = srv.Serve(ctx)
-	<-srv.Done()
-	logger.Printf("stopped")
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
-}
-
-func runShutdown(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("shutdown", std)
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	c := clientNoStart()
-	if err := c.Ping(ctx); err != nil {
-		fmt.Fprintln(std.Stderr, "corral shutdown: no daemon is running")
+		stateDir, err := server.CheckStateDir()
+		if err != nil {
+			return err
+		}
+		opts := server.Options{Socket: sock, StateDir: stateDir, Loader: loader(), Logf: logger.Printf, Config: cfg}
+		newServer := server.New
+		if *replace {
+			recv, err := server.NewReceiver(opts.StateDir)
+			if err != nil {
+				logger.Printf("%v; the old daemon's socket is taken once it has let go of it", err)
+			} else {
+				defer recv.Close()
+			}
+			_, in, err := handOver(ctx, recv)
+			if err != nil {
+				return err
+			}
+			opts.Inherit = in
+			if in == nil {
+				newServer = newServerReplacing
+			}
+		}
+		srv, err := newServer(opts)
+		if err != nil {
+			return err
+		}
+		logger.Printf("serving on %s (event log in %s)", sock, server.StateDir())
+		err = srv.Serve(ctx)
+		<-srv.Done()
+		logger.Printf("stopped")
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 		return nil
 	}
-	if err := c.Do(ctx, "POST", "/v1/shutdown", struct{}{}, nil); err != nil {
-		return apiError(err)
-	}
-	// Wait until the socket stops answering (every pane has been ended),
-	// then until the daemon lets go of its lock: a command run right after
-	// starts a new daemon, which needs it.
-	deadline := time.Now().Add(30 * time.Second)
-	for c.Ping(ctx) == nil || !lockFree(server.SocketPath()+".lock") {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the daemon has not ended 30 s after it was told to; see %s", filepath.Join(server.StateDir(), "daemon.log"))
+}
+
+func runShutdown(fs *pflag.FlagSet) runFunc {
+	return func(ctx context.Context, std IO, _ []string) error {
+		c := clientNoStart()
+		if err := c.Ping(ctx); err != nil {
+			fmt.Fprintln(std.Stderr, "corral shutdown: no daemon is running")
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-afterMillis(20):
+		if err := c.Do(ctx, "POST", "/v1/shutdown", struct{}{}, nil); err != nil {
+			return apiError(err)
 		}
+		// Wait until the socket stops answering (every pane has been ended),
+		// then until the daemon lets go of its lock: a command run right after
+		// starts a new daemon, which needs it.
+		deadline := time.Now().Add(30 * time.Second)
+		for c.Ping(ctx) == nil || !lockFree(server.SocketPath()+".lock") {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the daemon has not ended 30 s after it was told to; see %s", filepath.Join(server.StateDir(), "daemon.log"))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-afterMillis(20):
+			}
+		}
+		return nil
 	}
-	return nil
 }
 
 // lockFree says no daemon holds the lock file (or there is none).

@@ -2,37 +2,26 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // subcommands returns the run function of a command whose work is done by
-// its subcommands: rows named "PARENT SUB" in the commands table.
-func subcommands(parent string) func(ctx context.Context, std IO, args []string) error {
-	return func(ctx context.Context, std IO, args []string) error {
+// its subcommands (rows named "PARENT SUB" in the commands table): it runs
+// only when none was named.
+func subcommands(parent string) func(*pflag.FlagSet) runFunc {
+	return raw(func(_ context.Context, _ IO, args []string) error {
 		list := strings.Join(subcommandNames(parent), ", ")
 		if len(args) == 0 {
 			return usagef("say which: %s", list)
 		}
-		switch args[0] {
-		case "-h", "--help", "-help":
-			c, _ := lookup(parent)
-			return printPage(ctx, std.Stdout, c)
-		case probeArg:
-			return &probed{newFlags(parent, std)}
+		if near := closest(args[0], subcommandNames(parent)); near != "" {
+			return usagef("unknown %s command %q; did you mean %s %s?", parent, args[0], parent, near)
 		}
-		c, ok := lookup(parent + " " + args[0])
-		if !ok {
-			return usagef("unknown %s command %q; use %s", parent, args[0], list)
-		}
-		err := c.run(ctx, std, args[1:])
-		var ue *usageError
-		if errors.As(err, &ue) && ue.cmd == "" {
-			ue.cmd = c.name // its own synopsis, not the parent's
-		}
-		return err
-	}
+		return usagef("unknown %s command %q; use %s", parent, args[0], list)
+	})
 }
 
 // subcommandNames returns the names of a command's subcommands, sorted

@@ -9,68 +9,69 @@ import (
 
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/verify"
+	"github.com/spf13/pflag"
 )
 
-func runVerify(ctx context.Context, std IO, args []string) error {
-	fs := newFlags("verify", std)
+func runVerify(fs *pflag.FlagSet) runFunc {
 	agent := fs.String("agent", "", "the agent to verify: "+fmt.Sprint(verify.Names()))
 	record := fs.String("record", "", "save the run (asciicast with truth markers, hook timeline, steps) in this `DIR`")
 	asJSON := fs.Bool("json", false, "print the judged steps as JSON")
 	headlessRun := fs.Bool("headless", false, "run the headless cases (corral exec) of --agent, or of every agent with a headless mode")
 	cases := fs.String("case", "", "with --headless: only these `CASES` (comma-separated)")
 	markdown := fs.Bool("markdown", false, "with --headless: print the tables as Markdown (docs/agents.md)")
-	// Everything after "--" is the command, flags included.
-	var command []string
-	for i, a := range args {
-		if a == "--" {
-			args, command = args[:i], args[i+1:]
-			break
+	return func(ctx context.Context, std IO, args []string) error {
+		// Everything after "--" is the command, flags included.
+		var command []string
+		pos := args
+		for i, a := range args {
+			if a == "--" {
+				pos, command = args[:i], args[i+1:]
+				break
+			}
 		}
-	}
-	if pos, err := parse(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("unexpected %q; the command goes after --", pos[0])
-	}
-	if *headlessRun {
+		if len(pos) > 0 {
+			return usagef("unexpected %q; the command goes after --", pos[0])
+		}
+		if *headlessRun {
+			if *record != "" {
+				return usagef("--record saves a pane run; --headless has none")
+			}
+			return runVerifyHeadless(ctx, std, *agent, command, *cases, *asJSON, *markdown)
+		}
+		p, err := verify.ProfileFor(*agent, command)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find corral's own binary: %w", err)
+		}
+		var log = std.Stderr
+		if *asJSON {
+			log = nil
+		}
+		res, rec, err := verify.Run(ctx, verify.Options{Profile: p, Command: command, Exe: exe, Rules: loadRules(std),
+			RulesDir: rules.DefaultUserDir(), Log: log})
+		if err != nil {
+			return err
+		}
 		if *record != "" {
-			return usagef("--record saves a pane run; --headless has none")
+			if err := rec.Save(*record); err != nil {
+				return err
+			}
 		}
-		return runVerifyHeadless(ctx, std, *agent, command, *cases, *asJSON, *markdown)
-	}
-	p, err := verify.ProfileFor(*agent, command)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find corral's own binary: %w", err)
-	}
-	var log = std.Stderr
-	if *asJSON {
-		log = nil
-	}
-	res, rec, err := verify.Run(ctx, verify.Options{Profile: p, Command: command, Exe: exe, Rules: loadRules(std),
-		RulesDir: rules.DefaultUserDir(), Log: log})
-	if err != nil {
-		return err
-	}
-	if *record != "" {
-		if err := rec.Save(*record); err != nil {
-			return err
+		if *asJSON {
+			if err := printJSON(std, res); err != nil {
+				return err
+			}
+		} else {
+			verify.Print(std.Stdout, res)
 		}
-	}
-	if *asJSON {
-		if err := printJSON(std, res); err != nil {
-			return err
+		if !res.OK() {
+			return &exitError{code: 1, err: fmt.Errorf("corral was wrong at %d of %d steps", len(res.Steps)-res.Scores["live"], len(res.Steps))}
 		}
-	} else {
-		verify.Print(std.Stdout, res)
+		return nil
 	}
-	if !res.OK() {
-		return &exitError{code: 1, err: fmt.Errorf("corral was wrong at %d of %d steps", len(res.Steps)-res.Scores["live"], len(res.Steps))}
-	}
-	return nil
 }
 
 // runVerifyHeadless runs the headless cases of one agent or of all.
