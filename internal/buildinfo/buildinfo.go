@@ -76,14 +76,15 @@ func resolve(bi *debug.BuildInfo, version, commit, date string) Info {
 			}
 		}
 	}
+	// "none" is what a release tool stamps when it could not ask git.
 	if version != "" {
 		i.Version = version
 	}
-	if commit != "" && commit != i.Commit {
+	if commit != "" && commit != "none" && commit != i.Commit {
 		// The stamp names the commit; what the tree held is not known.
 		i.Commit, i.Modified = commit, false
 	}
-	if date != "" {
+	if date != "" && date != "none" {
 		i.Time = date
 	}
 	return i

@@ -29,6 +29,8 @@ func TestResolve(t *testing.T) {
 		{"the same commit keeps what the tree held", vcs, "v1.2.3", "1111111111111111", "",
 			Info{Version: "v1.2.3", Commit: "1111111111111111", Time: "2026-11-01T00:00:00Z", Modified: true, Go: "go1.26.8"}},
 		{"only a version", nil, "v1.2.3", "", "", Info{Version: "v1.2.3"}},
+		{"a release tool that could not ask git", vcs, "v1.2.3", "none", "none",
+			Info{Version: "v1.2.3", Commit: "1111111111111111", Time: "2026-11-01T00:00:00Z", Modified: true, Go: "go1.26.8"}},
 	} {
 		if got := resolve(c.bi, c.version, c.commit, c.date); got != c.want {
 			t.Errorf("%s: resolve = %+v, want %+v", c.name, got, c.want)
