@@ -6,7 +6,9 @@
 // it (Linux: a pidfd; macOS: kqueue EVFILT_PROC), the other side of a
 // pseudo-terminal (Linux: TIOCGPTPEER; macOS: its path), the credentials
 // of a unix socket's peer, the foreground process group of a process's
-// terminal, and the descriptors the process holds. The rest of corral
+// terminal, flushing a terminal's input and its termios requests, the
+// descriptors the process holds, and memory shared between processes and
+// sealed at its size (Linux: a memfd; macOS has none). The rest of corral
 // calls these and knows nothing of either system.
 package osproc
 
