@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,20 +49,22 @@ func TestStampedBuild(t *testing.T) {
 	if err := os.WriteFile(main, []byte("package main\n\nimport (\n\t\"fmt\"\n\n\t\"github.com/corral-dev/corral/internal/buildinfo\"\n)\n\nfunc main() { fmt.Println(buildinfo.Self()) }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The program sits in the module (internal packages), as a package
-	// of its own under the test's folder would not.
-	pkgDir, err := os.MkdirTemp(".", "stamped-")
+	// The program must sit in the module to import an internal package:
+	// an overlay puts it there for this build only, where no other go
+	// command sees it.
+	here, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(pkgDir)
-	if err := os.Rename(main, filepath.Join(pkgDir, "main.go")); err != nil {
+	overlay := filepath.Join(dir, "overlay.json")
+	virtual := filepath.Join(here, "stampedmain", "main.go")
+	if err := os.WriteFile(overlay, []byte(`{"Replace": {`+strconv.Quote(virtual)+`: `+strconv.Quote(main)+`}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "stamped")
 	const p = "github.com/corral-dev/corral/internal/buildinfo."
-	out, err := exec.Command("go", "build", "-o", bin, "-ldflags",
-		"-X "+p+"version=v9.8.7 -X "+p+"commit=abcdef0123456789 -X "+p+"date=2026-12-02T19:00:00Z", "./"+pkgDir).CombinedOutput()
+	out, err := exec.Command("go", "build", "-overlay", overlay, "-o", bin, "-ldflags",
+		"-X "+p+"version=v9.8.7 -X "+p+"commit=abcdef0123456789 -X "+p+"date=2026-12-02T19:00:00Z", "./stampedmain").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
