@@ -1,7 +1,6 @@
 package osproc
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,29 +10,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// The process states of <sys/proc.h>, which x/sys/unix does not name.
-const (
-	sIdle   = 1 // being created by fork
-	sRun    = 2
-	sSleep  = 3
-	sStop   = 4
-	sZombie = 5
-)
-
-func stateLetter(stat int8) byte {
-	switch stat {
-	case sIdle, sRun:
-		return 'R'
-	case sSleep:
-		return 'S'
-	case sStop:
-		return 'T'
-	case sZombie:
-		return 'Z'
-	}
-	return '?'
-}
 
 func fromKinfo(k *unix.KinfoProc) Proc {
 	pid := int(k.Proc.P_pid)
@@ -104,49 +80,16 @@ func Owner(pid int) (uid int, ok bool) {
 	return int(k.Eproc.Ucred.Uid), true
 }
 
-// procArgs reads sysctl kern.procargs2.PID: argc (a 32-bit int), the
-// executable's path, NUL padding, argc arguments, then the environment,
-// each NUL-terminated, the environment ending at an empty string. Only
-// the caller's own processes (or root's) can be read.
+// procArgs reads sysctl kern.procargs2.PID (parseProcArgs). Only the
+// caller's own processes (or root's) can be read.
 func procArgs(pid int) (argv, env []string, err error) {
 	b, err := unix.SysctlRaw("kern.procargs2", pid)
 	if err != nil {
 		return nil, nil, noProcess(pid, err)
 	}
-	if len(b) < 4 {
-		return nil, nil, noProcess(pid, errors.New("kern.procargs2 is too short"))
-	}
-	argc := int(binary.NativeEndian.Uint32(b[:4]))
-	b = b[4:]
-	next := func() (string, bool) {
-		for i, c := range b {
-			if c == 0 {
-				s := string(b[:i])
-				b = b[i+1:]
-				return s, true
-			}
-		}
-		return "", false
-	}
-	if _, ok := next(); !ok { // the executable's path
-		return nil, nil, noProcess(pid, errors.New("kern.procargs2 has no executable path"))
-	}
-	for len(b) > 0 && b[0] == 0 {
-		b = b[1:]
-	}
-	for len(argv) < argc {
-		s, ok := next()
-		if !ok {
-			break
-		}
-		argv = append(argv, s)
-	}
-	for {
-		s, ok := next()
-		if !ok || s == "" {
-			break
-		}
-		env = append(env, s)
+	argv, env, err = parseProcArgs(b)
+	if err != nil {
+		return nil, nil, noProcess(pid, err)
 	}
 	return argv, env, nil
 }
