@@ -1,6 +1,15 @@
-// Package buildinfo says which build of corral is running: the module
-// version and commit it was built from, and a fingerprint of the binary
-// itself, so a client can tell when the daemon runs another build.
+// Package buildinfo says which build of corral is running: the version
+// and commit it was built from, and a fingerprint of the binary itself,
+// so a client can tell when the daemon runs another build.
+//
+// A release build stamps the version, commit and date with the linker:
+//
+//	go build -ldflags "-X github.com/corral-dev/corral/internal/buildinfo.version=v1.2.3
+//	  -X github.com/corral-dev/corral/internal/buildinfo.commit=$(git rev-parse HEAD)
+//	  -X github.com/corral-dev/corral/internal/buildinfo.date=2026-12-02T19:00:00Z"
+//
+// Without them (go install, go build) the module's build information
+// says what it can.
 package buildinfo
 
 import (
@@ -24,6 +33,14 @@ type Info struct {
 	Binary string `json:"binary"`
 }
 
+// Set by the linker (-ldflags -X) in a release build; each one set wins
+// over what the module's build information says.
+var (
+	version string
+	commit  string
+	date    string
+)
+
 var (
 	once sync.Once
 	self Info
@@ -32,23 +49,45 @@ var (
 // Self returns this process's build.
 func Self() Info {
 	once.Do(func() {
-		self = Info{Version: "(devel)"}
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			self.Version, self.Go = bi.Main.Version, bi.GoVersion
-			for _, s := range bi.Settings {
-				switch s.Key {
-				case "vcs.revision":
-					self.Commit = s.Value
-				case "vcs.time":
-					self.Time = s.Value
-				case "vcs.modified":
-					self.Modified = s.Value == "true"
-				}
-			}
-		}
+		bi, _ := debug.ReadBuildInfo()
+		self = resolve(bi, version, commit, date)
 		self.Binary = fingerprint()
 	})
 	return self
+}
+
+// resolve is the build's Info from the module's build information (nil:
+// none) and the stamped version, commit and date.
+func resolve(bi *debug.BuildInfo, version, commit, date string) Info {
+	i := Info{Version: "(devel)"}
+	if bi != nil {
+		if bi.Main.Version != "" {
+			i.Version = bi.Main.Version
+		}
+		i.Go = bi.GoVersion
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				i.Commit = s.Value
+			case "vcs.time":
+				i.Time = s.Value
+			case "vcs.modified":
+				i.Modified = s.Value == "true"
+			}
+		}
+	}
+	// "none" is what a release tool stamps when it could not ask git.
+	if version != "" {
+		i.Version = version
+	}
+	if commit != "" && commit != "none" && commit != i.Commit {
+		// The stamp names the commit; what the tree held is not known.
+		i.Commit, i.Modified = commit, false
+	}
+	if date != "" && date != "none" {
+		i.Time = date
+	}
+	return i
 }
 
 func fingerprint() string {

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/rules"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -99,7 +99,7 @@ func fake(mode string) int {
 		// pipe. It waits for the reader to see its first line before ending.
 		var out io.Writer = w
 		var flush func()
-		if _, err := unix.IoctlGetTermios(int(w.Fd()), unix.TCGETS); err != nil {
+		if _, err := unix.IoctlGetTermios(int(w.Fd()), osproc.GetTermios); err != nil {
 			bw := bufio.NewWriterSize(w, 4096)
 			out, flush = bw, func() { bw.Flush() }
 		} else {

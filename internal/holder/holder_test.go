@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/osproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,7 +61,7 @@ func TestRing(t *testing.T) {
 
 // A daemon maps only a corral ring of a sane size.
 func TestMapRingRefusesOthers(t *testing.T) {
-	fd, err := unix.MemfdCreate("other", unix.MFD_CLOEXEC)
+	fd, err := osproc.MemfdCreate("other")
 	if err != nil {
 		t.Skip(err)
 	}
@@ -77,7 +78,7 @@ func TestMapRingRefusesOthers(t *testing.T) {
 	}
 	// A ring's header on memory that is not sealed at its size: the
 	// other side could shrink it under the mapping.
-	unsealed, err := unix.MemfdCreate("unsealed", unix.MFD_CLOEXEC)
+	unsealed, err := osproc.MemfdCreate("unsealed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,10 +215,12 @@ func FuzzNext(f *testing.F) {
 // connPair returns the daemon's side of a connection on a socket pair, and
 // the holder's end to write to.
 func connPair(t testing.TB) (*Conn, *os.File) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0) // SOCK_CLOEXEC is Linux's
 	if err != nil {
 		t.Fatal(err)
 	}
+	unix.CloseOnExec(fds[0])
+	unix.CloseOnExec(fds[1])
 	unix.SetNonblock(fds[0], true)
 	f := os.NewFile(uintptr(fds[0]), "daemon")
 	nc, err := net.FileConn(f)

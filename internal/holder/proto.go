@@ -33,7 +33,7 @@ import (
 	"net"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/corral-dev/corral/internal/osproc"
 )
 
 // Version of the wire protocol; both sides refuse another.
@@ -218,15 +218,11 @@ func peerCred(c *net.UnixConn) (uid, pid int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var cred *unix.Ucred
 	var cerr error
-	if err := rc.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+	if err := rc.Control(func(fd uintptr) { uid, pid, cerr = osproc.PeerCred(int(fd)) }); err != nil {
 		return 0, 0, err
 	}
-	if cerr != nil {
-		return 0, 0, cerr
-	}
-	return int(cred.Uid), int(cred.Pid), nil
+	return uid, pid, cerr
 }
 
 // wantUID is the uid a peer must have: ours. A variable for tests.

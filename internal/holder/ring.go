@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/corral-dev/corral/internal/osproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,19 +32,16 @@ const (
 	MaxRing = 64 << 20
 )
 
-// ringSeals keep both sides from resizing the shared memory under the
-// other: a mapping past the end of a shrunk memfd faults (SIGBUS).
-const ringSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
-
 // NewRing makes a ring of size bytes and returns it with its memfd
-// (close-on-exec, sealed at its size), to pass to daemons. Where memfds
+// (close-on-exec, sealed at its size so that no side resizes it under the
+// others), to pass to daemons. Where memfds
 // are missing it returns a ring of the process's own memory and fd -1:
 // the holder then sends the output itself.
 func NewRing(size int) (*Ring, int, error) {
 	if size <= 0 || size > MaxRing {
 		return nil, -1, fmt.Errorf("ring of %d bytes: the size must be between 1 and %d", size, MaxRing)
 	}
-	fd, err := unix.MemfdCreate("corral-ring", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	fd, err := osproc.MemfdCreate("corral-ring")
 	if err != nil {
 		mem := make([]byte, ringHeader+size)
 		copy(mem, ringMagic)
@@ -54,7 +52,7 @@ func NewRing(size int) (*Ring, int, error) {
 		unix.Close(fd)
 		return nil, -1, fmt.Errorf("ring: %w", err)
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, ringSeals); err != nil {
+	if err := osproc.SealSize(fd); err != nil {
 		unix.Close(fd)
 		return nil, -1, fmt.Errorf("ring: seal: %w", err)
 	}
@@ -70,7 +68,7 @@ func NewRing(size int) (*Ring, int, error) {
 
 // MapRing maps the ring a holder passed. The memfd may be closed after.
 func MapRing(fd int) (*Ring, error) {
-	if seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0); err != nil || seals&ringSeals != ringSeals {
+	if !osproc.SealedAtSize(fd) {
 		return nil, errors.New("ring: the shared memory is not sealed at its size")
 	}
 	var st unix.Stat_t

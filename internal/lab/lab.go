@@ -19,6 +19,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/lab/fakeagent"
+	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
@@ -213,11 +214,6 @@ func endsWithQuestion(lines []string) bool {
 // procSleeping is the naive "blocked in read()" check: the process state
 // letter is S.
 func procSleeping(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'S'
+	p, ok := osproc.Stat(pid)
+	return ok && p.State == 'S'
 }

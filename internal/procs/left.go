@@ -1,12 +1,13 @@
 package procs
 
 import (
-	"bytes"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral/internal/osproc"
 )
 
 // Left is a process a pane or job started that is still there when the
@@ -39,47 +40,34 @@ func FindLeft(owner string, keys ...string) []Left {
 		}
 		pid = ppid
 	}
-	uid := uint32(os.Getuid())
-	entries, _ := os.ReadDir("/proc")
+	uid := os.Getuid()
 	var out []Left
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 1 || skip[pid] {
+	for _, pid := range osproc.PIDs() {
+		if pid <= 1 || skip[pid] {
 			continue
 		}
-		fi, err := os.Stat("/proc/" + e.Name())
-		if err != nil {
+		if u, ok := osproc.Owner(pid); !ok || u != uid {
 			continue
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(env, []byte(owner)) {
+		env, err := osproc.Environ(pid)
+		if err != nil || !slices.Contains(env, owner) {
 			continue
 		}
 		var found Left
-		owned := false
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			s := string(kv)
-			if s == owner {
-				owned = true
-				continue
-			}
+		for _, s := range env {
 			for _, k := range keys {
 				if id, ok := strings.CutPrefix(s, k+"="); ok && id != "" {
 					found = Left{PID: pid, Key: k, ID: id}
 				}
 			}
 		}
-		if !owned || found.PID == 0 {
+		if found.PID == 0 {
 			continue
 		}
 		if _, zombie, ok := Parent(pid); !ok || zombie {
 			continue
 		}
-		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		found.Command = strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+		found.Command = osproc.CommandLine(pid)
 		out = append(out, found)
 	}
 	return out

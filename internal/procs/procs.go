@@ -1,84 +1,31 @@
-// Package procs finds and ends every process a pane or job started, on
-// Linux through /proc: the process tree below its first process, the
-// processes of its session or group, and the orphans the daemon (a child
-// subreaper) adopted that carry its mark in their environment. It also
+// Package procs finds and ends every process a pane or job started,
+// through osproc's process table: the process tree below its first
+// process, the processes of its session or group, and the orphans the
+// daemon (a child subreaper) adopted that carry its mark in their
+// environment. It also
 // reaps those adopted orphans, which nothing else waits for.
 package procs
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/corral-dev/corral/internal/osproc"
 )
 
-// proc is one line of the process table.
-type proc struct {
-	pid, ppid, pgid, sid int
-	state                byte
-}
-
 // table reads every process's parent, group, session and state.
-func table() map[int]proc {
-	entries, _ := os.ReadDir("/proc")
-	out := make(map[int]proc, len(entries))
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// "pid (comm) S ppid pgrp session …": comm may hold spaces and ')'.
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || i+2 >= len(s) {
-			continue
-		}
-		f := strings.Fields(s[i+2:])
-		if len(f) < 4 {
-			continue
-		}
-		p := proc{pid: pid, state: f[0][0]}
-		p.ppid, _ = strconv.Atoi(f[1])
-		p.pgid, _ = strconv.Atoi(f[2])
-		p.sid, _ = strconv.Atoi(f[3])
-		out[pid] = p
-	}
-	return out
-}
+func table() map[int]osproc.Proc { return osproc.Table() }
 
 // Parent returns process pid's parent and whether it is a zombie (ok
 // false: no such process).
-func Parent(pid int) (ppid int, zombie bool, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false, false
-	}
-	// pid (comm) state ppid …; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, false, false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return ppid, f[0] == "Z", err == nil
-}
+func Parent(pid int) (ppid int, zombie bool, ok bool) { return osproc.Parent(pid) }
 
 // Marked reports whether process pid runs and its environment holds mark
 // (a whole "K=V" entry).
@@ -86,34 +33,19 @@ func Marked(pid int, mark string) bool { return hasMark(pid, mark) }
 
 // hasMark reports whether the process's environment holds mark (a whole
 // "K=V" entry).
-func hasMark(pid int, mark string) bool {
-	if mark == "" {
-		return false
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return false
-	}
-	for _, kv := range bytes.Split(data, []byte{0}) {
-		if string(kv) == mark {
-			return true
-		}
-	}
-	return false
-}
+func hasMark(pid int, mark string) bool { return osproc.HasEnv(pid, mark) }
 
 // Subreaper makes the calling process a child subreaper: orphaned
 // descendants are re-parented to it instead of init, where Descendants
-// finds them and Reap waits for them.
+// finds them and Reap waits for them. Where the system has none (macOS)
+// it fails, and orphans are found by their mark only once init has them.
 func Subreaper() error {
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", e)
+	if err := osproc.Subreaper(); err != nil {
+		return err
 	}
 	subreaper.Store(true)
 	return nil
 }
-
-const prSetChildSubreaper = 36
 
 var subreaper atomic.Bool
 
@@ -134,10 +66,10 @@ func (g Group) Descendants() []int {
 	return g.descendants(table())
 }
 
-func (g Group) descendants(t map[int]proc) []int {
+func (g Group) descendants(t map[int]osproc.Proc) []int {
 	children := map[int][]int{}
 	for _, p := range t {
-		children[p.ppid] = append(children[p.ppid], p.pid)
+		children[p.PPID] = append(children[p.PPID], p.PID)
 	}
 	self := os.Getpid()
 	seen := map[int]bool{}
@@ -152,8 +84,8 @@ func (g Group) descendants(t map[int]proc) []int {
 		add(g.Root)
 	}
 	for _, p := range t {
-		if p.sid == g.Root || p.pgid == g.Root {
-			add(p.pid)
+		if p.SID == g.Root || p.PGID == g.Root {
+			add(p.PID)
 		}
 	}
 	owned := ownedSet()
@@ -169,7 +101,7 @@ func (g Group) descendants(t map[int]proc) []int {
 	}
 	var out []int
 	for _, pid := range queue {
-		if t[pid].state != 'Z' {
+		if !t[pid].Zombie() {
 			out = append(out, pid)
 		}
 	}
@@ -268,11 +200,11 @@ func Reap() int {
 	own := ownedSet()
 	n := 0
 	for _, p := range table() {
-		if p.ppid != self || p.state != 'Z' || own[p.pid] || p.pgid == myGroup {
+		if p.PPID != self || !p.Zombie() || own[p.PID] || p.PGID == myGroup {
 			continue
 		}
 		var ws syscall.WaitStatus
-		if got, err := syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil); err == nil && got == p.pid {
+		if got, err := syscall.Wait4(p.PID, &ws, syscall.WNOHANG, nil); err == nil && got == p.PID {
 			n++
 		}
 	}
@@ -295,56 +227,9 @@ func ReapLoop(interval time.Duration, stop <-chan struct{}) {
 }
 
 // WaitExit blocks until process pid (a child of the caller) has exited,
-// without collecting its status: the caller's Wait still gets it. It waits
-// on a pidfd in the runtime's poller, so a running child holds no OS
-// thread blocked in waitid (a thread and its stacks per pane, or per
-// holder); where pidfds are missing it falls back to waitid.
-func WaitExit(pid int) {
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		waitID(pid)
-		return
-	}
-	f := os.NewFile(uintptr(fd), "pidfd")
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		waitID(pid)
-		return
-	}
-	// A pidfd reads as ready once its process has exited; it is checked
-	// with poll before each wait, so an exit before registration counts.
-	var pollErr error
-	err = rc.Read(func(fd uintptr) bool {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(pfd, 0)
-		if err != nil && err != unix.EINTR {
-			pollErr = err
-			return true
-		}
-		return err == nil && n > 0
-	})
-	if err != nil || pollErr != nil {
-		waitID(pid) // never an early return: the caller ends what is left
-	}
-}
-
-// waitID is WaitExit in a blocking waitid.
-func waitID(pid int) {
-	for {
-		var info [128]byte // siginfo_t
-		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pWaitPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wExited|wNoWait, 0, 0)
-		if e != syscall.EINTR {
-			return
-		}
-	}
-}
-
-const (
-	pWaitPID = 1
-	wExited  = 4
-	wNoWait  = 0x01000000
-)
+// without collecting its status: the caller's Wait still gets it. No OS
+// thread stays blocked per waiting child where the system allows.
+func WaitExit(pid int) { osproc.WaitExit(pid) }
 
 // Resolve finds the program to run as the user who typed it would: a
 // name with a slash relative to dir, a bare name on the PATH of env (the

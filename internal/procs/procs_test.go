@@ -10,7 +10,7 @@ import (
 
 func alive(pid int) bool {
 	p, ok := table()[pid]
-	return ok && p.state != 'Z'
+	return ok && !p.Zombie()
 }
 
 // A process that left with setsid, whose parent exited, is found by its
@@ -47,7 +47,7 @@ func TestAdoptedOrphanFoundEndedReaped(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if pp := table()[orphan].ppid; pp != os.Getpid() {
+	if pp := table()[orphan].PPID; pp != os.Getpid() {
 		t.Fatalf("orphan %d has parent %d, not the subreaper %d", orphan, pp, os.Getpid())
 	}
 	_ = cmd.Wait()

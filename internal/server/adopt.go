@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
@@ -30,7 +31,7 @@ type heldEntry struct {
 
 // holderExe is the binary a holder runs: this daemon's own, even when the
 // file was replaced since (an upgrade).
-const holderExe = "/proc/self/exe"
+var holderExe = osproc.SelfExe()
 
 // maxSocketPath is what a unix socket's path may hold.
 const maxSocketPath = 107
@@ -495,12 +496,8 @@ func alive(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	args := strings.Split(string(b), "\x00")
-	return len(args) > 1 && args[1] == "hold"
+	args, err := osproc.Cmdline(pid)
+	return err == nil && len(args) > 1 && args[1] == "hold"
 }
 
 // handleHandover lets go of every pane under a holder (without ending its

@@ -1,9 +1,9 @@
 package server
 
 import (
-	"os"
-	"strconv"
 	"syscall"
+
+	"github.com/corral-dev/corral/internal/osproc"
 )
 
 // CloseOnExecInherited marks every descriptor above stderr close-on-exec.
@@ -12,15 +12,10 @@ import (
 // those on to every program it starts, so each pane's program would get
 // them. corral's own descriptors are close-on-exec already.
 func CloseOnExecInherited() {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
-			continue
+	fds, _ := osproc.OpenFDs()
+	for _, fd := range fds {
+		if fd > 2 {
+			syscall.CloseOnExec(fd)
 		}
-		syscall.CloseOnExec(fd)
 	}
 }

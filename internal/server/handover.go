@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/internal/osproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -107,16 +108,16 @@ func samePeer(c *net.UnixConn) error {
 	if err != nil {
 		return err
 	}
-	var cred *unix.Ucred
+	var uid int
 	var cerr error
-	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+	if err := raw.Control(func(fd uintptr) { uid, _, cerr = osproc.PeerCred(int(fd)) }); err != nil {
 		return err
 	}
 	if cerr != nil {
 		return fmt.Errorf("hand-over: who sent it: %w", cerr)
 	}
-	if int(cred.Uid) != os.Getuid() {
-		return fmt.Errorf("hand-over: refused a process of uid %d", cred.Uid)
+	if uid != os.Getuid() {
+		return fmt.Errorf("hand-over: refused a process of uid %d", uid)
 	}
 	return nil
 }

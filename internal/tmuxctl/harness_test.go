@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/osproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 // hexdump puts its terminal in raw mode and writes every byte it reads as
 // hex, a read a line.
 func hexdump() {
-	tio, err := unix.IoctlGetTermios(0, unix.TCGETS)
+	tio, err := unix.IoctlGetTermios(0, osproc.GetTermios)
 	if err != nil {
 		fmt.Println("termios:", err)
 		os.Exit(1)
@@ -39,7 +40,7 @@ func hexdump() {
 	tio.Cflag &^= unix.CSIZE | unix.PARENB
 	tio.Cflag |= unix.CS8
 	tio.Cc[unix.VMIN], tio.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(0, unix.TCSETS, tio); err != nil {
+	if err := unix.IoctlSetTermios(0, osproc.SetTermios, tio); err != nil {
 		fmt.Println("termios:", err)
 		os.Exit(1)
 	}

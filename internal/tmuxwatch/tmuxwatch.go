@@ -7,19 +7,16 @@
 package tmuxwatch
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/tmuxctl"
+	"golang.org/x/sys/unix"
 )
 
 // Options is what the daemon gives a watch.
@@ -246,10 +243,9 @@ type source struct {
 
 	mu         sync.Mutex // guards the fields that follow
 	cols, rows int
-	// stat is /proc/PID/stat of the pane's first process, kept open: the
-	// sweep reads it every second, one pread instead of four syscalls.
-	stat    *os.File
-	statBuf []byte
+	// fg reads the foreground of the pane's first process, which the
+	// sweep asks every second.
+	fg *osproc.Foreground
 }
 
 func (s *source) setSize(cols, rows int) {
@@ -285,25 +281,14 @@ func (s *source) Size() (int, int, error) {
 func (s *source) SetSize(int, int) error { return pane.ErrFixedSize }
 
 // Foreground is the foreground process group of the pane's terminal, as
-// the kernel gives it for the pane's first process (/proc/PID/stat).
+// the kernel gives it for the pane's first process.
 func (s *source) Foreground() (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stat == nil {
-		if s.pid <= 0 {
-			return 0, errors.New("no process")
-		}
-		f, err := os.Open("/proc/" + strconv.Itoa(s.pid) + "/stat")
-		if err != nil {
-			return 0, err
-		}
-		s.stat, s.statBuf = f, make([]byte, 1024)
+	if s.fg == nil {
+		s.fg = osproc.NewForeground(s.pid)
 	}
-	n, err := s.stat.ReadAt(s.statBuf, 0)
-	if n == 0 && err != nil {
-		return 0, err // ESRCH once the process is gone
-	}
-	return parseTpgid(s.statBuf[:n])
+	return s.fg.Get()
 }
 
 // Unread asks the pane's terminal how much typed input waits, through a
@@ -317,7 +302,7 @@ func (s *source) Unread() (int, error) {
 		return 0, err
 	}
 	defer unix.Close(fd)
-	return unix.IoctlGetInt(fd, unix.TIOCINQ)
+	return osproc.InputQueued(fd)
 }
 
 // Signal signals the terminal's foreground process group (the agent) and
@@ -339,35 +324,14 @@ func (s *source) Signal(sig syscall.Signal) error {
 	return first
 }
 
-// Close releases the pane's /proc file; the control client is the
+// Close releases what Foreground keeps open; the control client is the
 // watch's.
 func (s *source) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stat != nil {
-		s.stat.Close()
-		s.stat = nil
+	if s.fg != nil {
+		s.fg.Close()
+		s.fg = nil
 	}
 	return nil
-}
-
-// parseTpgid reads the foreground process group of a process's
-// controlling terminal (tpgid, the 8th field) from a /proc/PID/stat line. The command's name,
-// in parentheses, may hold spaces and parentheses: the fields start after
-// the last ')'.
-func parseTpgid(b []byte) (int, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	f := bytes.Fields(b[i+1:])
-	// state ppid pgrp session tty_nr tpgid
-	if len(f) < 6 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	n, err := strconv.Atoi(string(f[5]))
-	if err != nil {
-		return 0, fmt.Errorf("malformed /proc stat: %w", err)
-	}
-	return n, nil
 }

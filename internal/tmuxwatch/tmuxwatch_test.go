@@ -12,25 +12,6 @@ import (
 	"github.com/corral-dev/corral/internal/pane"
 )
 
-func TestParseTpgid(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want int
-		bad  bool
-	}{
-		{"4242 (bash) S 1 4242 4242 34817 5151 4194304 0", 5151, false},
-		{"17 (my (odd) prog) R 1 17 17 0 -1 0", -1, false},
-		{"17 (x) S 1 17", 0, true},
-		{"garbage", 0, true},
-		{"1 (a) S 1 1 1 1 notanumber", 0, true},
-	} {
-		got, err := parseTpgid([]byte(c.in))
-		if (err != nil) != c.bad || (!c.bad && got != c.want) {
-			t.Errorf("parseTpgid(%q) = %d, %v", c.in, got, err)
-		}
-	}
-}
-
 // A watched tmux pane end to end at the package's edge: its first screen,
 // a prompt that blocks it, keys typed into it, its size refused, its
 // foreground read, and Close leaving tmux as it was.

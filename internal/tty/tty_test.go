@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -31,12 +32,12 @@ func TestRawRestoreAndSize(t *testing.T) {
 		restore()
 	}
 
-	lflag := func() uint32 {
-		tio, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	lflag := func() uint64 {
+		tio, err := unix.IoctlGetTermios(fd, osproc.GetTermios)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tio.Lflag
+		return uint64(tio.Lflag) // uint32 on Linux, uint64 on macOS
 	}
 	if lflag()&(unix.ECHO|unix.ICANON) == 0 {
 		t.Fatal("a new pty is not cooked")

@@ -24,9 +24,9 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/corral-dev/corral/internal/tty"
+	"golang.org/x/sys/unix"
 )
 
 // Main runs the fake agent on the process's terminal and returns its exit
@@ -60,7 +60,7 @@ func Main(args []string) int {
 	if *startup > 0 {
 		fmt.Fprint(os.Stdout, "\x1b[2J\x1b[HInitializing…")
 		time.Sleep(*startup)
-		_ = unix.IoctlSetInt(int(os.Stdin.Fd()), unix.TCFLSH, unix.TCIFLUSH) // keys typed meanwhile are lost
+		_ = osproc.FlushInput(int(os.Stdin.Fd())) // keys typed meanwhile are lost
 	}
 	if *auto || *labTruth != "" {
 		a.rng = rand.New(rand.NewSource(*seed))

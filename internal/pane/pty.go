@@ -3,8 +3,8 @@ package pane
 import (
 	"fmt"
 	"os"
-	"strings"
 
+	"github.com/corral-dev/corral/internal/osproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,32 +46,25 @@ func foregroundPgrp(m *master) (int, error) {
 	return pgrp, err
 }
 
-// processInfo reads a process's name and argv from /proc.
+// processInfo reads a process's name and argv.
 func processInfo(pid int) (name string, argv []string) {
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
-		name = strings.TrimSpace(string(b))
-	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
-		argv = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	}
-	return name, argv
+	argv, _ = osproc.Cmdline(pid)
+	return osproc.Name(pid), argv
 }
 
 // unreadInput returns how many bytes of its input the program has not yet
 // read from its terminal. It asks through a short-lived descriptor of the
-// terminal's own side (TIOCGPTPEER), never kept: a held descriptor would
-// keep the terminal open after the program exits.
+// terminal's own side, never kept: a held descriptor would keep the
+// terminal open after the program exits.
 func unreadInput(m *master) (int, error) {
 	var n int
 	err := m.control(func(fd int) error {
-		peer, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER,
-			uintptr(unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC))
-		if errno != 0 {
-			return errno
+		peer, err := osproc.OpenPeer(fd, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK)
+		if err != nil {
+			return err
 		}
-		defer unix.Close(int(peer))
-		var err error
-		n, err = unix.IoctlGetInt(int(peer), unix.TIOCINQ)
+		defer unix.Close(peer)
+		n, err = osproc.InputQueued(peer)
 		return err
 	})
 	return n, err
