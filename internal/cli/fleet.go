@@ -143,8 +143,15 @@ func fleetStatus(ctx context.Context, std IO, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if st.Member != nil && (st.Member.RefusedOut > 0 || st.Member.BadIn > 0 || st.Member.Dropped > 0) {
-		fmt.Fprintf(std.Stdout, "refused by the fleet: %d; refused from others: %d; events dropped: %d\n", st.Member.RefusedOut, st.Member.BadIn, st.Member.Dropped)
+	// What others sent that was refused; this host's own refused
+	// messages apart (a command an observe-only credential may not send).
+	if m := st.Member; m != nil {
+		if m.BadIn > 0 || m.Dropped > 0 {
+			fmt.Fprintf(std.Stdout, "refused from other hosts: %d; events dropped: %d\n", m.BadIn, m.Dropped)
+		}
+		if own := m.RefusedOut + m.RefusedAPI; own > 0 {
+			fmt.Fprintf(std.Stdout, "this host's own messages the server refused: %d (the daemon's log names them)\n", own)
+		}
 	}
 	if st.Refused > 0 {
 		fmt.Fprintf(std.Stdout, "connections refused: %d (last: %s)\n", st.Refused, st.Why)

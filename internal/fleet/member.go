@@ -144,6 +144,7 @@ type Member struct {
 
 	// Counters.
 	refusedOut atomic.Int64 // our own messages the server refused
+	refusedAPI atomic.Int64 // our client library's JetStream requests the server refused
 	// cmdRefused counts the commands to other hosts the server refused
 	// (an observe-only credential); downSince is when the connection to
 	// the hub was lost (0: connected).
@@ -191,9 +192,17 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 		nats.Timeout(5 * time.Second),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(err.Error(), "Permissions Violation") {
-				m.refusedOut.Add(1)
-				if strings.Contains(err.Error(), `"`+subjCmd) {
+				switch {
+				case strings.Contains(err.Error(), `"$JS.API.`):
+					// The client library's own request (a consumer it
+					// made), not a message this host chose to send: kept
+					// apart from the refusals fleet status reports.
+					m.refusedAPI.Add(1)
+				case strings.Contains(err.Error(), `"`+subjCmd):
+					m.refusedOut.Add(1)
 					m.cmdRefused.Add(1)
+				default:
+					m.refusedOut.Add(1)
 				}
 			}
 			m.setErr(err)
@@ -670,12 +679,12 @@ func (m *Member) syncAll() error {
 			return err
 		}
 	}
-	lister, err := m.panes.ListKeysFiltered(ctx, m.o.Name+".>")
+	keys, err := m.kvKeys(ctx, PanesBucket, m.o.Name+".")
 	if err != nil {
 		return err
 	}
 	var stale []string
-	for k := range lister.Keys() {
+	for _, k := range keys {
 		if !have[k] && k != m.key(aliveKey) {
 			stale = append(stale, k)
 		}
@@ -859,11 +868,7 @@ func (m *Member) beat() {
 func (m *Member) Close(forget bool) {
 	if forget && m.o.Local != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		if lister, err := m.panes.ListKeysFiltered(ctx, m.o.Name+".>"); err == nil {
-			var keys []string
-			for k := range lister.Keys() {
-				keys = append(keys, k)
-			}
+		if keys, err := m.kvKeys(ctx, PanesBucket, m.o.Name+"."); err == nil {
 			for _, k := range keys {
 				_ = m.panes.Delete(ctx, k)
 			}
@@ -894,6 +899,10 @@ type Stats struct {
 	Queued     int    `json:"events_queued"`
 	Dropped    int64  `json:"events_dropped"`
 	RefusedOut int64  `json:"refused_by_server"`
+	// RefusedAPI counts this host's own JetStream API requests (made by
+	// the client library) that the server refused: a fault of this
+	// corral's, never another host's doing.
+	RefusedAPI int64  `json:"refused_own_api,omitempty"`
 	BadIn      int64  `json:"refused_from_others"`
 	LastError  string `json:"last_error,omitempty"`
 }
@@ -904,7 +913,7 @@ func (m *Member) Stats() Stats {
 	q := len(m.queue)
 	m.mu.Unlock()
 	s := Stats{Connected: m.nc.IsConnected(), Server: m.nc.ConnectedUrlRedacted(), Published: m.published.Load(), Queued: q,
-		Dropped: m.dropped.Load(), RefusedOut: m.refusedOut.Load(), BadIn: m.badIn.Load() + m.view.bad.Load()}
+		Dropped: m.dropped.Load(), RefusedOut: m.refusedOut.Load(), RefusedAPI: m.refusedAPI.Load(), BadIn: m.badIn.Load() + m.view.bad.Load()}
 	if p := m.lastErr.Load(); p != nil {
 		s.LastError = *p
 	}

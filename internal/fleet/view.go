@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -142,7 +143,7 @@ func paneRecord(e jetstream.KeyValueEntry, host string) (PaneRecord, bool) {
 }
 
 func (m *Member) watchPanes() {
-	m.watch(m.panes, func(e jetstream.KeyValueEntry) {
+	m.watch(PanesBucket, func(e jetstream.KeyValueEntry) {
 		host, id, _ := strings.Cut(e.Key(), ".")
 		v := m.view
 		if id == aliveKey {
@@ -212,7 +213,7 @@ func (m *Member) dropPane(key string) {
 }
 
 func (m *Member) watchHosts() {
-	m.watch(m.hosts, func(e jetstream.KeyValueEntry) {
+	m.watch(HostsBucket, func(e jetstream.KeyValueEntry) {
 		v := m.view
 		if e.Operation() != jetstream.KeyValuePut {
 			// The host left, or was revoked: its records go too (the
@@ -268,10 +269,12 @@ func (m *Member) watchHosts() {
 // when the member's own heartbeat stops coming back through the hosts
 // watcher (its consumer was on a server that went away). initDone is
 // told the keys of the initial values, to forget those gone meanwhile.
-func (m *Member) watch(kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry), initDone func(keys map[string]bool)) {
+func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone func(keys map[string]bool)) {
 	for m.ctx.Err() == nil {
-		w, err := kv.WatchAll(m.ctx)
+		ctx, cancel := context.WithCancel(m.ctx)
+		updates, err := m.kvWatch(ctx, bucket, "", false)
 		if err != nil {
+			cancel()
 			select {
 			case <-m.ctx.Done():
 				return
@@ -287,7 +290,7 @@ func (m *Member) watch(kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry), 
 	read:
 		for {
 			select {
-			case e, ok := <-w.Updates():
+			case e, ok := <-updates:
 				if !ok {
 					break read
 				}
@@ -306,7 +309,7 @@ func (m *Member) watch(kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry), 
 				break read
 			}
 		}
-		_ = w.Stop()
+		cancel()
 	}
 }
 
