@@ -22,6 +22,7 @@ func fleetInit(ctx context.Context, std IO, args []string) error {
 	tls := fs.Bool("tls", false, "serve TLS even on loopback")
 	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
 	notifyFleet := fs.Bool("notify-fleet", false, "this host's notifications also for other hosts' panes (named HOST:NAME)")
+	forgetAfter := fs.Duration("forget-after", 7*24*time.Hour, "a host unreachable this long leaves the fleet's views (0: never)")
 	asJSON := fs.Bool("json", false, "print the join details as JSON")
 	if pos, err := parse(fs, args); err != nil {
 		return err
@@ -33,7 +34,8 @@ func fleetInit(ctx context.Context, std IO, args []string) error {
 		return err
 	}
 	var info server.FleetJoinInfo
-	if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &info); err != nil {
+	if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet,
+		ForgetAfterMS: forgetAfter.Milliseconds()}, &info); err != nil {
 		return apiError(err)
 	}
 	if *asJSON {
@@ -138,7 +140,11 @@ func fleetStatus(ctx context.Context, std IO, args []string) error {
 		if t, err := time.Parse(time.RFC3339Nano, h.LastSeen); err == nil {
 			seen = time.Since(t).Round(time.Second).String() + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%s\t%d\t%d/%d\t%s\t%s\n", h.Host, h.Reachable, seen, h.Panes, h.Jobs, h.MaxJobs, h.Version, h.Problem)
+		reach := fmt.Sprint(h.Reachable)
+		if !h.Reachable && h.UnreachableFor > 0 {
+			reach = "false, for " + (time.Duration(h.UnreachableFor) * time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", h.Host, reach, seen, h.Panes, h.Jobs, h.MaxJobs, h.Version, h.Problem)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -227,9 +233,9 @@ func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool) error {
 		}
 		return printJSON(std, panes)
 	}
-	reach := map[string]bool{}
+	reach := map[string]fleet.HostStatus{}
 	for _, h := range st.Hosts {
-		reach[h.Host] = h.Reachable
+		reach[h.Host] = h
 	}
 	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST:ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
@@ -237,8 +243,11 @@ func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool) error {
 	for _, p := range panes {
 		if p.Host != last {
 			note := ""
-			if !reach[p.Host] {
+			if h := reach[p.Host]; !h.Reachable {
 				note = " (unreachable: its last known states)"
+				if h.UnreachableFor > 0 {
+					note = fmt.Sprintf(" (unreachable for %v: its last known states)", time.Duration(h.UnreachableFor)*time.Second)
+				}
 			}
 			fmt.Fprintf(tw, "# %s%s\t\t\t\t\t\t\n", p.Host, note)
 			last = p.Host

@@ -139,8 +139,14 @@ type testFleet struct {
 
 func startFleet(t *testing.T, listen string) *testFleet {
 	t.Helper()
+	return startFleetWith(t, HubOptions{Listen: listen})
+}
+
+func startFleetWith(t *testing.T, o HubOptions) *testFleet {
+	t.Helper()
 	dir := t.TempDir()
-	h, err := StartHub(HubOptions{Dir: dir, Listen: listen, ServerName: "hub"})
+	o.Dir, o.ServerName = dir, "hub"
+	h, err := StartHub(o)
 	if err != nil {
 		t.Fatal(err)
 	}

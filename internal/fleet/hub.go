@@ -25,7 +25,10 @@ type HubOptions struct {
 	ServerName string
 	// Cluster clusters this server with others (optional).
 	Cluster *ClusterOptions
-	Logf    func(string, ...any)
+	// ForgetAfter is how long a host may stay unreachable before the hub
+	// removes its records from the fleet (0: never).
+	ForgetAfter time.Duration
+	Logf        func(string, ...any)
 }
 
 // ClusterOptions join embedded servers into one NATS cluster.
@@ -46,6 +49,8 @@ type Hub struct {
 	tls         bool
 	dir         string
 	keeper      *keeper
+	name        string // its own host's name
+	forgetAfter time.Duration
 	logf        func(string, ...any)
 }
 
@@ -98,7 +103,7 @@ func StartHub(o HubOptions) (*Hub, error) {
 		DisableJetStreamBanner: true,
 		HTTPPort:               0,
 	}
-	h := &Hub{auth: a, dir: o.Dir, logf: o.Logf}
+	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, forgetAfter: o.ForgetAfter, logf: o.Logf}
 	if h.logf == nil {
 		h.logf = func(string, ...any) {}
 	}
@@ -220,8 +225,11 @@ func (h *Hub) kick(user string) {
 	}
 }
 
-// connected says whether a host has a connection.
-func (h *Hub) connected(user string) bool { return len(h.conns(user)) > 0 }
+// connected says whether a host has a connection (the hub's own host
+// connects as its admin).
+func (h *Hub) connected(host string) bool {
+	return host == h.name || len(h.conns(host)) > 0 || len(h.conns("admin:"+host)) > 0
+}
 
 func (h *Hub) conns(user string) []uint64 {
 	cz, err := h.srv.Connz(&server.ConnzOptions{Username: true, User: user, Limit: 100000})

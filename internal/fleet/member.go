@@ -43,7 +43,9 @@ type PaneRecord struct {
 
 // Heartbeat is a host's value in the hosts bucket, written every second.
 type Heartbeat struct {
-	Host    string    `json:"host"`
+	Host string `json:"host"`
+	// HostID is the machine's (LoadHostID): the same under a new name.
+	HostID  string    `json:"host_id,omitempty"`
 	Version string    `json:"version"`
 	Panes   int       `json:"panes"`
 	Jobs    int       `json:"jobs"`
@@ -61,6 +63,9 @@ type HostStatus struct {
 	Version   string `json:"version"`
 	MaxJobs   int    `json:"max_jobs"`
 	Problem   string `json:"problem,omitempty"`
+	// UnreachableFor is how long the host has been unreachable
+	// (seconds, 0 when reachable).
+	UnreachableFor int64 `json:"unreachable_for_s,omitempty"`
 }
 
 // Event is an event of the fleet's stream: a host's event, with its host.
@@ -85,7 +90,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // MemberOptions configure a member.
 type MemberOptions struct {
 	Name string
-	URLs []string
+	// HostID is the machine's id (LoadHostID), sent with each heartbeat.
+	HostID string
+	URLs   []string
 	// Token, or Creds (a NATS credentials file), authenticates the host.
 	Token, Creds  string
 	CAFingerprint string
@@ -850,7 +857,7 @@ func (m *Member) heartbeatLoop() {
 
 func (m *Member) beat() {
 	panes := int(m.paneCount.Load())
-	hb := Heartbeat{Host: m.o.Name, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
+	hb := Heartbeat{Host: m.o.Name, HostID: m.o.HostID, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
 		MaxJobs: m.o.MaxJobs, Sent: time.Now().UTC()}
 	b, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)

@@ -88,6 +88,9 @@ func (v *view) hostsList() []HostStatus {
 		if !h.seen.IsZero() {
 			s.LastSeen = h.seen.UTC().Format(eventlog.TimeFormat)
 			s.Reachable = time.Since(h.seen) < Unreachable && h.problem == ""
+			if !s.Reachable {
+				s.UnreachableFor = int64(time.Since(h.seen) / time.Second)
+			}
 		}
 		out = append(out, s)
 	}

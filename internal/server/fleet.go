@@ -92,11 +92,16 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 	n := &fleetNode{cfg: cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	mo := fleet.MemberOptions{Name: cfg.Name, URLs: cfg.URLs, Token: cfg.Token, Creds: cfg.Creds, CAFingerprint: cfg.CAFingerprint,
+	hostID, err := fleet.LoadHostID(s.opts.StateDir)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	mo := fleet.MemberOptions{Name: cfg.Name, HostID: hostID, URLs: cfg.URLs, Token: cfg.Token, Creds: cfg.Creds, CAFingerprint: cfg.CAFingerprint,
 		MaxJobs: cfg.MaxJobs, Version: buildinfo.Self().Version, Local: fleetLocal{s}, Watch: true, Logf: s.opts.Logf, RefuseTaken: first}
 	if cfg.Hub {
 		hub, err := fleet.StartHub(fleet.HubOptions{Dir: fleet.Dir(s.opts.StateDir), Listen: cfg.Listen, TLS: cfg.TLS,
-			ServerName: cfg.Name, Logf: s.opts.Logf})
+			ServerName: cfg.Name, ForgetAfter: time.Duration(cfg.ForgetAfterMS) * time.Millisecond, Logf: s.opts.Logf})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -222,6 +227,7 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/fleet/join", s.handleFleetJoin)
 	mux.HandleFunc("POST /v1/fleet/leave", s.handleFleetLeave)
 	mux.HandleFunc("POST /v1/fleet/invite", s.handleFleetInvite)
+	mux.HandleFunc("POST /v1/fleet/forget", s.handleFleetForget)
 	mux.HandleFunc("GET /v1/fleet/status", s.handleFleetStatus)
 	mux.HandleFunc("GET /v1/fleet/panes", s.handleFleetPanes)
 	mux.HandleFunc("GET /v1/fleet/events", s.handleFleetEvents)
@@ -265,6 +271,9 @@ type FleetInitRequest struct {
 	TLS         bool   `json:"tls"`
 	MaxJobs     int    `json:"max_jobs"`
 	NotifyFleet bool   `json:"notify_fleet"`
+	// ForgetAfterMS: a host unreachable this long leaves the fleet's
+	// views (0: never).
+	ForgetAfterMS int64 `json:"forget_after_ms"`
 }
 
 // FleetJoinInfo says how another machine joins.
@@ -304,8 +313,12 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 	if req.Listen == "" {
 		req.Listen = fleet.DefaultListen
 	}
+	if req.ForgetAfterMS < 0 {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
+		return
+	}
 	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: req.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
-		NotifyFleet: req.NotifyFleet}
+		NotifyFleet: req.NotifyFleet, ForgetAfterMS: req.ForgetAfterMS}
 	n, err := s.runFleet(cfg, false)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
@@ -411,6 +424,28 @@ func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
 	info := joinInfo(n.hub, req.Name, tok)
 	info.Join += " --name " + req.Name
 	reply(w, info)
+}
+
+// FleetForgetRequest is POST /v1/fleet/forget.
+type FleetForgetRequest struct {
+	Host string `json:"host"`
+}
+
+func (s *Server) handleFleetForget(w http.ResponseWriter, r *http.Request) {
+	var req FleetForgetRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	n := s.fleetNode()
+	if n == nil || n.hub == nil {
+		fail(w, http.StatusConflict, "not_hub", errors.New("hosts are forgotten on the fleet's hub (the machine that ran corral fleet init)"))
+		return
+	}
+	if err := n.hub.Forget(req.Host); err != nil {
+		fail(w, http.StatusConflict, "refused", err)
+		return
+	}
+	reply(w, map[string]any{"forgotten": req.Host})
 }
 
 // FleetStatus is GET /v1/fleet/status.
