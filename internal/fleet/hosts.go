@@ -134,7 +134,9 @@ func (h *Hub) tidy(now time.Time) {
 		switch {
 		case s.hb.HostID != "" && newest[s.hb.HostID] != name:
 			why = fmt.Sprintf("its machine joined again as %s", newest[s.hb.HostID])
-		case h.forgetAfter > 0 && now.Sub(s.at) > h.forgetAfter:
+		case h.forgetAfter > 0 && now.Sub(later(s.at, h.started)) > h.forgetAfter:
+			// Counted from the hub's start at the earliest: a hub
+			// that was down itself heard from nobody meanwhile.
 			why = fmt.Sprintf("unreachable since %s (longer than %v)", s.at.Format(time.RFC3339), h.forgetAfter)
 		default:
 			continue
@@ -165,4 +167,11 @@ func (h *Hub) Forget(name string) error {
 	}
 	h.logf("fleet: host %s is forgotten (corral fleet forget)", name)
 	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -42,6 +42,19 @@ func TestHostsComeAndGo(t *testing.T) {
 		if err := f.hub.Forget("hub"); err == nil {
 			t.Fatal("the hub forgot its own host")
 		}
+		// A host forgotten while connected (as when it was away, and is
+		// back) sends its panes again.
+		forgot := time.Now()
+		if err := f.hub.forget("a", false); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "a:p1 sent again, after it was forgotten", func() bool {
+			f.hm.view.mu.Lock()
+			defer f.hm.view.mu.Unlock()
+			p, ok := f.hm.view.panes["a.p1"]
+			h := f.hm.view.hosts["a"]
+			return ok && p.created.After(forgot) && h != nil && h.seen.After(forgot)
+		})
 		a.Close(false)
 		waitFor(t, 10*time.Second, "a unreachable, for a while", func() bool {
 			for _, h := range f.hm.Hosts() {

@@ -50,6 +50,7 @@ type Hub struct {
 	dir         string
 	keeper      *keeper
 	name        string // its own host's name
+	started     time.Time
 	forgetAfter time.Duration
 	logf        func(string, ...any)
 }
@@ -103,7 +104,7 @@ func StartHub(o HubOptions) (*Hub, error) {
 		DisableJetStreamBanner: true,
 		HTTPPort:               0,
 	}
-	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, forgetAfter: o.ForgetAfter, logf: o.Logf}
+	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, forgetAfter: o.ForgetAfter, started: time.Now(), logf: o.Logf}
 	if h.logf == nil {
 		h.logf = func(string, ...any) {}
 	}

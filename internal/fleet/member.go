@@ -152,6 +152,9 @@ type Member struct {
 	// Counters.
 	refusedOut atomic.Int64 // our own messages the server refused
 	refusedAPI atomic.Int64 // our client library's JetStream requests the server refused
+	// leaving is set while the host removes its records to leave: they
+	// are not written back.
+	leaving atomic.Bool
 	// cmdRefused counts the commands to other hosts the server refused
 	// (an observe-only credential); downSince is when the connection to
 	// the hub was lost (0: connected).
@@ -554,7 +557,7 @@ func (m *Member) syncLoop() {
 		dirty := m.dirty
 		m.dirty = map[string]bool{}
 		m.mu.Unlock()
-		if len(dirty) == 0 {
+		if len(dirty) == 0 || m.leaving.Load() {
 			continue
 		}
 		failed := map[string]bool{}
@@ -873,6 +876,7 @@ func (m *Member) beat() {
 // Close leaves the connection (the host shows unreachable); with forget,
 // the host's panes and heartbeat are removed from the fleet first.
 func (m *Member) Close(forget bool) {
+	m.leaving.Store(forget)
 	if forget && m.o.Local != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		if keys, err := m.kvKeys(ctx, PanesBucket, m.o.Name+"."); err == nil {

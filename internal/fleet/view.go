@@ -237,6 +237,14 @@ func (m *Member) watchHosts() {
 					m.o.OnPane(rec, true)
 				}
 			}
+			if e.Key() == m.o.Name && m.o.Local != nil && !m.leaving.Load() {
+				// This host was forgotten while it was away: its
+				// panes go back into the fleet.
+				m.mu.Lock()
+				m.dirty["*"] = true
+				m.mu.Unlock()
+				m.poke()
+			}
 			return
 		}
 		var hb Heartbeat
