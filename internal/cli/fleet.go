@@ -220,9 +220,16 @@ func fleetInvite(ctx context.Context, std IO, args []string) error {
 }
 
 // lsFleet lists every host's panes, grouped by host.
-func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool) error {
+func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool, hosts, states string) error {
+	q := url.Values{}
+	if hosts != "" {
+		q.Set("host", hosts)
+	}
+	if states != "" {
+		q.Set("state", states)
+	}
 	var panes []fleet.PaneRecord
-	if err := c.Do(ctx, "GET", "/v1/fleet/panes", nil, &panes); err != nil {
+	if err := c.Do(ctx, "GET", "/v1/fleet/panes?"+q.Encode(), nil, &panes); err != nil {
 		return apiError(err)
 	}
 	var st server.FleetStatus

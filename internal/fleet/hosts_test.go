@@ -119,3 +119,35 @@ func TestHostsComeAndGo(t *testing.T) {
 		waitFor(t, 15*time.Second, "e forgotten at its credential's expiry", func() bool { return !hostShown(f.hm, "e") })
 	})
 }
+
+func TestPaneFilter(t *testing.T) {
+	rec := func(host, state string) PaneRecord {
+		r := PaneRecord{Host: host}
+		r.State = state
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		f    PaneFilter
+		p    PaneRecord
+		keep bool
+	}{
+		{"no filter", PaneFilter{}, rec("a", "idle"), true},
+		{"host", PaneFilter{Hosts: []string{"a"}}, rec("a", "idle"), true},
+		{"other host", PaneFilter{Hosts: []string{"a"}}, rec("b", "idle"), false},
+		{"glob", PaneFilter{Hosts: []string{"web-*"}}, rec("web-2", "idle"), true},
+		{"glob misses", PaneFilter{Hosts: []string{"web-*"}}, rec("db-1", "idle"), false},
+		{"one of several", PaneFilter{Hosts: []string{"db-?", "web-*"}}, rec("db-1", "idle"), true},
+		{"malformed glob as text", PaneFilter{Hosts: []string{"web-["}}, rec("web-[", "idle"), true},
+		{"state", PaneFilter{States: []string{"blocked"}}, rec("a", "blocked"), true},
+		{"other state", PaneFilter{States: []string{"blocked"}}, rec("a", "idle"), false},
+		{"host and state", PaneFilter{Hosts: []string{"a"}, States: []string{"blocked", "error"}}, rec("a", "error"), true},
+		{"host but not state", PaneFilter{Hosts: []string{"a"}, States: []string{"blocked"}}, rec("a", "idle"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.f.Keep(tc.p); got != tc.keep {
+				t.Fatalf("Keep(%s %s) = %v, want %v", tc.p.Host, tc.p.State, got, tc.keep)
+			}
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -933,6 +935,30 @@ func (m *Member) Stats() Stats {
 
 // Panes is every host's panes, by host then start order of their ids.
 func (m *Member) Panes() []PaneRecord { return m.view.panesList() }
+
+// PaneFilter keeps the panes of some hosts, or in some states; an empty
+// field keeps all. Hosts are glob patterns (path.Match).
+type PaneFilter struct {
+	Hosts  []string
+	States []string
+}
+
+// Keep says whether a pane passes the filter.
+func (f PaneFilter) Keep(p PaneRecord) bool {
+	return (len(f.Hosts) == 0 || MatchHost(f.Hosts, p.Host)) && (len(f.States) == 0 || slices.Contains(f.States, p.State))
+}
+
+// MatchHost says whether a host's name matches one of the patterns
+// (globs as path.Match: web-*, db-?); a malformed pattern matches as
+// plain text.
+func MatchHost(patterns []string, host string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(p, host); ok || (err != nil && p == host) {
+			return true
+		}
+	}
+	return false
+}
 
 // Hosts is every host's status.
 func (m *Member) Hosts() []HostStatus { return m.view.hostsList() }

@@ -494,10 +494,28 @@ func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
 	reply(w, out)
 }
 
+// handleFleetPanes answers every host's panes: ?host=H (repeatable, a
+// glob) and ?state=S (repeatable, or comma-separated) keep some.
 func (s *Server) handleFleetPanes(w http.ResponseWriter, r *http.Request) {
-	if m := s.fleetMember(w); m != nil {
-		reply(w, m.Panes())
+	m := s.fleetMember(w)
+	if m == nil {
+		return
 	}
+	q := r.URL.Query()
+	var f fleet.PaneFilter
+	for _, h := range q["host"] {
+		f.Hosts = append(f.Hosts, strings.Split(h, ",")...)
+	}
+	for _, st := range q["state"] {
+		f.States = append(f.States, strings.Split(st, ",")...)
+	}
+	out := []fleet.PaneRecord{}
+	for _, p := range m.Panes() {
+		if f.Keep(p) {
+			out = append(out, p)
+		}
+	}
+	reply(w, out)
 }
 
 // handleFleetProxy sends an API request to a host: this one's own API,
