@@ -35,6 +35,8 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	onFleet := fs.Bool("fleet", false, "queue the job for the fleet: a host with capacity runs it")
 	host := fs.String("host", "", "with --fleet: this host runs it")
 	retry := fs.Int("retry", 0, "with --fleet: queue it again this many times if its host dies mid-job")
+	hosts := fs.String("hosts", "", "with --fleet: one job on each reachable host matching these globs (comma-separated, like 'web-*')")
+	allHosts := fs.Bool("all-hosts", false, "with --fleet: one job on each reachable host that takes jobs")
 	var env envList
 	fs.Var(&env, "env", "`K=V` to add to the agent's environment (repeatable)")
 	var command []string
@@ -101,18 +103,25 @@ func runExec(ctx context.Context, std IO, args []string) error {
 	defer signal.Stop(sigs)
 	if *onFleet {
 		var fj struct {
-			ID string `json:"id"`
+			ID    string   `json:"id"`
+			Hosts []string `json:"hosts"`
 		}
-		if err := c.Do(ctx, "POST", "/v1/fleet/jobs", server.FleetExecRequest{Exec: req, Host: *host, Retry: *retry}, &fj); err != nil {
+		fr := server.FleetExecRequest{Exec: req, Host: *host, Retry: *retry, AllHosts: *allHosts}
+		if *hosts != "" {
+			fr.Hosts = strings.Split(*hosts, ",")
+		}
+		if err := c.Do(ctx, "POST", "/v1/fleet/jobs", fr, &fj); err != nil {
 			return apiError(err)
 		}
-		if !*asJSON {
+		if !*asJSON && len(fj.Hosts) > 0 {
+			fmt.Fprintf(std.Stderr, "corral exec: fleet run %s: a job on each of %s\n", fj.ID, strings.Join(fj.Hosts, ", "))
+		} else if !*asJSON {
 			fmt.Fprintf(std.Stderr, "corral exec: fleet job %s queued\n", fj.ID)
 		}
 		return followJob(ctx, std, c, fj.ID, sigs, *asJSON)
 	}
-	if *host != "" || *retry != 0 {
-		return usagef("--host and --retry go with --fleet")
+	if *host != "" || *retry != 0 || *hosts != "" || *allHosts {
+		return usagef("--host, --hosts, --all-hosts and --retry go with --fleet")
 	}
 	var p api.Pane
 	if err := c.Do(ctx, "POST", "/v1/jobs", req, &p); err != nil {

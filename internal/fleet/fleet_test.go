@@ -30,6 +30,8 @@ type fakeLocal struct {
 	mux   *http.ServeMux
 	// jobHang makes jobs run until killed.
 	jobHang bool
+	// jobExit makes jobs fail with this exit code.
+	jobExit int
 	killed  chan string
 }
 
@@ -72,6 +74,10 @@ func newFakeLocal(ids ...string) *fakeLocal {
 			case <-l.killed:
 			}
 			fmt.Fprintln(w, `{"type":"outcome","outcome":{"state":"error","reason":"killed","exit_code":143}}`)
+			return
+		}
+		if l.jobExit != 0 {
+			fmt.Fprintf(w, `{"type":"outcome","outcome":{"state":"error","reason":"it failed","exit_code":%d}}`+"\n", l.jobExit)
 			return
 		}
 		fmt.Fprintln(w, `{"type":"outcome","outcome":{"state":"done","exit_code":0}}`)

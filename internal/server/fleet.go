@@ -646,6 +646,10 @@ type FleetExecRequest struct {
 	Exec  api.ExecRequest `json:"exec"`
 	Host  string          `json:"host"`
 	Retry int             `json:"retry"`
+	// Hosts (globs) or AllHosts run one job on each matching reachable
+	// host that takes jobs.
+	Hosts    []string `json:"hosts,omitempty"`
+	AllHosts bool     `json:"all_hosts,omitempty"`
 }
 
 // fleetJob is a job this daemon put on the fleet's queue: its lines as
@@ -656,6 +660,8 @@ type fleetJob struct {
 	grew   chan struct{}
 	ended  bool
 	cancel context.CancelFunc
+	// each: a job on each of several hosts; cancelling it cancels theirs.
+	each bool
 }
 
 func (j *fleetJob) add(line []byte) {
@@ -687,6 +693,18 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, "hub_unreachable", fmt.Errorf("%w: the job was not queued", hubDownError(since)))
 		return
 	}
+	var each []string
+	if len(req.Hosts) > 0 || req.AllHosts {
+		if req.Host != "" {
+			fail(w, http.StatusBadRequest, "bad_request", errors.New("give --host, or --hosts/--all-hosts, not both"))
+			return
+		}
+		if each = m.JobHosts(req.Hosts); len(each) == 0 {
+			fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no reachable host that takes jobs matches %s; corral fleet status lists the hosts and their max_jobs",
+				strings.Join(append([]string{"*"}, req.Hosts...)[min(1, len(req.Hosts)):], ",")))
+			return
+		}
+	}
 	if req.Host != "" {
 		known := false
 		for _, h := range m.Hosts() {
@@ -713,11 +731,16 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 	n := s.fleetNode()
 	id := fleet.NewJobID()
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &fleetJob{grew: make(chan struct{}), cancel: cancel}
+	j := &fleetJob{grew: make(chan struct{}), cancel: cancel, each: each != nil}
 	n.jobs.Store(id, j)
 	go func() {
 		defer cancel()
-		err := m.SubmitJob(ctx, id, req.Exec, req.Host, req.Retry, j.add)
+		var err error
+		if each != nil {
+			m.SubmitEach(ctx, req.Exec, each, req.Retry, j.add)
+		} else {
+			err = m.SubmitJob(ctx, id, req.Exec, req.Host, req.Retry, j.add)
+		}
 		if err != nil {
 			b, _ := json.Marshal(map[string]any{"type": "outcome", "outcome": map[string]any{"state": "error", "reason": err.Error(), "exit_code": 1}})
 			j.add(b)
@@ -729,7 +752,7 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		j.mu.Unlock()
 		time.AfterFunc(time.Minute, func() { n.jobs.Delete(id) })
 	}()
-	reply(w, map[string]string{"id": id})
+	reply(w, map[string]any{"id": id, "hosts": each})
 }
 
 func (s *Server) fleetJob(w http.ResponseWriter, r *http.Request) *fleetJob {
@@ -783,8 +806,12 @@ func (s *Server) handleFleetJobKill(w http.ResponseWriter, r *http.Request) {
 	if m := s.fleetNode().member.Load(); m != nil {
 		_ = m.CancelJob(r.PathValue("id"))
 	}
-	// A job no host has taken yet ends here.
-	time.AfterFunc(ExecCancelWait, j.cancel)
+	if j.each {
+		j.cancel() // each host's job is cancelled, and the run ends
+	} else {
+		// A job no host has taken yet ends here.
+		time.AfterFunc(ExecCancelWait, j.cancel)
+	}
 	reply(w, map[string]string{"id": r.PathValue("id"), "status": "cancelling"})
 }
 
