@@ -700,7 +700,7 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if each = m.JobHosts(req.Hosts); len(each) == 0 {
-			fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no reachable host that takes jobs matches %s; corral fleet status lists the hosts and their max_jobs",
+			fail(w, http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("no reachable host that takes jobs matches %s (nothing queued); corral fleet status lists the hosts and their max_jobs",
 				strings.Join(append([]string{"*"}, req.Hosts...)[min(1, len(req.Hosts)):], ",")))
 			return
 		}
