@@ -12,10 +12,10 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "answer attach board completion demo doctor events exec explain fleet help hook integrate kill lab ls policy replay restart restore rm rules run screen send serve shutdown status tmux verify version wait"},
+		{[]string{""}, "answer attach board completion demo doctor events exec explain fleet help hook integrate jobs kill lab ls policy replay restart restore rm rules run screen send serve shutdown status tmux verify version wait"},
 		{[]string{"a"}, "answer attach"},
-		{[]string{"ls", "--"}, "--fleet --help --json"},
-		{[]string{"ls", "-"}, "--fleet --help --json"},
+		{[]string{"ls", "--"}, "--fleet --help --host --json --state"},
+		{[]string{"ls", "-"}, "--fleet --help --host --json --state"},
 		{[]string{"run", "--s"}, "--size"},
 		{[]string{"run", "--agent", "c"}, "claude-code codex copilot"},
 		{[]string{"exec", "--agent", ""}, "acp auto claude codex gemini qwen"},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -232,6 +233,7 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/fleet/panes", s.handleFleetPanes)
 	mux.HandleFunc("GET /v1/fleet/events", s.handleFleetEvents)
 	mux.HandleFunc("POST /v1/fleet/jobs", s.handleFleetExec)
+	s.jobRoutes(mux)
 	mux.HandleFunc("GET /v1/fleet/jobs/{id}/stream", s.handleFleetJobStream)
 	mux.HandleFunc("POST /v1/fleet/jobs/{id}/kill", s.handleFleetJobKill)
 	mux.HandleFunc("/v1/fleet/hosts/{host}/{rest...}", s.handleFleetProxy)
@@ -662,10 +664,17 @@ type fleetJob struct {
 	cancel context.CancelFunc
 	// each: a job on each of several hosts; cancelling it cancels theirs.
 	each bool
+	// For corral jobs: the hosts it was queued for ("any": any host),
+	// which took it (host → its pane id there), what it runs, and when.
+	hosts       []string
+	started     map[string]string
+	name, agent string
+	queued      time.Time
 }
 
 func (j *fleetJob) add(line []byte) {
 	j.mu.Lock()
+	j.noteStarted(line)
 	j.lines = append(j.lines, append([]byte(nil), line...))
 	close(j.grew)
 	j.grew = make(chan struct{})
@@ -731,7 +740,11 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 	n := s.fleetNode()
 	id := fleet.NewJobID()
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &fleetJob{grew: make(chan struct{}), cancel: cancel, each: each != nil}
+	j := &fleetJob{grew: make(chan struct{}), cancel: cancel, each: each != nil, hosts: each, name: req.Exec.Name, agent: req.Exec.Agent,
+		queued: time.Now()}
+	if each == nil {
+		j.hosts = []string{cmp.Or(req.Host, "any")}
+	}
 	n.jobs.Store(id, j)
 	go func() {
 		defer cancel()
