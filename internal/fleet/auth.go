@@ -319,6 +319,8 @@ func Permissions(host string, control bool) *server.Permissions {
 		"$KV." + HostsBucket + "." + host,
 		subjJobOut + "*." + host + ".>",
 		subjUnenroll + host,
+		// Watching another host's pane (attach, read-only without control).
+		subjView + "*",
 		api + "INFO", api + "STREAM.NAMES",
 		"$JS.FC.>",
 	}
@@ -350,7 +352,7 @@ func Permissions(host string, control bool) *server.Permissions {
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub},
-		Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix(host) + ".>", subjCmd + host, subjJobCtl + "*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix(host) + ".>", subjCmd + host, subjView + host, subjJobCtl + "*"}},
 		Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
 	}
 }

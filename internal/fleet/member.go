@@ -133,6 +133,7 @@ type Member struct {
 
 	view   *view
 	worker *worker
+	attach attachHost
 	// token is the credential each (re)connection presents: the fleet
 	// token until the hub gave this host its own.
 	token atomic.Pointer[string]
@@ -440,6 +441,9 @@ func (m *Member) start() {
 			m.setErr(err)
 		} else {
 			_ = sub.SetPendingLimits(1024, 64<<20)
+		}
+		if _, err := m.nc.Subscribe(subjView+m.o.Name, m.serveView); err != nil {
+			m.setErr(err)
 		}
 		m.goLoop(m.follow)
 		m.goLoop(m.syncLoop)
