@@ -521,3 +521,46 @@ func TestFleetEverywhere(t *testing.T) {
 		return !ok && !strings.Contains(hub.must("ls", "--fleet"), "web-2")
 	})
 }
+
+// A terminal here joined to another host's pane: its screen, keys that
+// reach the agent, and the detach key.
+func TestFleetAttach(t *testing.T) {
+	hub, b := fleetPair(t)
+	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "make test")
+	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
+	until(t, 10*time.Second, "b:fp on the hub", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
+	cmd := exec.Command(corralBin, "attach", "b:fp")
+	cmd.Env, cmd.Dir = hub.vars, hub.dir
+	r, in, _ := os.Pipe()
+	var out, errs lockedBuffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, &out, &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer in.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	until(t, 15*time.Second, "b:fp's screen through the fleet", func() bool { return strings.Contains(out.String(), "? for shortcuts") })
+	in.WriteString("ask\r")
+	b.must("wait", "fp", "--state", "blocked", "--timeout", "15s")
+	until(t, 10*time.Second, "the prompt on the attached terminal", func() bool { return strings.Contains(out.String(), "proceed?") })
+	in.WriteString("1")
+	b.must("wait", "fp", "--state", "done,idle", "--timeout", "15s")
+	in.WriteString("\x1c")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("attach: %v: %s", err, errs.String())
+		}
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("attach did not detach")
+	}
+	if !strings.Contains(errs.String(), "[detached from b:fp]") {
+		t.Fatalf("stderr %q", errs.String())
+	}
+	if p := b.pane("fp"); p.State == "exited" {
+		t.Fatal("detaching ended the pane")
+	}
+}

@@ -548,6 +548,9 @@ func (s *Server) handleFleetProxy(w http.ResponseWriter, r *http.Request) {
 	if m == nil {
 		return
 	}
+	if s.fleetAttach(w, r, m, host, rest) {
+		return
+	}
 	// A name is looked up in the fleet's view: the host resolves ids.
 	body, err := readBody(w, r)
 	if err != nil {
