@@ -298,11 +298,13 @@ func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone
 		m.mu.Unlock()
 		keys := map[string]bool{}
 		initial := true
+		started, failed := time.Now(), false
 	read:
 		for {
 			select {
 			case e, ok := <-updates:
 				if !ok {
+					failed = true
 					break read
 				}
 				if e == nil {
@@ -321,6 +323,14 @@ func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone
 			}
 		}
 		cancel()
+		// A consumer that fails at once is not made again at once.
+		if wait := time.Second - time.Since(started); failed && wait > 0 {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
 	}
 }
 
