@@ -464,6 +464,13 @@ func TestFleetEverywhere(t *testing.T) {
 	if !seen["web-1"] || !seen["web-2"] || last.Type != "outcome" || len(last.Hosts) != 2 || last.Hosts[0].ExitCode != local {
 		t.Fatalf("exec on each host: hosts %v, outcome %+v\n%s", seen, last, jout)
 	}
+	// Without --json: each host's lines under its name, its end said on
+	// stderr (a plain command is no agent: it ends without a result).
+	tout, terr, tcode := hub.run("exec", "--fleet", "--all-hosts", "--agent", "auto", "--", "sh", "-c", "echo hello")
+	if tcode != 1 || !strings.Contains(tout, "[web-1]\n") || !strings.Contains(tout, "[web-2]\n") || strings.Contains(tout, "host_outcome") ||
+		!strings.Contains(terr, "host web-1: error, exit 1") || !strings.Contains(terr, "host web-2: error, exit 1") || !strings.Contains(terr, "2 of 2 hosts failed") {
+		t.Fatalf("exec on all hosts: exit %d\n%s\n%s", tcode, tout, terr)
+	}
 	if _, errs, code := hub.run("exec", "--fleet", "--hosts", "db-*", "--agent", "auto", "--", "true"); code != 69 || !strings.Contains(errs, "nothing queued") {
 		t.Fatalf("no host matching: exit %d %q", code, errs)
 	}

@@ -175,6 +175,7 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 		}
 	}()
 	view := &readable{w: std.Stdout}
+	lastHost := ""
 	var (
 		outcome     *headless.Outcome
 		interrupted os.Signal
@@ -216,12 +217,23 @@ read:
 			case gone:
 			case asJSON:
 				fmt.Fprintln(std.Stdout, string(line))
+			case probe.Type == fleet.HostOutcomeType:
+				// Said by the fleet's note that follows it.
 			case probe.Type == fleet.FleetLineType && json.Unmarshal(line, &fleetNote) == nil:
 				view.end()
 				fmt.Fprintf(std.Stderr, "corral exec: %s\n", fleetNote.Text)
 			case outcome == nil:
 				var ev headless.Event
 				if json.Unmarshal(line, &ev) == nil {
+					// A run on several hosts: each host's lines under its name.
+					var from struct {
+						Host string `json:"host"`
+					}
+					if _ = json.Unmarshal(line, &from); from.Host != "" && from.Host != lastHost && ev.Readable() {
+						view.end()
+						fmt.Fprintf(std.Stdout, "[%s]\n", from.Host)
+						lastHost = from.Host
+					}
 					view.show(ev)
 				}
 			default:
