@@ -527,6 +527,19 @@ func TestFleetEverywhere(t *testing.T) {
 		_, ok := hub.fleetHosts()["web-2"]
 		return !ok && !strings.Contains(hub.must("ls", "--fleet"), "web-2")
 	})
+	// Unreachable longer than the hub's setting: forgotten by the hub.
+	if _, errs, code := w1.run("fleet", "set", "--forget-after", "1s"); code == 0 || !strings.Contains(errs, "hub") {
+		t.Fatalf("fleet set on a member: exit %d %q", code, errs)
+	}
+	hub.must("fleet", "set", "--forget-after", "1s")
+	if cfg, err := os.ReadFile(filepath.Join(hub.dir, "state", "fleet", "config.json")); err != nil || !strings.Contains(string(cfg), `"forget_after_ms": 1000`) {
+		t.Fatalf("the hub's config: %s %v", cfg, err)
+	}
+	w1.must("shutdown")
+	until(t, 15*time.Second, "web-1 forgotten once unreachable over 1s", func() bool {
+		_, ok := hub.fleetHosts()["web-1"]
+		return !ok
+	})
 }
 
 // A terminal here joined to another host's pane: its screen, keys that

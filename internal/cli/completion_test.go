@@ -29,7 +29,7 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		{[]string{"rules", ""}, "check list"},
 		{[]string{"rules", "list", "--"}, "--help --json"},
 		{[]string{"help", "r"}, "replay restart restore rm rules run"},
-		{[]string{"fleet", ""}, "forget init invite join leave status"},
+		{[]string{"fleet", ""}, "forget init invite join leave set status"},
 		{[]string{"tmux", ""}, "ls unwatch watch"},
 		{[]string{"help", "rules", "l"}, "list"},
 		{[]string{"completion", ""}, "bash fish zsh"},

@@ -129,15 +129,16 @@ func (h *Hub) tidy(now time.Time) {
 			}
 		}
 	}
+	forgetAfter := time.Duration(h.forgetAfter.Load())
 	for name, s := range hbs {
 		why := ""
 		switch {
 		case s.hb.HostID != "" && newest[s.hb.HostID] != name:
 			why = fmt.Sprintf("its machine joined again as %s", newest[s.hb.HostID])
-		case h.forgetAfter > 0 && now.Sub(later(s.at, h.started)) > h.forgetAfter:
+		case forgetAfter > 0 && now.Sub(later(s.at, h.started)) > forgetAfter:
 			// Counted from the hub's start at the earliest: a hub
 			// that was down itself heard from nobody meanwhile.
-			why = fmt.Sprintf("unreachable since %s (longer than %v)", s.at.Format(time.RFC3339), h.forgetAfter)
+			why = fmt.Sprintf("unreachable since %s (longer than %v)", s.at.Format(time.RFC3339), forgetAfter)
 		default:
 			continue
 		}

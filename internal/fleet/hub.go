@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -51,7 +52,7 @@ type Hub struct {
 	keeper      *keeper
 	name        string // its own host's name
 	started     time.Time
-	forgetAfter time.Duration
+	forgetAfter atomic.Int64 // a time.Duration
 	logf        func(string, ...any)
 }
 
@@ -104,7 +105,8 @@ func StartHub(o HubOptions) (*Hub, error) {
 		DisableJetStreamBanner: true,
 		HTTPPort:               0,
 	}
-	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, forgetAfter: o.ForgetAfter, started: time.Now(), logf: o.Logf}
+	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, started: time.Now(), logf: o.Logf}
+	h.forgetAfter.Store(int64(o.ForgetAfter))
 	if h.logf == nil {
 		h.logf = func(string, ...any) {}
 	}
@@ -159,6 +161,10 @@ func routeCredentials(a *auth) (user, pass string) {
 	_, admin := a.tokens()
 	return "corral-route", hashOf("route:" + admin)
 }
+
+// SetForgetAfter changes how long a host may stay unreachable before the
+// hub removes it from the fleet (0: never).
+func (h *Hub) SetForgetAfter(d time.Duration) { h.forgetAfter.Store(int64(max(d, 0))) }
 
 // URL is the address members connect to.
 func (h *Hub) URL() string {

@@ -229,6 +229,7 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/fleet/leave", s.handleFleetLeave)
 	mux.HandleFunc("POST /v1/fleet/invite", s.handleFleetInvite)
 	mux.HandleFunc("POST /v1/fleet/forget", s.handleFleetForget)
+	mux.HandleFunc("POST /v1/fleet/set", s.handleFleetSet)
 	mux.HandleFunc("GET /v1/fleet/status", s.handleFleetStatus)
 	mux.HandleFunc("GET /v1/fleet/panes", s.handleFleetPanes)
 	mux.HandleFunc("GET /v1/fleet/events", s.handleFleetEvents)
@@ -448,6 +449,42 @@ func (s *Server) handleFleetForget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(w, map[string]any{"forgotten": req.Host})
+}
+
+// FleetSetRequest is POST /v1/fleet/set: the hub's settings to change
+// (a field left out stays as it is).
+type FleetSetRequest struct {
+	ForgetAfterMS *int64 `json:"forget_after_ms"`
+}
+
+func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
+	var req FleetSetRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	n := s.fleetNode()
+	if n == nil || n.hub == nil {
+		fail(w, http.StatusConflict, "not_hub", errors.New("the fleet's settings are set on its hub (the machine that ran corral fleet init)"))
+		return
+	}
+	if req.ForgetAfterMS != nil {
+		if *req.ForgetAfterMS < 0 {
+			fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
+			return
+		}
+		cfg, err := fleet.LoadConfig(s.opts.StateDir)
+		if err != nil {
+			fail(w, http.StatusInternalServerError, "internal", err)
+			return
+		}
+		cfg.ForgetAfterMS = *req.ForgetAfterMS
+		if err := fleet.SaveConfig(s.opts.StateDir, cfg); err != nil {
+			fail(w, http.StatusInternalServerError, "internal", err)
+			return
+		}
+		n.hub.SetForgetAfter(time.Duration(cfg.ForgetAfterMS) * time.Millisecond)
+	}
+	reply(w, map[string]any{"forget_after_ms": req.ForgetAfterMS})
 }
 
 // FleetStatus is GET /v1/fleet/status.
