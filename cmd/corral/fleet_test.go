@@ -422,3 +422,165 @@ func tcpListeners(t *testing.T, pid int) int {
 	}
 	return n
 }
+
+// One job on each matching host, the fleet's jobs listed, panes
+// filtered by host and state, and a host gone for good forgotten.
+func TestFleetEverywhere(t *testing.T) {
+	hub, w1, w2 := newEnv(t), newEnv(t), newEnv(t)
+	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	join := strings.Fields(lines[len(lines)-1])
+	w1.must(append(append([]string{"fleet"}, join[2:]...), "--name", "web-1", "--max-jobs", "1")...)
+	w2.must(append(append([]string{"fleet"}, join[2:]...), "--name", "web-2", "--max-jobs", "1")...)
+	until(t, 10*time.Second, "both hosts on the hub", func() bool {
+		h := hub.fleetHosts()
+		return h["web-1"].Reachable && h["web-2"].Reachable
+	})
+	// A job on each host matching: every line with its host, the worst
+	// exit code.
+	_, _, local := hub.run("exec", "--agent", "claude", "--", corralBin, "fake-agent", "--help")
+	jout, jerr, code := hub.run("exec", "--fleet", "--hosts", "web-*", "--json", "--agent", "claude", "--", corralBin, "fake-agent", "--help")
+	if code != local || code == 0 {
+		t.Fatalf("exec on each host: exit %d (a local run: %d)\n%s\n%s", code, local, jout, jerr)
+	}
+	seen := map[string]bool{}
+	var last struct {
+		Type  string `json:"type"`
+		Hosts []struct {
+			Host     string `json:"host"`
+			ExitCode int    `json:"exit_code"`
+		} `json:"hosts"`
+	}
+	for _, l := range strings.Split(strings.TrimSpace(jout), "\n") {
+		var v struct{ Host, Type string }
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("not JSON: %q", l)
+		}
+		seen[v.Host] = true
+		if v.Type == "outcome" {
+			_ = json.Unmarshal([]byte(l), &last)
+		}
+	}
+	if !seen["web-1"] || !seen["web-2"] || last.Type != "outcome" || len(last.Hosts) != 2 || last.Hosts[0].ExitCode != local {
+		t.Fatalf("exec on each host: hosts %v, outcome %+v\n%s", seen, last, jout)
+	}
+	// Without --json: each host's lines under its name, its end said on
+	// stderr (a plain command is no agent: it ends without a result).
+	tout, terr, tcode := hub.run("exec", "--fleet", "--all-hosts", "--agent", "auto", "--", "sh", "-c", "echo hello")
+	if tcode != 1 || !strings.Contains(tout, "[web-1]\n") || !strings.Contains(tout, "[web-2]\n") || strings.Contains(tout, "host_outcome") ||
+		!strings.Contains(terr, "host web-1: error, exit 1") || !strings.Contains(terr, "host web-2: error, exit 1") || !strings.Contains(terr, "2 of 2 hosts failed") {
+		t.Fatalf("exec on all hosts: exit %d\n%s\n%s", tcode, tout, terr)
+	}
+	if _, errs, code := hub.run("exec", "--fleet", "--hosts", "db-*", "--agent", "auto", "--", "true"); code != 69 || !strings.Contains(errs, "nothing queued") {
+		t.Fatalf("no host matching: exit %d %q", code, errs)
+	}
+	// A running job is listed with its host.
+	cmd := exec.Command(corralBin, "exec", "--fleet", "--host", "web-1", "--agent", "auto", "--", "sleep", "30")
+	cmd.Env = hub.vars
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	until(t, 15*time.Second, "the job listed as running on web-1", func() bool {
+		var rows []struct {
+			Host     string `json:"host"`
+			State    string `json:"state"`
+			FleetJob string `json:"fleet_job"`
+		}
+		_ = json.Unmarshal([]byte(hub.must("jobs", "--fleet", "--json")), &rows)
+		return len(rows) == 1 && rows[0].Host == "web-1" && rows[0].State != "queued" && strings.HasPrefix(rows[0].FleetJob, "fj")
+	})
+	if local := w1.must("jobs", "--json"); !strings.Contains(local, `"host": "web-1"`) {
+		t.Fatalf("web-1's own jobs: %s", local)
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("exec --fleet did not end after an interrupt")
+	}
+	// Panes filtered by host and state.
+	w2.must("run", "--name", "x", "--", "sh", "-c", "exit 3")
+	w2.must("wait", "x", "--state", "exited", "--timeout", "10s")
+	var panes []struct{ Host, Name, State string }
+	until(t, 10*time.Second, "web-2:x exited, alone in the filtered list", func() bool {
+		panes = nil
+		_ = json.Unmarshal([]byte(hub.must("ls", "--fleet", "--host", "web-2", "--state", "exited", "--json")), &panes)
+		return len(panes) == 1 && panes[0].Name == "x"
+	})
+	if out := hub.must("ls", "--fleet", "--host", "web-1", "--state", "blocked", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("web-1's blocked panes: %s", out)
+	}
+	// A host gone for good is forgotten; a connected one is not.
+	if _, errs, code := hub.run("fleet", "forget", "web-1"); code == 0 || !strings.Contains(errs, "--revoke") {
+		t.Fatalf("forget a connected host: exit %d %q", code, errs)
+	}
+	w2.must("shutdown")
+	until(t, 10*time.Second, "web-2 unreachable, for how long", func() bool {
+		return strings.Contains(hub.must("fleet", "status"), "false, for ") &&
+			strings.Contains(hub.must("ls", "--fleet"), "(unreachable for ")
+	})
+	hub.must("fleet", "forget", "web-2")
+	until(t, 10*time.Second, "web-2 gone from the hub's views", func() bool {
+		_, ok := hub.fleetHosts()["web-2"]
+		return !ok && !strings.Contains(hub.must("ls", "--fleet"), "web-2")
+	})
+	// Unreachable longer than the hub's setting: forgotten by the hub.
+	if _, errs, code := w1.run("fleet", "set", "--forget-after", "1s"); code == 0 || !strings.Contains(errs, "hub") {
+		t.Fatalf("fleet set on a member: exit %d %q", code, errs)
+	}
+	hub.must("fleet", "set", "--forget-after", "1s")
+	if cfg, err := os.ReadFile(filepath.Join(hub.dir, "state", "fleet", "config.json")); err != nil || !strings.Contains(string(cfg), `"forget_after_ms": 1000`) {
+		t.Fatalf("the hub's config: %s %v", cfg, err)
+	}
+	w1.must("shutdown")
+	until(t, 15*time.Second, "web-1 forgotten once unreachable over 1s", func() bool {
+		_, ok := hub.fleetHosts()["web-1"]
+		return !ok
+	})
+}
+
+// A terminal here joined to another host's pane: its screen, keys that
+// reach the agent, and the detach key.
+func TestFleetAttach(t *testing.T) {
+	hub, b := fleetPair(t)
+	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "make test")
+	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
+	until(t, 10*time.Second, "b:fp on the hub", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
+	cmd := exec.Command(corralBin, "attach", "b:fp")
+	cmd.Env, cmd.Dir = hub.vars, hub.dir
+	r, in, _ := os.Pipe()
+	var out, errs lockedBuffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, &out, &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer in.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	until(t, 15*time.Second, "b:fp's screen through the fleet", func() bool { return strings.Contains(out.String(), "? for shortcuts") })
+	in.WriteString("ask\r")
+	b.must("wait", "fp", "--state", "blocked", "--timeout", "15s")
+	until(t, 10*time.Second, "the prompt on the attached terminal", func() bool { return strings.Contains(out.String(), "proceed?") })
+	in.WriteString("1")
+	b.must("wait", "fp", "--state", "done,idle", "--timeout", "15s")
+	in.WriteString("\x1c")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("attach: %v: %s", err, errs.String())
+		}
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("attach did not detach")
+	}
+	if !strings.Contains(errs.String(), "[detached from b:fp]") {
+		t.Fatalf("stderr %q", errs.String())
+	}
+	if p := b.pane("fp"); p.State == "exited" {
+		t.Fatal("detaching ended the pane")
+	}
+}

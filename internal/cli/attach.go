@@ -37,9 +37,8 @@ func runAttach(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		pos = localRefs(ctx, c, pos)
-		if host, id, ok := strings.Cut(pos[0], ":"); ok && host != "" && id != "" {
-			return fmt.Errorf("attach joins this machine's panes only: on %s, run corral attach %s (screen, send, answer, wait and kill work across the fleet)", host, id)
-		}
+		// Another host's pane (HOST:ID) is attached through the fleet.
+		host, _, remote := strings.Cut(pos[0], ":")
 		detach, err := parseDetachKey(*keyName)
 		if err != nil {
 			return err
@@ -52,7 +51,11 @@ func runAttach(fs *pflag.FlagSet) runFunc {
 		defer cancel()
 		// The daemon must answer the handshake in time; the session then lasts.
 		dctx, dcancel := context.WithTimeout(ctx, c.Timeout)
-		ws, resp, err := websocket.Dial(dctx, "ws://corral"+panePath(p.ID, "attach"), &websocket.DialOptions{HTTPClient: c.HTTPClient()})
+		path := panePath(p.ID, "attach")
+		if remote {
+			path = client.FleetPath(panePath(host+":"+p.ID, "attach"))
+		}
+		ws, resp, err := websocket.Dial(dctx, "ws://corral"+path, &websocket.DialOptions{HTTPClient: c.HTTPClient()})
 		timedOut := dctx.Err() == context.DeadlineExceeded
 		dcancel()
 		if err != nil {

@@ -12,10 +12,10 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "answer attach board completion demo docs doctor events exec explain fleet help hook integrate kill lab ls policy replay restart restore rm rules run screen send serve shutdown status tmux verify version wait"},
+		{[]string{""}, "answer attach board completion demo docs doctor events exec explain fleet help hook integrate jobs kill lab ls policy replay restart restore rm rules run screen send serve shutdown status tmux verify version wait"},
 		{[]string{"a"}, "answer attach"},
-		{[]string{"ls", "--"}, "--fleet --help --json"},
-		{[]string{"ls", "-"}, "--fleet --help --json -h"},
+		{[]string{"ls", "--"}, "--fleet --help --host --json --state"},
+		{[]string{"ls", "-"}, "--fleet --help --host --json --state -h"},
 		{[]string{"run", "--s"}, "--size"},
 		{[]string{"run", "--agent", "c"}, "claude-code codex copilot"},
 		{[]string{"exec", "--agent", ""}, "acp auto claude codex gemini qwen"},
@@ -29,7 +29,7 @@ func TestCompleteWithoutDaemon(t *testing.T) {
 		{[]string{"rules", ""}, "check list"},
 		{[]string{"rules", "list", "--"}, "--help --json"},
 		{[]string{"help", "r"}, "replay restart restore rm rules run"},
-		{[]string{"fleet", ""}, "init invite join leave status"},
+		{[]string{"fleet", ""}, "forget init invite join leave set status"},
 		{[]string{"tmux", ""}, "ls unwatch watch"},
 		{[]string{"help", "rules", "l"}, "list"},
 		{[]string{"completion", ""}, "bash fish powershell zsh"},

@@ -35,6 +35,8 @@ func runExec(fs *pflag.FlagSet) runFunc {
 	onFleet := fs.Bool("fleet", false, "queue the job for the fleet: a host with capacity runs it")
 	host := fs.String("host", "", "with --fleet: this host runs it")
 	retry := fs.Int("retry", 0, "with --fleet: queue it again this many times if its host dies mid-job")
+	hosts := fs.String("hosts", "", "with --fleet: one job on each reachable host matching these globs (comma-separated, like 'web-*')")
+	allHosts := fs.Bool("all-hosts", false, "with --fleet: one job on each reachable host that takes jobs")
 	var env envList
 	fs.Var(&env, "env", "`K=V` to add to the agent's environment (repeatable)")
 	return func(ctx context.Context, std IO, args []string) error {
@@ -100,18 +102,25 @@ func runExec(fs *pflag.FlagSet) runFunc {
 		defer signal.Stop(sigs)
 		if *onFleet {
 			var fj struct {
-				ID string `json:"id"`
+				ID    string   `json:"id"`
+				Hosts []string `json:"hosts"`
 			}
-			if err := c.Do(ctx, "POST", "/v1/fleet/jobs", server.FleetExecRequest{Exec: req, Host: *host, Retry: *retry}, &fj); err != nil {
+			fr := server.FleetExecRequest{Exec: req, Host: *host, Retry: *retry, AllHosts: *allHosts}
+			if *hosts != "" {
+				fr.Hosts = strings.Split(*hosts, ",")
+			}
+			if err := c.Do(ctx, "POST", "/v1/fleet/jobs", fr, &fj); err != nil {
 				return apiError(err)
 			}
-			if !*asJSON {
+			if !*asJSON && len(fj.Hosts) > 0 {
+				fmt.Fprintf(std.Stderr, "corral exec: fleet run %s: a job on each of %s\n", fj.ID, strings.Join(fj.Hosts, ", "))
+			} else if !*asJSON {
 				fmt.Fprintf(std.Stderr, "corral exec: fleet job %s queued\n", fj.ID)
 			}
 			return followJob(ctx, std, c, fj.ID, sigs, *asJSON)
 		}
-		if *host != "" || *retry != 0 {
-			return usagef("--host and --retry go with --fleet")
+		if *host != "" || *retry != 0 || *hosts != "" || *allHosts {
+			return usagef("--host, --hosts, --all-hosts and --retry go with --fleet")
 		}
 		var p api.Pane
 		if err := c.Do(ctx, "POST", "/v1/jobs", req, &p); err != nil {
@@ -166,6 +175,7 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 		}
 	}()
 	view := &readable{w: std.Stdout}
+	lastHost := ""
 	var (
 		outcome     *headless.Outcome
 		interrupted os.Signal
@@ -207,12 +217,23 @@ read:
 			case gone:
 			case asJSON:
 				fmt.Fprintln(std.Stdout, string(line))
+			case probe.Type == fleet.HostOutcomeType:
+				// Said by the fleet's note that follows it.
 			case probe.Type == fleet.FleetLineType && json.Unmarshal(line, &fleetNote) == nil:
 				view.end()
 				fmt.Fprintf(std.Stderr, "corral exec: %s\n", fleetNote.Text)
 			case outcome == nil:
 				var ev headless.Event
 				if json.Unmarshal(line, &ev) == nil {
+					// A run on several hosts: each host's lines under its name.
+					var from struct {
+						Host string `json:"host"`
+					}
+					if _ = json.Unmarshal(line, &from); from.Host != "" && from.Host != lastHost && ev.Readable() {
+						view.end()
+						fmt.Fprintf(std.Stdout, "[%s]\n", from.Host)
+						lastHost = from.Host
+					}
 					view.show(ev)
 				}
 			default:

@@ -22,6 +22,7 @@ func fleetInit(fs *pflag.FlagSet) runFunc {
 	tls := fs.Bool("tls", false, "serve TLS even on loopback")
 	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
 	notifyFleet := fs.Bool("notify-fleet", false, "this host's notifications also for other hosts' panes (named HOST:NAME)")
+	forgetAfter := fs.Duration("forget-after", 7*24*time.Hour, "a host unreachable this long leaves the fleet's views (0: never)")
 	asJSON := fs.Bool("json", false, "print the join details as JSON")
 	return func(ctx context.Context, std IO, pos []string) error {
 		if len(pos) > 0 {
@@ -32,7 +33,8 @@ func fleetInit(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		var info server.FleetJoinInfo
-		if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &info); err != nil {
+		if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet,
+			ForgetAfterMS: forgetAfter.Milliseconds()}, &info); err != nil {
 			return apiError(err)
 		}
 		if *asJSON {
@@ -132,13 +134,24 @@ func fleetStatus(fs *pflag.FlagSet) runFunc {
 			if t, err := time.Parse(time.RFC3339Nano, h.LastSeen); err == nil {
 				seen = time.Since(t).Round(time.Second).String() + " ago"
 			}
-			fmt.Fprintf(tw, "%s\t%v\t%s\t%d\t%d/%d\t%s\t%s\n", h.Host, h.Reachable, seen, h.Panes, h.Jobs, h.MaxJobs, h.Version, h.Problem)
+			reach := fmt.Sprint(h.Reachable)
+			if !h.Reachable && h.UnreachableFor > 0 {
+				reach = "false, for " + (time.Duration(h.UnreachableFor) * time.Second).String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", h.Host, reach, seen, h.Panes, h.Jobs, h.MaxJobs, h.Version, h.Problem)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		if st.Member != nil && (st.Member.RefusedOut > 0 || st.Member.BadIn > 0 || st.Member.Dropped > 0) {
-			fmt.Fprintf(std.Stdout, "refused by the fleet: %d; refused from others: %d; events dropped: %d\n", st.Member.RefusedOut, st.Member.BadIn, st.Member.Dropped)
+		// What others sent that was refused; this host's own refused
+		// messages apart (a command an observe-only credential may not send).
+		if m := st.Member; m != nil {
+			if m.BadIn > 0 || m.Dropped > 0 {
+				fmt.Fprintf(std.Stdout, "refused from other hosts: %d; events dropped: %d\n", m.BadIn, m.Dropped)
+			}
+			if own := m.RefusedOut + m.RefusedAPI; own > 0 {
+				fmt.Fprintf(std.Stdout, "this host's own messages the server refused: %d (the daemon's log names them)\n", own)
+			}
 		}
 		if st.Refused > 0 {
 			fmt.Fprintf(std.Stdout, "connections refused: %d (last: %s)\n", st.Refused, st.Why)
@@ -197,9 +210,16 @@ func fleetInvite(fs *pflag.FlagSet) runFunc {
 }
 
 // lsFleet lists every host's panes, grouped by host.
-func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool) error {
+func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool, hosts, states string) error {
+	q := url.Values{}
+	if hosts != "" {
+		q.Set("host", hosts)
+	}
+	if states != "" {
+		q.Set("state", states)
+	}
 	var panes []fleet.PaneRecord
-	if err := c.Do(ctx, "GET", "/v1/fleet/panes", nil, &panes); err != nil {
+	if err := c.Do(ctx, "GET", "/v1/fleet/panes?"+q.Encode(), nil, &panes); err != nil {
 		return apiError(err)
 	}
 	var st server.FleetStatus
@@ -210,9 +230,9 @@ func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool) error {
 		}
 		return printJSON(std, panes)
 	}
-	reach := map[string]bool{}
+	reach := map[string]fleet.HostStatus{}
 	for _, h := range st.Hosts {
-		reach[h.Host] = h.Reachable
+		reach[h.Host] = h
 	}
 	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST:ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
@@ -220,8 +240,11 @@ func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool) error {
 	for _, p := range panes {
 		if p.Host != last {
 			note := ""
-			if !reach[p.Host] {
+			if h := reach[p.Host]; !h.Reachable {
 				note = " (unreachable: its last known states)"
+				if h.UnreachableFor > 0 {
+					note = fmt.Sprintf(" (unreachable for %v: its last known states)", time.Duration(h.UnreachableFor)*time.Second)
+				}
 			}
 			fmt.Fprintf(tw, "# %s%s\t\t\t\t\t\t\n", p.Host, note)
 			last = p.Host

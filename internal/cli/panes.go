@@ -229,13 +229,18 @@ func runRm(fs *pflag.FlagSet) runFunc {
 func runLs(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the panes as a JSON array")
 	all := fs.Bool("fleet", false, "the panes of every host in the fleet, each with its host")
+	hosts := fs.String("host", "", "with --fleet: only these hosts' panes (comma-separated; globs like web-*)")
+	states := fs.String("state", "", "with --fleet: only the panes in these states (comma-separated)")
 	return func(ctx context.Context, std IO, _ []string) error {
 		c, err := connect(ctx)
 		if err != nil {
 			return err
 		}
 		if *all {
-			return lsFleet(ctx, std, c, *asJSON)
+			return lsFleet(ctx, std, c, *asJSON, *hosts, *states)
+		}
+		if *hosts != "" || *states != "" {
+			return usagef("--host and --state go with --fleet")
 		}
 		var panes []api.Pane
 		if err := c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {

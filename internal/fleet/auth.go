@@ -58,6 +58,9 @@ type auth struct {
 	// barred are the hosts refused for a while (over their quota): until
 	// when, and why.
 	barred map[string]bar
+	// forgotten are the hosts whose records were removed when their
+	// credential expired.
+	forgotten map[string]bool
 
 	refused atomic.Int64
 	lastWhy atomic.Pointer[string]
@@ -82,7 +85,7 @@ func hashOf(s string) string {
 
 // loadAuth reads (or creates) the hub's credentials.
 func loadAuth(dir string, logf func(string, ...any)) (*auth, error) {
-	a := &auth{path: filepath.Join(dir, "hub.json"), logf: logf, barred: map[string]bar{}}
+	a := &auth{path: filepath.Join(dir, "hub.json"), logf: logf, barred: map[string]bar{}, forgotten: map[string]bool{}}
 	b, err := safefile.ReadOwned(a.path, safefile.StateMax)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -131,6 +134,7 @@ func (a *auth) invite(name string, control bool, ttl time.Duration) (string, err
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.barred, name) // a new credential is a fresh start
+	delete(a.forgotten, name)
 	kept := a.file.Hosts[:0]
 	for _, h := range a.file.Hosts {
 		if h.Name != name {
@@ -194,6 +198,26 @@ func (a *auth) barredNow(name string) string {
 		return ""
 	}
 	return fmt.Sprintf("host %s is refused until %s: %s", name, b.until.Format(time.TimeOnly), b.why)
+}
+
+// expiredNow lists the hosts whose credential has expired and whose
+// records are not removed yet.
+func (a *auth) expiredNow(now time.Time) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, h := range a.file.Hosts {
+		if !h.Expires.IsZero() && now.After(h.Expires) && !a.forgotten[h.Name] {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+func (a *auth) markForgotten(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.forgotten[name] = true
 }
 
 func (a *auth) credential(name string) (Credential, bool) {
@@ -295,6 +319,8 @@ func Permissions(host string, control bool) *server.Permissions {
 		"$KV." + HostsBucket + "." + host,
 		subjJobOut + "*." + host + ".>",
 		subjUnenroll + host,
+		// Watching another host's pane (attach, read-only without control).
+		subjView + "*",
 		api + "INFO", api + "STREAM.NAMES",
 		"$JS.FC.>",
 	}
@@ -326,7 +352,7 @@ func Permissions(host string, control bool) *server.Permissions {
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub},
-		Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix(host) + ".>", subjCmd + host, subjJobCtl + "*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix(host) + ".>", subjCmd + host, subjView + host, subjJobCtl + "*"}},
 		Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
 	}
 }

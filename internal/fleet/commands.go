@@ -136,6 +136,10 @@ func (m *Member) serveCommand(msg *nats.Msg) {
 		m.badIn.Add(1)
 		return
 	}
+	if msg.Header.Get(hdrAttachOp) != "" {
+		go m.serveAttach(msg, true)
+		return
+	}
 	if !remotePaths.MatchString(method + " " + path) {
 		m.badIn.Add(1)
 		m.replyCommand(msg, http.StatusBadRequest, apiError("bad_request", fmt.Sprintf("host %s serves no %q %q from other hosts", m.o.Name, method, path)))

@@ -95,6 +95,9 @@ type Config struct {
 	// NotifyFleet sends this host's notifications for other hosts' panes
 	// too, named HOST:NAME.
 	NotifyFleet bool `json:"notify_fleet,omitempty"`
+	// ForgetAfterMS (the hub's): a host unreachable this long is removed
+	// from the fleet (0: never).
+	ForgetAfterMS int64 `json:"forget_after_ms,omitempty"`
 }
 
 // Dir is the fleet folder in a state folder.

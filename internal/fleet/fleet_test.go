@@ -30,6 +30,8 @@ type fakeLocal struct {
 	mux   *http.ServeMux
 	// jobHang makes jobs run until killed.
 	jobHang bool
+	// jobExit makes jobs fail with this exit code.
+	jobExit int
 	killed  chan string
 }
 
@@ -72,6 +74,10 @@ func newFakeLocal(ids ...string) *fakeLocal {
 			case <-l.killed:
 			}
 			fmt.Fprintln(w, `{"type":"outcome","outcome":{"state":"error","reason":"killed","exit_code":143}}`)
+			return
+		}
+		if l.jobExit != 0 {
+			fmt.Fprintf(w, `{"type":"outcome","outcome":{"state":"error","reason":"it failed","exit_code":%d}}`+"\n", l.jobExit)
 			return
 		}
 		fmt.Fprintln(w, `{"type":"outcome","outcome":{"state":"done","exit_code":0}}`)
@@ -139,8 +145,14 @@ type testFleet struct {
 
 func startFleet(t *testing.T, listen string) *testFleet {
 	t.Helper()
+	return startFleetWith(t, HubOptions{Listen: listen})
+}
+
+func startFleetWith(t *testing.T, o HubOptions) *testFleet {
+	t.Helper()
 	dir := t.TempDir()
-	h, err := StartHub(HubOptions{Dir: dir, Listen: listen, ServerName: "hub"})
+	o.Dir, o.ServerName = dir, "hub"
+	h, err := StartHub(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,23 +383,64 @@ func collect(t *testing.T, m *Member, host string) []Event {
 	}
 }
 
+// TestEventsResumeAfterHubRestart restarts the hub under a member that
+// produces events: the plain setup (the fleet token, no TLS), and the one
+// a real fleet has (TLS, the member enrolled with its own credential, the
+// hub serving enrolments, watchers on both sides).
 func TestEventsResumeAfterHubRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		tls      bool
+		enrolled bool
+		busy     bool
+	}{
+		{"plain", false, false, false},
+		{"tls-enrolled-busy", true, true, true},
+		{"tls-enrolled", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { eventsResumeAfterHubRestart(t, tc.tls, tc.enrolled, tc.busy) })
+	}
+}
+
+func eventsResumeAfterHubRestart(t *testing.T, withTLS, enrolled, busy bool) {
 	dir := t.TempDir()
-	h, err := StartHub(HubOptions{Dir: dir, Listen: "127.0.0.1:0", ServerName: "hub"})
-	if err != nil {
-		t.Fatal(err)
+	startHub := func(listen string) (*Hub, *Member) {
+		h, err := StartHub(HubOptions{Dir: dir, Listen: listen, TLS: withTLS, ServerName: "hub"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mo := MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(), CAFingerprint: h.Fingerprint(), Admin: true,
+			Local: newFakeLocal(), Watch: enrolled}
+		if enrolled {
+			mo.Enroll, mo.Unenroll = h.Enroll, h.Revoke
+		}
+		hm, err := Join(context.Background(), mo)
+		if err != nil {
+			h.Close()
+			t.Fatal(err)
+		}
+		return h, hm
 	}
-	addr := h.Addr()
-	hm, err := Join(context.Background(), MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(), Admin: true, Local: newFakeLocal()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, hm := startHub("127.0.0.1:0")
+	addr, fp := h.Addr(), h.Fingerprint()
 	la := newFakeLocal("p1")
-	a, err := Join(context.Background(), MemberOptions{Name: "a", URLs: []string{h.URL()}, Token: h.FleetToken(), Local: la, Watch: true})
+	var logMu sync.Mutex
+	var refusals []string
+	a, err := Join(context.Background(), MemberOptions{Name: "a", URLs: []string{h.URL()}, Token: h.FleetToken(), CAFingerprint: fp,
+		Local: la, Watch: true, MaxJobs: 1, Logf: func(format string, args ...any) {
+			if line := fmt.Sprintf(format, args...); strings.Contains(line, "Permissions Violation") {
+				logMu.Lock()
+				refusals = append(refusals, line)
+				logMu.Unlock()
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close(false)
+	if got := strings.HasPrefix(a.Token(), hostTokenPrefix); got != enrolled {
+		t.Fatalf("a enrolled: %v, want %v (token %.8s…)", got, enrolled, a.Token())
+	}
 	for i := 0; i < 20; i++ {
 		la.set("p1", []string{"working", "idle"}[i%2])
 	}
@@ -399,24 +452,41 @@ func TestEventsResumeAfterHubRestart(t *testing.T) {
 		la.set("p1", []string{"working", "blocked"}[i%2])
 	}
 	waitFor(t, 5*time.Second, "a disconnected", func() bool { return !a.nc.IsConnected() })
-	h, err = StartHub(HubOptions{Dir: dir, Listen: addr, ServerName: "hub"})
-	if err != nil {
-		t.Fatal(err)
+	if busy {
+		// What a watchdog's restart or a failed resync does when the hub
+		// goes away under it: watchers made again, and the host's keys
+		// listed, while the connection is being made again. Stopping the
+		// old watcher waits for its consumer's removal (up to the API's
+		// 5 s) before the new one is made; a hub away longer gets the new
+		// one's request from the reconnect buffer, once back.
+		a.mu.Lock()
+		close(a.rewatch)
+		a.rewatch = make(chan struct{})
+		a.dirty["*"] = true
+		a.mu.Unlock()
+		a.poke()
+		time.Sleep(7 * time.Second) // the hub away that long: not a wait for a condition
 	}
+	h, hm = startHub(addr)
 	defer h.Close()
-	hm, err = Join(context.Background(), MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(), Admin: true, Local: newFakeLocal()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer hm.Close(false)
 	waitFor(t, 10*time.Second, "a reconnected and caught up", func() bool { return a.nc.IsConnected() && a.Stats().Queued == 0 })
+	// The watchers come back: a's own panes and heartbeat through them.
+	la.set("p1", "idle")
+	waitFor(t, 15*time.Second, "a's view after the restart", func() bool {
+		r, ok := hostReachable(a, "a")
+		return ok && r && paneState(a, "a", "p1") == "idle"
+	})
 	evs := collect(t, hm, "a")
 	// Its own traffic after the reconnection is nothing the server refuses.
-	if n := a.Stats().RefusedOut; n != 0 {
-		t.Errorf("the server refused %d of a's own messages after the reconnection: %v", n, a.Stats())
+	if st := a.Stats(); st.RefusedOut+st.RefusedAPI != 0 {
+		n := st.RefusedOut + st.RefusedAPI
+		logMu.Lock()
+		t.Errorf("the server refused %d of a's own messages after the reconnection: %v\n%s", n, a.Stats(), strings.Join(refusals, "\n"))
+		logMu.Unlock()
 	}
-	if len(evs) != 51 {
-		t.Fatalf("%d events in the stream, want 51", len(evs))
+	if len(evs) != 52 {
+		t.Fatalf("%d events in the stream, want 52", len(evs))
 	}
 	for i, ev := range evs {
 		if ev.Seq != uint64(i+1) {

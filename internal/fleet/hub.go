@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -25,7 +26,10 @@ type HubOptions struct {
 	ServerName string
 	// Cluster clusters this server with others (optional).
 	Cluster *ClusterOptions
-	Logf    func(string, ...any)
+	// ForgetAfter is how long a host may stay unreachable before the hub
+	// removes its records from the fleet (0: never).
+	ForgetAfter time.Duration
+	Logf        func(string, ...any)
 }
 
 // ClusterOptions join embedded servers into one NATS cluster.
@@ -46,6 +50,9 @@ type Hub struct {
 	tls         bool
 	dir         string
 	keeper      *keeper
+	name        string // its own host's name
+	started     time.Time
+	forgetAfter atomic.Int64 // a time.Duration
 	logf        func(string, ...any)
 }
 
@@ -98,7 +105,8 @@ func StartHub(o HubOptions) (*Hub, error) {
 		DisableJetStreamBanner: true,
 		HTTPPort:               0,
 	}
-	h := &Hub{auth: a, dir: o.Dir, logf: o.Logf}
+	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, started: time.Now(), logf: o.Logf}
+	h.forgetAfter.Store(int64(o.ForgetAfter))
 	if h.logf == nil {
 		h.logf = func(string, ...any) {}
 	}
@@ -153,6 +161,10 @@ func routeCredentials(a *auth) (user, pass string) {
 	_, admin := a.tokens()
 	return "corral-route", hashOf("route:" + admin)
 }
+
+// SetForgetAfter changes how long a host may stay unreachable before the
+// hub removes it from the fleet (0: never).
+func (h *Hub) SetForgetAfter(d time.Duration) { h.forgetAfter.Store(int64(max(d, 0))) }
 
 // URL is the address members connect to.
 func (h *Hub) URL() string {
@@ -220,8 +232,11 @@ func (h *Hub) kick(user string) {
 	}
 }
 
-// connected says whether a host has a connection.
-func (h *Hub) connected(user string) bool { return len(h.conns(user)) > 0 }
+// connected says whether a host has a connection (the hub's own host
+// connects as its admin).
+func (h *Hub) connected(host string) bool {
+	return host == h.name || len(h.conns(host)) > 0 || len(h.conns("admin:"+host)) > 0
+}
 
 func (h *Hub) conns(user string) []uint64 {
 	cz, err := h.srv.Connz(&server.ConnzOptions{Username: true, User: user, Limit: 100000})

@@ -379,7 +379,9 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			case "alive", "taken":
 				continue
 			case "started":
-				emit(diagnosticLine(fmt.Sprintf("host %s runs the job as %s:%s (answer its permission requests with corral answer %s:%s yes|no)", taker, taker, probe.Job, taker, probe.Job)))
+				b, _ := json.Marshal(map[string]string{"type": FleetLineType, "runs_on": taker, "job": probe.Job,
+					"text": fmt.Sprintf("host %s runs the job as %s:%s (answer its permission requests with corral answer %s:%s yes|no)", taker, taker, probe.Job, taker, probe.Job)})
+				emit(b)
 				continue
 			}
 			emit(msg.Data)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +45,9 @@ type PaneRecord struct {
 
 // Heartbeat is a host's value in the hosts bucket, written every second.
 type Heartbeat struct {
-	Host    string    `json:"host"`
+	Host string `json:"host"`
+	// HostID is the machine's (LoadHostID): the same under a new name.
+	HostID  string    `json:"host_id,omitempty"`
 	Version string    `json:"version"`
 	Panes   int       `json:"panes"`
 	Jobs    int       `json:"jobs"`
@@ -61,6 +65,9 @@ type HostStatus struct {
 	Version   string `json:"version"`
 	MaxJobs   int    `json:"max_jobs"`
 	Problem   string `json:"problem,omitempty"`
+	// UnreachableFor is how long the host has been unreachable
+	// (seconds, 0 when reachable).
+	UnreachableFor int64 `json:"unreachable_for_s,omitempty"`
 }
 
 // Event is an event of the fleet's stream: a host's event, with its host.
@@ -85,7 +92,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // MemberOptions configure a member.
 type MemberOptions struct {
 	Name string
-	URLs []string
+	// HostID is the machine's id (LoadHostID), sent with each heartbeat.
+	HostID string
+	URLs   []string
 	// Token, or Creds (a NATS credentials file), authenticates the host.
 	Token, Creds  string
 	CAFingerprint string
@@ -124,6 +133,7 @@ type Member struct {
 
 	view   *view
 	worker *worker
+	attach attachHost
 	// token is the credential each (re)connection presents: the fleet
 	// token until the hub gave this host its own.
 	token atomic.Pointer[string]
@@ -144,6 +154,10 @@ type Member struct {
 
 	// Counters.
 	refusedOut atomic.Int64 // our own messages the server refused
+	refusedAPI atomic.Int64 // our client library's JetStream requests the server refused
+	// leaving is set while the host removes its records to leave: they
+	// are not written back.
+	leaving atomic.Bool
 	// cmdRefused counts the commands to other hosts the server refused
 	// (an observe-only credential); downSince is when the connection to
 	// the hub was lost (0: connected).
@@ -191,9 +205,17 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 		nats.Timeout(5 * time.Second),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(err.Error(), "Permissions Violation") {
-				m.refusedOut.Add(1)
-				if strings.Contains(err.Error(), `"`+subjCmd) {
+				switch {
+				case strings.Contains(err.Error(), `"$JS.API.`):
+					// The client library's own request (a consumer it
+					// made), not a message this host chose to send: kept
+					// apart from the refusals fleet status reports.
+					m.refusedAPI.Add(1)
+				case strings.Contains(err.Error(), `"`+subjCmd):
+					m.refusedOut.Add(1)
 					m.cmdRefused.Add(1)
+				default:
+					m.refusedOut.Add(1)
 				}
 			}
 			m.setErr(err)
@@ -420,6 +442,9 @@ func (m *Member) start() {
 		} else {
 			_ = sub.SetPendingLimits(1024, 64<<20)
 		}
+		if _, err := m.nc.Subscribe(subjView+m.o.Name, m.serveView); err != nil {
+			m.setErr(err)
+		}
 		m.goLoop(m.follow)
 		m.goLoop(m.syncLoop)
 		m.goLoop(m.publishLoop)
@@ -538,7 +563,7 @@ func (m *Member) syncLoop() {
 		dirty := m.dirty
 		m.dirty = map[string]bool{}
 		m.mu.Unlock()
-		if len(dirty) == 0 {
+		if len(dirty) == 0 || m.leaving.Load() {
 			continue
 		}
 		failed := map[string]bool{}
@@ -670,12 +695,12 @@ func (m *Member) syncAll() error {
 			return err
 		}
 	}
-	lister, err := m.panes.ListKeysFiltered(ctx, m.o.Name+".>")
+	keys, err := m.kvKeys(ctx, PanesBucket, m.o.Name+".")
 	if err != nil {
 		return err
 	}
 	var stale []string
-	for k := range lister.Keys() {
+	for _, k := range keys {
 		if !have[k] && k != m.key(aliveKey) {
 			stale = append(stale, k)
 		}
@@ -841,7 +866,7 @@ func (m *Member) heartbeatLoop() {
 
 func (m *Member) beat() {
 	panes := int(m.paneCount.Load())
-	hb := Heartbeat{Host: m.o.Name, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
+	hb := Heartbeat{Host: m.o.Name, HostID: m.o.HostID, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
 		MaxJobs: m.o.MaxJobs, Sent: time.Now().UTC()}
 	b, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
@@ -857,13 +882,10 @@ func (m *Member) beat() {
 // Close leaves the connection (the host shows unreachable); with forget,
 // the host's panes and heartbeat are removed from the fleet first.
 func (m *Member) Close(forget bool) {
+	m.leaving.Store(forget)
 	if forget && m.o.Local != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		if lister, err := m.panes.ListKeysFiltered(ctx, m.o.Name+".>"); err == nil {
-			var keys []string
-			for k := range lister.Keys() {
-				keys = append(keys, k)
-			}
+		if keys, err := m.kvKeys(ctx, PanesBucket, m.o.Name+"."); err == nil {
 			for _, k := range keys {
 				_ = m.panes.Delete(ctx, k)
 			}
@@ -894,6 +916,10 @@ type Stats struct {
 	Queued     int    `json:"events_queued"`
 	Dropped    int64  `json:"events_dropped"`
 	RefusedOut int64  `json:"refused_by_server"`
+	// RefusedAPI counts this host's own JetStream API requests (made by
+	// the client library) that the server refused: a fault of this
+	// corral's, never another host's doing.
+	RefusedAPI int64  `json:"refused_own_api,omitempty"`
 	BadIn      int64  `json:"refused_from_others"`
 	LastError  string `json:"last_error,omitempty"`
 }
@@ -904,7 +930,7 @@ func (m *Member) Stats() Stats {
 	q := len(m.queue)
 	m.mu.Unlock()
 	s := Stats{Connected: m.nc.IsConnected(), Server: m.nc.ConnectedUrlRedacted(), Published: m.published.Load(), Queued: q,
-		Dropped: m.dropped.Load(), RefusedOut: m.refusedOut.Load(), BadIn: m.badIn.Load() + m.view.bad.Load()}
+		Dropped: m.dropped.Load(), RefusedOut: m.refusedOut.Load(), RefusedAPI: m.refusedAPI.Load(), BadIn: m.badIn.Load() + m.view.bad.Load()}
 	if p := m.lastErr.Load(); p != nil {
 		s.LastError = *p
 	}
@@ -913,6 +939,30 @@ func (m *Member) Stats() Stats {
 
 // Panes is every host's panes, by host then start order of their ids.
 func (m *Member) Panes() []PaneRecord { return m.view.panesList() }
+
+// PaneFilter keeps the panes of some hosts, or in some states; an empty
+// field keeps all. Hosts are glob patterns (path.Match).
+type PaneFilter struct {
+	Hosts  []string
+	States []string
+}
+
+// Keep says whether a pane passes the filter.
+func (f PaneFilter) Keep(p PaneRecord) bool {
+	return (len(f.Hosts) == 0 || MatchHost(f.Hosts, p.Host)) && (len(f.States) == 0 || slices.Contains(f.States, p.State))
+}
+
+// MatchHost says whether a host's name matches one of the patterns
+// (globs as path.Match: web-*, db-?); a malformed pattern matches as
+// plain text.
+func MatchHost(patterns []string, host string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(p, host); ok || (err != nil && p == host) {
+			return true
+		}
+	}
+	return false
+}
 
 // Hosts is every host's status.
 func (m *Member) Hosts() []HostStatus { return m.view.hostsList() }

@@ -88,9 +88,10 @@ func startKeeper(h *Hub) error {
 	k := &keeper{h: h, nc: nc, js: js, hosts: map[string]*hostUse{}}
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	h.keeper = k // before a host can be cut off
-	k.wg.Add(2)
+	k.wg.Add(3)
 	go k.follow()
 	go k.sweepLoop()
+	go k.tidyLoop()
 	return nil
 }
 

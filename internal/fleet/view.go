@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -87,6 +88,9 @@ func (v *view) hostsList() []HostStatus {
 		if !h.seen.IsZero() {
 			s.LastSeen = h.seen.UTC().Format(eventlog.TimeFormat)
 			s.Reachable = time.Since(h.seen) < Unreachable && h.problem == ""
+			if !s.Reachable {
+				s.UnreachableFor = int64(time.Since(h.seen) / time.Second)
+			}
 		}
 		out = append(out, s)
 	}
@@ -142,7 +146,7 @@ func paneRecord(e jetstream.KeyValueEntry, host string) (PaneRecord, bool) {
 }
 
 func (m *Member) watchPanes() {
-	m.watch(m.panes, func(e jetstream.KeyValueEntry) {
+	m.watch(PanesBucket, func(e jetstream.KeyValueEntry) {
 		host, id, _ := strings.Cut(e.Key(), ".")
 		v := m.view
 		if id == aliveKey {
@@ -212,7 +216,7 @@ func (m *Member) dropPane(key string) {
 }
 
 func (m *Member) watchHosts() {
-	m.watch(m.hosts, func(e jetstream.KeyValueEntry) {
+	m.watch(HostsBucket, func(e jetstream.KeyValueEntry) {
 		v := m.view
 		if e.Operation() != jetstream.KeyValuePut {
 			// The host left, or was revoked: its records go too (the
@@ -232,6 +236,14 @@ func (m *Member) watchHosts() {
 				if m.o.OnPane != nil {
 					m.o.OnPane(rec, true)
 				}
+			}
+			if e.Key() == m.o.Name && m.o.Local != nil && !m.leaving.Load() {
+				// This host was forgotten while it was away: its
+				// panes go back into the fleet.
+				m.mu.Lock()
+				m.dirty["*"] = true
+				m.mu.Unlock()
+				m.poke()
 			}
 			return
 		}
@@ -268,10 +280,12 @@ func (m *Member) watchHosts() {
 // when the member's own heartbeat stops coming back through the hosts
 // watcher (its consumer was on a server that went away). initDone is
 // told the keys of the initial values, to forget those gone meanwhile.
-func (m *Member) watch(kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry), initDone func(keys map[string]bool)) {
+func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone func(keys map[string]bool)) {
 	for m.ctx.Err() == nil {
-		w, err := kv.WatchAll(m.ctx)
+		ctx, cancel := context.WithCancel(m.ctx)
+		updates, err := m.kvWatch(ctx, bucket, "", false)
 		if err != nil {
+			cancel()
 			select {
 			case <-m.ctx.Done():
 				return
@@ -284,11 +298,13 @@ func (m *Member) watch(kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry), 
 		m.mu.Unlock()
 		keys := map[string]bool{}
 		initial := true
+		started, failed := time.Now(), false
 	read:
 		for {
 			select {
-			case e, ok := <-w.Updates():
+			case e, ok := <-updates:
 				if !ok {
+					failed = true
 					break read
 				}
 				if e == nil {
@@ -306,7 +322,15 @@ func (m *Member) watch(kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry), 
 				break read
 			}
 		}
-		_ = w.Stop()
+		cancel()
+		// A consumer that fails at once is not made again at once.
+		if wait := time.Second - time.Since(started); failed && wait > 0 {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
 	}
 }
 

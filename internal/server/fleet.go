@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,11 +93,16 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 	n := &fleetNode{cfg: cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	mo := fleet.MemberOptions{Name: cfg.Name, URLs: cfg.URLs, Token: cfg.Token, Creds: cfg.Creds, CAFingerprint: cfg.CAFingerprint,
+	hostID, err := fleet.LoadHostID(s.opts.StateDir)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	mo := fleet.MemberOptions{Name: cfg.Name, HostID: hostID, URLs: cfg.URLs, Token: cfg.Token, Creds: cfg.Creds, CAFingerprint: cfg.CAFingerprint,
 		MaxJobs: cfg.MaxJobs, Version: buildinfo.Self().Version, Local: fleetLocal{s}, Watch: true, Logf: s.opts.Logf, RefuseTaken: first}
 	if cfg.Hub {
 		hub, err := fleet.StartHub(fleet.HubOptions{Dir: fleet.Dir(s.opts.StateDir), Listen: cfg.Listen, TLS: cfg.TLS,
-			ServerName: cfg.Name, Logf: s.opts.Logf})
+			ServerName: cfg.Name, ForgetAfter: time.Duration(cfg.ForgetAfterMS) * time.Millisecond, Logf: s.opts.Logf})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -222,10 +228,13 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/fleet/join", s.handleFleetJoin)
 	mux.HandleFunc("POST /v1/fleet/leave", s.handleFleetLeave)
 	mux.HandleFunc("POST /v1/fleet/invite", s.handleFleetInvite)
+	mux.HandleFunc("POST /v1/fleet/forget", s.handleFleetForget)
+	mux.HandleFunc("POST /v1/fleet/set", s.handleFleetSet)
 	mux.HandleFunc("GET /v1/fleet/status", s.handleFleetStatus)
 	mux.HandleFunc("GET /v1/fleet/panes", s.handleFleetPanes)
 	mux.HandleFunc("GET /v1/fleet/events", s.handleFleetEvents)
 	mux.HandleFunc("POST /v1/fleet/jobs", s.handleFleetExec)
+	s.jobRoutes(mux)
 	mux.HandleFunc("GET /v1/fleet/jobs/{id}/stream", s.handleFleetJobStream)
 	mux.HandleFunc("POST /v1/fleet/jobs/{id}/kill", s.handleFleetJobKill)
 	mux.HandleFunc("/v1/fleet/hosts/{host}/{rest...}", s.handleFleetProxy)
@@ -265,6 +274,9 @@ type FleetInitRequest struct {
 	TLS         bool   `json:"tls"`
 	MaxJobs     int    `json:"max_jobs"`
 	NotifyFleet bool   `json:"notify_fleet"`
+	// ForgetAfterMS: a host unreachable this long leaves the fleet's
+	// views (0: never).
+	ForgetAfterMS int64 `json:"forget_after_ms"`
 }
 
 // FleetJoinInfo says how another machine joins.
@@ -304,8 +316,12 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 	if req.Listen == "" {
 		req.Listen = fleet.DefaultListen
 	}
+	if req.ForgetAfterMS < 0 {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
+		return
+	}
 	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: req.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
-		NotifyFleet: req.NotifyFleet}
+		NotifyFleet: req.NotifyFleet, ForgetAfterMS: req.ForgetAfterMS}
 	n, err := s.runFleet(cfg, false)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
@@ -413,6 +429,64 @@ func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
 	reply(w, info)
 }
 
+// FleetForgetRequest is POST /v1/fleet/forget.
+type FleetForgetRequest struct {
+	Host string `json:"host"`
+}
+
+func (s *Server) handleFleetForget(w http.ResponseWriter, r *http.Request) {
+	var req FleetForgetRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	n := s.fleetNode()
+	if n == nil || n.hub == nil {
+		fail(w, http.StatusConflict, "not_hub", errors.New("hosts are forgotten on the fleet's hub (the machine that ran corral fleet init)"))
+		return
+	}
+	if err := n.hub.Forget(req.Host); err != nil {
+		fail(w, http.StatusConflict, "refused", err)
+		return
+	}
+	reply(w, map[string]any{"forgotten": req.Host})
+}
+
+// FleetSetRequest is POST /v1/fleet/set: the hub's settings to change
+// (a field left out stays as it is).
+type FleetSetRequest struct {
+	ForgetAfterMS *int64 `json:"forget_after_ms"`
+}
+
+func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
+	var req FleetSetRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	n := s.fleetNode()
+	if n == nil || n.hub == nil {
+		fail(w, http.StatusConflict, "not_hub", errors.New("the fleet's settings are set on its hub (the machine that ran corral fleet init)"))
+		return
+	}
+	if req.ForgetAfterMS != nil {
+		if *req.ForgetAfterMS < 0 {
+			fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
+			return
+		}
+		cfg, err := fleet.LoadConfig(s.opts.StateDir)
+		if err != nil {
+			fail(w, http.StatusInternalServerError, "internal", err)
+			return
+		}
+		cfg.ForgetAfterMS = *req.ForgetAfterMS
+		if err := fleet.SaveConfig(s.opts.StateDir, cfg); err != nil {
+			fail(w, http.StatusInternalServerError, "internal", err)
+			return
+		}
+		n.hub.SetForgetAfter(time.Duration(cfg.ForgetAfterMS) * time.Millisecond)
+	}
+	reply(w, map[string]any{"forget_after_ms": req.ForgetAfterMS})
+}
+
 // FleetStatus is GET /v1/fleet/status.
 type FleetStatus struct {
 	Name    string             `json:"name"`
@@ -459,10 +533,28 @@ func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
 	reply(w, out)
 }
 
+// handleFleetPanes answers every host's panes: ?host=H (repeatable, a
+// glob) and ?state=S (repeatable, or comma-separated) keep some.
 func (s *Server) handleFleetPanes(w http.ResponseWriter, r *http.Request) {
-	if m := s.fleetMember(w); m != nil {
-		reply(w, m.Panes())
+	m := s.fleetMember(w)
+	if m == nil {
+		return
 	}
+	q := r.URL.Query()
+	var f fleet.PaneFilter
+	for _, h := range q["host"] {
+		f.Hosts = append(f.Hosts, strings.Split(h, ",")...)
+	}
+	for _, st := range q["state"] {
+		f.States = append(f.States, strings.Split(st, ",")...)
+	}
+	out := []fleet.PaneRecord{}
+	for _, p := range m.Panes() {
+		if f.Keep(p) {
+			out = append(out, p)
+		}
+	}
+	reply(w, out)
 }
 
 // handleFleetProxy sends an API request to a host: this one's own API,
@@ -491,6 +583,9 @@ func (s *Server) handleFleetProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	m := s.fleetMember(w)
 	if m == nil {
+		return
+	}
+	if s.fleetAttach(w, r, m, host, rest) {
 		return
 	}
 	// A name is looked up in the fleet's view: the host resolves ids.
@@ -593,6 +688,10 @@ type FleetExecRequest struct {
 	Exec  api.ExecRequest `json:"exec"`
 	Host  string          `json:"host"`
 	Retry int             `json:"retry"`
+	// Hosts (globs) or AllHosts run one job on each matching reachable
+	// host that takes jobs.
+	Hosts    []string `json:"hosts,omitempty"`
+	AllHosts bool     `json:"all_hosts,omitempty"`
 }
 
 // fleetJob is a job this daemon put on the fleet's queue: its lines as
@@ -603,10 +702,19 @@ type fleetJob struct {
 	grew   chan struct{}
 	ended  bool
 	cancel context.CancelFunc
+	// each: a job on each of several hosts; cancelling it cancels theirs.
+	each bool
+	// For corral jobs: the hosts it was queued for ("any": any host),
+	// which took it (host → its pane id there), what it runs, and when.
+	hosts       []string
+	started     map[string]string
+	name, agent string
+	queued      time.Time
 }
 
 func (j *fleetJob) add(line []byte) {
 	j.mu.Lock()
+	j.noteStarted(line)
 	j.lines = append(j.lines, append([]byte(nil), line...))
 	close(j.grew)
 	j.grew = make(chan struct{})
@@ -634,6 +742,18 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, "hub_unreachable", fmt.Errorf("%w: the job was not queued", hubDownError(since)))
 		return
 	}
+	var each []string
+	if len(req.Hosts) > 0 || req.AllHosts {
+		if req.Host != "" {
+			fail(w, http.StatusBadRequest, "bad_request", errors.New("give --host, or --hosts/--all-hosts, not both"))
+			return
+		}
+		if each = m.JobHosts(req.Hosts); len(each) == 0 {
+			fail(w, http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("no reachable host that takes jobs matches %s (nothing queued); corral fleet status lists the hosts and their max_jobs",
+				strings.Join(append([]string{"*"}, req.Hosts...)[min(1, len(req.Hosts)):], ",")))
+			return
+		}
+	}
 	if req.Host != "" {
 		known := false
 		for _, h := range m.Hosts() {
@@ -660,11 +780,20 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 	n := s.fleetNode()
 	id := fleet.NewJobID()
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &fleetJob{grew: make(chan struct{}), cancel: cancel}
+	j := &fleetJob{grew: make(chan struct{}), cancel: cancel, each: each != nil, hosts: each, name: req.Exec.Name, agent: req.Exec.Agent,
+		queued: time.Now()}
+	if each == nil {
+		j.hosts = []string{cmp.Or(req.Host, "any")}
+	}
 	n.jobs.Store(id, j)
 	go func() {
 		defer cancel()
-		err := m.SubmitJob(ctx, id, req.Exec, req.Host, req.Retry, j.add)
+		var err error
+		if each != nil {
+			m.SubmitEach(ctx, req.Exec, each, req.Retry, j.add)
+		} else {
+			err = m.SubmitJob(ctx, id, req.Exec, req.Host, req.Retry, j.add)
+		}
 		if err != nil {
 			b, _ := json.Marshal(map[string]any{"type": "outcome", "outcome": map[string]any{"state": "error", "reason": err.Error(), "exit_code": 1}})
 			j.add(b)
@@ -676,7 +805,7 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		j.mu.Unlock()
 		time.AfterFunc(time.Minute, func() { n.jobs.Delete(id) })
 	}()
-	reply(w, map[string]string{"id": id})
+	reply(w, map[string]any{"id": id, "hosts": each})
 }
 
 func (s *Server) fleetJob(w http.ResponseWriter, r *http.Request) *fleetJob {
@@ -730,8 +859,12 @@ func (s *Server) handleFleetJobKill(w http.ResponseWriter, r *http.Request) {
 	if m := s.fleetNode().member.Load(); m != nil {
 		_ = m.CancelJob(r.PathValue("id"))
 	}
-	// A job no host has taken yet ends here.
-	time.AfterFunc(ExecCancelWait, j.cancel)
+	if j.each {
+		j.cancel() // each host's job is cancelled, and the run ends
+	} else {
+		// A job no host has taken yet ends here.
+		time.AfterFunc(ExecCancelWait, j.cancel)
+	}
 	reply(w, map[string]string{"id": r.PathValue("id"), "status": "cancelling"})
 }
 

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+
+	"github.com/coder/websocket"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/pane"
+)
+
+// Attaching across the fleet: this daemon's panes as another host's
+// member sees them (fleetLocal.Attach), and a terminal here joined to
+// another host's pane (fleetAttach), with the keys and the control
+// messages of a local attach.
+
+// paneSession is one of this daemon's panes watched for another host.
+type paneSession struct {
+	e       *entry
+	p       *pane.Pane
+	w       *pane.Watcher
+	initial []byte
+}
+
+func (ps *paneSession) Initial() []byte       { return ps.initial }
+func (ps *paneSession) Output() <-chan []byte { return ps.w.C }
+func (ps *paneSession) Reason() string        { return ps.w.Reason() }
+func (ps *paneSession) Resize(c, r int) error { return ps.p.Resize(c, r) }
+func (ps *paneSession) Close()                { ps.w.Close() }
+
+// Input types keys as a person at a terminal does: no guard.
+func (ps *paneSession) Input(b []byte) error { return ps.e.p.Input(b, false) }
+
+func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
+	e, err := l.s.find(ref)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := e.asPane()
+	if !ok {
+		return nil, errors.New("a headless job has no terminal to attach to; follow it with corral events HOST:ID --follow")
+	}
+	initial, w, err := p.WatchWithin()
+	if err != nil {
+		return nil, err
+	}
+	return &paneSession{e: e, p: p, w: w, initial: initial}, nil
+}
+
+var attachPath = regexp.MustCompile(`^/v1/panes/([^/?]+)/attach$`)
+
+// fleetAttach joins the WebSocket of a local attach to another host's
+// pane; false when rest is no attach request.
+func (s *Server) fleetAttach(w http.ResponseWriter, r *http.Request, m *fleet.Member, host, rest string) bool {
+	sm := attachPath.FindStringSubmatch(rest)
+	if sm == nil {
+		return false
+	}
+	ref, err := url.PathUnescape(sm[1])
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return true
+	}
+	ra, err := m.Attach(r.Context(), host, ref)
+	if err != nil {
+		code, status := "unreachable", http.StatusBadGateway
+		switch {
+		case errors.Is(err, fleet.ErrNoHost):
+			code = "not_found"
+		case errors.Is(err, fleet.ErrHubUnreachable):
+			status, code = http.StatusServiceUnavailable, "hub_unreachable"
+		}
+		fail(w, status, code, fmt.Errorf("attach %s:%s: %w", host, ref, err))
+		return true
+	}
+	defer ra.Close()
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return true
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	write := func(b []byte) bool {
+		wctx, wcancel := context5s(ctx)
+		defer wcancel()
+		return c.Write(wctx, websocket.MessageBinary, b) == nil
+	}
+	go func() {
+		defer cancel()
+		told := false
+		for {
+			typ, data, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			if typ == websocket.MessageText {
+				var ctl api.AttachControl
+				if json.Unmarshal(data, &ctl) == nil && ctl.Cols > 0 && ctl.Rows > 0 {
+					ra.Resize(ctx, ctl.Cols, ctl.Rows)
+				}
+				continue
+			}
+			if err := ra.Input(ctx, data); errors.Is(err, fleet.ErrReadOnly) && !told {
+				told = true
+				write([]byte("\r\n[" + err.Error() + "]\r\n"))
+			}
+		}
+	}()
+	if !write(ra.Initial) {
+		return true
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return true
+		case b, ok := <-ra.Output():
+			if !ok {
+				c.Close(websocket.StatusNormalClosure, ra.Reason())
+				return true
+			}
+			if !write(b) {
+				return true
+			}
+		}
+	}
+}
