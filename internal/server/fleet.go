@@ -28,17 +28,12 @@ type fleetNode struct {
 	member atomic.Pointer[fleet.Member]
 	cancel context.CancelFunc
 	jobs   sync.Map // fleet job id → *fleetJob
+	// screens caches other hosts' screens for the boards: HOST:ID →
+	// *cachedScreen; it goes with the node.
+	screens sync.Map
 }
 
-// fleetState holds the daemon's fleet node; one per Server.
-var fleetState sync.Map // *Server → *fleetNode
-
-func (s *Server) fleetNode() *fleetNode {
-	if v, ok := fleetState.Load(s); ok {
-		return v.(*fleetNode)
-	}
-	return nil
-}
+func (s *Server) fleetNode() *fleetNode { return s.fleet.Load() }
 
 // fleetLocal is the daemon as a fleet member sees it.
 type fleetLocal struct{ s *Server }
@@ -124,7 +119,7 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 		}
 		return nil, err
 	}
-	if _, loaded := fleetState.LoadOrStore(s, n); loaded {
+	if !s.fleet.CompareAndSwap(nil, n) {
 		cancel()
 		if m != nil {
 			m.Close(false)
@@ -213,7 +208,7 @@ func (s *Server) stopFleet(forget bool) {
 	if n == nil {
 		return
 	}
-	fleetState.Delete(s)
+	s.fleet.CompareAndSwap(n, nil)
 	n.cancel()
 	if m := n.member.Load(); m != nil {
 		m.Close(forget)

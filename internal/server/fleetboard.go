@@ -65,9 +65,6 @@ func (b fleetBoard) Panes() []api.Pane {
 	return out
 }
 
-// remoteScreens caches other hosts' screens: HOST:ID → rows.
-var remoteScreens sync.Map
-
 type cachedScreen struct {
 	mu      sync.Mutex
 	rows    [][]term.Run
@@ -89,11 +86,15 @@ func (b fleetBoard) StyledScreen(id string) ([][]term.Run, error) {
 		return nil, nil
 	}
 	rec, found := m.PaneOf(host, local)
-	v, _ := remoteScreens.LoadOrStore(id, &cachedScreen{})
+	if !found {
+		n.screens.Delete(id) // a pane gone from the fleet takes its screen along
+		return nil, nil
+	}
+	v, _ := n.screens.LoadOrStore(id, &cachedScreen{})
 	c := v.(*cachedScreen)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if found && rec.State == "blocked" && !c.busy && time.Since(c.fetched) > remoteScreenEvery {
+	if rec.State == "blocked" && !c.busy && time.Since(c.fetched) > remoteScreenEvery {
 		c.busy = true
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -639,21 +638,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 // MaxEventSockets is how many event WebSockets the daemon serves at once.
 const MaxEventSockets = 128
 
-// eventSockets counts the open event WebSockets.
-var eventSockets atomic.Int32
-
 // handleEventsWS streams new events over a WebSocket, one JSON event per
 // text message. The socket is the user's own (mode 0600), so any origin
 // that reached it is the user's. Each client has its own queue in the hub
 // and its own writer: one that stops reading is dropped when its queue
 // fills, and never holds up a pane or another client.
 func (s *Server) handleEventsWS(w http.ResponseWriter, r *http.Request) {
-	if eventSockets.Add(1) > MaxEventSockets {
-		eventSockets.Add(-1)
+	if s.eventSockets.Add(1) > MaxEventSockets {
+		s.eventSockets.Add(-1)
 		fail(w, http.StatusServiceUnavailable, "busy", fmt.Errorf("the daemon serves %d event streams already; close some", MaxEventSockets))
 		return
 	}
-	defer eventSockets.Add(-1)
+	defer s.eventSockets.Add(-1)
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return

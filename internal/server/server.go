@@ -102,6 +102,11 @@ type Server struct {
 
 	// tmux are the tmux servers watched (see tmux.go).
 	tmux tmuxWatches
+
+	// fleet is the daemon's fleet node while it is in a fleet (fleet.go).
+	fleet atomic.Pointer[fleetNode]
+	// eventSockets counts the open event WebSockets.
+	eventSockets atomic.Int32
 }
 
 type entry struct {
