@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/lab/mockmodel"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // TestRealClaudeCode runs the real Claude Code CLI in a pane against a
@@ -27,12 +28,8 @@ func TestRealClaudeCode(t *testing.T) {
 		"--", claude, "--permission-mode", "default")
 	// Idle by default from the first moment: wait for Claude Code's own
 	// input box before typing.
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(e.must("screen", "cc"), "? for shortcuts") {
-		if time.Now().After(deadline) {
-			t.Fatalf("Claude Code never showed its input box:\n%s", e.must("screen", "cc"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !proctest.WaitFor(60*time.Second, func() bool { return strings.Contains(e.must("screen", "cc"), "? for shortcuts") }) {
+		t.Fatalf("Claude Code never showed its input box:\n%s", e.must("screen", "cc"))
 	}
 	e.must("send", "cc", "please list the files in /tmp", "--enter")
 	if _, errs, code := e.run("wait", "cc", "--state", "blocked", "--timeout", "60s"); code != 0 {
@@ -85,12 +82,8 @@ func TestRealClaudeCodeHeadless(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(e.must("ls"), "hl") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no job:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !proctest.WaitFor(30*time.Second, func() bool { return strings.Contains(e.must("ls"), "hl") }) {
+		t.Fatalf("no job:\n%s", out.String())
 	}
 	if _, errs, code := e.run("wait", "hl", "--state", "blocked", "--timeout", "60s"); code != 0 {
 		t.Fatalf("never blocked (%s):\n%s", errs, out.String())

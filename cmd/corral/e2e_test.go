@@ -242,9 +242,7 @@ func TestStaleSocketReplaced(t *testing.T) {
 	e.must("ls")
 	daemon := daemonPID(t, e)
 	syscall.Kill(daemon, syscall.SIGKILL)
-	for proctest.Alive(daemon) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "the daemon to die", func() bool { return !proctest.Alive(daemon) })
 	if _, err := os.Stat(filepath.Join(e.dir, "s.sock")); err != nil {
 		t.Fatalf("expected a stale socket: %v", err)
 	}
@@ -392,16 +390,12 @@ func TestAttachAndNotify(t *testing.T) {
 	if p := e.pane("fp"); p.State == "exited" {
 		t.Fatal("detaching ended the pane")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(notified)
-		if strings.TrimSpace(string(b)) == "fp · claude-code · Do you want to proceed?" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("notification command wrote %q", b)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var b []byte
+	if !proctest.WaitFor(10*time.Second, func() bool {
+		b, _ = os.ReadFile(notified)
+		return strings.TrimSpace(string(b)) == "fp · claude-code · Do you want to proceed?"
+	}) {
+		t.Fatalf("notification command wrote %q", b)
 	}
 }
 

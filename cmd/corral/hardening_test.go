@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // runWithin runs corral and fails the test if it does not end in time.
@@ -68,16 +69,11 @@ func TestRulesFolderSpecialFiles(t *testing.T) {
 	// The user's codex.toml breaks: the daemon keeps its last good version
 	// and rules list says so.
 	os.WriteFile(userCodex, []byte("name = \"codex\"\n[[rule]]\nid = \n"), 0o600)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !proctest.WaitFor(10*time.Second, func() bool {
 		out, _ = e.runWithin(10*time.Second, "rules", "list")
-		if strings.Contains(out, "codex.toml:3") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon never reported the broken file:\n%s", out)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return strings.Contains(out, "codex.toml:3")
+	}) {
+		t.Fatalf("the daemon never reported the broken file:\n%s", out)
 	}
 	if !strings.Contains(out, "in force in the running daemon") || !strings.Contains(out, "the rules in force stay") {
 		t.Fatalf("rules list with a daemon:\n%s", out)
@@ -139,14 +135,10 @@ func TestPaneInheritsNoDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { job.Process.Kill(); job.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, _, code := e.run("wait", "job", "--state", "working", "--timeout", "1s"); code == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job never ran")
-		}
-	}
+	waitFor(t, 10*time.Second, "the job to run", func() bool {
+		_, _, code := e.run("wait", "job", "--state", "working", "--timeout", "1s")
+		return code == 0
+	})
 	// ls itself lists its own descriptors: no shell in between to add its own.
 	e.must("run", "--name", "probe", "--", "ls", "-l", "/proc/self/fd/")
 	e.must("wait", "probe", "--state", "exited", "--timeout", "10s")
