@@ -11,9 +11,7 @@
 package detect
 
 import (
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/combine"
@@ -54,12 +52,6 @@ type Config struct {
 	// kind starting, until the agent is ready (see starting).
 	Started time.Time
 }
-
-// KindStarting is the kind of a pane whose agent is starting.
-const KindStarting = "starting"
-
-// KindStart is the kind of the error of an agent that never got ready.
-const KindStart = "start"
 
 // Signals is a set of signal kinds.
 type Signals uint8
@@ -214,19 +206,6 @@ func New(cfg Config) *Engine {
 	return e
 }
 
-func hasIdleRule(m *rules.Manifest) bool {
-	for _, r := range m.Rules {
-		if r.State == rules.Idle {
-			return true
-		}
-	}
-	return false
-}
-
-func (e *Engine) startingDecision() combine.Decision {
-	return combine.Decision{State: combine.Working, Kind: KindStarting, Source: combine.SourceDefault, Message: "starting " + e.agentName()}
-}
-
 // backgroundRecords counts the program's child records still at work (a
 // background shell, a sub-agent: Claude Code reports them with an id).
 func (e *Engine) backgroundRecords() int {
@@ -237,70 +216,6 @@ func (e *Engine) backgroundRecords() int {
 		}
 	}
 	return n
-}
-
-// Starting says whether the agent has yet to draw its ready screen.
-func (e *Engine) Starting() bool { return e.starting }
-
-// applyStarting keeps a starting agent's pane working (kind starting)
-// until it can take input: its ready screen (a screen rule saying idle)
-// stays for the manifest's ready_settle, or it asks something (blocked: a
-// trust or login prompt), fails, or exits. Starting is never a turn, so
-// it never ends in done. An agent that draws no ready screen within the
-// manifest's start_timeout is idle if a report or hook said so, and
-// otherwise in error ("did not start").
-func (e *Engine) applyStarting(next *combine.Decision, in combine.Inputs, now time.Time) {
-	if in.Report.Present && (in.Report.State == combine.Idle || in.Report.State == combine.Done) {
-		e.reportedIdle = true
-	}
-	switch {
-	case next.State == combine.Blocked:
-		// A trust or login prompt: blocked at once; once answered, the
-		// agent is starting again (resumeStarting).
-		e.starting, e.startPrompted = false, true
-		return
-	case next.Source == combine.SourceProcess, next.State == combine.Error, next.State == combine.Exited:
-		e.starting = false
-		return
-	case in.Screen.State == combine.Idle:
-		if e.readyAt.IsZero() {
-			e.readyAt = now
-		}
-		if !now.Before(e.readyAt.Add(e.manifest.ReadySettle)) {
-			e.starting = false
-			*next = combine.Decision{State: combine.Idle, Source: combine.SourceScreen, Rule: in.Screen.Rule, Message: in.Screen.Message}
-			return
-		}
-	default:
-		e.readyAt = time.Time{}
-	}
-	if !now.Before(e.startEnd()) {
-		e.starting = false
-		if e.reportedIdle {
-			*next = combine.Decision{State: combine.Idle, Source: in.Report.Source}
-			return
-		}
-		*next = combine.Decision{State: combine.Error, Kind: KindStart, Source: combine.SourceDefault,
-			Message: fmt.Sprintf("did not start: no ready screen within %v", e.manifest.StartTimeout)}
-		return
-	}
-	*next = e.startingDecision()
-}
-
-func (e *Engine) startEnd() time.Time { return e.startFrom.Add(e.manifest.StartTimeout) }
-
-// resumeStarting makes an agent whose startup prompt (a folder trust, a
-// login) was answered read starting again, from now: its input box is not
-// up yet.
-func (e *Engine) resumeStarting(next combine.Decision, now time.Time) {
-	if !e.startPrompted || e.starting || next.State == combine.Blocked {
-		return
-	}
-	e.startPrompted = false
-	if next.State == combine.Error || next.State == combine.Exited || next.Source == combine.SourceProcess {
-		return
-	}
-	e.starting, e.startFrom, e.readyAt = true, now, time.Time{}
 }
 
 // Close releases the terminal.
@@ -404,81 +319,6 @@ func (e *Engine) Deadline() (at time.Time, ok bool) {
 	return at, ok
 }
 
-// SourcePolicy is the source of a state a policy's decision made.
-const SourcePolicy combine.Source = "policy"
-
-// SetDecisionWindow makes a new permission prompt wait, at most d, for a
-// policy's decision before the pane reads blocked (0: never). Only for a
-// pane whose policy decides its agent's hook requests: the agent may draw
-// its dialog before its hook reports the request.
-func (e *Engine) SetDecisionWindow(d time.Duration) { e.window = d }
-
-// NoteDecided says a policy decided the permission request in view: the
-// prompt, drawn or still to come, reads working (kind approved) for a
-// window, and is blocked only if it is still there after it.
-func (e *Engine) NoteDecided(now time.Time, text string) []Change {
-	e.decidedUntil, e.decidedText = now.Add(max(e.window, decidedFor)), text
-	e.released = false
-	return e.classify(now)
-}
-
-// NoteUndecided says the request is the person's: a prompt held back is
-// blocked now.
-func (e *Engine) NoteUndecided(now time.Time) []Change {
-	e.released = true
-	e.decidedUntil = time.Time{}
-	return e.classify(now)
-}
-
-// decidedFor is how long a decided prompt reads as working at least: the
-// agent draws its dialog while its hook runs and takes it down after.
-const decidedFor = 2 * time.Second
-
-// Held returns the permission prompt held back for a policy's decision,
-// if one is.
-func (e *Engine) Held() (combine.Decision, bool) {
-	return e.heldNext, e.heldNext.State != ""
-}
-
-func (e *Engine) holdEnd() time.Time {
-	if e.held.IsZero() || e.released {
-		return time.Time{}
-	}
-	return e.held.Add(e.window)
-}
-
-// holdForDecision applies the decision window to next: a prompt a policy
-// decided reads working, one it may still decide keeps the pane as it was
-// (it reports true), and one past the window, or released, is blocked.
-func (e *Engine) holdForDecision(next *combine.Decision, now time.Time) bool {
-	if !e.decidedUntil.IsZero() && !now.Before(e.decidedUntil) {
-		// A decided prompt still there after its time is not held again.
-		e.decidedUntil, e.released = time.Time{}, true
-	}
-	e.heldNext = combine.Decision{}
-	permission := next.State == combine.Blocked && next.Kind == "permission"
-	if !permission {
-		e.held, e.released = time.Time{}, false
-		return false
-	}
-	if !e.decidedUntil.IsZero() {
-		*next = combine.Decision{State: combine.Working, Kind: "approved", Source: SourcePolicy, Message: e.decidedText}
-		return false
-	}
-	if e.window <= 0 || e.cur.State == combine.Blocked || e.released {
-		return false
-	}
-	if e.held.IsZero() {
-		e.held = now
-	}
-	if now.Before(e.held.Add(e.window)) {
-		e.heldNext = *next
-		return true
-	}
-	e.released = true // the window is over: blocked, and no deadline left
-	return false
-}
-
 // Tick classifies if a deadline has passed.
 func (e *Engine) Tick(now time.Time) []Change {
 	at, ok := e.Deadline()
@@ -571,156 +411,6 @@ func (e *Engine) SetProcess(now time.Time, p combine.Process) []Change {
 	}
 	e.process = p
 	return e.classify(now)
-}
-
-// HookGrace is how long a hook's report stands against a screen whose
-// rules say otherwise. Hooks are edges, not levels: they say when
-// something began, and some endings fire nothing (Claude Code fires no
-// hook after a refused prompt or an interrupted turn). So once the grace
-// has passed, a screen rule that positively shows a different state ends
-// the hook's report. A screen whose rules match nothing leaves it
-// standing: that is when hooks matter.
-const HookGrace = time.Second
-
-type hookReport struct {
-	state   combine.State
-	kind    string
-	message string
-	at      time.Time
-}
-
-// Hook is one report from an agent's hook (or an ACP request).
-type Hook struct {
-	State   combine.State
-	Kind    string
-	Message string
-	// Session is the conversation the report is about ("" when the
-	// payload does not say). Reports about another conversation than the
-	// pane's are counted and ignored.
-	Session string
-	// NewSession: a session started (or restarted, after /clear); its
-	// conversation becomes the pane's.
-	NewSession bool
-	// Clear: the session ended; forget the hook's last word.
-	Clear bool
-	// Ignore: the report says nothing about the state; it is counted.
-	Ignore bool
-}
-
-// ApplyHook records a report from an agent's hook and reclassifies.
-func (e *Engine) ApplyHook(now time.Time, h Hook) []Change {
-	if h.Ignore || (h.State == "" && !h.Clear) {
-		e.counters.HooksIgnored++
-		return nil
-	}
-	if h.Session != "" {
-		switch {
-		case h.NewSession || e.conversation == "":
-			e.conversation = h.Session
-		case h.Session != e.conversation:
-			e.counters.HooksOtherConversation++
-			return nil
-		}
-	}
-	if h.Clear {
-		e.hook = nil
-	} else {
-		e.hook = &hookReport{state: h.State, kind: h.Kind, message: h.Message, at: now}
-		if h.State == combine.Done {
-			e.doneEdge = true
-		}
-	}
-	return e.classify(now)
-}
-
-// hookOutlived reports whether the screen has shown, after the grace, a
-// state that ends what the hook said.
-func hookOutlived(h *hookReport, screen combine.State, now time.Time) bool {
-	if screen == "" || now.Sub(h.at) < HookGrace {
-		return false
-	}
-	switch h.state {
-	case combine.Blocked:
-		return screen != combine.Blocked // answered or refused
-	case combine.Working:
-		return screen == combine.Idle // interrupted
-	case combine.Done, combine.Idle, combine.Error:
-		return screen == combine.Working // a new turn the hooks did not report
-	}
-	return false
-}
-
-// interruptEnds reports whether an interrupt ended the turn a hook said
-// was working: an Esc or Ctrl-C typed after the report (or just before
-// it: Claude Code reports a submit that an Esc already stopped), and, the
-// manifest's idle_confirm later, a screen that shows neither work nor a
-// prompt. An agent stopped mid-answer may report nothing and redraw its
-// input box in a form no rule knows (Claude Code puts the prompt back and
-// drops its footer's hints).
-func (e *Engine) interruptEnds(h *hookReport, screen combine.State, now time.Time) bool {
-	return e.interruptedHook(h) && screen != combine.Working && screen != combine.Blocked && !now.Before(e.recheckAt(h))
-}
-
-// interruptedHook says whether an interrupt was typed after, or just
-// before, a hook's working.
-func (e *Engine) interruptedHook(h *hookReport) bool {
-	return h.state == combine.Working && !e.interruptAt.IsZero() && e.interruptAt.After(h.at.Add(-interruptLead))
-}
-
-// recheckAt is when the state is looked at again after an interrupt.
-func (e *Engine) recheckAt(h *hookReport) time.Time {
-	from := e.interruptAt
-	if h.at.After(from) {
-		from = h.at
-	}
-	return from.Add(max(e.manifest.IdleConfirm, minRecheck))
-}
-
-// idleAfterInterrupt reports whether the screen's idle is an idle rule's
-// match within InterruptWindow of an interrupt the person typed during
-// the turn.
-func (e *Engine) idleAfterInterrupt(next combine.Decision, in combine.Inputs, now time.Time) bool {
-	return next.Source == combine.SourceScreen && in.Screen.State == combine.Idle && in.Screen.Rule != "" &&
-		!e.interruptAt.IsZero() && !now.Before(e.interruptAt) && now.Sub(e.interruptAt) < InterruptWindow
-}
-
-// interruptLead is how long before a hook's working an interrupt still
-// ends that turn (an Esc 0.26 s before Claude Code's UserPromptSubmit
-// hook was seen live).
-const interruptLead = 1500 * time.Millisecond
-
-// minRecheck is the least wait after an interrupt before a hook's working
-// gives way: the agent's own redraw comes first.
-const minRecheck = 100 * time.Millisecond
-
-// InterruptWindow is how long after a person's interrupt a turn's end is
-// taken as theirs.
-const InterruptWindow = 5 * time.Second
-
-// IsInterrupt reports whether typed bytes stop a turn or refuse a prompt:
-// Esc pressed on its own (once or twice), or Ctrl-C. An escape sequence
-// (an arrow key) is not one.
-func IsInterrupt(b []byte) bool {
-	s := string(b)
-	return s == "\x1b" || s == "\x1b\x1b" || strings.Contains(s, "\x03")
-}
-
-// NoteInterrupt says a person typed a key that stops a turn or refuses a
-// prompt (Esc, Ctrl-C): a turn that ends within InterruptWindow ends idle,
-// not done — they saw it end, they ended it.
-func (e *Engine) NoteInterrupt(now time.Time) {
-	e.interruptAt = now
-	e.typed, e.taskAt = false, time.Time{}
-}
-
-// NoteSubmit says input was submitted (an Enter typed): an interrupt
-// before it was about an earlier turn, not the one this starts.
-// After typed text (NoteTyped) it is a task.
-func (e *Engine) NoteSubmit(now time.Time) {
-	if !e.interruptAt.IsZero() && !now.Before(e.interruptAt) {
-		e.interruptAt = time.Time{}
-	}
-	e.noteTask(now)
 }
 
 // MarkSeen says a person looked at the pane (attached, read its screen,
@@ -877,71 +567,6 @@ func (e *Engine) applyDone(next combine.Decision, now time.Time) combine.Decisio
 		}
 	}
 	return next
-}
-
-// applyHookReport weighs the newest hook report against the program's own
-// OSC 7501 report. The OSC 7501 record is a level the program keeps
-// current; a hook is an edge. So a hook decides only when the program
-// reports nothing itself, or when it is a newer prompt or failure the
-// record has not caught up with (a missed prompt is the worst mistake). A
-// hook the screen has outlived is dropped.
-func (e *Engine) applyHookReport(in *combine.Inputs, h *hookReport, now time.Time) {
-	if hookOutlived(h, in.Screen.State, now) || e.interruptEnds(h, in.Screen.State, now) {
-		e.hook = nil
-		return
-	}
-	hook := combine.Report{Present: true, Source: combine.SourceHook, State: h.state, Kind: h.kind, Message: h.message}
-	if !in.Report.Present {
-		in.Report = hook
-		return
-	}
-	root, _ := e.store.Root()
-	switch {
-	case (h.state == combine.Blocked || h.state == combine.Error) && in.Report.State != h.state && !h.at.Before(root.Updated):
-		in.Report = hook
-	case h.state == combine.Blocked && in.Report.State == combine.Blocked && in.Report.Message == "":
-		in.Report.Message = h.message // the program's report says no more than "blocked"
-		if in.Report.Kind == "" {
-			in.Report.Kind = h.kind
-		}
-	}
-}
-
-// Standing is what a next owner of the pane needs of its hooks: the
-// newest report while it stands, and the conversation the hooks speak
-// for. A daemon that hands a pane over keeps it; hooks are not said again.
-type Standing struct {
-	State        combine.State `json:"state,omitempty"`
-	Kind         string        `json:"kind,omitempty"`
-	Message      string        `json:"message,omitempty"`
-	At           time.Time     `json:"at,omitzero"`
-	Conversation string        `json:"conversation,omitempty"`
-}
-
-// Standing returns the hooks' standing report and conversation.
-func (e *Engine) Standing() Standing {
-	s := Standing{Conversation: e.conversation}
-	if h := e.hook; h != nil {
-		s.State, s.Kind, s.Message, s.At = h.state, h.kind, h.message, h.at
-	}
-	return s
-}
-
-// RestoreStanding puts back what Standing returned, before the engine
-// classifies: the screen outlives the report as it would have (a report
-// older than HookGrace gives way to a screen showing another state).
-func (e *Engine) RestoreStanding(s Standing, now time.Time) {
-	if s.Conversation != "" {
-		e.conversation = s.Conversation
-	}
-	if s.State == "" {
-		return
-	}
-	at := s.At
-	if at.IsZero() || at.After(now) {
-		at = now
-	}
-	e.hook = &hookReport{state: s.State, kind: s.Kind, message: s.Message, at: at}
 }
 
 // Resume carries over, after a classification, what the previous owner
