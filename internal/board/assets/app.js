@@ -22,7 +22,17 @@ const blocks = new Map(); // group id -> its section
 // unpaged, as the board once did: a baseline to measure against.
 const renderAll = new URLSearchParams(location.search).get("render") === "all";
 // What the board did, for a person (or a test) asking in the console.
-const stats = window.corralBoard = {messages: 0, built: 0, renders: 0, lastRenderMs: 0, maxRenderMs: 0, firstRender: 0, lastMessageMs: 0};
+const stats = window.corralBoard = {messages: 0, built: 0, renders: 0, lastRenderMs: 0, maxRenderMs: 0, firstRender: 0,
+  lastMessageMs: 0, messageMs: [], longTasks: 0, longTaskMs: 0, longestTaskMs: 0};
+try {
+  new PerformanceObserver(list => {
+    for (const e of list.getEntries()) {
+      stats.longTasks++;
+      stats.longTaskMs += e.duration;
+      stats.longestTaskMs = Math.max(stats.longestTaskMs, e.duration);
+    }
+  }).observe({type: "longtask", buffered: true});
+} catch (e) { /* no long task timing in this browser */ }
 
 function keyOf(p) { return (p.host || "") + ":" + p.id; }
 
@@ -390,6 +400,7 @@ function connect() {
     if (m.type === "state" || m.type === "delta") update(m);
     stats.messages++;
     stats.lastMessageMs = performance.now() - t0;
+    if (stats.messageMs.length < 10000) stats.messageMs.push(stats.lastMessageMs);
   };
   ws.onclose = () => { document.getElementById("summary").textContent = "disconnected; retrying…"; setTimeout(connect, 1000); };
 }
@@ -403,6 +414,11 @@ function move(d) {
 }
 
 const filterBox = document.getElementById("filter");
+// The / that opens the filter is not typed into it (some input paths
+// deliver its character after the focus moved).
+let slashOpened = false;
+filterBox.addEventListener("beforeinput", ev => { if (slashOpened && ev.data === "/") ev.preventDefault(); slashOpened = false; });
+document.addEventListener("keyup", ev => { if (ev.key === "/") slashOpened = false; });
 filterBox.addEventListener("input", () => { filter = filterBox.value; render(); if (!shown.some(p => keyOf(p) === selected)) select(shown.length ? keyOf(shown[0]) : null); });
 filterBox.addEventListener("keydown", ev => {
   if (ev.key === "Escape") { filterBox.value = ""; filter = ""; render(); filterBox.blur(); }
@@ -413,7 +429,7 @@ document.addEventListener("keydown", ev => {
   if (ev.target.tagName === "INPUT") return;
   const p = shown.find(x => keyOf(x) === selected);
   switch (ev.key) {
-    case "/": ev.preventDefault(); filterBox.focus(); filterBox.select(); break;
+    case "/": ev.preventDefault(); slashOpened = true; filterBox.focus(); filterBox.select(); break;
     case "Escape": if (filter) { filterBox.value = ""; filter = ""; render(); } break;
     case "j": move(1); break;
     case "k": move(-1); break;
