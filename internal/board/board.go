@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -485,7 +486,20 @@ func (f *feed) next(sent uint64) ([]byte, uint64, <-chan struct{}) {
 // last sent to tell what changed.
 type builder struct {
 	mu   sync.Mutex
-	last map[string][]byte // a card's JSON by its key
+	last map[string]built // by the card's key
+	size int              // the last whole state's length
+}
+
+// built is a card as last sent: its JSON, and what it was made from, so
+// that an unchanged card is not encoded again (a screen is most of it).
+type built struct {
+	rest   []byte // the card without its screen, as JSON
+	screen [][]term.Run
+	json   []byte
+}
+
+func sameScreen(a, b [][]term.Run) bool {
+	return slices.EqualFunc(a, b, func(x, y []term.Run) bool { return slices.Equal(x, y) })
 }
 
 // cardKey names a card across a fleet, as the page does: host:id.
@@ -496,26 +510,35 @@ func (s *Server) publish() {
 	s.build.mu.Lock()
 	defer s.build.mu.Unlock()
 	cards := s.cards()
-	now := make(map[string][]byte, len(cards))
-	full := []byte(`{"type":"state","panes":[`)
+	now := make(map[string]built, len(cards))
+	full := append(make([]byte, 0, s.build.size+4096), `{"type":"state","panes":[`...)
 	delta := []byte(`{"type":"delta","panes":[`)
 	changed := false
 	for i, c := range cards {
-		b, _ := json.Marshal(c)
 		key := cardKey(c.Pane)
-		if i > 0 {
-			full = append(full, ',')
-		}
-		full = append(full, b...)
-		if old, ok := s.build.last[key]; !ok || !bytes.Equal(old, b) {
+		scr := c.Screen
+		c.Screen = nil
+		rest, _ := json.Marshal(c)
+		old, ok := s.build.last[key]
+		if ok && bytes.Equal(old.rest, rest) && sameScreen(old.screen, scr) {
+			old.rest = rest
+		} else {
+			c.Screen = scr
+			b, _ := json.Marshal(c)
+			old = built{rest: rest, screen: scr, json: b}
 			if changed {
 				delta = append(delta, ',')
 			}
 			delta, changed = append(delta, b...), true
 		}
-		now[key] = b
+		if i > 0 {
+			full = append(full, ',')
+		}
+		full = append(full, old.json...)
+		now[key] = old
 	}
 	full = append(full, "]}"...)
+	s.build.size = len(full)
 	var gone []string
 	for key := range s.build.last {
 		if _, ok := now[key]; !ok {
