@@ -58,7 +58,8 @@ func Run(ctx context.Context, c *client.Client, exe, status string) error {
 }
 
 type panesMsg struct {
-	tick    bool // from the refresh loop, which goes on after it
+	tick    bool          // from the refresh loop, which goes on after it
+	took    time.Duration // how long the read took
 	panes   []api.Pane
 	fleet   *fleetInfo // nil outside a fleet
 	preview []string
@@ -80,28 +81,36 @@ func (b *Board) fetch() tea.Cmd { return b.refresh(false) }
 func (b *Board) refresh(tick bool) tea.Cmd {
 	sel := b.sel
 	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		var panes []api.Pane
-		if err := b.c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
-			return panesMsg{tick: tick, err: err}
-		}
-		fleet, remote := fleetPanes(ctx, b.c)
-		if fleet != nil {
-			for i := range panes {
-				panes[i].Host = fleet.self
-			}
-		}
-		panes = append(panes, remote...)
-		var preview []string
-		if sel != "" {
-			var s api.Screen
-			if b.c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(sel)+"/screen", nil, &s) == nil {
-				preview = s.Lines
-			}
-		}
-		return panesMsg{tick: tick, panes: panes, fleet: fleet, preview: preview}
+		start := time.Now()
+		msg := b.read(sel)
+		msg.tick, msg.took = tick, time.Since(start)
+		return msg
 	}
+}
+
+// read reads the panes (and the fleet's) and sel's screen.
+func (b *Board) read(sel string) panesMsg {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var panes []api.Pane
+	if err := b.c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
+		return panesMsg{err: err}
+	}
+	fleet, remote := fleetPanes(ctx, b.c)
+	if fleet != nil {
+		for i := range panes {
+			panes[i].Host = fleet.self
+		}
+	}
+	panes = append(panes, remote...)
+	var preview []string
+	if sel != "" {
+		var s api.Screen
+		if b.c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(sel)+"/screen", nil, &s) == nil {
+			preview = s.Lines
+		}
+	}
+	return panesMsg{panes: panes, fleet: fleet, preview: preview}
 }
 
 func (b *Board) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -124,7 +133,9 @@ func (b *Board) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !msg.tick {
 			return b, nil
 		}
-		return b, tea.Tick(Refresh, func(time.Time) tea.Msg { return tickMsg{} })
+		// A daemon with many panes is read less often: never more than a
+		// third of the time.
+		return b, tea.Tick(max(Refresh, 2*msg.took), func(time.Time) tea.Msg { return tickMsg{} })
 	case tickMsg:
 		return b, b.refresh(true)
 	case statusMsg:

@@ -46,3 +46,15 @@ func TestScrollAndFilterAtAThousand(t *testing.T) {
 		t.Fatalf("Esc left %d panes listed", len(board.visible()))
 	}
 }
+
+// Only the refresh loop's reads schedule the next read; a read after a
+// key does not start another loop.
+func TestOneRefreshLoop(t *testing.T) {
+	board := boardOf(20)
+	if _, cmd := board.Update(panesMsg{panes: board.panes}); cmd != nil {
+		t.Error("a read after a key scheduled another read")
+	}
+	if _, cmd := board.Update(panesMsg{tick: true, panes: board.panes}); cmd == nil {
+		t.Error("the refresh loop stopped")
+	}
+}
