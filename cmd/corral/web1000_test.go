@@ -101,7 +101,7 @@ const groupsJS = `[...document.querySelectorAll("#groups .group[data-group]")].f
 
 // The web board with 200 panes in Chromium: the blocked ones first and
 // all there, the others grouped by state with at most 50 cards each and
-// a button for more, a filter typed after / that narrows every group
+// a button for more, a heading that folds its group, a filter typed after / that narrows every group
 // and Esc clears, and a pane that blocks changes its own card only: every
 // other card on the page stays the same element.
 func TestWebBoardAtTwoHundred(t *testing.T) {
@@ -120,6 +120,11 @@ func TestWebBoardAtTwoHundred(t *testing.T) {
 	}
 	poll(t, ctx, 60*time.Second, "200 panes on the board", `document.querySelector("#summary").textContent.startsWith("200 panes")`)
 
+	if shot := os.Getenv("CORRAL_SCREENSHOT_200"); shot != "" {
+		if png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
+			os.WriteFile(shot, png, 0o644)
+		}
+	}
 	first := evaluate[string](t, ctx, `document.querySelector("#groups .group[data-group]").dataset.group`)
 	blocked := evaluate[int](t, ctx, `document.querySelectorAll(".group-attention section.card.state-blocked").length`)
 	if first != "/attention" || blocked != 3 {
@@ -151,6 +156,18 @@ func TestWebBoardAtTwoHundred(t *testing.T) {
 		}
 		poll(t, ctx, 10*time.Second, "the next page of cards", fmt.Sprintf(`[...document.querySelectorAll(".group")].some(g => g.querySelectorAll("section.card").length > %d)`, before))
 	}
+
+	// A group's heading hides its cards and shows them again.
+	big := evaluate[string](t, ctx, `[...document.querySelectorAll(".group")].sort((a, b) => b.querySelectorAll("section.card").length - a.querySelectorAll("section.card").length)[0].dataset.group`)
+	sel := `.group[data-group="` + big + `"]`
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel+` h2`))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, 10*time.Second, "the group "+big+" to fold", `document.querySelectorAll('`+sel+` section.card').length === 0`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel+` h2`))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, 10*time.Second, "the group "+big+" to unfold", `document.querySelectorAll('`+sel+` section.card').length > 0`)
 
 	// The filter, by keyboard.
 	if err := chromedp.Do(ctx, chromedp.KeyEvent("/"), chromedp.KeyEvent("w17")); err != nil {

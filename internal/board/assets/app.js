@@ -18,6 +18,7 @@ const lastState = new Map();
 const cache = new Map(); // key -> {json, el}: a card is built again only when its pane changed
 const pages = new Map(); // group id -> how many of its cards are shown
 const blocks = new Map(); // group id -> its section
+const collapsed = new Set(); // group ids whose cards are hidden (a click on the heading)
 // ?render=all draws every card again on every message, ungrouped and
 // unpaged, as the board once did: a baseline to measure against.
 const renderAll = new URLSearchParams(location.search).get("render") === "all";
@@ -253,6 +254,8 @@ function block(id) {
   if (!b) {
     const section = el("div", "group"), h = el("h2", "group"), cards = el("div", "cards"), more = el("button", "more");
     section.dataset.group = id;
+    h.title = "show or hide these cards";
+    h.addEventListener("click", () => { if (collapsed.has(id)) collapsed.delete(id); else collapsed.add(id); render(); });
     more.type = "button";
     more.addEventListener("click", () => { pages.set(id, (pages.get(id) || pageSize) + pageSize); render(); });
     section.append(h, cards);
@@ -300,15 +303,16 @@ function render() {
       const b = block(id);
       const counts = new Map();
       for (const p of all) counts.set(p.state, (counts.get(p.state) || 0) + 1);
-      b.h.textContent = [...counts].map(([s, n]) => n + " " + s).join(" · ") + (words.length ? " — " + list.length + " match" : "");
+      const closed = collapsed.has(id) && !words.length;
+      b.h.textContent = (closed ? "▸ " : "") + [...counts].map(([s, n]) => n + " " + s).join(" · ") + (words.length ? " — " + list.length + " match" : "");
       b.section.className = "group group-" + name;
-      const limit = name === "attention" ? Infinity : (pages.get(id) || pageSize);
+      const limit = closed ? 0 : name === "attention" ? Infinity : (pages.get(id) || pageSize);
       const page = list.slice(0, limit);
       shown.push(...page);
       reconcile(b.cards, page.map(cardFor));
       const rest = list.length - page.length;
       if (rest > 0) b.more.textContent = "Show " + Math.min(rest, pageSize) + " more (" + rest + " not shown)";
-      reconcile(b.section, rest > 0 ? [b.h, b.cards, b.more] : [b.h, b.cards]);
+      reconcile(b.section, closed ? [b.h] : rest > 0 ? [b.h, b.cards, b.more] : [b.h, b.cards]);
       top.push(b.section);
     }
   }
