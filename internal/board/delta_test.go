@@ -107,3 +107,32 @@ func TestStateThenChanges(t *testing.T) {
 		t.Fatalf("a new client's first message: %s %d panes %v", m.Type, len(m.Panes), err)
 	}
 }
+
+// What a client is sent depends on what it sent last: nothing when it
+// is current, the change when it is one state behind, else the whole.
+func TestFeedNext(t *testing.T) {
+	f := newFeed()
+	if msg, _, _ := f.next(0); msg != nil {
+		t.Fatalf("an empty feed sends %q", msg)
+	}
+	f.set([]byte("full1"), nil) // the first state: nothing to change from
+	f.set([]byte("full2"), []byte("delta2"))
+	f.set([]byte("full2"), nil) // nothing changed: no new state
+	for _, c := range []struct {
+		sent uint64
+		want string
+	}{
+		{0, "full2"},  // a new client
+		{1, "delta2"}, // one behind
+		{2, ""},       // current
+	} {
+		msg, seq, _ := f.next(c.sent)
+		if string(msg) != c.want || seq != 2 {
+			t.Errorf("after %d: %q at %d, want %q at 2", c.sent, msg, seq, c.want)
+		}
+	}
+	f.set([]byte("full3"), []byte("delta3"))
+	if msg, _, _ := f.next(1); string(msg) != "full3" {
+		t.Errorf("two behind: %q, want the whole state", msg)
+	}
+}
