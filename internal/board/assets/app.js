@@ -220,6 +220,11 @@ function matches(p, words) {
   return words.every(w => hay.includes(w));
 }
 
+// setText changes a node's text only when it differs.
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
 // reconcile makes parent's children exactly nodes, moving only what is
 // out of place: cards that stay where they were are not touched.
 function reconcile(parent, nodes) {
@@ -282,7 +287,7 @@ function render() {
       const down = mine.some(p => p.unreachable);
       const b = block("host:" + host);
       b.h.className = "host" + (down ? " unreachable" : "");
-      b.h.textContent = host + (down ? " — unreachable: last known states" : "");
+      setText(b.h, host + (down ? " — unreachable: last known states" : ""));
       reconcile(b.section, [b.h]);
       top.push(b.section);
     }
@@ -304,14 +309,14 @@ function render() {
       const counts = new Map();
       for (const p of all) counts.set(p.state, (counts.get(p.state) || 0) + 1);
       const closed = collapsed.has(id) && !words.length;
-      b.h.textContent = (closed ? "▸ " : "") + [...counts].map(([s, n]) => n + " " + s).join(" · ") + (words.length ? " — " + list.length + " match" : "");
+      setText(b.h, (closed ? "▸ " : "") + [...counts].map(([s, n]) => n + " " + s).join(" · ") + (words.length ? " — " + list.length + " match" : ""));
       b.section.className = "group group-" + name;
       const limit = closed ? 0 : name === "attention" ? Infinity : (pages.get(id) || pageSize);
       const page = list.slice(0, limit);
       shown.push(...page);
       reconcile(b.cards, page.map(cardFor));
       const rest = list.length - page.length;
-      if (rest > 0) b.more.textContent = "Show " + Math.min(rest, pageSize) + " more (" + rest + " not shown)";
+      if (rest > 0) setText(b.more, "Show " + Math.min(rest, pageSize) + " more (" + rest + " not shown)");
       reconcile(b.section, closed ? [b.h] : rest > 0 ? [b.h, b.cards, b.more] : [b.h, b.cards]);
       top.push(b.section);
     }
@@ -351,7 +356,7 @@ function refreshTimes() {
   for (const p of shown) {
     const c = cache.get(keyOf(p));
     const meta = c && c.el.querySelector(".head .meta");
-    if (meta) meta.textContent = metaText(p);
+    if (meta) setText(meta, metaText(p));
   }
 }
 
