@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/board"
+	"github.com/corral-dev/corral/internal/term"
 )
 
 // startPanes starts n panes named prefix0… that print a line and wait,
@@ -267,5 +271,50 @@ func TestWebBoardAtScale(t *testing.T) {
 		if r.longest > 2000 || r.messageMax > 1000 {
 			t.Errorf("the grouped board's main thread was busy %0.f ms at once; a message took %0.f ms", r.longest, r.messageMax)
 		}
+	}
+}
+
+// fleetBackend is a board's view of a fleet: panes of two hosts, the
+// second unreachable.
+type fleetBackend struct{}
+
+func (fleetBackend) Panes() []api.Pane {
+	since := time.Now().UTC().Format(time.RFC3339Nano)
+	return []api.Pane{
+		{ID: "a:1", Host: "a", Name: "a-work", State: "working", Agent: "codex", Since: since},
+		{ID: "a:2", Host: "a", Name: "a-ask", State: "blocked", Kind: "permission", Agent: "claude-code", Since: since},
+		{ID: "b:1", Host: "b", Name: "b-idle", State: "idle", Agent: "codex", Since: since, Unreachable: true},
+	}
+}
+func (fleetBackend) StyledScreen(string) ([][]term.Run, error) {
+	return [][]term.Run{{{Text: "$"}}}, nil
+}
+func (fleetBackend) Answer(string, string) (string, error) { return "y", nil }
+func (fleetBackend) Send(string, string, bool) error       { return nil }
+func (fleetBackend) Kill(string) error                     { return nil }
+func (fleetBackend) Prompt(string) board.Prompt            { return board.Prompt{Answers: []string{"yes", "no"}} }
+func (fleetBackend) Changed() (<-chan struct{}, func())    { return make(chan struct{}), func() {} }
+
+// In a fleet the web board shows each host under its heading, the
+// unreachable one marked, and each host's panes grouped, blocked first.
+func TestWebBoardFleetHosts(t *testing.T) {
+	chromium(t)
+	s, err := board.Start("127.0.0.1:0", false, fleetBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := browse(t, time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.SignIn()[0]), chromedp.WaitVisible(chromedp.CSS(`section.card[data-id]`))); err != nil {
+		t.Fatalf("open the board: %v", err)
+	}
+	poll(t, ctx, 10*time.Second, "three cards", `document.querySelectorAll("section.card").length === 3`)
+	got := evaluate[string](t, ctx, `[...document.querySelectorAll("#groups h2, #groups section.card .name")].map(e => e.tagName === "H2" ? "[" + e.className + ": " + e.textContent + "]" : e.textContent).join(" ")`)
+	want := "[host: a] [group: 1 blocked] a-ask [group: 1 working] a-work [host unreachable: b — unreachable: last known states] [group: 1 idle] b-idle"
+	if got != want {
+		t.Errorf("the fleet's board reads\n%s\nwant\n%s", got, want)
+	}
+	if n := evaluate[int](t, ctx, `document.querySelectorAll("section.card.state-blocked button.answer").length`); n != 2 {
+		t.Errorf("the blocked card of host a has %d answer buttons", n)
 	}
 }
