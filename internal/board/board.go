@@ -15,8 +15,9 @@
 // inline script (a strict Content-Security-Policy). Failed attempts past
 // MaxFailures a minute are answered 429, but a valid credential is always
 // checked first and never refused. The live feed is built once per change
-// for all clients, each client gets the latest state and a client that
-// stops reading is dropped without holding up the others; at most
+// for all clients, each client gets the whole state first and then only
+// the cards that changed (or the whole latest state if it fell behind),
+// and a client that stops reading is dropped without holding up the others; at most
 // MaxClients are connected at once. Assets are plain HTML/CSS/JS, embedded.
 package board
 
@@ -32,6 +33,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +83,7 @@ type Server struct {
 	ifat     time.Time
 
 	feed   *feed
+	build  builder
 	closed chan struct{}
 }
 
@@ -439,32 +442,120 @@ type card struct {
 	Options []option     `json:"options"`
 }
 
-// feed holds the latest state message; every client sends it from
-// there, so a client that is slow to read only misses states.
+// feed holds the latest state: whole, and as the change from the one
+// before. Every client sends from there, so a client that is slow to
+// read only misses states: one that has the state before gets the
+// change, any other the whole state.
 type feed struct {
 	mu    sync.Mutex
-	msg   []byte
+	full  []byte // {"type":"state","panes":[every card]}
+	delta []byte // {"type":"delta","panes":[changed cards],"gone":[keys]}
 	seq   uint64
 	ready chan struct{} // closed and replaced on every new message
 }
 
 func newFeed() *feed { return &feed{ready: make(chan struct{})} }
 
-func (f *feed) set(msg []byte) {
+// set publishes a state; a nil delta means nothing changed.
+func (f *feed) set(full, delta []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if bytes.Equal(msg, f.msg) {
+	if delta == nil && f.full != nil {
 		return
 	}
-	f.msg, f.seq = msg, f.seq+1
+	f.full, f.delta, f.seq = full, delta, f.seq+1
 	close(f.ready)
 	f.ready = make(chan struct{})
 }
 
-func (f *feed) get() ([]byte, uint64, <-chan struct{}) {
+// next is what a client that last sent seq sent should send now, if
+// anything, the feed's seq, and a channel closed on the next state.
+func (f *feed) next(sent uint64) ([]byte, uint64, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.msg, f.seq, f.ready
+	switch {
+	case f.full == nil || f.seq == sent:
+		return nil, f.seq, f.ready
+	case sent != 0 && f.seq == sent+1 && f.delta != nil:
+		return f.delta, f.seq, f.ready
+	}
+	return f.full, f.seq, f.ready
+}
+
+// builder turns the panes into state messages, remembering each card as
+// last sent to tell what changed.
+type builder struct {
+	mu   sync.Mutex
+	last map[string]built // by the card's key
+	size int              // the last whole state's length
+}
+
+// built is a card as last sent: its JSON, and what it was made from, so
+// that an unchanged card is not encoded again (a screen is most of it).
+type built struct {
+	rest   []byte // the card without its screen, as JSON
+	screen [][]term.Run
+	json   []byte
+}
+
+func sameScreen(a, b [][]term.Run) bool {
+	return slices.EqualFunc(a, b, func(x, y []term.Run) bool { return slices.Equal(x, y) })
+}
+
+// cardKey names a card across a fleet, as the page does: host:id.
+func cardKey(p api.Pane) string { return p.Host + ":" + p.ID }
+
+// publish builds the state and hands it to the feed.
+func (s *Server) publish() {
+	s.build.mu.Lock()
+	defer s.build.mu.Unlock()
+	cards := s.cards()
+	now := make(map[string]built, len(cards))
+	full := append(make([]byte, 0, s.build.size+4096), `{"type":"state","panes":[`...)
+	delta := []byte(`{"type":"delta","panes":[`)
+	changed := false
+	for i, c := range cards {
+		key := cardKey(c.Pane)
+		scr := c.Screen
+		c.Screen = nil
+		rest, _ := json.Marshal(c)
+		old, ok := s.build.last[key]
+		if ok && bytes.Equal(old.rest, rest) && sameScreen(old.screen, scr) {
+			old.rest = rest
+		} else {
+			c.Screen = scr
+			b, _ := json.Marshal(c)
+			old = built{rest: rest, screen: scr, json: b}
+			if changed {
+				delta = append(delta, ',')
+			}
+			delta, changed = append(delta, b...), true
+		}
+		if i > 0 {
+			full = append(full, ',')
+		}
+		full = append(full, old.json...)
+		now[key] = old
+	}
+	full = append(full, "]}"...)
+	s.build.size = len(full)
+	var gone []string
+	for key := range s.build.last {
+		if _, ok := now[key]; !ok {
+			gone = append(gone, key)
+		}
+	}
+	s.build.last = now
+	if !changed && len(gone) == 0 {
+		s.feed.set(full, nil)
+		return
+	}
+	g, _ := json.Marshal(gone)
+	if gone == nil {
+		g = []byte("[]")
+	}
+	delta = append(append(append(delta, `],"gone":`...), g...), '}')
+	s.feed.set(full, delta)
 }
 
 // broadcast builds the board's state once for all clients: after every
@@ -488,7 +579,7 @@ func (s *Server) broadcast() {
 			changed, stop = nil, func() {}
 		}
 		if n > 0 {
-			s.feed.set(s.state())
+			s.publish()
 			// A burst of changes is one new state, not one per change.
 			select {
 			case <-s.closed:
@@ -505,7 +596,8 @@ func (s *Server) broadcast() {
 	}
 }
 
-func (s *Server) state() []byte {
+// cards is every pane as the page gets it.
+func (s *Server) cards() []card {
 	cards := []card{}
 	for _, p := range s.b.Panes() {
 		scr, _ := s.b.StyledScreen(p.ID)
@@ -521,8 +613,7 @@ func (s *Server) state() []byte {
 		}
 		cards = append(cards, c)
 	}
-	msg, _ := json.Marshal(map[string]any{"type": "state", "panes": cards})
-	return msg
+	return cards
 }
 
 // wsOrigin says a WebSocket upgrade comes from the board's own page:
@@ -562,12 +653,13 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	defer c.CloseNow()
 	ctx := c.CloseRead(r.Context())
 	if first {
-		s.feed.set(s.state()) // nobody kept it up to date
+		s.publish() // nobody kept it up to date
 	}
-	msg, seq, ready := s.feed.get()
+	// The first message is the whole state, then the changes.
 	var sent uint64
 	for {
-		if msg != nil && seq != sent {
+		msg, seq, ready := s.feed.next(sent)
+		if msg != nil {
 			wctx, cancel := context.WithTimeout(ctx, WriteTimeout)
 			err := c.Write(wctx, websocket.MessageText, msg)
 			cancel()
@@ -583,6 +675,5 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-ready:
 		}
-		msg, seq, ready = s.feed.get()
 	}
 }

@@ -44,3 +44,61 @@ func BenchmarkUpdate100(b *testing.B) {
 		board.Update(panesMsg{panes: append([]api.Pane(nil), panes...)})
 	}
 }
+
+// boardOf is a board of n panes in four states, the middle one selected.
+func boardOf(n int) *Board {
+	board := New(nil, "")
+	board.width, board.height = 160, 50
+	states := []string{"blocked", "working", "idle", "done"}
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)
+	for i := 0; i < n; i++ {
+		board.panes = append(board.panes, api.Pane{ID: fmt.Sprintf("p%04d", i), Name: fmt.Sprintf("agent-%d", i), Agent: "claude-code",
+			State: states[i%4], Since: since, Cwd: "/src/project", Message: "approve Bash: go test ./..."})
+	}
+	board.panes = sortPanes(board.panes, nil)
+	board.sel = board.panes[n/2].ID
+	for i := 0; i < 32; i++ {
+		board.preview = append(board.preview, fmt.Sprintf("● line %d of the transcript with some text to fill the width of the preview", i))
+	}
+	return board
+}
+
+// BenchmarkFrame is one frame (a key and the view it draws) at 20 and at
+// 1,000 panes: only the rows on screen are drawn, so the two cost about
+// the same (compare the ns/op of the sizes).
+func BenchmarkFrame(b *testing.B) {
+	for _, n := range []int{20, 1000} {
+		for _, c := range []struct{ name, key, filter string }{
+			{"scroll", "j", ""},
+			{"page", "pgdown", ""},
+			{"filtered", "j", "agent-1"},
+		} {
+			b.Run(fmt.Sprintf("%s/%d", c.name, n), func(b *testing.B) {
+				board := boardOf(n)
+				board.filter = c.filter
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					board.key(c.key)
+					if i%64 == 63 {
+						board.move(-len(board.panes)) // back to the top, so that scrolling goes on
+					}
+					board.View()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkFilterKey is one key typed into the filter at 1,000 panes:
+// the one time the filter runs over every pane.
+func BenchmarkFilterKey(b *testing.B) {
+	board := boardOf(1000)
+	board.typing = true
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		board.key("a")
+		board.key("backspace")
+		board.View()
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -36,7 +37,9 @@ type Board struct {
 	preview []string
 	sel     string // selected pane id
 	filter  string
-	typing  bool // editing the filter
+	typing  bool       // editing the filter
+	vis     []api.Pane // the panes the filter lets through; nil until computed
+	visOK   bool       // vis is current for panes and filter
 	status  string
 	width   int
 	height  int
@@ -55,6 +58,8 @@ func Run(ctx context.Context, c *client.Client, exe, status string) error {
 }
 
 type panesMsg struct {
+	tick    bool          // from the refresh loop, which goes on after it
+	took    time.Duration // how long the read took
 	panes   []api.Pane
 	fleet   *fleetInfo // nil outside a fleet
 	preview []string
@@ -65,33 +70,47 @@ type tickMsg struct{}
 
 type statusMsg string
 
-func (b *Board) Init() tea.Cmd { return b.fetch() }
+func (b *Board) Init() tea.Cmd { return b.refresh(true) }
 
-func (b *Board) fetch() tea.Cmd {
+// fetch reads the panes now (after a key), outside the refresh loop.
+func (b *Board) fetch() tea.Cmd { return b.refresh(false) }
+
+// refresh reads the panes and the selected pane's screen. Only the
+// refresh loop's own reads schedule the next one: a read per key that
+// scheduled one too would start another loop on every key press.
+func (b *Board) refresh(tick bool) tea.Cmd {
 	sel := b.sel
 	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		var panes []api.Pane
-		if err := b.c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
-			return panesMsg{err: err}
-		}
-		fleet, remote := fleetPanes(ctx, b.c)
-		if fleet != nil {
-			for i := range panes {
-				panes[i].Host = fleet.self
-			}
-		}
-		panes = append(panes, remote...)
-		var preview []string
-		if sel != "" {
-			var s api.Screen
-			if b.c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(sel)+"/screen", nil, &s) == nil {
-				preview = s.Lines
-			}
-		}
-		return panesMsg{panes: panes, fleet: fleet, preview: preview}
+		start := time.Now()
+		msg := b.read(sel)
+		msg.tick, msg.took = tick, time.Since(start)
+		return msg
 	}
+}
+
+// read reads the panes (and the fleet's) and sel's screen.
+func (b *Board) read(sel string) panesMsg {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var panes []api.Pane
+	if err := b.c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
+		return panesMsg{err: err}
+	}
+	fleet, remote := fleetPanes(ctx, b.c)
+	if fleet != nil {
+		for i := range panes {
+			panes[i].Host = fleet.self
+		}
+	}
+	panes = append(panes, remote...)
+	var preview []string
+	if sel != "" {
+		var s api.Screen
+		if b.c.Do(ctx, "GET", "/v1/panes/"+url.PathEscape(sel)+"/screen", nil, &s) == nil {
+			preview = s.Lines
+		}
+	}
+	return panesMsg{panes: panes, fleet: fleet, preview: preview}
 }
 
 func (b *Board) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -103,6 +122,7 @@ func (b *Board) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err == nil {
 			b.fleet = msg.fleet
 			b.panes = sortPanes(msg.panes, b.fleet)
+			b.visOK = false
 			b.preview = msg.preview
 			if b.sel == "" || b.index(b.sel) < 0 {
 				if v := b.visible(); len(v) > 0 {
@@ -110,9 +130,14 @@ func (b *Board) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				}
 			}
 		}
-		return b, tea.Tick(Refresh, func(time.Time) tea.Msg { return tickMsg{} })
+		if !msg.tick {
+			return b, nil
+		}
+		// A daemon with many panes is read less often: never more than a
+		// third of the time.
+		return b, tea.Tick(max(Refresh, 2*msg.took), func(time.Time) tea.Msg { return tickMsg{} })
 	case tickMsg:
-		return b, b.fetch()
+		return b, b.refresh(true)
 	case statusMsg:
 		b.status = string(msg)
 	case tea.KeyPressMsg:
@@ -130,14 +155,19 @@ func (b *Board) key(k string) (tea.Model, tea.Cmd) {
 			b.typing, b.filter = false, ""
 		case "backspace":
 			if b.filter != "" {
-				b.filter = b.filter[:len(b.filter)-1]
+				_, n := utf8.DecodeLastRuneInString(b.filter)
+				b.filter = b.filter[:len(b.filter)-n]
 			}
 		default:
-			if len(k) == 1 {
+			if utf8.RuneCountInString(k) == 1 {
 				b.filter += k
 			} else if k == "space" {
 				b.filter += " "
 			}
+		}
+		b.visOK = false
+		if v := b.visible(); len(v) > 0 && b.index(b.sel) < 0 {
+			b.sel = v[0].ID
 		}
 		return b, nil
 	}
@@ -148,12 +178,20 @@ func (b *Board) key(k string) (tea.Model, tea.Cmd) {
 		b.move(1)
 	case "k", "up":
 		b.move(-1)
+	case "pgdown", "ctrl+f", "space":
+		b.move(b.listRows() - 1)
+	case "pgup", "ctrl+b":
+		b.move(-(b.listRows() - 1))
+	case "home":
+		b.move(-len(b.panes))
+	case "end", "G":
+		b.move(len(b.panes))
 	case "g", "tab":
 		b.nextBlocked()
 	case "/":
 		b.typing = true
 	case "esc":
-		b.filter = ""
+		b.filter, b.visOK = "", false
 	case "y":
 		return b, b.answer("yes")
 	case "a":
@@ -228,21 +266,32 @@ func sortPanes(ps []api.Pane, f *fleetInfo) []api.Pane {
 	return ps
 }
 
-// visible is the panes the filter lets through, in board order.
+// visible is the panes the filter lets through, in board order; it is
+// worked out again only when the panes or the filter change, not per
+// frame or key.
 func (b *Board) visible() []api.Pane {
 	if b.filter == "" {
 		return b.panes
 	}
-	var out []api.Pane
+	if b.visOK {
+		return b.vis
+	}
+	out := []api.Pane{}
 	f := strings.ToLower(b.filter)
 	for _, p := range b.panes {
-		hay := strings.ToLower(strings.Join([]string{p.ID, p.Name, p.Agent, p.State, p.Cwd, p.Message}, " "))
-		if strings.Contains(hay, f) {
-			out = append(out, p)
+		for _, field := range [...]string{p.ID, p.Name, p.Agent, p.State, p.Kind, p.Host, p.Cwd, p.Message} {
+			if strings.Contains(strings.ToLower(field), f) {
+				out = append(out, p)
+				break
+			}
 		}
 	}
+	b.vis, b.visOK = out, true
 	return out
 }
+
+// listRows is how many rows the list of panes takes: half the screen.
+func (b *Board) listRows() int { return max(3, b.height/2-2) }
 
 func (b *Board) index(id string) int {
 	for i, p := range b.visible() {

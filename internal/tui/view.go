@@ -36,17 +36,17 @@ func (b *Board) View() tea.View {
 		fmt.Fprintf(&out, "\x1b[31mno daemon: %v\x1b[0m\n", b.err)
 	}
 	vis := b.visible()
-	listRows := max(3, b.height/2-2)
+	listRows := b.listRows()
 	group, host := "", "\x00"
 	rows := 0
-	// Keep the selection in view.
+	// Only the rows on screen are drawn, the selection kept in view.
 	start := 0
 	if i := b.index(b.sel); i >= listRows-2 {
 		start = i - (listRows - 3)
 	}
-	for i, p := range vis {
-		if i < start || rows >= listRows {
-			continue
+	for _, p := range vis[min(start, len(vis)):] {
+		if rows >= listRows {
+			break
 		}
 		if b.fleet != nil && p.Host != host {
 			host, group = p.Host, ""
@@ -99,6 +99,10 @@ func (b *Board) View() tea.View {
 		for _, l := range lines {
 			out.WriteString(clip(l, b.width) + "\n")
 		}
+	}
+	if len(vis) > listRows-2 {
+		fmt.Fprintf(&out, "\x1b[2m%d of %d · PgUp/PgDn Home/End\x1b[0m\n", min(len(vis), start+1), len(vis))
+		rows++
 	}
 	help := "j/k move · g next blocked · y/a/n/1-9 answer · enter attach · x kill · / filter · q quit"
 	if b.status != "" {

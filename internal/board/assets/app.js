@@ -3,10 +3,39 @@
 "use strict";
 
 const order = ["blocked", "error", "done", "working", "idle", "exited", "lost"];
-let panes = [];
-let selected = null;
+// The groups of a host's panes, in board order: the ones that need a
+// person first, always whole; the others paged, pageSize at a time.
+const groups = [["attention", ["blocked", "error"]], ["done", ["done"]], ["working", ["working"]], ["idle", ["idle"]],
+  ["exited", ["exited"]], ["lost", ["lost"]], ["other", []]];
+const pageSize = 50;
+const byKey = new Map(); // every pane by host:id, as the server sends them
+let panes = []; // every pane in board order
+let shown = []; // the panes on the page, in order: what j/k move through
+let selected = null; // a pane's key
+let filter = "";
 let notifyOn = false;
 const lastState = new Map();
+const cache = new Map(); // key -> {json, el}: a card is built again only when its pane changed
+const pages = new Map(); // group id -> how many of its cards are shown
+const blocks = new Map(); // group id -> its section
+const collapsed = new Set(); // group ids whose cards are hidden (a click on the heading)
+// ?render=all draws every card again on every message, ungrouped and
+// unpaged, as the board once did: a baseline to measure against.
+const renderAll = new URLSearchParams(location.search).get("render") === "all";
+// What the board did, for a person (or a test) asking in the console.
+const stats = window.corralBoard = {messages: 0, built: 0, renders: 0, lastRenderMs: 0, maxRenderMs: 0, firstRender: 0,
+  lastMessageMs: 0, messageMs: [], longTasks: 0, longTaskMs: 0, longestTaskMs: 0};
+try {
+  new PerformanceObserver(list => {
+    for (const e of list.getEntries()) {
+      stats.longTasks++;
+      stats.longTaskMs += e.duration;
+      stats.longestTaskMs = Math.max(stats.longestTaskMs, e.duration);
+    }
+  }).observe({type: "longtask", buffered: true});
+} catch (e) { /* no long task timing in this browser */ }
+
+function keyOf(p) { return (p.host || "") + ":" + p.id; }
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -88,14 +117,21 @@ function answerButtons(p) {
   return out;
 }
 
+function metaText(p) {
+  return (p.host ? p.host + " · " : "") + p.agent + (p.integration ? " (hooks)" : "") + " · " + ago(p.since) + " · " + p.cwd;
+}
+
 function card(p) {
+  stats.built++;
+  const key = keyOf(p);
   const c = el("section", "card state-" + p.state);
   c.dataset.id = p.id;
-  if (p.id === selected) c.classList.add("selected");
-  c.addEventListener("click", () => { selected = p.id; render(); });
+  c.dataset.key = key;
+  if (key === selected) c.classList.add("selected");
+  c.addEventListener("click", () => select(key));
   const head = el("div", "head");
   head.append(el("span", "name", p.name || p.id), el("span", "state", p.state + (p.kind ? "/" + p.kind : "")),
-    el("span", "meta", (p.host ? p.host + " · " : "") + p.agent + (p.integration ? " (hooks)" : "") + " · " + ago(p.since) + " · " + p.cwd));
+    el("span", "meta", metaText(p)));
   c.append(head);
   if (p.worktree) {
     const w = p.worktree;
@@ -166,31 +202,162 @@ function hostsOf(list) {
   return [...new Set(list.map(p => p.host || ""))].sort();
 }
 
+function rank(state) {
+  const i = order.indexOf(state);
+  return i < 0 ? order.length : i;
+}
+
+function groupOf(state) {
+  const g = groups.find(([, states]) => states.includes(state));
+  return g ? g[0] : "other";
+}
+
+// matches: every word of the filter is in the pane's name, id, agent,
+// state, kind, message, host or folder.
+function matches(p, words) {
+  if (!words.length) return true;
+  const hay = [p.name, p.id, p.agent, p.state, p.kind, p.message, p.host, p.cwd].join(" ").toLowerCase();
+  return words.every(w => hay.includes(w));
+}
+
+// setText changes a node's text only when it differs.
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+// reconcile makes parent's children exactly nodes, moving only what is
+// out of place: cards that stay where they were are not touched.
+function reconcile(parent, nodes) {
+  let cur = parent.firstChild;
+  for (const n of nodes) {
+    if (n === cur) { cur = cur.nextSibling; continue; }
+    parent.insertBefore(n, cur);
+  }
+  while (cur) { const next = cur.nextSibling; cur.remove(); cur = next; }
+}
+
+// cardFor is a pane's card: the one on the page unless the pane changed.
+// A card whose send box holds a half-typed line is kept as it is.
+function cardFor(p) {
+  const key = keyOf(p);
+  const json = JSON.stringify(p);
+  const had = cache.get(key);
+  if (had && !renderAll) {
+    if (had.json === json) return had.el;
+    const a = document.activeElement;
+    if (a && a.tagName === "INPUT" && had.el.contains(a) && a.value) return had.el;
+  }
+  const c = card(p);
+  cache.set(key, {json: json, el: c});
+  return c;
+}
+
+// block is a group's section: a heading with its counts, its cards, and
+// a button for the next page.
+function block(id) {
+  let b = blocks.get(id);
+  if (!b) {
+    const section = el("div", "group"), h = el("h2", "group"), cards = el("div", "cards"), more = el("button", "more");
+    section.dataset.group = id;
+    h.title = "show or hide these cards";
+    h.addEventListener("click", () => { if (collapsed.has(id)) collapsed.delete(id); else collapsed.add(id); render(); });
+    more.type = "button";
+    more.addEventListener("click", () => { pages.set(id, (pages.get(id) || pageSize) + pageSize); render(); });
+    section.append(h, cards);
+    b = {section, h, cards, more};
+    blocks.set(id, b);
+  }
+  return b;
+}
+
+let firstPending = false;
+
 function render() {
-  const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest(".card");
-  if (focused && focused.querySelector("input") === document.activeElement) return; // don't steal a half-typed line
-  // One grid for every pane (of a host), blocked first: the width holds
-  // as many cards as fit, whatever their states.
+  const t0 = performance.now();
+  stats.renders++;
   const root = document.getElementById("groups");
-  root.replaceChildren();
+  const words = filter.toLowerCase().split(/\s+/).filter(w => w);
+  const top = [];
+  shown = [];
   // In a fleet, panes are grouped by host first, each host with its
-  // reachability and its own grid.
+  // reachability and its own groups.
   for (const host of hostsOf(panes)) {
     const mine = panes.filter(p => (p.host || "") === host);
     if (host) {
       const down = mine.some(p => p.unreachable);
-      root.append(el("h2", "host" + (down ? " unreachable" : ""), host + (down ? " — unreachable: last known states" : "")));
+      const b = block("host:" + host);
+      b.h.className = "host" + (down ? " unreachable" : "");
+      setText(b.h, host + (down ? " — unreachable: last known states" : ""));
+      reconcile(b.section, [b.h]);
+      top.push(b.section);
     }
-    const cards = el("div", "cards");
-    for (const p of mine) cards.append(card(p));
-    root.append(cards);
+    if (renderAll) {
+      const b = block(host + "/all");
+      const cards = mine.map(cardFor);
+      shown.push(...mine);
+      reconcile(b.cards, cards);
+      reconcile(b.section, [b.cards]);
+      top.push(b.section);
+      continue;
+    }
+    for (const [name, states] of groups) {
+      const all = mine.filter(p => name === "other" ? groupOf(p.state) === "other" : states.includes(p.state));
+      if (!all.length) continue;
+      const list = all.filter(p => matches(p, words));
+      const id = host + "/" + name;
+      const b = block(id);
+      const counts = new Map();
+      for (const p of all) counts.set(p.state, (counts.get(p.state) || 0) + 1);
+      const closed = collapsed.has(id) && !words.length;
+      setText(b.h, (closed ? "▸ " : "") + [...counts].map(([s, n]) => n + " " + s).join(" · ") + (words.length ? " — " + list.length + " match" : ""));
+      b.section.className = "group group-" + name;
+      const limit = closed ? 0 : name === "attention" ? Infinity : (pages.get(id) || pageSize);
+      const page = list.slice(0, limit);
+      shown.push(...page);
+      reconcile(b.cards, page.map(cardFor));
+      const rest = list.length - page.length;
+      if (rest > 0) setText(b.more, "Show " + Math.min(rest, pageSize) + " more (" + rest + " not shown)");
+      reconcile(b.section, closed ? [b.h] : rest > 0 ? [b.h, b.cards, b.more] : [b.h, b.cards]);
+      top.push(b.section);
+    }
   }
+  reconcile(root, top);
   const blocked = panes.filter(p => p.state === "blocked").length;
   document.title = (blocked ? "(" + blocked + " blocked) " : "") + "corral";
   const counts = order.map(s => [s, panes.filter(p => p.state === s).length]).filter(([, n]) => n);
   const summary = document.getElementById("summary");
   summary.replaceChildren(el("span", "", panes.length + " panes"));
   for (const [s, n] of counts) summary.append(" · ", el("span", "count state-" + s, n + " " + s));
+  if (words.length) summary.append(" · ", el("span", "", shown.length + " shown"));
+  const ms = performance.now() - t0;
+  stats.lastRenderMs = ms;
+  stats.maxRenderMs = Math.max(stats.maxRenderMs, ms);
+  if (!firstPending && panes.length) {
+    // The first state on screen: after the frame that lays it out and
+    // paints it.
+    firstPending = true;
+    requestAnimationFrame(() => setTimeout(() => { stats.firstRender = performance.now(); }));
+  }
+}
+
+// select marks one card as selected, touching only the two cards.
+function select(key) {
+  if (key === selected) return;
+  for (const k of [selected, key]) {
+    const c = cache.get(k);
+    if (c) c.el.classList.toggle("selected", k === key);
+  }
+  selected = key;
+}
+
+// refreshTimes keeps each card's time in state current without
+// building it again.
+function refreshTimes() {
+  for (const p of shown) {
+    const c = cache.get(keyOf(p));
+    const meta = c && c.el.querySelector(".head .meta");
+    if (meta) setText(meta, metaText(p));
+  }
 }
 
 function beep() {
@@ -204,52 +371,88 @@ function beep() {
 // blockSettle is how long a new block must last before it is notified.
 const blockSettle = 1000;
 
-function update(next) {
-  for (const p of next) {
-    const key = (p.host || "") + ":" + p.id;
-    const was = lastState.get(key);
-    if (notifyOn && p.state === "blocked" && was && was !== "blocked") {
-      // A block that lasts: a policy's rule answers some at once, and the
-      // agent may show "blocked" for a moment first.
-      setTimeout(() => {
-        if (lastState.get(key) !== "blocked") return;
-        try { new Notification("corral: " + (p.host ? p.host + ":" : "") + (p.name || p.id) + " is blocked", {body: p.agent + " · " + (p.message || p.kind)}); } catch (e) { /* denied */ }
-        beep();
-      }, blockSettle);
-    }
-    lastState.set(key, p.state);
+function notice(p) {
+  const key = keyOf(p);
+  const was = lastState.get(key);
+  if (notifyOn && p.state === "blocked" && was && was !== "blocked") {
+    // A block that lasts: a policy's rule answers some at once, and the
+    // agent may show "blocked" for a moment first.
+    setTimeout(() => {
+      if (lastState.get(key) !== "blocked") return;
+      try { new Notification("corral: " + (p.host ? p.host + ":" : "") + (p.name || p.id) + " is blocked", {body: p.agent + " · " + (p.message || p.kind)}); } catch (e) { /* denied */ }
+      beep();
+    }, blockSettle);
   }
-  panes = hostsOf(next).flatMap(h => order.flatMap(s => next.filter(p => (p.host || "") === h && p.state === s)));
-  if (!panes.some(p => p.id === selected)) selected = panes.length ? panes[0].id : null;
+  lastState.set(key, p.state);
+}
+
+// update takes a message: the whole state ("state", on connecting) or the
+// panes that changed and the keys of those gone ("delta").
+function update(m) {
+  const gone = new Set(m.gone || []);
+  if (m.type === "state") {
+    const now = new Set((m.panes || []).map(keyOf));
+    for (const k of byKey.keys()) if (!now.has(k)) gone.add(k);
+  }
+  for (const k of gone) { byKey.delete(k); cache.delete(k); lastState.delete(k); }
+  for (const p of m.panes || []) {
+    notice(p);
+    byKey.set(keyOf(p), p);
+  }
+  const all = [...byKey.values()];
+  const hosts = hostsOf(all);
+  panes = all.map((p, i) => [p, i]).sort(([a, i], [b, j]) =>
+    hosts.indexOf(a.host || "") - hosts.indexOf(b.host || "") || rank(a.state) - rank(b.state) || i - j).map(([p]) => p);
   render();
+  if (!shown.some(p => keyOf(p) === selected)) select(shown.length ? keyOf(shown[0]) : null);
 }
 
 function connect() {
   // Every address is relative to the board's own /b/ID/ (its cookie's path).
   const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + location.pathname.replace(/[^/]*$/, "") + "ws");
-  ws.onmessage = ev => { const m = JSON.parse(ev.data); if (m.type === "state") update(m.panes || []); };
+  ws.onmessage = ev => {
+    const t0 = performance.now();
+    const m = JSON.parse(ev.data);
+    if (m.type === "state" || m.type === "delta") update(m);
+    stats.messages++;
+    stats.lastMessageMs = performance.now() - t0;
+    if (stats.messageMs.length < 10000) stats.messageMs.push(stats.lastMessageMs);
+  };
   ws.onclose = () => { document.getElementById("summary").textContent = "disconnected; retrying…"; setTimeout(connect, 1000); };
 }
 
 function move(d) {
-  if (!panes.length) return;
-  const i = Math.max(0, Math.min(panes.length - 1, panes.findIndex(p => p.id === selected) + d));
-  selected = panes[i].id;
-  render();
+  if (!shown.length) return;
+  const i = Math.max(0, Math.min(shown.length - 1, shown.findIndex(p => keyOf(p) === selected) + d));
+  select(keyOf(shown[i]));
   const c = document.querySelector(".card.selected");
   if (c) c.scrollIntoView({block: "nearest"});
 }
 
+const filterBox = document.getElementById("filter");
+// The / that opens the filter is not typed into it (some input paths
+// deliver its character after the focus moved).
+let slashOpened = false;
+filterBox.addEventListener("beforeinput", ev => { if (slashOpened && ev.data === "/") ev.preventDefault(); slashOpened = false; });
+document.addEventListener("keyup", ev => { if (ev.key === "/") slashOpened = false; });
+filterBox.addEventListener("input", () => { filter = filterBox.value; render(); if (!shown.some(p => keyOf(p) === selected)) select(shown.length ? keyOf(shown[0]) : null); });
+filterBox.addEventListener("keydown", ev => {
+  if (ev.key === "Escape") { filterBox.value = ""; filter = ""; render(); filterBox.blur(); }
+  if (ev.key === "Enter") { ev.preventDefault(); filterBox.blur(); }
+});
+
 document.addEventListener("keydown", ev => {
   if (ev.target.tagName === "INPUT") return;
-  const p = panes.find(x => x.id === selected);
+  const p = shown.find(x => keyOf(x) === selected);
   switch (ev.key) {
+    case "/": ev.preventDefault(); slashOpened = true; filterBox.focus(); filterBox.select(); break;
+    case "Escape": if (filter) { filterBox.value = ""; filter = ""; render(); } break;
     case "j": move(1); break;
     case "k": move(-1); break;
     case "g": {
-      const i = panes.findIndex(x => x.id === selected);
-      const next = panes.slice(i + 1).concat(panes.slice(0, i + 1)).find(x => x.state === "blocked");
-      if (next) { selected = next.id; render(); }
+      const i = shown.findIndex(x => keyOf(x) === selected);
+      const next = shown.slice(i + 1).concat(shown.slice(0, i + 1)).find(x => x.state === "blocked");
+      if (next) { select(keyOf(next)); move(0); }
       break;
     }
     case "y": if (p && p.state === "blocked") post(p.id, "answer", {choice: "yes"}); break;
@@ -271,5 +474,5 @@ document.getElementById("notify").addEventListener("click", async () => {
   document.getElementById("notify").textContent = notifyOn ? "Notifications on" : "Notifications blocked";
 });
 
-setInterval(render, 5000); // times in state
+setInterval(refreshTimes, 5000); // times in state
 connect();
