@@ -1,0 +1,215 @@
+package holder
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/internal/procs"
+)
+
+// A pane's processes are found by reading /proc: every process's parent,
+// group and session (procs.Group). One look reads the stat of every
+// process on the machine, and ending a pane takes three or more; when a
+// holder process ended its panes one look each, ending a thousand panes
+// read /proc three thousand times, a thousand files each (minutes of CPU).
+// So the looks of one holder process are shared: the panes that ask while
+// a look runs are all served by the next one, each with the processes of
+// its own group as procs.Group finds them.
+
+// sweeper serves the looks of one holder process.
+type sweeper struct {
+	mu    sync.Mutex
+	queue []*sweep
+	busy  bool // a goroutine is taking the queue
+}
+
+// sweep is one pane's signal, answered with how many processes it found.
+type sweep struct {
+	group procs.Group
+	sig   syscall.Signal
+	found int
+	done  chan struct{}
+}
+
+var sweeps sweeper
+
+// signal sends sig to every process of g (and SIGCONT after it, so a
+// stopped process takes it), as procs.Group.Signal does, from a look at
+// /proc begun after the call; it returns how many it found.
+func (s *sweeper) signal(g procs.Group, sig syscall.Signal) int {
+	r := &sweep{group: g, sig: sig, done: make(chan struct{})}
+	s.mu.Lock()
+	s.queue = append(s.queue, r)
+	if !s.busy {
+		s.busy = true
+		go s.run()
+	}
+	s.mu.Unlock()
+	<-r.done
+	return r.found
+}
+
+// killAll sends SIGKILL to every process of g until none is left (one may
+// fork while it is being killed), for at most max, as procs.Group.KillAll
+// does. It reports whether none is left.
+func (s *sweeper) killAll(g procs.Group, max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	for {
+		if s.signal(g, syscall.SIGKILL) == 0 {
+			return true
+		}
+		procs.Reap()
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// run takes the queue until it is empty: each round one look serves every
+// request made before it began.
+func (s *sweeper) run() {
+	for {
+		s.mu.Lock()
+		batch := s.queue
+		s.queue = nil
+		if len(batch) == 0 {
+			s.busy = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		t := readTable()
+		roots := make(map[int]bool, len(batch))
+		for _, r := range batch {
+			roots[r.group.Root] = true
+		}
+		for _, r := range batch {
+			pids := t.descendants(r.group, roots)
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, r.sig)
+				if r.sig != syscall.SIGKILL && r.sig != syscall.SIGSTOP && r.sig != syscall.SIGTSTP && r.sig != 0 {
+					_ = syscall.Kill(pid, syscall.SIGCONT)
+				}
+			}
+			r.found = len(pids)
+			close(r.done)
+		}
+	}
+}
+
+// proc is one line of the process table.
+type proc struct {
+	pid, ppid, pgid, sid int
+	zombie               bool
+}
+
+// procTable is one look at every process, with each one's children.
+type procTable struct {
+	procs    map[int]proc
+	children map[int][]int
+	members  map[int][]int // the processes of each session and group, by its id
+}
+
+// readTable reads every process's parent, group, session and state.
+func readTable() procTable {
+	t := procTable{procs: map[int]proc{}, children: map[int][]int{}, members: map[int][]int{}}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return t
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	buf := make([]byte, 1024)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		p, ok := readStat(pid, name, buf)
+		if !ok {
+			continue
+		}
+		t.procs[pid] = p
+		t.children[p.ppid] = append(t.children[p.ppid], pid)
+		t.members[p.sid] = append(t.members[p.sid], pid)
+		if p.pgid != p.sid {
+			t.members[p.pgid] = append(t.members[p.pgid], pid)
+		}
+	}
+	return t
+}
+
+// readStat parses "pid (comm) S ppid pgrp session …" of one process; comm
+// may hold spaces and ')'.
+func readStat(pid int, name string, buf []byte) (proc, bool) {
+	fd, err := syscall.Open("/proc/"+name+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return proc{}, false
+	}
+	n, err := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if err != nil || n <= 0 {
+		return proc{}, false
+	}
+	s := string(buf[:n])
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return proc{}, false
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 4 {
+		return proc{}, false
+	}
+	p := proc{pid: pid, zombie: f[0] == "Z"}
+	p.ppid, _ = strconv.Atoi(f[1])
+	p.pgid, _ = strconv.Atoi(f[2])
+	p.sid, _ = strconv.Atoi(f[3])
+	return p, true
+}
+
+// descendants is procs.Group.Descendants on this look: g's first process,
+// its session and group, the holder's adopted orphans that carry g.Mark,
+// and the process trees below them, zombies left out. The holder's
+// children that are the first process of a pane being looked for (roots)
+// are that pane's, not orphans: their environment is not read.
+func (t procTable) descendants(g procs.Group, roots map[int]bool) []int {
+	self := os.Getpid()
+	seen := map[int]bool{}
+	var queue []int
+	add := func(pid int) {
+		if pid > 1 && pid != self && !seen[pid] {
+			seen[pid] = true
+			queue = append(queue, pid)
+		}
+	}
+	if _, ok := t.procs[g.Root]; ok {
+		add(g.Root)
+	}
+	for _, pid := range t.members[g.Root] {
+		add(pid)
+	}
+	if g.Mark != "" {
+		for _, c := range t.children[self] {
+			if !roots[c] && !seen[c] && procs.Marked(c, g.Mark) {
+				add(c)
+			}
+		}
+	}
+	for i := 0; i < len(queue); i++ {
+		for _, c := range t.children[queue[i]] {
+			add(c)
+		}
+	}
+	out := queue[:0]
+	for _, pid := range queue {
+		if !t.procs[pid].zombie {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
