@@ -293,5 +293,15 @@ func (g *group) reapOrphans() {
 		case <-t.C:
 		}
 		procs.Reap()
+		// Each look reads every process of the machine: the ends of many
+		// panes at once (a shutdown) are reaped together, not one look
+		// each. A SIGCHLD meanwhile waits in chld.
+		select {
+		case <-g.over:
+		case <-time.After(ReapGap):
+		}
 	}
 }
+
+// ReapGap is the least time between two looks for ended orphans.
+const ReapGap = 100 * time.Millisecond

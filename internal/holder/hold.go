@@ -185,9 +185,8 @@ func bareNonBlocking(m *os.File) (int, error) {
 func (h *holder) reap() {
 	procs.WaitExit(h.pid)
 	killGroup(h.pid, syscall.SIGHUP)
-	sweeps.signal(h.group, syscall.SIGHUP)
 	killGroup(h.pid, syscall.SIGKILL)
-	sweeps.killAll(h.group, 5*time.Second)
+	sweeps.hangUpAndKill(h.group, 5*time.Second)
 	err := h.cmd.Wait()
 	h.mu.Lock()
 	h.waited = true // its pid may be another's from here: never signalled again

@@ -37,6 +37,9 @@ type sweep struct {
 
 var sweeps sweeper
 
+// hangUpThenKill asks a look for SIGHUP then SIGKILL to each process.
+const hangUpThenKill = syscall.Signal(-1)
+
 // signal sends sig to every process of g (and SIGCONT after it, so a
 // stopped process takes it), as procs.Group.Signal does, from a look at
 // /proc begun after the call; it returns how many it found.
@@ -53,13 +56,18 @@ func (s *sweeper) signal(g procs.Group, sig syscall.Signal) int {
 	return r.found
 }
 
-// killAll sends SIGKILL to every process of g until none is left (one may
-// fork while it is being killed), for at most max, as procs.Group.KillAll
-// does. It reports whether none is left.
-func (s *sweeper) killAll(g procs.Group, max time.Duration) bool {
+// hangUpAndKill sends SIGHUP then SIGKILL to every process of g, again
+// while some are left (one may fork while it is being killed), for at
+// most max: procs.Group's Signal(SIGHUP) then KillAll, with one look fewer.
+// It reports whether none is left.
+func (s *sweeper) hangUpAndKill(g procs.Group, max time.Duration) bool {
 	deadline := time.Now().Add(max)
-	for {
-		if s.signal(g, syscall.SIGKILL) == 0 {
+	for first := true; ; first = false {
+		sig := syscall.SIGKILL
+		if first {
+			sig = hangUpThenKill
+		}
+		if s.signal(g, sig) == 0 {
 			return true
 		}
 		procs.Reap()
@@ -91,6 +99,11 @@ func (s *sweeper) run() {
 		for _, r := range batch {
 			pids := t.descendants(r.group, roots)
 			for _, pid := range pids {
+				if r.sig == hangUpThenKill {
+					_ = syscall.Kill(pid, syscall.SIGHUP)
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					continue
+				}
 				_ = syscall.Kill(pid, r.sig)
 				if r.sig != syscall.SIGKILL && r.sig != syscall.SIGSTOP && r.sig != syscall.SIGTSTP && r.sig != 0 {
 					_ = syscall.Kill(pid, syscall.SIGCONT)

@@ -74,8 +74,8 @@ func TestSweepFindsWhatGroupFinds(t *testing.T) {
 		}
 	}
 	for i, g := range groups {
-		if !sw.killAll(g, 5*time.Second) {
-			t.Errorf("pane %d: processes left after killAll: %v", i, g.Descendants())
+		if !sw.hangUpAndKill(g, 5*time.Second) {
+			t.Errorf("pane %d: processes left after hangUpAndKill: %v", i, g.Descendants())
 		}
 	}
 }
