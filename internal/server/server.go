@@ -299,6 +299,10 @@ func (s *Server) reapLoop() {
 			}
 		}
 		procs.Reap()
+		select { // many children ending at once are reaped together
+		case <-s.done:
+		case <-time.After(holder.ReapGap):
+		}
 		next := reapIdle
 		if again > 0 {
 			next = time.Second
