@@ -79,3 +79,23 @@ func TestSweepFindsWhatGroupFinds(t *testing.T) {
 		}
 	}
 }
+
+func TestReadStat(t *testing.T) {
+	for _, tc := range []struct {
+		stat string
+		want proc
+		ok   bool
+	}{
+		{"12 (sh) S 1 12 12 34816 12 4194560", proc{pid: 12, ppid: 1, pgid: 12, sid: 12}, true},
+		{"40 (a) b) c) Z 39 38 37 0", proc{pid: 40, ppid: 39, pgid: 38, sid: 37, zombie: true}, true},
+		{"7 (x) S 1 2", proc{}, false},
+		{"7 (x)", proc{}, false},
+		{"7 x S 1 2 3", proc{}, false},
+		{"", proc{}, false},
+	} {
+		got, ok := parseStat(tc.want.pid, []byte(tc.stat))
+		if ok != tc.ok || ok && got != tc.want {
+			t.Errorf("%q: %+v %v, want %+v %v", tc.stat, got, ok, tc.want, tc.ok)
+		}
+	}
+}
