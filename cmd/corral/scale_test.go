@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -31,6 +32,25 @@ func timeLs(e *env, n int) time.Duration {
 	return time.Since(start) / time.Duration(n)
 }
 
+// timeShutdown times corral shutdown until no process of the daemon, its
+// holders or its panes is left.
+func timeShutdown(t testing.TB, e *env) time.Duration {
+	sock := "CORRAL_SOCKET=" + filepath.Join(e.dir, "s.sock")
+	left := func() int {
+		n := 0
+		eachPID(func(pid int) {
+			if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && bytes.Contains(env, []byte(sock+"\x00")) {
+				n++
+			}
+		})
+		return n
+	}
+	start := time.Now()
+	e.must("shutdown")
+	until(t, 30*time.Second, "every process of the daemon and its panes gone", func() bool { return left() == 0 })
+	return time.Since(start)
+}
+
 // A run, and a listing per pane, must not grow with the number of panes
 // already there (the pane table once made every run rewrite all of it):
 // a guard against O(n²) creeping back, as a ratio within one run.
@@ -53,6 +73,19 @@ func TestScaleRunCostFlat(t *testing.T) {
 	t.Logf("run: %v at 20 panes, %v at 200 (×%.1f); ls --json: %v at 40, %v at 220 (×%.1f)",
 		few.Round(time.Microsecond), many.Round(time.Microsecond), float64(many)/float64(few),
 		lsFew.Round(time.Microsecond), lsMany.Round(time.Microsecond), float64(lsMany)/float64(lsFew))
+	// A shutdown ends the panes together, and its fixed costs weigh more
+	// than its panes at this size: 11× the panes measured ×1.5 the time.
+	// When each holder looked at every process of the machine for each
+	// pane it ended, it was ×4.9 (×18 at 200 against 20 panes).
+	small := newEnv(t)
+	runMany(t, small, "a", 20)
+	endFew := timeShutdown(t, small)
+	endMany := timeShutdown(t, e)
+	t.Logf("shutdown: %v of 20 panes, %v of 220 (×%.1f)", endFew.Round(time.Millisecond), endMany.Round(time.Millisecond),
+		float64(endMany)/float64(endFew))
+	if endMany > 3*endFew {
+		t.Errorf("shutdown of 220 panes took %v, %0.1f× that of 20 (%v)", endMany, float64(endMany)/float64(endFew), endFew)
+	}
 	if many > 4*few {
 		t.Errorf("a run at 200 panes costs %v, %0.1f× a run at 20 (%v)", many, float64(many)/float64(few), few)
 	}

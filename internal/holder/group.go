@@ -293,5 +293,21 @@ func (g *group) reapOrphans() {
 		case <-t.C:
 		}
 		procs.Reap()
+		// Each look reads every process of the machine: the ends of many
+		// panes at once (a shutdown) are reaped together, not one look
+		// each. A SIGCHLD meanwhile waits in chld.
+		select {
+		case <-g.over:
+		case <-time.After(holderReapGap):
+		}
 	}
 }
+
+// ReapGap is the least time between two looks for ended orphans.
+const ReapGap = 100 * time.Millisecond
+
+// holderReapGap is a holder's: nearly every child that ends in a holder is
+// a pane's first process, which its pane waits for; the orphans a look is
+// for are few, and a look at a thousand processes costs more than a
+// zombie that stays a second.
+const holderReapGap = time.Second

@@ -185,9 +185,8 @@ func bareNonBlocking(m *os.File) (int, error) {
 func (h *holder) reap() {
 	procs.WaitExit(h.pid)
 	killGroup(h.pid, syscall.SIGHUP)
-	h.group.Signal(syscall.SIGHUP)
 	killGroup(h.pid, syscall.SIGKILL)
-	h.group.KillAll(5 * time.Second)
+	sweeps.hangUpAndKill(h.group, 5*time.Second)
 	err := h.cmd.Wait()
 	h.mu.Lock()
 	h.waited = true // its pid may be another's from here: never signalled again
@@ -245,7 +244,7 @@ func (h *holder) kill(sig syscall.Signal) {
 	if gone {
 		return
 	}
-	h.group.Signal(sig)
+	sweeps.signal(h.group, sig)
 	killGroup(h.pid, sig)
 	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT {
 		killGroup(h.pid, syscall.SIGCONT)

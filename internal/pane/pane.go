@@ -98,6 +98,10 @@ type Pane struct {
 	// readDone is closed when the read loop has ended; stopRead ends it.
 	readDone chan struct{}
 	stopRead atomic.Bool
+	// closing: Close ends the pane, which goes with it; its last screen
+	// is not kept apart (rendering a thousand screens made a shutdown
+	// slow).
+	closing atomic.Bool
 	// group finds every process the program started, wherever it went.
 	group procs.Group
 
@@ -423,7 +427,9 @@ func (p *Pane) ended(code int) {
 	p.queueLocked(p.engine.SetProcess(p.exitedAt, combine.Process{PaneExited: true, ExitCode: code}))
 	p.mu.Unlock()
 	// Only the last screen is needed now: release the emulator.
-	p.term.Freeze()
+	if !p.closing.Load() {
+		p.term.Freeze()
+	}
 	p.deliver()
 	_ = p.src.Close()
 	p.mu.Lock()
@@ -787,6 +793,7 @@ func (p *Pane) Close(grace time.Duration) {
 		p.Detach()
 		return
 	}
+	p.closing.Store(true)
 	_ = p.Kill(syscall.SIGHUP)
 	select {
 	case <-p.done:

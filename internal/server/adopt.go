@@ -211,6 +211,9 @@ func (s *Server) endUnit(u unit) {
 // adoptWait bounds the connection to one holder at start.
 const adoptWait = 2 * time.Second
 
+// adoptAtOnce bounds the panes being adopted at the same time.
+const adoptAtOnce = 64
+
 // adoptAll re-adopts the panes of the table whose holders still run; the
 // others are kept as lost, for corral restore.
 func (s *Server) adoptAll() {
@@ -254,10 +257,16 @@ func (s *Server) adoptAll() {
 	}
 	results := make([]result, len(f.Panes))
 	var wg sync.WaitGroup
+	// A few at a time: each connection has adoptWait to be answered, and
+	// a thousand at once on holder processes of one thread each would
+	// leave the last ones unanswered, their panes taken for lost.
+	slots := make(chan struct{}, adoptAtOnce)
 	for i, row := range f.Panes {
 		wg.Add(1)
+		slots <- struct{}{}
 		go func() {
 			defer wg.Done()
+			defer func() { <-slots }()
 			e, err := s.adopt(row, last[row.ID])
 			results[i] = result{row, e, err}
 		}()

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -249,7 +250,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	if err := procs.Subreaper(); err != nil {
 		s.opts.Logf("%v: processes that leave a pane's session are found by their environment only", err)
 	}
-	go procs.ReapLoop(time.Second, s.done)
+	go s.reapLoop()
 	scrubEnv()
 	s.adoptAll()
 	s.mu.Lock()
@@ -277,6 +278,46 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.stop()
 	return nil
 }
+
+// reapLoop reaps the adopted orphans that end, when a child ends
+// (SIGCHLD), not on a timer: each look reads every process of the machine,
+// a thousand files with a thousand panes. A look is skipped while a start
+// is under way (procs.Reap), so two more follow each SIGCHLD, a second
+// apart; otherwise one every reapIdle, for a signal missed.
+func (s *Server) reapLoop() {
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
+	t := time.NewTimer(reapIdle)
+	defer t.Stop()
+	again := 0
+	for {
+		select {
+		case <-s.done:
+			procs.Reap()
+			return
+		case <-chld:
+			again = 2
+		case <-t.C:
+			if again > 0 {
+				again--
+			}
+		}
+		procs.Reap()
+		select { // many children ending at once are reaped together
+		case <-s.done:
+		case <-time.After(holder.ReapGap):
+		}
+		next := reapIdle
+		if again > 0 {
+			next = time.Second
+		}
+		t.Reset(next)
+	}
+}
+
+// reapIdle is how often orphans are looked for when no child ended.
+const reapIdle = 30 * time.Second
 
 // SpawnWait bounds how long shutdown waits for the starts in flight.
 const SpawnWait = 5 * time.Second

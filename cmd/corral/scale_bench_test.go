@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkScale runs the same table for corral and for tmux in one run,
+// at each number of panes CORRAL_SCALE names:
+//
+//	CORRAL_SCALE=20,300,1000 go test -run XXX -bench Scale -benchtime 1x -timeout 60m ./cmd/corral
+//
+// Every pane is a bash that prints 200 lines, then redraws a spinner twice
+// a second (read -t on a FIFO nobody writes: no process per tick). For
+// each side: the mean start of one pane (corral run, tmux new-window: the
+// whole command), the listing (corral ls, ls --json and the API's GET
+// /v1/panes; tmux list-panes -a), memory per pane as PSS (the daemon and
+// its holder processes; the tmux server: the panes' own programs are
+// left out on both sides), CPU over a window with every pane spinning, and
+// the time to end everything (corral shutdown; tmux kill-server) until no
+// process of either is left. corral alone: re-adoption after kill -9 of
+// the daemon, and corral restart.
+func BenchmarkScale(b *testing.B) {
+	spec := os.Getenv("CORRAL_SCALE")
+	if spec == "" {
+		b.Skip("CORRAL_SCALE=20,300,1000 runs it")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		need(b, "tmux (apt-get install tmux)")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		need(b, "bash")
+	}
+	raiseLimits(b)
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("CORRAL_SCALE: %q is not a number of panes", f)
+		}
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				tm := scaleTmux(b, n)
+				co := scaleCorral(b, n)
+				// Printed, not logged: a benchmark's log is cut to a few lines.
+				fmt.Print("\n" + scaleTable(n, co, tm) + "\n")
+				b.ReportMetric(ms(co.start), "run-ms")
+				b.ReportMetric(ms(co.lsJSON), "ls-json-ms")
+				b.ReportMetric(co.pssKB/float64(n), "pss-KB/pane")
+				b.ReportMetric(co.cpu, "cpu-%")
+				b.ReportMetric(co.end.Seconds(), "shutdown-s")
+				b.ReportMetric(co.readopt.Seconds(), "readopt-s")
+			}
+		})
+	}
+}
+
+// scaleResult is one side's row of the table.
+type scaleResult struct {
+	start, ls, lsJSON, api time.Duration
+	pssKB                  float64 // the side's own processes, not the panes'
+	procs                  int     // how many processes that PSS is of
+	cpu                    float64 // % of one core over the window
+	end                    time.Duration
+	readopt, restart       time.Duration // corral only
+}
+
+// cpuWindow is how long CPU is counted with every pane spinning.
+const cpuWindow = 10 * time.Second
+
+// spinner is a pane's program: 200 lines, then a spinner at 2 Hz.
+func spinner(fifo string) string {
+	return `for i in $(seq 1 200); do echo "line $i of the scrollback"; done; exec 3<>` + fifo +
+		`; i=0; s='|/-\'; while :; do printf '\r\033[K%s working (%d)' "${s:$((i%4)):1}" $i; i=$((i+1)); read -t 0.5 -u 3; done`
+}
+
+func scaleCorral(b *testing.B, n int) scaleResult {
+	e := newEnv(b)
+	fifo := filepath.Join(e.dir, "tick")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var r scaleResult
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		e.must("run", "--name", fmt.Sprintf("s%d", i), "--", "bash", "-c", spinner(fifo))
+	}
+	r.start = time.Since(start) / time.Duration(n)
+	if got := strings.Count(e.must("ls"), "\n") - 1; got != n {
+		b.Fatalf("corral ls lists %d panes, want %d", got, n)
+	}
+	// Every pane has printed its lines and spins.
+	until(b, 2*time.Minute, "every pane spinning", func() bool { return len(pidsWith(fifo)) >= n })
+	r.ls = meanOf(5, func() { e.must("ls") })
+	r.lsJSON = meanOf(5, func() { e.must("ls", "--json") })
+	hc := unixClient(filepath.Join(e.dir, "s.sock"))
+	r.api = meanOf(5, func() {
+		resp, err := hc.Get("http://corral/v1/panes")
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	})
+	ours := func() []int { return pidsOfExe(corralBin) }
+	r.cpu = cpuOver(ours(), cpuWindow)
+	r.pssKB, r.procs = pssOf(ours())
+	// The daemon killed: the next command starts a daemon that adopts
+	// every pane again.
+	daemon := servingPID(b)
+	_ = syscall.Kill(daemon, syscall.SIGKILL)
+	until(b, 10*time.Second, "the killed daemon gone", func() bool { return syscall.Kill(daemon, 0) != nil })
+	start = time.Now()
+	if got := strings.Count(e.must("ls"), "\n") - 1; got != n {
+		b.Errorf("after kill -9, corral ls lists %d panes, want %d", got, n)
+	}
+	r.readopt = time.Since(start)
+	start = time.Now()
+	e.must("restart")
+	r.restart = time.Since(start)
+	all := append(ours(), pidsWith(fifo)...)
+	start = time.Now()
+	e.must("shutdown")
+	until(b, 60*time.Second, "every process of corral and its panes gone", func() bool { return !anyRuns(all) })
+	r.end = time.Since(start)
+	if left := append(ours(), pidsWith(fifo)...); len(left) > 0 {
+		b.Errorf("processes left after corral shutdown: %v", left)
+	}
+	return r
+}
+
+func scaleTmux(b *testing.B, n int) scaleResult {
+	e := newEnv(b)
+	ts := newTmux(b, e)
+	fifo := filepath.Join(e.dir, "tick")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var r scaleResult
+	start := time.Now()
+	ts.must("new-session", "-d", "-s", "s0", "-x", "80", "-y", "24", "bash", "-c", spinner(fifo))
+	for i := 1; i < n; i++ {
+		ts.must("new-window", "-d", "-t", "s0", "bash", "-c", spinner(fifo))
+	}
+	r.start = time.Since(start) / time.Duration(n)
+	until(b, 2*time.Minute, "every pane spinning", func() bool { return len(pidsWith(fifo)) >= n })
+	r.ls = meanOf(5, func() { ts.must("list-panes", "-a") })
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.must("display-message", "-p", "#{pid}")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.cpu = cpuOver([]int{pid}, cpuWindow)
+	r.pssKB, r.procs = pssOf([]int{pid})
+	all := append(pidsWith(fifo), pid)
+	start = time.Now()
+	ts.must("kill-server")
+	until(b, 60*time.Second, "the tmux server and its panes gone", func() bool { return !anyRuns(all) })
+	r.end = time.Since(start)
+	return r
+}
+
+// raiseLimits lifts this process's open-file limit to its hard limit: the
+// daemon and the holders, started from here, inherit it.
+func raiseLimits(b *testing.B) {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+			b.Logf("open files stay at %d: %v", l.Cur, err)
+		}
+	}
+}
+
+func meanOf(k int, f func()) time.Duration {
+	start := time.Now()
+	for i := 0; i < k; i++ {
+		f()
+	}
+	return time.Since(start) / time.Duration(k)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func unixClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}, Timeout: 30 * time.Second}
+}
+
+// servingPID is the pid of the daemon: the test's binary, serving.
+func servingPID(b *testing.B) int {
+	for _, pid := range pidsOfExe(corralBin) {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(cmd), "\x00serve") {
+			return pid
+		}
+	}
+	b.Fatal("no corral daemon runs")
+	return 0
+}
+
+// anyRuns reports whether one of the processes still runs (a zombie does
+// not). Known pids are checked rather than every process looked at again:
+// a look at two thousand processes every 50 ms takes CPU from what is timed.
+func anyRuns(pids []int) bool {
+	for _, pid := range pids {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			s := string(b)
+			if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && s[i+2] != 'Z' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pidsOfExe lists the processes that run the binary at path.
+func pidsOfExe(path string) []int {
+	var out []int
+	eachPID(func(pid int) {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == path {
+			out = append(out, pid)
+		}
+	})
+	return out
+}
+
+// pidsWith lists the processes whose command line holds s.
+func pidsWith(s string) []int {
+	var out []int
+	eachPID(func(pid int) {
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), s) {
+			out = append(out, pid)
+		}
+	})
+	return out
+}
+
+func eachPID(f func(int)) {
+	ents, _ := os.ReadDir("/proc")
+	for _, de := range ents {
+		if pid, err := strconv.Atoi(de.Name()); err == nil && pid != os.Getpid() {
+			f(pid)
+		}
+	}
+}
+
+// cpuOver is the CPU the processes used over d, in % of one core.
+func cpuOver(pids []int, d time.Duration) float64 {
+	before := ticksOf(pids)
+	time.Sleep(d) // a window of time measured, not a wait for a condition
+	after := ticksOf(pids)
+	return float64(after-before) / 100 / d.Seconds() * 100 // USER_HZ is 100
+}
+
+func ticksOf(pids []int) int64 {
+	var sum int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		k, _ := strconv.ParseInt(f[12], 10, 64)
+		sum += u + k
+	}
+	return sum
+}
+
+// pssOf sums the processes' proportional set size, in KB: shared pages
+// (the binary's text) split between the processes that map them.
+func pssOf(pids []int) (float64, int) {
+	var kb float64
+	n := 0
+	for _, pid := range pids {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
+				k, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				kb += k
+				n++
+			}
+		}
+		f.Close()
+	}
+	return kb, n
+}
+
+func scaleTable(n int, co, tm scaleResult) string {
+	var sb strings.Builder
+	ratio := func(a, b float64) string {
+		if b == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("×%.2f", a/b)
+	}
+	row := func(what, c, t, r string) { fmt.Fprintf(&sb, "| %s | %s | %s | %s |\n", what, c, t, r) }
+	fmt.Fprintf(&sb, "| %d panes | corral | tmux | corral/tmux |\n|---|---|---|---|\n", n)
+	row("start one pane (mean)", fmt.Sprintf("%.1f ms", ms(co.start)), fmt.Sprintf("%.1f ms", ms(tm.start)), ratio(ms(co.start), ms(tm.start)))
+	row("start all", fmt.Sprintf("%.1f s", (co.start*time.Duration(n)).Seconds()), fmt.Sprintf("%.1f s", (tm.start*time.Duration(n)).Seconds()), "")
+	row("ls (whole command)", fmt.Sprintf("%.1f ms", ms(co.ls)), fmt.Sprintf("%.1f ms", ms(tm.ls)), ratio(ms(co.ls), ms(tm.ls)))
+	row("ls --json", fmt.Sprintf("%.1f ms", ms(co.lsJSON)), "", ratio(ms(co.lsJSON), ms(tm.ls)))
+	row("API GET /v1/panes", fmt.Sprintf("%.1f ms", ms(co.api)), "", ratio(ms(co.api), ms(tm.ls)))
+	row("PSS per pane", fmt.Sprintf("%.0f KB (%d processes)", co.pssKB/float64(n), co.procs), fmt.Sprintf("%.0f KB", tm.pssKB/float64(n)), ratio(co.pssKB, tm.pssKB))
+	row(fmt.Sprintf("CPU, every pane spinning at 2 Hz (%v)", cpuWindow), fmt.Sprintf("%.1f %%", co.cpu), fmt.Sprintf("%.1f %%", tm.cpu), ratio(co.cpu, tm.cpu))
+	row("end everything (shutdown / kill-server)", fmt.Sprintf("%.2f s", co.end.Seconds()), fmt.Sprintf("%.2f s", tm.end.Seconds()), ratio(co.end.Seconds(), tm.end.Seconds()))
+	row("kill -9 of the daemon: all re-adopted", fmt.Sprintf("%.2f s", co.readopt.Seconds()), "", "")
+	row("corral restart", fmt.Sprintf("%.2f s", co.restart.Seconds()), "", "")
+	return sb.String()
+}
