@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,6 +67,31 @@ func paneAction(ctx context.Context, std IO, ref, action string, body, out any, 
 }
 
 func afterMillis(n int) <-chan time.Time { return time.After(time.Duration(n) * time.Millisecond) }
+
+// lsRow is what corral ls prints of a pane (api.Pane's names).
+type lsRow struct {
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	Agent            string `json:"agent"`
+	State            string `json:"state"`
+	Kind             string `json:"kind"`
+	Message          string `json:"message"`
+	Since            string `json:"since"`
+	Source           string `json:"source"`
+	ExitCode         *int   `json:"exit_code"`
+	IntegrationError string `json:"integration_error"`
+}
+
+// printRawJSON prints JSON as printJSON would print its value decoded.
+func printRawJSON(std IO, raw json.RawMessage) error {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return fmt.Errorf("the daemon's answer is not JSON: %w", err)
+	}
+	b.WriteByte('\n')
+	_, err := std.Stdout.Write(b.Bytes())
+	return err
+}
 
 func printJSON(std IO, v any) error {
 	enc := json.NewEncoder(std.Stdout)
@@ -242,17 +268,24 @@ func runLs(fs *pflag.FlagSet) runFunc {
 		if *hosts != "" || *states != "" {
 			return usagef("--host and --state go with --fleet")
 		}
-		var panes []api.Pane
+		if *asJSON {
+			// The daemon's own JSON, indented: decoding a thousand panes
+			// whole to encode them again cost more than the daemon's answer.
+			var raw json.RawMessage
+			if err := c.Do(ctx, "GET", "/v1/panes", nil, &raw); err != nil {
+				return apiError(err)
+			}
+			return printRawJSON(std, raw)
+		}
+		// Only the columns printed are decoded.
+		var panes []lsRow
 		if err := c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
 			return apiError(err)
-		}
-		if *asJSON {
-			return printJSON(std, panes)
 		}
 		tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
 		for _, p := range panes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, paneState(p), age(p.Since), p.Source, p.Message)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, paneState(api.Pane{State: p.State, Kind: p.Kind, ExitCode: p.ExitCode}), age(p.Since), p.Source, p.Message)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
