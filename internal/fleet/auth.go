@@ -26,6 +26,7 @@ import (
 // revocable; the admin token is the hub daemon's own connection.
 const (
 	fleetTokenPrefix = "cft_"
+	hubTokenPrefix   = "chj_"
 	hostTokenPrefix  = "cht_"
 	adminTokenPrefix = "cat_"
 	clientNamePrefix = "corral:"
@@ -45,7 +46,10 @@ type Credential struct {
 type authFile struct {
 	FleetToken string       `json:"fleet_token"`
 	AdminToken string       `json:"admin_token"`
-	Hosts      []Credential `json:"hosts"`
+	// HubToken lets another machine become a hub of this fleet (corral
+	// fleet join-hub): it fetches these credentials and the CA with it.
+	HubToken string       `json:"hub_token,omitempty"`
+	Hosts    []Credential `json:"hosts"`
 }
 
 // auth is the hub's authenticator: it maps each connection to its host
@@ -65,6 +69,9 @@ type auth struct {
 	refused atomic.Int64
 	lastWhy atomic.Pointer[string]
 	logf    func(string, ...any)
+	// changed, if set, is told the credentials after each change made
+	// here (the cluster's other hubs take them from it).
+	changed func([]byte)
 }
 
 type bar struct {
@@ -100,6 +107,12 @@ func loadAuth(dir string, logf func(string, ...any)) (*auth, error) {
 			return nil, fmt.Errorf("fleet credentials %s: %v", a.path, err)
 		}
 	}
+	if a.file.HubToken == "" {
+		a.file.HubToken = hubTokenPrefix + secret()
+		if err := a.saveLocked(); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
@@ -112,7 +125,47 @@ func (a *auth) saveLocked() error {
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("fleet credentials: %w", err)
 	}
-	return os.Rename(tmp, a.path)
+	if err := os.Rename(tmp, a.path); err != nil {
+		return err
+	}
+	if a.changed != nil {
+		a.changed(b)
+	}
+	return nil
+}
+
+// snapshot is the credentials file as JSON.
+func (a *auth) snapshot() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, _ := json.MarshalIndent(a.file, "", "  ")
+	return b
+}
+
+// adopt takes credentials another hub of the cluster changed; those of
+// another fleet (another admin token) are refused.
+func (a *auth) adopt(b []byte) error {
+	var f authFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f.AdminToken != a.file.AdminToken || f.FleetToken == "" || f.HubToken == "" {
+		return errors.New("credentials of another fleet")
+	}
+	a.file = f
+	changed := a.changed
+	a.changed = nil
+	err := a.saveLocked()
+	a.changed = changed
+	return err
+}
+
+func (a *auth) hubToken() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.file.HubToken
 }
 
 func (a *auth) tokens() (fleet, admin string) {
@@ -255,6 +308,14 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 	switch {
 	case strings.HasPrefix(tok, adminTokenPrefix) && subtle.ConstantTimeCompare([]byte(tok), []byte(admin)) == 1:
 		c.RegisterUser(&server.User{Username: "admin:" + name})
+		return true
+	case strings.HasPrefix(tok, hubTokenPrefix) && subtle.ConstantTimeCompare([]byte(tok), []byte(a.hubToken())) == 1:
+		// Another machine becoming a hub: it may only ask for the
+		// cluster's credentials.
+		c.RegisterUser(&server.User{Username: "hub-joiner", Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{subjHubJoin}},
+			Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix(hubJoinerName) + ".>"}},
+		}})
 		return true
 	case strings.HasPrefix(tok, fleetTokenPrefix) && subtle.ConstantTimeCompare([]byte(tok), []byte(fleet)) == 1:
 		if !named || CheckName(name) != nil {

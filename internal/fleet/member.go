@@ -396,7 +396,25 @@ func bucketConfigs(replicas int) []jetstream.KeyValueConfig {
 // EnsureStreams makes the fleet's buckets and streams, or brings their
 // limits up to date.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	// Replicas are never lowered: a hub of a cluster restarting alone, or
+	// a hub that knew fewer nodes, keeps the cluster's copies.
+	kept := func(stream string, want int) int {
+		if s, err := js.Stream(ctx, stream); err == nil {
+			return max(want, s.CachedInfo().Config.Replicas)
+		}
+		return want
+	}
+	if replicas > 1 {
+		if s, err := js.Stream(ctx, "KV_"+AuthBucket); err == nil && s.CachedInfo().Config.Replicas < replicas {
+			c := s.CachedInfo().Config
+			c.Replicas = replicas
+			if _, err := js.UpdateStream(ctx, c); err != nil {
+				return fmt.Errorf("fleet bucket %s: %w", AuthBucket, err)
+			}
+		}
+	}
 	for _, b := range bucketConfigs(replicas) {
+		b.Replicas = kept("KV_"+b.Bucket, b.Replicas)
 		if _, err := js.CreateOrUpdateKeyValue(ctx, b); err != nil {
 			return fmt.Errorf("fleet bucket %s: %w", b.Bucket, err)
 		}
@@ -412,6 +430,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		{Name: OutputStream, Subjects: []string{subjJobOut + ">"}, MaxAge: time.Hour, MaxBytes: outputBytes,
 			Duplicates: time.Minute, Replicas: replicas, MaxMsgSize: MaxMessage},
 	} {
+		c.Replicas = kept(c.Name, c.Replicas)
 		if _, err := js.CreateOrUpdateStream(ctx, c); err != nil {
 			return fmt.Errorf("fleet stream %s: %w", c.Name, err)
 		}
