@@ -44,8 +44,8 @@ type Credential struct {
 
 // authFile is the hub's credentials: fleet/hub.json.
 type authFile struct {
-	FleetToken string       `json:"fleet_token"`
-	AdminToken string       `json:"admin_token"`
+	FleetToken string `json:"fleet_token"`
+	AdminToken string `json:"admin_token"`
 	// HubToken lets another machine become a hub of this fleet (corral
 	// fleet join-hub): it fetches these credentials and the CA with it.
 	HubToken string       `json:"hub_token,omitempty"`

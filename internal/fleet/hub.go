@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"net"
-	"os"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -111,7 +111,7 @@ func StartHub(o HubOptions) (*Hub, error) {
 		// and store long after its sender was gone).
 		StreamMaxBufferedMsgs: 20000, StreamMaxBufferedSize: 16 << 20,
 		CustomClientAuthentication: a,
-		NoSigs: true, NoLog: os.Getenv("CORRAL_FLEET_DEBUG") == "",
+		NoSigs:                     true, NoLog: os.Getenv("CORRAL_FLEET_DEBUG") == "",
 		PingInterval: 2 * time.Second, MaxPingsOut: 2,
 		DisableJetStreamBanner: true,
 		HTTPPort:               0,
