@@ -69,9 +69,9 @@ type auth struct {
 	refused atomic.Int64
 	lastWhy atomic.Pointer[string]
 	logf    func(string, ...any)
-	// changed, if set, is told the credentials after each change made
-	// here (the cluster's other hubs take them from it).
-	changed func([]byte)
+	// changed, if set, is told of each host credential made or removed
+	// here (nil: removed), for the cluster's other hubs.
+	changed func(name string, c *Credential)
 }
 
 type bar struct {
@@ -125,13 +125,7 @@ func (a *auth) saveLocked() error {
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("fleet credentials: %w", err)
 	}
-	if err := os.Rename(tmp, a.path); err != nil {
-		return err
-	}
-	if a.changed != nil {
-		a.changed(b)
-	}
-	return nil
+	return os.Rename(tmp, a.path)
 }
 
 // snapshot is the credentials file as JSON.
@@ -142,24 +136,30 @@ func (a *auth) snapshot() []byte {
 	return b
 }
 
-// adopt takes credentials another hub of the cluster changed; those of
-// another fleet (another admin token) are refused.
-func (a *auth) adopt(b []byte) error {
-	var f authFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
+// adopt takes a host credential another hub of the cluster made (nil:
+// removed there).
+func (a *auth) adopt(name string, c *Credential) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if f.AdminToken != a.file.AdminToken || f.FleetToken == "" || f.HubToken == "" {
-		return errors.New("credentials of another fleet")
+	kept := a.file.Hosts[:0]
+	for _, h := range a.file.Hosts {
+		if h.Name != name {
+			kept = append(kept, h)
+		}
 	}
-	a.file = f
-	changed := a.changed
-	a.changed = nil
-	err := a.saveLocked()
-	a.changed = changed
-	return err
+	a.file.Hosts = kept
+	if c != nil {
+		a.file.Hosts = append(a.file.Hosts, *c)
+		sort.Slice(a.file.Hosts, func(i, j int) bool { return a.file.Hosts[i].Name < a.file.Hosts[j].Name })
+	}
+	return a.saveLocked()
+}
+
+// credentials are the host credentials this hub knows.
+func (a *auth) credentials() []Credential {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Credential(nil), a.file.Hosts...)
 }
 
 func (a *auth) hubToken() string {
@@ -199,6 +199,9 @@ func (a *auth) invite(name string, control bool, ttl time.Duration) (string, err
 	if err := a.saveLocked(); err != nil {
 		return "", err
 	}
+	if a.changed != nil {
+		a.changed(name, &c)
+	}
 	return hostTokenPrefix + name + "_" + s, nil
 }
 
@@ -227,6 +230,9 @@ func (a *auth) revoke(name string) error {
 		return fmt.Errorf("no credential for host %s; corral fleet status lists the hosts", name)
 	}
 	a.file.Hosts = kept
+	if a.changed != nil {
+		a.changed(name, nil)
+	}
 	return a.saveLocked()
 }
 

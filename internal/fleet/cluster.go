@@ -163,24 +163,35 @@ func (h *Hub) serveHubJoin(msg *nats.Msg) {
 	_ = msg.Respond(out)
 }
 
-// syncAuth keeps this hub's credentials and the cluster's shared copy
-// in step: changes made here are put there, changes put there by another
-// hub are taken.
-func (h *Hub) syncAuth(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) {
-	puts := make(chan []byte, 16)
+// syncAuth keeps the host credentials of the cluster's hubs in step
+// through a bucket, one key per host: those made or removed here are put
+// there, those put there by another hub are taken. The hub that makes
+// the bucket seeds it with its own; a hub that finds it takes what is
+// there, dropping what it holds that the bucket does not (a credential
+// revoked while it was away).
+func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
+	type change struct {
+		name string
+		c    *Credential
+	}
+	puts := make(chan change, 256)
 	h.auth.mu.Lock()
-	h.auth.changed = func(b []byte) {
+	h.auth.changed = func(name string, c *Credential) {
 		select {
-		case puts <- b:
+		case puts <- change{name, c}:
 		default:
+			h.logf("fleet: the credential of host %s is not shared with the other hubs (too many changes at once)", name)
 		}
 	}
 	h.auth.mu.Unlock()
 	var kv jetstream.KeyValue
+	seed := false
 	for kv == nil {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		k, err := js.CreateOrUpdateKeyValue(c, jetstream.KeyValueConfig{Bucket: AuthBucket, History: 1, Replicas: h.replicas, Storage: jetstream.FileStorage, MaxBytes: 8 << 20})
-		if err != nil && h.replicas > 1 {
+		k, err := js.CreateKeyValue(c, jetstream.KeyValueConfig{Bucket: AuthBucket, History: 1, Replicas: h.replicas, Storage: jetstream.FileStorage, MaxBytes: 8 << 20})
+		if err == nil {
+			seed = true
+		} else {
 			k, err = js.KeyValue(c, AuthBucket)
 		}
 		cancel()
@@ -194,13 +205,27 @@ func (h *Hub) syncAuth(ctx context.Context, nc *nats.Conn, js jetstream.JetStrea
 		case <-time.After(time.Second):
 		}
 	}
-	// The first hub's credentials seed the bucket; a later hub takes
-	// what is there.
-	if _, err := kv.Create(ctx, authKey, h.auth.snapshot()); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		h.logf("fleet: sharing the hub credentials: %v", err)
+	put := func(ch change) {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		var err error
+		if ch.c == nil {
+			err = kv.Delete(c, "cred."+ch.name)
+		} else {
+			b, _ := json.Marshal(ch.c)
+			_, err = kv.Put(c, "cred."+ch.name, b)
+		}
+		if err != nil {
+			h.logf("fleet: sharing the credential of host %s with the other hubs: %v", ch.name, err)
+		}
+	}
+	if seed {
+		for _, c := range h.auth.credentials() {
+			put(change{c.Name, &c})
+		}
 	}
 	for ctx.Err() == nil {
-		w, err := kv.Watch(ctx, authKey)
+		w, err := kv.Watch(ctx, "cred.*")
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -209,29 +234,43 @@ func (h *Hub) syncAuth(ctx context.Context, nc *nats.Conn, js jetstream.JetStrea
 			}
 			continue
 		}
+		initial := map[string]bool{}
+		loading := true
 	loop:
 		for {
 			select {
 			case <-ctx.Done():
 				_ = w.Stop()
 				return
-			case b := <-puts:
-				c, cancel := context.WithTimeout(ctx, 5*time.Second)
-				if _, err := kv.Put(c, authKey, b); err != nil {
-					h.logf("fleet: sharing the hub credentials: %v", err)
-				}
-				cancel()
+			case ch := <-puts:
+				put(ch)
 			case e, ok := <-w.Updates():
 				if !ok {
 					break loop
 				}
-				if e == nil || e.Operation() != jetstream.KeyValuePut {
+				if e == nil {
+					if loading {
+						for _, c := range h.auth.credentials() {
+							if !initial[c.Name] {
+								_ = h.auth.adopt(c.Name, nil)
+							}
+						}
+						loading = false
+					}
 					continue
 				}
-				if string(e.Value()) != string(h.auth.snapshot()) {
-					if err := h.auth.adopt(e.Value()); err != nil {
-						h.logf("fleet: the cluster's hub credentials: %v", err)
-					}
+				name := strings.TrimPrefix(e.Key(), "cred.")
+				if e.Operation() != jetstream.KeyValuePut {
+					_ = h.auth.adopt(name, nil)
+					continue
+				}
+				var c Credential
+				if json.Unmarshal(e.Value(), &c) != nil || c.Name != name {
+					continue
+				}
+				initial[name] = true
+				if err := h.auth.adopt(name, &c); err != nil {
+					h.logf("fleet: the cluster's credential of host %s: %v", name, err)
 				}
 			}
 		}
@@ -243,4 +282,20 @@ func (h *Hub) syncAuth(ctx context.Context, nc *nats.Conn, js jetstream.JetStrea
 // (never lowers them), once the cluster has the servers for it.
 func (m *Member) Scale(ctx context.Context, replicas int) error {
 	return EnsureStreams(ctx, m.js, replicas)
+}
+
+// Replicas is the fewest copies any of the fleet's buckets and streams
+// has (0 when they cannot be read now).
+func (m *Member) Replicas(ctx context.Context) int {
+	fewest := 0
+	for _, name := range []string{"KV_" + PanesBucket, "KV_" + HostsBucket, EventsStream, JobsStream, OutputStream} {
+		s, err := m.js.Stream(ctx, name)
+		if err != nil {
+			return 0
+		}
+		if r := s.CachedInfo().Config.Replicas; fewest == 0 || r < fewest {
+			fewest = r
+		}
+	}
+	return fewest
 }

@@ -159,6 +159,8 @@ func TestHubClusterJoinHub(t *testing.T) {
 	la.set("p1", "working")
 	waitFor(t, 20*time.Second, "b sees a:p1 working after a hub went", func() bool { return paneState(b, "a", "p1") == "working" })
 	t.Logf("a state crossed %v after the hub went", time.Since(lost).Round(time.Millisecond))
+	waitFor(t, 20*time.Second, "b sees a reachable again", func() bool { r, _ := hostReachable(b, "a"); return r })
+	t.Logf("a reachable from b %v after the hub went", time.Since(lost).Round(time.Millisecond))
 	status, _, err := b.Request(context.Background(), "a", "GET", "/v1/panes/p1", nil)
 	if err != nil || status != 200 {
 		t.Fatalf("a command after a hub went: %d %v", status, err)

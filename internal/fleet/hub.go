@@ -215,6 +215,12 @@ func (h *Hub) Addr() string {
 	return ""
 }
 
+// HubToken lets another machine become a hub of this fleet.
+func (h *Hub) HubToken() string { return h.auth.hubToken() }
+
+// Clustered says whether this hub is one of a cluster's.
+func (h *Hub) Clustered() bool { return h.routeURL != "" }
+
 // Fingerprint is the SHA-256 of the hub's CA certificate ("" without TLS).
 func (h *Hub) Fingerprint() string { return h.fingerprint }
 

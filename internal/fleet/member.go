@@ -290,6 +290,10 @@ func (m *Member) enroll() {
 	m.setErr(fmt.Errorf("the hub gave this host no credential of its own (%v); it keeps the fleet token", err))
 }
 
+// ServerURLs are the fleet's servers this member knows: those it was
+// given and those the cluster announced.
+func (m *Member) ServerURLs() []string { return m.nc.Servers() }
+
 // Token is the credential the member connects with: its own once the hub
 // gave it one (to keep in the config in place of the fleet token).
 func (m *Member) Token() string {
@@ -449,7 +453,9 @@ func (m *Member) start() {
 	}
 	if m.o.Enroll != nil && m.o.Unenroll != nil {
 		for _, subj := range []string{subjEnroll + "*", subjUnenroll + "*"} {
-			if _, err := m.nc.Subscribe(subj, m.serveEnroll); err != nil {
+			// One hub of a cluster answers each (the others learn the
+			// credential through the shared bucket).
+			if _, err := m.nc.QueueSubscribe(subj, "hubs", m.serveEnroll); err != nil {
 				m.setErr(err)
 			}
 		}

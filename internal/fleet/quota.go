@@ -96,7 +96,7 @@ func startKeeper(h *Hub) error {
 		k.wg.Add(1)
 		go func() {
 			defer k.wg.Done()
-			h.syncAuth(k.ctx, nc, js)
+			h.syncAuth(k.ctx, js)
 		}()
 	}
 	k.wg.Add(3)
