@@ -100,6 +100,22 @@ func TestFleetHubClusterSurvivesAKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
+	defer func() {
+		if t.Failed() {
+			for _, e := range []*env{h2, h3, m} {
+				out, errs, _ := e.run("fleet", "status")
+				b, _ := json.Marshal(e.fleetStatusFull().Member)
+				t.Logf("%s%s\n%s", out, errs, b)
+				t.Log(e.must("ls", "--fleet"))
+			}
+		}
+	}()
+	// Events made while the cluster elects new leaders.
+	for i := range 5 {
+		name := "during" + string(rune('0'+i))
+		m.must("run", "--name", name, "--", "sh", "-c", "exit 4")
+		m.must("wait", name, "--state", "exited", "--timeout", "10s")
+	}
 	m.must("run", "--name", "after", "--", "sh", "-c", "exit 4")
 	until(t, 60*time.Second, "m's new pane seen on h2 after h1 was killed", func() bool {
 		return strings.Contains(h2.must("ls", "--fleet"), "after")

@@ -284,8 +284,10 @@ func (m *Member) Scale(ctx context.Context, replicas int) error {
 	return EnsureStreams(ctx, m.js, replicas)
 }
 
-// Replicas is the fewest copies any of the fleet's buckets and streams
-// has (0 when they cannot be read now).
+// Replicas is the fewest current copies any of the fleet's buckets and
+// streams has: its leader and the replicas caught up with it (0 when
+// they cannot be read now). A stream's configured replicas are not yet
+// copies while they catch up.
 func (m *Member) Replicas(ctx context.Context) int {
 	fewest := 0
 	for _, name := range []string{"KV_" + PanesBucket, "KV_" + HostsBucket, EventsStream, JobsStream, OutputStream} {
@@ -293,7 +295,17 @@ func (m *Member) Replicas(ctx context.Context) int {
 		if err != nil {
 			return 0
 		}
-		if r := s.CachedInfo().Config.Replicas; fewest == 0 || r < fewest {
+		info := s.CachedInfo()
+		r := 1
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return 0
+		}
+		for _, p := range info.Cluster.Replicas {
+			if p.Current && !p.Offline {
+				r++
+			}
+		}
+		if fewest == 0 || r < fewest {
 			fewest = r
 		}
 	}
