@@ -236,12 +236,24 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 		}
 		initial := map[string]bool{}
 		loading := true
+		raise := time.NewTicker(2 * time.Second)
 	loop:
 		for {
 			select {
 			case <-ctx.Done():
 				_ = w.Stop()
+				raise.Stop()
 				return
+			case <-raise.C:
+				// The bucket made before this hub joined has fewer
+				// copies than the cluster now allows: raised here.
+				c, cancel := context.WithTimeout(ctx, 2*time.Second)
+				if st, err := js.Stream(c, "KV_"+AuthBucket); err == nil && st.CachedInfo().Config.Replicas < h.replicas {
+					cfg := st.CachedInfo().Config
+					cfg.Replicas = h.replicas
+					_, _ = js.UpdateStream(c, cfg)
+				}
+				cancel()
 			case ch := <-puts:
 				put(ch)
 			case e, ok := <-w.Updates():
@@ -275,6 +287,7 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 			}
 		}
 		_ = w.Stop()
+		raise.Stop()
 	}
 }
 
@@ -290,7 +303,7 @@ func (m *Member) Scale(ctx context.Context, replicas int) error {
 // copies while they catch up.
 func (m *Member) Replicas(ctx context.Context) int {
 	fewest := 0
-	for _, name := range []string{"KV_" + PanesBucket, "KV_" + HostsBucket, EventsStream, JobsStream, OutputStream} {
+	for _, name := range []string{"KV_" + PanesBucket, "KV_" + HostsBucket, EventsStream, JobsStream, OutputStream, "KV_" + AuthBucket} {
 		s, err := m.js.Stream(ctx, name)
 		if err != nil {
 			return 0
