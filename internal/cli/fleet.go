@@ -24,6 +24,7 @@ func fleetInit(fs *pflag.FlagSet) runFunc {
 	notifyFleet := fs.Bool("notify-fleet", false, "this host's notifications also for other hosts' panes (named HOST:NAME)")
 	forgetAfter := fs.Duration("forget-after", 7*24*time.Hour, "a host unreachable this long leaves the fleet's views (0: never)")
 	asJSON := fs.Bool("json", false, "print the join details as JSON")
+	clusterListen := fs.String("cluster-listen", "", "HOST:PORT for routes to other hubs: this hub is the first of a cluster (corral fleet join-hub adds the others)")
 	return func(ctx context.Context, std IO, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("fleet init takes no arguments, only flags")
@@ -34,7 +35,7 @@ func fleetInit(fs *pflag.FlagSet) runFunc {
 		}
 		var info server.FleetJoinInfo
 		if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet,
-			ForgetAfterMS: forgetAfter.Milliseconds()}, &info); err != nil {
+			ForgetAfterMS: forgetAfter.Milliseconds(), ClusterListen: *clusterListen}, &info); err != nil {
 			return apiError(err)
 		}
 		if *asJSON {
@@ -46,6 +47,7 @@ func fleetInit(fs *pflag.FlagSet) runFunc {
 		}
 		fmt.Fprintln(std.Stdout, "on another machine, run:")
 		fmt.Fprintln(std.Stdout, info.Join)
+		printJoinHub(std, info)
 		if host, _, err := net.SplitHostPort(*listen); err == nil && isLoopback(host) {
 			fmt.Fprintf(std.Stderr, "corral fleet init: the hub listens on %s, a loopback address: that join command works on this machine only; "+
 				"run corral fleet init --listen 0.0.0.0:7422 (or this machine's address) for other machines to join\n", *listen)
@@ -101,6 +103,52 @@ func fleetJoin(fs *pflag.FlagSet) runFunc {
 			return apiError(err)
 		}
 		fmt.Fprintf(std.Stdout, "joined the fleet as %v\n", out["name"])
+		return nil
+	}
+}
+
+func printJoinHub(std IO, info server.FleetJoinInfo) {
+	if info.JoinHub == "" {
+		return
+	}
+	fmt.Fprintln(std.Stdout, "to make another machine one more hub of this cluster (the fleet runs once two hubs do; with three, any one may go), run there:")
+	fmt.Fprintln(std.Stdout, info.JoinHub)
+}
+
+func fleetJoinHub(fs *pflag.FlagSet) runFunc {
+	hubToken := fs.String("hub-token", "", "the cluster's hub token (the join-hub command a hub printed carries it)")
+	fp := fs.String("ca-fingerprint", "", "the hubs' CA fingerprint")
+	name := fs.String("name", "", "this host's name in the fleet (default: the machine's name)")
+	listen := fs.String("listen", fleet.DefaultListen, "HOST:PORT for this hub's members; beyond loopback it serves TLS")
+	clusterListen := fs.String("cluster-listen", "", "HOST:PORT for routes to the other hubs (an address they reach)")
+	maxJobs := fs.Int("max-jobs", 2, "fleet jobs this host runs at once (0: none)")
+	notifyFleet := fs.Bool("notify-fleet", false, "this host's notifications also for other hosts' panes (named HOST:NAME)")
+	asJSON := fs.Bool("json", false, "print the join details as JSON")
+	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) != 1 || *hubToken == "" || *clusterListen == "" {
+			return usagef("need a hub's address, --hub-token and --cluster-listen: corral fleet join-hub URL[,URL…] --hub-token T --cluster-listen HOST:PORT")
+		}
+		var urls []string
+		for _, u := range strings.Split(pos[0], ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				urls = append(urls, u)
+			}
+		}
+		c, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		var info server.FleetJoinInfo
+		if err := c.Do(ctx, "POST", "/v1/fleet/join-hub", server.FleetJoinHubRequest{URLs: urls, HubToken: *hubToken, CAFingerprint: *fp, Name: *name,
+			Listen: *listen, ClusterListen: *clusterListen, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &info); err != nil {
+			return apiError(err)
+		}
+		if *asJSON {
+			return printJSON(std, info)
+		}
+		fmt.Fprintf(std.Stdout, "this host, %s, is one more hub of the fleet; members may be given every hub:\n", info.Name)
+		fmt.Fprintln(std.Stdout, info.Join)
+		printJoinHub(std, info)
 		return nil
 	}
 }

@@ -26,6 +26,7 @@ import (
 // revocable; the admin token is the hub daemon's own connection.
 const (
 	fleetTokenPrefix = "cft_"
+	hubTokenPrefix   = "chj_"
 	hostTokenPrefix  = "cht_"
 	adminTokenPrefix = "cat_"
 	clientNamePrefix = "corral:"
@@ -43,9 +44,12 @@ type Credential struct {
 
 // authFile is the hub's credentials: fleet/hub.json.
 type authFile struct {
-	FleetToken string       `json:"fleet_token"`
-	AdminToken string       `json:"admin_token"`
-	Hosts      []Credential `json:"hosts"`
+	FleetToken string `json:"fleet_token"`
+	AdminToken string `json:"admin_token"`
+	// HubToken lets another machine become a hub of this fleet (corral
+	// fleet join-hub): it fetches these credentials and the CA with it.
+	HubToken string       `json:"hub_token,omitempty"`
+	Hosts    []Credential `json:"hosts"`
 }
 
 // auth is the hub's authenticator: it maps each connection to its host
@@ -65,6 +69,9 @@ type auth struct {
 	refused atomic.Int64
 	lastWhy atomic.Pointer[string]
 	logf    func(string, ...any)
+	// changed, if set, is told of each host credential made or removed
+	// here (nil: removed), for the cluster's other hubs.
+	changed func(name string, c *Credential)
 }
 
 type bar struct {
@@ -100,6 +107,12 @@ func loadAuth(dir string, logf func(string, ...any)) (*auth, error) {
 			return nil, fmt.Errorf("fleet credentials %s: %v", a.path, err)
 		}
 	}
+	if a.file.HubToken == "" {
+		a.file.HubToken = hubTokenPrefix + secret()
+		if err := a.saveLocked(); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
@@ -113,6 +126,46 @@ func (a *auth) saveLocked() error {
 		return fmt.Errorf("fleet credentials: %w", err)
 	}
 	return os.Rename(tmp, a.path)
+}
+
+// snapshot is the credentials file as JSON.
+func (a *auth) snapshot() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, _ := json.MarshalIndent(a.file, "", "  ")
+	return b
+}
+
+// adopt takes a host credential another hub of the cluster made (nil:
+// removed there).
+func (a *auth) adopt(name string, c *Credential) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	kept := a.file.Hosts[:0]
+	for _, h := range a.file.Hosts {
+		if h.Name != name {
+			kept = append(kept, h)
+		}
+	}
+	a.file.Hosts = kept
+	if c != nil {
+		a.file.Hosts = append(a.file.Hosts, *c)
+		sort.Slice(a.file.Hosts, func(i, j int) bool { return a.file.Hosts[i].Name < a.file.Hosts[j].Name })
+	}
+	return a.saveLocked()
+}
+
+// credentials are the host credentials this hub knows.
+func (a *auth) credentials() []Credential {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Credential(nil), a.file.Hosts...)
+}
+
+func (a *auth) hubToken() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.file.HubToken
 }
 
 func (a *auth) tokens() (fleet, admin string) {
@@ -146,6 +199,9 @@ func (a *auth) invite(name string, control bool, ttl time.Duration) (string, err
 	if err := a.saveLocked(); err != nil {
 		return "", err
 	}
+	if a.changed != nil {
+		a.changed(name, &c)
+	}
 	return hostTokenPrefix + name + "_" + s, nil
 }
 
@@ -174,6 +230,9 @@ func (a *auth) revoke(name string) error {
 		return fmt.Errorf("no credential for host %s; corral fleet status lists the hosts", name)
 	}
 	a.file.Hosts = kept
+	if a.changed != nil {
+		a.changed(name, nil)
+	}
 	return a.saveLocked()
 }
 
@@ -255,6 +314,14 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 	switch {
 	case strings.HasPrefix(tok, adminTokenPrefix) && subtle.ConstantTimeCompare([]byte(tok), []byte(admin)) == 1:
 		c.RegisterUser(&server.User{Username: "admin:" + name})
+		return true
+	case strings.HasPrefix(tok, hubTokenPrefix) && subtle.ConstantTimeCompare([]byte(tok), []byte(a.hubToken())) == 1:
+		// Another machine becoming a hub: it may only ask for the
+		// cluster's credentials.
+		c.RegisterUser(&server.User{Username: "hub-joiner", Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{subjHubJoin}},
+			Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix(hubJoinerName) + ".>"}},
+		}})
 		return true
 	case strings.HasPrefix(tok, fleetTokenPrefix) && subtle.ConstantTimeCompare([]byte(tok), []byte(fleet)) == 1:
 		if !named || CheckName(name) != nil {

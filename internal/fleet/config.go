@@ -82,6 +82,12 @@ type Config struct {
 	Hub    bool   `json:"hub,omitempty"`
 	Listen string `json:"listen,omitempty"` // the hub's HOST:PORT
 	TLS    bool   `json:"tls,omitempty"`    // the hub serves TLS with its own CA
+	// ClusterListen (a hub's) is its HOST:PORT for routes to the other
+	// hubs of its cluster; Routes are their route URLs; Replicas is how
+	// many copies of the fleet's buckets and streams it asks for.
+	ClusterListen string   `json:"cluster_listen,omitempty"`
+	Routes        []string `json:"routes,omitempty"`
+	Replicas      int      `json:"replicas,omitempty"`
 	// URLs are the NATS servers a member connects to.
 	URLs []string `json:"urls,omitempty"`
 	// Token is the member's credential (a fleet token or a host's own).

@@ -546,13 +546,19 @@ func TestClusterLosesANode(t *testing.T) {
 	hubs := make([]*Hub, 3)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
+	// The first node's credentials and CA, before the others copy them.
+	if _, _, err := loadOrMakeCA(dirs[0]); err != nil {
+		t.Fatal(err)
+	}
 	for i := range hubs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// The three share one set of credentials.
 			if i > 0 {
-				copyFile(t, filepath.Join(dirs[0], "hub.json"), filepath.Join(dirs[i], "hub.json"))
+				for _, f := range []string{"hub.json", "ca.pem", "ca-key.pem"} {
+					copyFile(t, filepath.Join(dirs[0], f), filepath.Join(dirs[i], f))
+				}
 			}
 			hubs[i], errs[i] = StartHub(HubOptions{Dir: dirs[i], Listen: "127.0.0.1:0", ServerName: fmt.Sprintf("n%d", i),
 				Cluster: &ClusterOptions{Name: "corral", Listen: strings.TrimPrefix(routes[i], "nats://"), Routes: routes}})

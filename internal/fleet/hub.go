@@ -1,15 +1,18 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/logger"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -34,9 +37,12 @@ type HubOptions struct {
 
 // ClusterOptions join embedded servers into one NATS cluster.
 type ClusterOptions struct {
-	Name   string
+	Name   string   // default "corral"
 	Listen string   // HOST:PORT for routes
 	Routes []string // nats://HOST:PORT of the other servers' routes
+	// Replicas is how many copies the cluster keeps of the hubs' shared
+	// credentials when this hub makes them (1 to 3).
+	Replicas int
 }
 
 // DefaultListen is the hub's address when none is given.
@@ -54,6 +60,11 @@ type Hub struct {
 	started     time.Time
 	forgetAfter atomic.Int64 // a time.Duration
 	logf        func(string, ...any)
+	// In a cluster: this server's route URL, the routes it was given,
+	// and the replicas of the shared credentials.
+	routeURL string
+	routes   []string
+	replicas int
 }
 
 // IsLoopback says whether a listen address stays on this machine.
@@ -100,7 +111,7 @@ func StartHub(o HubOptions) (*Hub, error) {
 		// and store long after its sender was gone).
 		StreamMaxBufferedMsgs: 20000, StreamMaxBufferedSize: 16 << 20,
 		CustomClientAuthentication: a,
-		NoSigs:                     true, NoLog: true,
+		NoSigs:                     true, NoLog: os.Getenv("CORRAL_FLEET_DEBUG") == "",
 		PingInterval: 2 * time.Second, MaxPingsOut: 2,
 		DisableJetStreamBanner: true,
 		HTTPPort:               0,
@@ -123,15 +134,33 @@ func StartHub(o HubOptions) (*Hub, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster listen %q: %v", c.Listen, err)
 		}
-		opts.Cluster.Name = c.Name
+		opts.Cluster.Name = cmp.Or(c.Name, clusterName)
 		opts.Cluster.Host = ch
 		opts.Cluster.Port, _ = strconv.Atoi(cp)
+		// Routes are TLS both ways with certificates of the fleet's CA,
+		// which only the hubs hold.
+		rt, err := routeTLS(o.Dir, ch)
+		if err != nil {
+			return nil, fmt.Errorf("cluster TLS: %w", err)
+		}
+		opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = rt, 5
+		h.routeURL = "nats://" + c.Listen
+		h.routes = c.Routes
+		h.replicas = min(max(c.Replicas, 1), MaxReplicas)
 		// Routes authenticate with a secret derived from the admin token:
 		// only servers sharing the hub's credentials (hub.json) join the
 		// cluster; any other would bypass every client permission.
 		user, pass := routeCredentials(a)
 		opts.Cluster.Username, opts.Cluster.Password = user, pass
-		for _, r := range c.Routes {
+		// Its own route among them: JetStream in a cluster needs a route
+		// configured, even on the first hub alone (the server ignores a
+		// route to itself).
+		seen := map[string]bool{}
+		for _, r := range append([]string{h.routeURL}, c.Routes...) {
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
 			u, err := url.Parse(r)
 			if err != nil {
 				return nil, fmt.Errorf("cluster route %q: %v", r, err)
@@ -143,6 +172,9 @@ func StartHub(o HubOptions) (*Hub, error) {
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("fleet hub: %w", err)
+	}
+	if os.Getenv("CORRAL_FLEET_DEBUG") != "" {
+		srv.SetLoggerV2(logger.NewStdLogger(true, true, false, false, false, logger.LogUTC(true)), true, false, false)
 	}
 	go srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
@@ -182,6 +214,12 @@ func (h *Hub) Addr() string {
 	}
 	return ""
 }
+
+// HubToken lets another machine become a hub of this fleet.
+func (h *Hub) HubToken() string { return h.auth.hubToken() }
+
+// Clustered says whether this hub is one of a cluster's.
+func (h *Hub) Clustered() bool { return h.routeURL != "" }
 
 // Fingerprint is the SHA-256 of the hub's CA certificate ("" without TLS).
 func (h *Hub) Fingerprint() string { return h.fingerprint }

@@ -290,6 +290,10 @@ func (m *Member) enroll() {
 	m.setErr(fmt.Errorf("the hub gave this host no credential of its own (%v); it keeps the fleet token", err))
 }
 
+// ServerURLs are the fleet's servers this member knows: those it was
+// given and those the cluster announced.
+func (m *Member) ServerURLs() []string { return m.nc.Servers() }
+
 // Token is the credential the member connects with: its own once the hub
 // gave it one (to keep in the config in place of the fleet token).
 func (m *Member) Token() string {
@@ -396,7 +400,25 @@ func bucketConfigs(replicas int) []jetstream.KeyValueConfig {
 // EnsureStreams makes the fleet's buckets and streams, or brings their
 // limits up to date.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	// Replicas are never lowered: a hub of a cluster restarting alone, or
+	// a hub that knew fewer nodes, keeps the cluster's copies.
+	kept := func(stream string, want int) int {
+		if s, err := js.Stream(ctx, stream); err == nil {
+			return max(want, s.CachedInfo().Config.Replicas)
+		}
+		return want
+	}
+	if replicas > 1 {
+		if s, err := js.Stream(ctx, "KV_"+AuthBucket); err == nil && s.CachedInfo().Config.Replicas < replicas {
+			c := s.CachedInfo().Config
+			c.Replicas = replicas
+			if _, err := js.UpdateStream(ctx, c); err != nil {
+				return fmt.Errorf("fleet bucket %s: %w", AuthBucket, err)
+			}
+		}
+	}
 	for _, b := range bucketConfigs(replicas) {
+		b.Replicas = kept("KV_"+b.Bucket, b.Replicas)
 		if _, err := js.CreateOrUpdateKeyValue(ctx, b); err != nil {
 			return fmt.Errorf("fleet bucket %s: %w", b.Bucket, err)
 		}
@@ -412,6 +434,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		{Name: OutputStream, Subjects: []string{subjJobOut + ">"}, MaxAge: time.Hour, MaxBytes: outputBytes,
 			Duplicates: time.Minute, Replicas: replicas, MaxMsgSize: MaxMessage},
 	} {
+		c.Replicas = kept(c.Name, c.Replicas)
 		if _, err := js.CreateOrUpdateStream(ctx, c); err != nil {
 			return fmt.Errorf("fleet stream %s: %w", c.Name, err)
 		}
@@ -430,7 +453,9 @@ func (m *Member) start() {
 	}
 	if m.o.Enroll != nil && m.o.Unenroll != nil {
 		for _, subj := range []string{subjEnroll + "*", subjUnenroll + "*"} {
-			if _, err := m.nc.Subscribe(subj, m.serveEnroll); err != nil {
+			// One hub of a cluster answers each (the others learn the
+			// credential through the shared bucket).
+			if _, err := m.nc.QueueSubscribe(subj, "hubs", m.serveEnroll); err != nil {
 				m.setErr(err)
 			}
 		}

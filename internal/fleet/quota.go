@@ -88,6 +88,17 @@ func startKeeper(h *Hub) error {
 	k := &keeper{h: h, nc: nc, js: js, hosts: map[string]*hostUse{}}
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	h.keeper = k // before a host can be cut off
+	if _, err := nc.QueueSubscribe(subjHubJoin, "hubs", h.serveHubJoin); err != nil {
+		nc.Close()
+		return fmt.Errorf("fleet hub: its own connection: %w", err)
+	}
+	if h.routeURL != "" {
+		k.wg.Add(1)
+		go func() {
+			defer k.wg.Done()
+			h.syncAuth(k.ctx, js)
+		}()
+	}
 	k.wg.Add(3)
 	go k.follow()
 	go k.sweepLoop()

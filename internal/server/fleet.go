@@ -94,10 +94,18 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 		return nil, err
 	}
 	mo := fleet.MemberOptions{Name: cfg.Name, HostID: hostID, URLs: cfg.URLs, Token: cfg.Token, Creds: cfg.Creds, CAFingerprint: cfg.CAFingerprint,
-		MaxJobs: cfg.MaxJobs, Version: buildinfo.Self().Version, Local: fleetLocal{s}, Watch: true, Logf: s.opts.Logf, RefuseTaken: first}
+		MaxJobs: cfg.MaxJobs, Version: buildinfo.Self().Version, Local: fleetLocal{s}, Watch: true, Logf: s.opts.Logf, RefuseTaken: first,
+		Replicas: cfg.Replicas}
 	if cfg.Hub {
-		hub, err := fleet.StartHub(fleet.HubOptions{Dir: fleet.Dir(s.opts.StateDir), Listen: cfg.Listen, TLS: cfg.TLS,
-			ServerName: cfg.Name, ForgetAfter: time.Duration(cfg.ForgetAfterMS) * time.Millisecond, Logf: s.opts.Logf})
+		ho := fleet.HubOptions{Dir: fleet.Dir(s.opts.StateDir), Listen: cfg.Listen, TLS: cfg.TLS,
+			ServerName: cfg.Name, ForgetAfter: time.Duration(cfg.ForgetAfterMS) * time.Millisecond, Logf: s.opts.Logf}
+		if cfg.ClusterListen != "" {
+			ho.Cluster = &fleet.ClusterOptions{Listen: cfg.ClusterListen, Routes: cfg.Routes, Replicas: cfg.Replicas}
+			// JetStream in a cluster waits for a second hub: the member
+			// connects once there is one.
+			background = true
+		}
+		hub, err := fleet.StartHub(ho)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -106,7 +114,14 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 		mo.URLs, mo.Token, mo.Creds, mo.CAFingerprint, mo.Admin = []string{hub.URL()}, hub.AdminToken(), "", hub.Fingerprint(), true
 		mo.Enroll, mo.Unenroll = hub.Enroll, hub.Revoke
 	}
-	m, err := fleet.Join(ctx, mo)
+	var m *fleet.Member
+	if n.hub != nil && n.hub.Clustered() {
+		// JetStream in a cluster waits for a second hub: the member
+		// connects in the background, once there is one.
+		err = errors.New("waiting for the cluster's JetStream (it needs two hubs running)")
+	} else {
+		m, err = fleet.Join(ctx, mo)
+	}
 	if m != nil && !cfg.Hub {
 		// A host that joined with the fleet token keeps its own
 		// credential instead.
@@ -221,6 +236,7 @@ func (s *Server) stopFleet(forget bool) {
 func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/fleet/init", s.handleFleetInit)
 	mux.HandleFunc("POST /v1/fleet/join", s.handleFleetJoin)
+	mux.HandleFunc("POST /v1/fleet/join-hub", s.handleFleetJoinHub)
 	mux.HandleFunc("POST /v1/fleet/leave", s.handleFleetLeave)
 	mux.HandleFunc("POST /v1/fleet/invite", s.handleFleetInvite)
 	mux.HandleFunc("POST /v1/fleet/forget", s.handleFleetForget)
@@ -272,6 +288,9 @@ type FleetInitRequest struct {
 	// ForgetAfterMS: a host unreachable this long leaves the fleet's
 	// views (0: never).
 	ForgetAfterMS int64 `json:"forget_after_ms"`
+	// ClusterListen makes this hub the first of a cluster of hubs: its
+	// HOST:PORT for routes (corral fleet join-hub adds the others).
+	ClusterListen string `json:"cluster_listen,omitempty"`
 }
 
 // FleetJoinInfo says how another machine joins.
@@ -281,15 +300,37 @@ type FleetJoinInfo struct {
 	Token       string `json:"token"`
 	Fingerprint string `json:"ca_fingerprint,omitempty"`
 	Join        string `json:"join"` // the command to run there
+	// JoinHub (a cluster's hub) is the command another machine runs to
+	// become one more hub of the cluster.
+	JoinHub string `json:"join_hub,omitempty"`
 }
 
-func joinInfo(hub *fleet.Hub, name, token string) FleetJoinInfo {
+func joinInfo(n *fleetNode, name, token string, others ...string) FleetJoinInfo {
+	hub := n.hub
 	u := hub.URL()
-	cmd := fmt.Sprintf("corral fleet join %s --token %s", u, token)
-	if fp := hub.Fingerprint(); fp != "" {
-		cmd += " --ca-fingerprint " + fp
+	// Every hub of a cluster this one has heard of.
+	urls := []string{u}
+	seen := map[string]bool{hostPort(u): true}
+	known := others
+	if m := n.member.Load(); m != nil {
+		known = append(known, m.ServerURLs()...)
 	}
-	return FleetJoinInfo{Name: name, URL: u, Token: token, Fingerprint: hub.Fingerprint(), Join: cmd}
+	for _, o := range known {
+		if !seen[hostPort(o)] {
+			seen[hostPort(o)] = true
+			urls = append(urls, o)
+		}
+	}
+	all := strings.Join(urls, ",")
+	fp := ""
+	if f := hub.Fingerprint(); f != "" {
+		fp = " --ca-fingerprint " + f
+	}
+	info := FleetJoinInfo{Name: name, URL: all, Token: token, Fingerprint: hub.Fingerprint(), Join: fmt.Sprintf("corral fleet join %s --token %s%s", all, token, fp)}
+	if hub.Clustered() {
+		info.JoinHub = fmt.Sprintf("corral fleet join-hub %s --hub-token %s%s --cluster-listen HOST:PORT", all, hub.HubToken(), fp)
+	}
+	return info
 }
 
 func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
@@ -316,7 +357,10 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: req.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
-		NotifyFleet: req.NotifyFleet, ForgetAfterMS: req.ForgetAfterMS}
+		NotifyFleet: req.NotifyFleet, ForgetAfterMS: req.ForgetAfterMS, ClusterListen: req.ClusterListen}
+	if cfg.ClusterListen != "" {
+		cfg.Replicas = 1
+	}
 	n, err := s.runFleet(cfg, false)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
@@ -329,7 +373,75 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
-	reply(w, joinInfo(n.hub, req.Name, n.hub.FleetToken()))
+	reply(w, joinInfo(n, req.Name, n.hub.FleetToken()))
+}
+
+// FleetJoinHubRequest is POST /v1/fleet/join-hub: this daemon becomes one
+// more hub of a cluster.
+type FleetJoinHubRequest struct {
+	URLs          []string `json:"urls"`
+	HubToken      string   `json:"hub_token"`
+	CAFingerprint string   `json:"ca_fingerprint"`
+	Name          string   `json:"name"`
+	Listen        string   `json:"listen"`
+	ClusterListen string   `json:"cluster_listen"`
+	MaxJobs       int      `json:"max_jobs"`
+	NotifyFleet   bool     `json:"notify_fleet"`
+}
+
+func (s *Server) handleFleetJoinHub(w http.ResponseWriter, r *http.Request) {
+	var req FleetJoinHubRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if s.fleetNode() != nil {
+		fail(w, http.StatusConflict, "in_fleet", errors.New("this daemon is in a fleet already; corral fleet leave first"))
+		return
+	}
+	if req.Name == "" {
+		req.Name = fleet.DefaultName()
+	}
+	if err := fleet.CheckName(req.Name); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	if req.ClusterListen == "" || len(req.URLs) == 0 || req.HubToken == "" {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("need the hubs' URLs, --hub-token and --cluster-listen HOST:PORT (the join-hub command a hub printed carries the first two)"))
+		return
+	}
+	if req.Listen == "" {
+		req.Listen = fleet.DefaultListen
+	}
+	b, err := fleet.FetchHubBundle(r.Context(), req.URLs, req.HubToken, req.CAFingerprint)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "refused", err)
+		return
+	}
+	if err := fleet.InstallHubBundle(fleet.Dir(s.opts.StateDir), b); err != nil {
+		fail(w, http.StatusInternalServerError, "internal", err)
+		return
+	}
+	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: b.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
+		NotifyFleet: req.NotifyFleet, ClusterListen: req.ClusterListen, Routes: b.Routes, Replicas: min(b.Nodes+1, fleet.MaxReplicas)}
+	n, err := s.runFleet(cfg, false)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return
+	}
+	n.cfg.Listen = n.hub.Addr()
+	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
+		s.stopFleet(true)
+		fail(w, http.StatusInternalServerError, "internal", err)
+		return
+	}
+	reply(w, joinInfo(n, req.Name, n.hub.FleetToken(), req.URLs...))
+}
+
+func hostPort(u string) string {
+	if p, err := url.Parse(u); err == nil && p.Host != "" {
+		return p.Host
+	}
+	return u
 }
 
 // FleetJoinRequest is POST /v1/fleet/join.
@@ -419,7 +531,7 @@ func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
-	info := joinInfo(n.hub, req.Name, tok)
+	info := joinInfo(n, req.Name, tok)
 	info.Join += " --name " + req.Name
 	reply(w, info)
 }
@@ -492,6 +604,9 @@ type FleetStatus struct {
 	Member  *fleet.Stats       `json:"member,omitempty"`
 	Refused int64              `json:"connections_refused"`
 	Why     string             `json:"last_refusal,omitempty"`
+	// Replicas (a cluster's hub): the fewest copies the cluster keeps of
+	// any of the fleet's buckets and streams.
+	Replicas int `json:"replicas,omitempty"`
 }
 
 func (s *Server) fleetMember(w http.ResponseWriter) *fleet.Member {
@@ -524,6 +639,11 @@ func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
 		out.Hosts = m.Hosts()
 		st := m.Stats()
 		out.Member = &st
+		if n.hub != nil && n.hub.Clustered() {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			out.Replicas = m.Replicas(ctx)
+			cancel()
+		}
 	}
 	reply(w, out)
 }
