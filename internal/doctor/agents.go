@@ -32,6 +32,7 @@ var Agents = []Agent{
 	{Name: "qwen-code", Title: "Qwen Code", Binary: "qwen", Package: "@qwen-code/qwen-code", Verified: "0.15.10"},
 	{Name: "opencode", Title: "opencode", Binary: "opencode", Package: "opencode-ai", Verified: "1.18.33"},
 	{Name: "copilot", Title: "Copilot CLI", Binary: "copilot", Package: "@github/copilot", Verified: "1.0.102"},
+	{Name: "crush", Title: "Crush", Binary: "crush", Package: "@charmland/crush", Verified: "0.90.0"},
 }
 
 // agentChecks: each agent CLI on PATH, its version against the one

@@ -204,7 +204,7 @@ func TestEmbeddedManifestsLoad(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	want := []string{"claude-code", "codex", "copilot", "gemini", "opencode", "qwen-code", "generic"}
+	want := []string{"claude-code", "codex", "copilot", "crush", "gemini", "opencode", "qwen-code", "generic"}
 	if got := strings.Join(set.Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("names = %s", got)
 	}

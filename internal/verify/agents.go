@@ -73,6 +73,13 @@ var Profiles = []*Profile{
 		// Its question is a form without option numbers: Enter takes the
 		// first. Its footer says "esc esc interrupt": one Esc only arms it.
 		Keys: map[Key]string{KeyOption: "\r", KeyInterrupt: "\x1b" + pause + "\x1b"}},
+	// Crush asks before edits and before every shell command but a lone
+	// read-only one (the scripted slow step's "timeout 60 sleep 30").
+	{Name: "crush", Rules: "crush", Binary: "crush", Package: "@charmland/crush", Version: "0.90.0", API: APIChat,
+		Ready: "ctrl+p commands", Home: crushHome,
+		Prelude: map[string]string{"Would you like to initialize this project?": "n"},
+		// Its footer says "esc press again to cancel": one Esc only arms it.
+		Keys: map[Key]string{KeyInterrupt: "\x1b" + pause + "\x1b"}},
 	// The built-in fake agent (`corral fake-agent`): it draws Claude Code's
 	// screens, so Claude Code's rules read it.
 	{Name: "fake-agent", Rules: "claude-code", Binary: "corral", Ready: "? for shortcuts",
@@ -243,4 +250,28 @@ func opencodeHome(home, work, url string) ([]string, error) {
 func copilotHome(home, work, url string) ([]string, error) {
 	return []string{"COPILOT_PROVIDER_BASE_URL=" + url + "/v1", "COPILOT_PROVIDER_API_KEY=test-key", "COPILOT_MODEL=gpt-4.1",
 		"COPILOT_OFFLINE=true", "COPILOT_AUTO_UPDATE=false"}, nil
+}
+
+// crushHome gives Crush one provider on the scripted Chat Completions
+// server and nothing else: no provider list fetched, no metrics, no
+// language servers, its data inside the fresh HOME.
+func crushHome(home, work, url string) ([]string, error) {
+	dir := filepath.Join(home, ".config", "crush")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	model := map[string]any{"id": "mock-model", "name": "Mock Model", "context_window": 128000, "default_max_tokens": 4096}
+	cfg, _ := json.Marshal(map[string]any{
+		"providers": map[string]any{"mock": map[string]any{"type": "openai-compat", "name": "Mock", "base_url": url + "/v1",
+			"api_key": "test-key", "discover_models": false, "models": []any{model}}},
+		"models": map[string]any{"large": map[string]any{"model": "mock-model", "provider": "mock"},
+			"small": map[string]any{"model": "mock-model", "provider": "mock"}},
+		"options": map[string]any{"disable_provider_auto_update": true, "disable_default_providers": true,
+			"disable_metrics": true, "auto_lsp": false, "notifications": "disabled"},
+	})
+	if err := os.WriteFile(filepath.Join(dir, "crush.json"), cfg, 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"CRUSH_DISABLE_PROVIDER_AUTO_UPDATE=1", "CRUSH_DISABLE_METRICS=1", "DO_NOT_TRACK=1"}, nil
 }

@@ -155,6 +155,13 @@ func (s *Server) plan(tools []oaiTool, afterTool bool, user, all string) oaiTurn
 			return oaiTurn{Text: "I have no shell tool."}
 		}
 		args := map[string]any{}
+		// Crush asks before every command but a read-only one run alone
+		// (no ";"), and timeout is one of those; its shell moves a command
+		// to the background after a minute unless told otherwise.
+		if step == StepSlow && t.Params["auto_background_after"] != "" {
+			command = "timeout 60 sleep 30"
+			args["auto_background_after"] = 120
+		}
 		switch {
 		case t.Params["command"] == "array":
 			args["command"] = []string{"bash", "-lc", command}
@@ -236,6 +243,16 @@ func (s *Server) plan(tools []oaiTool, afterTool bool, user, all string) oaiTurn
 			b := marshal(map[string]any{"message": QuestionText, "requestedSchema": map[string]any{
 				"properties": map[string]any{"colour": map[string]any{"type": "string", "title": "Colour", "enum": QuestionOptions}},
 				"required":   []string{"colour"}}})
+			return oaiTurn{Call: &oaiCall{ID: id, Name: t.Name, Args: string(b)}}
+		}
+		if t.Params["confirm_title"] != "" {
+			// Crush's question tool: a typed question with choices by id.
+			var choices []map[string]string
+			for _, o := range QuestionOptions {
+				choices = append(choices, map[string]string{"id": strings.ToLower(o), "label": o})
+			}
+			q := map[string]any{"type": "single_choice", "question": QuestionText, "description": "Pick one.", "choices": choices}
+			b := marshal(map[string]any{"questions": []any{q}})
 			return oaiTurn{Call: &oaiCall{ID: id, Name: t.Name, Args: string(b)}}
 		}
 		var opts []map[string]string
