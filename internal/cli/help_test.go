@@ -86,7 +86,7 @@ func TestFlagMistakesSayTheFix(t *testing.T) {
 		{[]string{"--json"}, "--json goes after a command"},
 		{[]string{"help", "atach"}, "did you mean attach?"},
 		{[]string{"rules", "lst"}, `unknown rules command "lst"; did you mean rules list?`},
-		{[]string{"fleet"}, "corral fleet: say which: forget, init, invite, join, leave, set, status\nusage: corral fleet init|join|status|leave|invite|forget|set [flags]"},
+		{[]string{"fleet"}, "corral fleet: say which: forget, init, invite, join, join-hub, leave, set, status\nusage: corral fleet init|join|join-hub|status|leave|invite|forget|set [flags]"},
 		{[]string{"replay", "--size=big", "x.cast"}, "size \"big\" must be COLSxROWS"},
 	}
 	for _, tt := range tests {

@@ -198,16 +198,17 @@ func TestRevokeRemovesRecords(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		lo.set("o1", []string{"working", "idle"}[i%2])
 	}
-	// And records of its own making, within its quota.
+	waitFor(t, 5*time.Second, "g and the hub see o", func() bool {
+		r, _ := hostReachable(g, "o")
+		return r && paneState(g, "o", "o1") == "idle" && paneState(f.hm, "o", "o2") == "idle" && o.Stats().Published == 22
+	})
+	// And records of its own making, within its quota, written after o's
+	// first sync (which deletes keys of panes it does not have).
 	for i := 0; i < 50; i++ {
 		if _, err := o.js.Publish(context.Background(), fmt.Sprintf("%so.junk%d", panesPrefix, i), make([]byte, 10<<10)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 5*time.Second, "g and the hub see o", func() bool {
-		r, _ := hostReachable(g, "o")
-		return r && paneState(g, "o", "o1") == "idle" && paneState(f.hm, "o", "o2") == "idle" && o.Stats().Published == 22
-	})
 	before, _ := stored(t, f, "KV_"+PanesBucket, ">")
 
 	if err := f.hub.Revoke("o"); err != nil {
