@@ -86,9 +86,12 @@ func TestIntegrationThroughWrapper(t *testing.T) {
 	if p.Integration != "claude-code" || p.IntegrationError != "" {
 		t.Fatalf("through env: %+v", p)
 	}
-	if b, _ := os.ReadFile(argsFile); !strings.Contains(string(b), "\n--settings {\"hooks\"") {
-		t.Fatalf("the hooks did not reach the command line:\n%s", b)
-	}
+	// The agent is recognised from its command line, before the script
+	// has written its arguments.
+	waitFor(t, 10*time.Second, "the hooks on the command line", func() bool {
+		b, _ := os.ReadFile(argsFile)
+		return strings.Contains(string(b), "\n--settings {\"hooks\"")
+	})
 }
 
 // Where corral's Gemini CLI settings file is used (root, a private state

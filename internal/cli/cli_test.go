@@ -179,7 +179,7 @@ func TestStatus(t *testing.T) {
 func TestRulesCheckAndList(t *testing.T) {
 	userDir := isolate(t)
 	out, _, code := run(t, "", "rules", "check")
-	if code != 0 || strings.Count(out, "ok ") != 7 {
+	if code != 0 || strings.Count(out, "ok ") != 8 {
 		t.Fatalf("built-in check: exit %d\n%s", code, out)
 	}
 	dir := t.TempDir()
