@@ -244,6 +244,9 @@ func (e *Engine) Decision() (combine.Decision, time.Time) { return e.cur, e.sinc
 // Records returns copies of the program's OSC 7501 status records.
 func (e *Engine) Records() []status.Record { return e.store.Records() }
 
+// RecordsVersion changes whenever the records do.
+func (e *Engine) RecordsVersion() uint64 { return e.store.Version() }
+
 // Progress returns the OSC 9;4 progress (-1 when none).
 func (e *Engine) Progress() (state, value int) { return e.progressState, e.progress }
 

@@ -10,15 +10,10 @@ import (
 
 // PromptAnswers is what the pane's current prompt takes: the named
 // answers its rule or manifest defines (yes, always, no, cancel) and
-// whether it takes option numbers. Nothing when the pane does not answer
-// within LockWait.
+// whether it takes option numbers.
 func (p *Pane) PromptAnswers() (names []string, options bool) {
-	if !p.mu.lockWithin(LockWait) {
-		return nil, false
-	}
-	m := p.engine.Manifest()
-	d, _ := p.engine.Decision()
-	p.mu.Unlock()
+	s := p.snap.Load()
+	m, d := s.manifest, s.info.Decision
 	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
 		if _, ok := m.KeysFor(d.Rule, n); ok {
 			names = append(names, n)
@@ -33,7 +28,7 @@ func (p *Pane) PromptAnswers() (names []string, options bool) {
 func (p *Pane) SetDecisionWindow(d time.Duration) {
 	p.mu.Lock()
 	p.engine.SetDecisionWindow(d)
-	p.mu.Unlock()
+	p.unlock()
 }
 
 // NoteDecided says the pane's policy decided the permission request in
@@ -52,7 +47,7 @@ func (p *Pane) noteDecision(text string, decided bool) {
 		}
 		p.scheduleLocked()
 	}
-	p.mu.Unlock()
+	p.unlock()
 	p.kick()
 }
 
@@ -69,16 +64,11 @@ type HeldPrompt struct {
 }
 
 // HeldPrompt returns the permission prompt held back for the pane's policy, if
-// one is (ok false also when the pane does not answer within LockWait).
+// one is.
 func (p *Pane) HeldPrompt() (HeldPrompt, bool) {
-	if !p.mu.lockWithin(LockWait) {
-		return HeldPrompt{}, false
-	}
-	d, ok := p.engine.Held()
-	m := p.engine.Manifest()
-	shown := p.engine.PromptShown()
-	p.mu.Unlock()
-	if !ok {
+	s := p.snap.Load()
+	d, m, shown := s.held, s.manifest, s.info.PromptShown
+	if d.State == "" {
 		return HeldPrompt{}, false
 	}
 	h := HeldPrompt{Decision: d, Shown: shown, Settle: m.AnswerSettle}
@@ -100,14 +90,14 @@ func (p *Pane) AnswerHeld(choice, text string) (string, error) {
 	}
 	d, ok := p.engine.Held()
 	if !ok {
-		p.mu.Unlock()
+		p.unlock()
 		p.kick()
 		return "", fmt.Errorf("%w (no prompt waits for the policy any more)", ErrNotBlocked)
 	}
 	m := p.engine.Manifest()
 	keys, ok := m.KeysFor(d.Rule, choice)
 	if !ok {
-		p.mu.Unlock()
+		p.unlock()
 		p.kick()
 		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m))
 	}
@@ -116,7 +106,7 @@ func (p *Pane) AnswerHeld(choice, text string) (string, error) {
 		p.engine.NoteInterrupt(now)
 	}
 	p.scheduleLocked()
-	p.mu.Unlock()
+	p.unlock()
 	p.kick()
 	return keys, p.enqueue([]byte(keys), InputWait)
 }

@@ -190,8 +190,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		p.queueLocked([]detect.Change{{At: now, Previous: a.Last, Decision: d}})
 	}
 	p.scheduleLocked()
-	p.mu.Unlock()
-	p.Info()
+	p.unlock()
 	if !exited {
 		// A full-screen program redraws its screen on SIGWINCH.
 		if pgrp, err := foregroundPgrp(p.ptmx); err == nil && pgrp > 0 {
@@ -230,7 +229,7 @@ func (p *Pane) heldLoop() {
 			p.queueLocked(p.engine.Feed(time.Now(), m.Output))
 			p.scheduleLocked()
 			p.forwardLocked(m.Output)
-			p.mu.Unlock()
+			p.unlock()
 			p.kick()
 		}
 		if m.Exit {
@@ -257,7 +256,7 @@ func (p *Pane) reapHeld() {
 			w.closeLocked("the daemon handed the pane over to a new daemon; attach again")
 		}
 		p.timer.Stop()
-		p.mu.Unlock()
+		p.unlock()
 		_ = p.ptmx.Close()
 		close(p.done)
 		return
@@ -328,7 +327,7 @@ func (p *Pane) Detach() bool {
 // next daemon to adopt with.
 func (p *Pane) Standing() detect.Standing {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlock()
 	return p.engine.Standing()
 }
 

@@ -1,6 +1,7 @@
 package pane
 
 import (
+	"slices"
 	"time"
 
 	"github.com/corral-dev/corral/internal/combine"
@@ -36,42 +37,99 @@ type Info struct {
 	AnswerSettle time.Duration
 }
 
-// Info returns a copy of the pane's state. A pane that does not answer
-// within LockWait gives its last copy.
-func (p *Pane) Info() Info {
-	if !p.mu.lockWithin(LockWait) {
-		if in := p.last.Load(); in != nil {
-			return *in
-		}
-		p.mu.Lock() // only before the first copy, in Start
-	}
-	in := p.infoLocked()
-	p.mu.Unlock()
-	c := in
-	p.last.Store(&c)
-	return in
+// snapshot is what readers see of a pane: published whole by whoever
+// holds mu, when it lets go of it (unlock), and never changed after. Its
+// slices are its own: nothing the owner mutates is shared with it.
+type snapshot struct {
+	info Info
+	// manifest is the manifest in use (compiled manifests are immutable);
+	// held is the prompt held back for a policy (State "" when none).
+	manifest *rules.Manifest
+	held     combine.Decision
+	key      snapshotKey
 }
 
-func (p *Pane) infoLocked() Info {
+// snapshotKey is everything a snapshot is built from that can change: the
+// owner builds a new snapshot only when it differs, so a read chunk that
+// changes nothing a reader sees costs one comparison.
+type snapshotKey struct {
+	decision        combine.Decision
+	since           time.Time
+	held            combine.Decision
+	manifest        *rules.Manifest
+	name            string
+	cols, rows, pid int
+	exited          bool
+	exitCode        int
+	exitedAt        time.Time
+	foreground      string
+	records         uint64
+	progressState   int
+	progress        int
+	hooksIgnored    int
+	promptShown     time.Time
+}
+
+func (p *Pane) snapshotKeyLocked() snapshotKey {
 	d, since := p.engine.Decision()
+	held, _ := p.engine.Held()
+	c := p.engine.Counters()
+	st, v := p.engine.Progress()
+	return snapshotKey{decision: d, since: since, held: held, manifest: p.engine.Manifest(), name: p.name,
+		cols: p.cfg.Cols, rows: p.cfg.Rows, pid: p.pid, exited: p.exited, exitCode: p.exitCode, exitedAt: p.exitedAt,
+		foreground: p.fgName, records: p.engine.RecordsVersion(), progressState: st, progress: v,
+		hooksIgnored: c.HooksIgnored + c.HooksOtherConversation, promptShown: p.engine.PromptShown()}
+}
+
+// unlock publishes the pane's state for readers, if it changed, and
+// releases mu. Every holder of mu lets go of it here: a change made under
+// mu is visible to readers as soon as mu is free.
+func (p *Pane) unlock() {
+	p.publishLocked()
+	p.mu.Unlock()
+}
+
+// publishLocked stores a new snapshot when what readers see changed.
+func (p *Pane) publishLocked() {
+	k := p.snapshotKeyLocked()
+	if s := p.snap.Load(); s != nil && s.key == k {
+		return
+	}
+	s := &snapshot{key: k, manifest: k.manifest, held: k.held}
+	since := k.since
 	if since.IsZero() {
 		since = p.started
 	}
-	in := Info{ID: p.cfg.ID, Name: p.name, Agent: p.engine.Manifest().Name, Argv: append([]string(nil), p.cfg.Argv...),
-		Dir: p.cfg.Dir, Cols: p.cfg.Cols, Rows: p.cfg.Rows, PID: p.pid, Started: p.started, Decision: d, Since: since,
-		Exited: p.exited, ExitCode: p.exitCode, ExitedAt: p.exitedAt, Foreground: p.fgName, Progress: -1,
-		Records: p.engine.Records()}
-	c := p.engine.Counters()
-	in.HooksIgnored = c.HooksIgnored + c.HooksOtherConversation + int(p.hooksDropped.Load())
-	in.PromptShown, in.AnswerSettle = p.engine.PromptShown(), p.engine.Manifest().AnswerSettle
-	for _, r := range in.Records {
+	s.info = Info{ID: p.cfg.ID, Name: k.name, Agent: k.manifest.Name, Argv: p.argv, Dir: p.cfg.Dir, Cols: k.cols,
+		Rows: k.rows, PID: k.pid, Started: p.started, Decision: k.decision, Since: since, Exited: k.exited,
+		ExitCode: k.exitCode, ExitedAt: k.exitedAt, Foreground: k.foreground, Progress: -1,
+		HooksIgnored: k.hooksIgnored, PromptShown: k.promptShown, AnswerSettle: k.manifest.AnswerSettle}
+	if prev := p.snap.Load(); prev != nil && prev.key.records == k.records {
+		s.info.Records = prev.info.Records // immutable, and unchanged
+	} else {
+		s.info.Records = p.engine.Records() // a fresh copy
+	}
+	for _, r := range s.info.Records {
 		if r.ID == "" && r.Progress >= 0 {
-			in.Progress = r.Progress
+			s.info.Progress = r.Progress
 		}
 	}
-	if st, v := p.engine.Progress(); in.Progress < 0 && st == term.ProgressSet {
-		in.Progress = v
+	if s.info.Progress < 0 && k.progressState == term.ProgressSet {
+		s.info.Progress = k.progress
 	}
+	p.snap.Store(s)
+}
+
+// Info returns a copy of the pane's state as of the last change that
+// completed. It never waits: it loads what the pane published.
+func (p *Pane) Info() Info {
+	s := p.snap.Load()
+	in := s.info
+	// The caller's own slices: the snapshot is shared by every reader.
+	in.Argv = slices.Clone(in.Argv)
+	in.Records = slices.Clone(in.Records)
+	// Counted outside mu, by a hook's caller that never waits.
+	in.HooksIgnored += int(p.hooksDropped.Load())
 	return in
 }
 
@@ -82,14 +140,9 @@ func (p *Pane) Snapshot() term.Snapshot { return p.term.Snapshot() }
 // StyledRows returns the visible screen as styled runs.
 func (p *Pane) StyledRows() [][]term.Run { return p.term.StyledRows() }
 
-// AnswerNames lists the named answers the pane's manifest defines (none
-// when the pane does not answer within LockWait).
+// AnswerNames lists the named answers the pane's manifest defines.
 func (p *Pane) AnswerNames() []string {
-	if !p.mu.lockWithin(LockWait) {
-		return nil
-	}
-	m := p.engine.Manifest()
-	p.mu.Unlock()
+	m := p.snap.Load().manifest
 	var out []string
 	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
 		if _, ok := m.Answers[n]; ok {
@@ -144,12 +197,8 @@ func (p *Pane) foregroundLocked(fg foreground) {
 // of the blocked rule that decided the pane's state. ok is false when no
 // screen rule has the pane blocked (a report or a hook alone says so).
 func (p *Pane) PromptRegion() (string, bool) {
-	if !p.mu.lockWithin(LockWait) {
-		return "", false
-	}
-	d, _ := p.engine.Decision()
-	m := p.engine.Manifest()
-	p.mu.Unlock()
+	s := p.snap.Load()
+	d, m := s.info.Decision, s.manifest
 	if d.State != combine.Blocked || d.Source != combine.SourceScreen || d.Rule == "" {
 		return "", false
 	}

@@ -3,9 +3,11 @@ package pane
 import "time"
 
 // lock is a mutex that a request can give up on. The pane's own
-// goroutines wait for it as long as it takes; a request (send, answer,
-// screen, ls, attach) waits at most LockWait, so a pane whose read loop is
-// busy or stuck never holds a caller.
+// goroutines wait for it as long as it takes; a request that changes the
+// pane (send, answer, attach, resize) waits at most LockWait, so a pane
+// whose read loop is busy or stuck never holds a caller. What only reads
+// the pane's state (ls, its answers, its prompt) loads the snapshot
+// published at each unlock and never takes the lock.
 type lock chan struct{}
 
 func newLock() lock { return make(lock, 1) }

@@ -50,20 +50,19 @@ func Open(cfg Config, src Source, pid int, screen []byte) (*Pane, *Feed, error) 
 	p.replaying.Store(true) // what drew the screen asked nothing of corral
 	p.queueLocked(p.engine.Feed(now, screen))
 	p.replaying.Store(false)
-	p.mu.Unlock()
+	p.unlock()
 	if pgrp, err := src.Foreground(); err == nil && pgrp > 0 {
 		fg := foreground{pgrp: pgrp}
 		fg.name, fg.argv = processInfo(pgrp)
 		p.mu.Lock()
 		p.sweepSeen = pgrp
 		p.foregroundLocked(fg)
-		p.mu.Unlock()
+		p.unlock()
 	}
 	p.mu.Lock()
 	p.queueLocked(p.engine.Classify(time.Now()))
 	p.scheduleLocked()
-	p.mu.Unlock()
-	p.Info()
+	p.unlock()
 	go p.sweepLoop()
 	go p.deliverLoop()
 	return p, &Feed{p: p}, nil
@@ -87,7 +86,7 @@ func (p *Pane) feedOutside(b []byte, redraw bool) {
 	p.outputAt.Store(time.Now().UnixNano())
 	p.mu.Lock()
 	if p.exited {
-		p.mu.Unlock()
+		p.unlock()
 		return
 	}
 	if redraw {
@@ -99,7 +98,7 @@ func (p *Pane) feedOutside(b []byte, redraw bool) {
 	}
 	p.scheduleLocked()
 	p.forwardLocked(b)
-	p.mu.Unlock()
+	p.unlock()
 	p.kick()
 }
 
@@ -111,7 +110,7 @@ func (f *Feed) Resized(cols, rows int) {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlock()
 	if p.exited || (p.cfg.Cols == cols && p.cfg.Rows == rows) {
 		return
 	}
@@ -146,7 +145,7 @@ func (p *Pane) detachOutside() bool {
 		for w := range p.watchers {
 			w.closeLocked("corral stopped watching the pane")
 		}
-		p.mu.Unlock()
+		p.unlock()
 		_ = p.src.Close()
 		close(p.done)
 	})

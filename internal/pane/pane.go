@@ -107,10 +107,14 @@ type Pane struct {
 
 	// term is the engine's terminal, which has a lock of its own.
 	term *term.Terminal
-	// last is the newest Info, for a caller that cannot wait for mu.
-	last atomic.Pointer[Info]
+	// argv is cfg.Argv's own copy, shared by snapshots: never written.
+	argv []string
+	// snap is what readers see (Info and the like): published by whoever
+	// holds mu as it lets go (unlock), loaded without waiting.
+	snap atomic.Pointer[snapshot]
 
-	// mu guards the fields that follow, and every call into engine.
+	// mu guards the fields that follow, and every call into engine; it is
+	// released with unlock, which publishes what changed under it.
 	mu       lock
 	engine   *detect.Engine
 	name     string
@@ -237,7 +241,8 @@ func newPane(cfg Config, src Source, ptmx *master, pid int, started time.Time) *
 	p.term = p.engine.Terminal()
 	p.agent = p.engine.Manifest().Name
 	p.timer = newPaneTimer(p)
-	p.Info() // the first copy for p.last
+	p.argv = append([]string(nil), cfg.Argv...)
+	p.publishLocked() // the first snapshot; nothing else runs yet
 	return p
 }
 
@@ -311,11 +316,7 @@ const EnterSettle = 150 * time.Millisecond
 // program that draws nothing when it reads (no echo) may still draw a
 // dialog a moment later.
 func (p *Pane) AwaitSettled(since time.Time, limit time.Duration) bool {
-	settle := EnterSettle
-	if p.mu.lockWithin(LockWait) {
-		settle = max(settle, p.engine.Manifest().AnswerSettle)
-		p.mu.Unlock()
-	}
+	settle := max(EnterSettle, p.snap.Load().manifest.AnswerSettle)
 	deadline := time.Now().Add(limit)
 	for {
 		last := time.Unix(0, p.outputAt.Load())
@@ -365,7 +366,7 @@ func (p *Pane) readLoop() {
 		p.queueLocked(p.engine.Feed(time.Now(), b))
 		p.scheduleLocked()
 		p.forwardLocked(b)
-		p.mu.Unlock()
+		p.unlock()
 		p.kick()
 	})
 }
@@ -425,7 +426,7 @@ func (p *Pane) ended(code int) {
 	p.timer.Stop()
 	paneClock.remove(&p.sweepAt)
 	p.queueLocked(p.engine.SetProcess(p.exitedAt, combine.Process{PaneExited: true, ExitCode: code}))
-	p.mu.Unlock()
+	p.unlock()
 	// Only the last screen is needed now: release the emulator.
 	if !p.closing.Load() {
 		p.term.Freeze()
@@ -436,7 +437,7 @@ func (p *Pane) ended(code int) {
 	for w := range p.watchers {
 		w.closeLocked("the program exited")
 	}
-	p.mu.Unlock()
+	p.unlock()
 	close(p.done)
 	if p.cfg.OnExit != nil {
 		p.cfg.OnExit(p)
@@ -461,12 +462,12 @@ func (p *Pane) onTimer() {
 func (p *Pane) onTimerLocked() {
 	p.deadline = time.Time{}
 	if p.exited {
-		p.mu.Unlock()
+		p.unlock()
 		return
 	}
 	p.queueLocked(p.engine.Tick(time.Now()))
 	p.scheduleLocked()
-	p.mu.Unlock()
+	p.unlock()
 	p.kick()
 }
 
@@ -536,7 +537,7 @@ func (p *Pane) sweepLocked(fg foreground) {
 		p.queueLocked(p.engine.Classify(time.Now()))
 		p.scheduleLocked()
 	}
-	p.mu.Unlock()
+	p.unlock()
 	p.kick()
 }
 
@@ -579,7 +580,7 @@ func (p *Pane) deliver() {
 		cs := p.queue
 		p.queue = nil
 		p.queued.Store(false)
-		p.mu.Unlock()
+		p.unlock()
 		if len(cs) == 0 {
 			return
 		}
@@ -613,7 +614,7 @@ func (p *Pane) Input(data []byte, guard bool) error {
 	case hasText(data):
 		p.engine.NoteTyped()
 	}
-	p.mu.Unlock()
+	p.unlock()
 	p.kick()
 	if guard && d.State == combine.Blocked {
 		return fmt.Errorf("%w (%s)", ErrBlocked, describe(d))
@@ -642,7 +643,7 @@ func (p *Pane) lockClassified() (time.Time, error) {
 		return time.Time{}, ErrBusy
 	}
 	if p.exited {
-		p.mu.Unlock()
+		p.unlock()
 		return time.Time{}, ErrExited
 	}
 	now := time.Now()
@@ -660,7 +661,7 @@ func (p *Pane) Answer(choice string) (string, error) {
 	}
 	d, _ := p.engine.Decision()
 	if d.State != combine.Blocked {
-		p.mu.Unlock()
+		p.unlock()
 		p.kick()
 		return "", fmt.Errorf("%w (it is %s)", ErrNotBlocked, d.State)
 	}
@@ -668,7 +669,7 @@ func (p *Pane) Answer(choice string) (string, error) {
 	// The prompt a rule recognised may take its own keys.
 	keys, ok := m.KeysFor(d.Rule, choice)
 	if !ok {
-		p.mu.Unlock()
+		p.unlock()
 		p.kick()
 		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m))
 	}
@@ -676,7 +677,7 @@ func (p *Pane) Answer(choice string) (string, error) {
 	if choice == rules.AnswerNo || choice == rules.AnswerCancel || detect.IsInterrupt([]byte(keys)) {
 		p.engine.NoteInterrupt(now) // a refusal ends the turn, or lets it go on
 	}
-	p.mu.Unlock()
+	p.unlock()
 	p.kick()
 	return keys, p.enqueue([]byte(keys), InputWait)
 }
@@ -710,7 +711,7 @@ func (p *Pane) hookLoop() {
 				p.queueLocked(p.engine.ApplyHook(time.Now(), h))
 				p.scheduleLocked()
 			}
-			p.mu.Unlock()
+			p.unlock()
 			p.kick()
 		case <-p.done:
 			return
@@ -727,7 +728,7 @@ func (p *Pane) MarkSeen() {
 	if !p.exited {
 		p.queueLocked(p.engine.MarkSeen(time.Now()))
 	}
-	p.mu.Unlock()
+	p.unlock()
 	p.kick()
 }
 
@@ -754,7 +755,7 @@ func (p *Pane) Resize(cols, rows int) error {
 	if !p.mu.lockWithin(LockWait) {
 		return ErrBusy
 	}
-	defer p.mu.Unlock()
+	defer p.unlock()
 	if p.exited {
 		return ErrExited
 	}
@@ -774,13 +775,8 @@ func (p *Pane) Kill(sig syscall.Signal) error {
 		return nil
 	default:
 	}
-	// A busy pane is signalled all the same: ending it is the point.
-	if p.mu.lockWithin(LockWait) {
-		exited := p.exited
-		p.mu.Unlock()
-		if exited {
-			return nil
-		}
+	if p.snap.Load().info.Exited {
+		return nil
 	}
 	return p.src.Signal(sig)
 }

@@ -37,7 +37,7 @@ func (p *Pane) WatchWithin() (initial []byte, w *Watcher, err error) {
 // watchLocked registers a watcher and unlocks mu.
 func (p *Pane) watchLocked() (initial []byte, w *Watcher) {
 	defer func() {
-		p.mu.Unlock()
+		p.unlock()
 		p.kick()
 	}()
 	t := p.engine.Terminal()
@@ -81,12 +81,12 @@ func (w *Watcher) Close() {
 	if !w.p.mu.lockWithin(LockWait) {
 		go func() {
 			w.p.mu.Lock()
-			defer w.p.mu.Unlock()
+			defer w.p.unlock()
 			w.closeLocked("")
 		}()
 		return
 	}
-	defer w.p.mu.Unlock()
+	defer w.p.unlock()
 	w.closeLocked("")
 }
 
@@ -95,7 +95,7 @@ func (w *Watcher) Reason() string {
 	if !w.p.mu.lockWithin(LockWait) {
 		return ErrBusy.Error()
 	}
-	defer w.p.mu.Unlock()
+	defer w.p.unlock()
 	return w.reason
 }
 
@@ -130,6 +130,6 @@ func (p *Pane) Notify(b []byte) {
 	if !p.mu.lockWithin(LockWait) {
 		return // a bell is not worth waiting for
 	}
-	defer p.mu.Unlock()
+	defer p.unlock()
 	p.forwardLocked(b)
 }

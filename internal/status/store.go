@@ -40,6 +40,9 @@ type Store struct {
 	records map[string]*Record
 	limit   int
 	seq     uint64
+	// version counts the changes to records, for a reader that keeps a
+	// copy to know when it is stale.
+	version uint64
 
 	// Counters for what was refused or dropped.
 	Discarded int
@@ -75,14 +78,20 @@ func (s *Store) CountDiscarded() { s.Discarded++ }
 // the record whole.
 func (s *Store) ApplyReport(r Report, now time.Time) bool {
 	if r.State == Clear {
+		changed := false
 		if r.ID == "" {
-			changed := len(s.records) > 0
+			changed = len(s.records) > 0
 			clear(s.records)
-			return changed
+		} else {
+			changed = s.removeTree(r.ID)
 		}
-		return s.removeTree(r.ID)
+		if changed {
+			s.version++
+		}
+		return changed
 	}
 	s.seq++
+	s.version++
 	s.records[r.ID] = &Record{Report: r, Updated: now, seq: s.seq}
 	if len(s.records) > s.limit {
 		s.evictOldest()
@@ -126,6 +135,9 @@ func (s *Store) EndTransient() bool {
 			changed = true
 		}
 	}
+	if changed {
+		s.version++
+	}
 	return changed
 }
 
@@ -133,8 +145,14 @@ func (s *Store) EndTransient() bool {
 func (s *Store) Reset() bool {
 	changed := len(s.records) > 0
 	clear(s.records)
+	if changed {
+		s.version++
+	}
 	return changed
 }
+
+// Version changes whenever the records do (it only grows).
+func (s *Store) Version() uint64 { return s.version }
 
 // Root returns a copy of the root record (the program itself).
 func (s *Store) Root() (Record, bool) {

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/combine"
+	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/rules"
+	rulesdata "github.com/corral-dev/corral/rules"
+)
+
+// stuckSource is an outside terminal whose size change does not return
+// until released, as a tmux server that does not answer: the pane's lock
+// is held meanwhile.
+type stuckSource struct {
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *stuckSource) Write(b []byte) (int, error)     { return len(b), nil }
+func (s *stuckSource) Size() (int, int, error)         { return 80, 24, nil }
+func (s *stuckSource) Foreground() (int, error)        { return 0, errors.New("none") }
+func (s *stuckSource) Unread() (int, error)            { return 0, errors.New("cannot say") }
+func (s *stuckSource) Signal(sig syscall.Signal) error { return nil }
+func (s *stuckSource) Close() error                    { return nil }
+func (s *stuckSource) Kind() string                    { return "stuck" }
+func (s *stuckSource) SetSize(int, int) error {
+	s.entered <- struct{}{}
+	<-s.release
+	return nil
+}
+func (s *stuckSource) free() { s.once.Do(func() { close(s.release) }) }
+
+// The list reads each pane's published state: panes whose lock is held
+// (a read loop or a source that does not return) or whose change consumer
+// does not return answer at once, with the state they last reached.
+func TestListAnswersWhilePanesAreStuck(t *testing.T) {
+	set, errs := rules.Loader{Embedded: rulesdata.FS}.Load(nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	const panes = 3
+	for _, tc := range []struct {
+		name string
+		// stick makes pane p stuck once it reads blocked.
+		stick func(p *pane.Pane, src *stuckSource, consumer chan struct{})
+	}{
+		{"the pane's lock is held", func(p *pane.Pane, src *stuckSource, _ chan struct{}) {
+			go p.Resize(100, 30)
+			<-src.entered
+		}},
+		{"the change consumer does not return", func(_ *pane.Pane, _ *stuckSource, consumer chan struct{}) {
+			<-consumer
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{panes: map[string]*entry{}, table: newPaneTable(t.TempDir(), t.Logf)}
+			for i := range panes {
+				id := fmt.Sprintf("p%d", i)
+				src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}
+				consumer, release := make(chan struct{}, 1), make(chan struct{})
+				p, _, err := pane.Open(pane.Config{ID: id, Rules: set, Agent: "claude-code", Sweep: time.Hour,
+					OnChange: func(_ *pane.Pane, c detect.Change) {
+						if c.Decision.State == combine.Blocked {
+							consumer <- struct{}{}
+							<-release
+						}
+					}}, src, 0, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { p.Close(time.Second) })
+				t.Cleanup(src.free)
+				t.Cleanup(func() { close(release) })
+				p.ApplyHook(detect.Hook{State: combine.Blocked, Kind: "permission", Message: "approve Bash: make " + id})
+				deadline := time.Now().Add(5 * time.Second)
+				for p.Info().Decision.State != combine.Blocked {
+					if time.Now().After(deadline) {
+						t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+				tc.stick(p, src, consumer)
+				s.panes[id] = &entry{p: p, name: "name-" + id}
+				s.order = append(s.order, id)
+			}
+
+			start := time.Now()
+			rec := httptest.NewRecorder()
+			s.handleList(rec, httptest.NewRequest("GET", "/v1/panes", nil))
+			took := time.Since(start)
+			var got []api.Pane
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("list: %v (%s)", err, rec.Body.Bytes())
+			}
+			if took > pane.LockWait/4 {
+				t.Errorf("the list of %d stuck panes took %v", panes, took)
+			}
+			if len(got) != panes {
+				t.Fatalf("%d panes listed, want %d", len(got), panes)
+			}
+			for i, row := range got {
+				id := fmt.Sprintf("p%d", i)
+				if row.ID != id || row.State != string(combine.Blocked) || row.Source != string(combine.SourceHook) ||
+					row.Message != "approve Bash: make "+id {
+					t.Errorf("row %d: %s %s/%s %q, want %s blocked by its hook", i, row.ID, row.State, row.Source, row.Message, id)
+				}
+			}
+		})
+	}
+}
