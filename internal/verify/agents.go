@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/corral-dev/corral/internal/lab/mockmodel"
 )
@@ -48,6 +49,10 @@ type Profile struct {
 	Skip map[string]string
 	// Home prepares the fresh HOME and returns the agent's environment.
 	Home func(home, work, modelURL string) ([]string, error)
+	// Latency is how long the scripted model waits before each answer
+	// (0: at once), for an agent that finishes a turn against an instant
+	// answer faster than its working screen can be read.
+	Latency time.Duration
 }
 
 // Profiles are the agents verify knows, with the versions they were
@@ -78,6 +83,10 @@ var Profiles = []*Profile{
 	{Name: "crush", Rules: "crush", Binary: "crush", Package: "@charmland/crush", Version: "0.90.0", API: APIChat,
 		Ready: "ctrl+p commands", Home: crushHome,
 		Prelude: map[string]string{"Would you like to initialize this project?": "n"},
+		// Against an instant answer Crush ends a turn within ~20 ms and
+		// its working footer is on screen for one frame; a real model's
+		// first token takes longer than this.
+		Latency: 700 * time.Millisecond,
 		// Its footer says "esc press again to cancel": one Esc only arms it.
 		Keys: map[Key]string{KeyInterrupt: "\x1b" + pause + "\x1b"}},
 	// The built-in fake agent (`corral fake-agent`): it draws Claude Code's

@@ -167,6 +167,7 @@ func openSession(ctx context.Context, o *Options) (ss *session, err error) {
 	}
 	modelURL := ""
 	if model != nil {
+		model.SetLatency(p.Latency)
 		ss.model = model
 		ss.closers = append(ss.closers, func() { model.Close() })
 		modelURL = model.URL

@@ -29,6 +29,7 @@ type Server struct {
 	// Default is the step of a turn whose message names none.
 	Default  Step
 	Requests atomic.Int64
+	latency  atomic.Int64 // time.Duration: SetLatency
 	srv      *http.Server
 	ln       net.Listener
 
@@ -87,10 +88,23 @@ func serve(command string, handle func(*Server, http.ResponseWriter, *http.Reque
 		return nil, err
 	}
 	s := &Server{URL: "http://" + ln.Addr().String(), Command: command, Default: StepShell, ln: ln}
-	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(s, w, r) })}
+	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := time.Duration(s.latency.Load()); d > 0 && r.Method == http.MethodPost {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		handle(s, w, r)
+	})}
 	go s.srv.Serve(ln)
 	return s, nil
 }
+
+// SetLatency makes the server wait d before it answers each request, as a
+// real model takes before its first token (0: at once).
+func (s *Server) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
 
 // Close stops the server.
 func (s *Server) Close() error { return s.srv.Close() }

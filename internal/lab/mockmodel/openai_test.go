@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sseEvents posts body to url and returns the data of each event (and its
@@ -196,5 +197,27 @@ func TestOpenAINonStreaming(t *testing.T) {
 	resp2.Body.Close()
 	if resp2.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown path: status %d, want 404", resp2.StatusCode)
+	}
+}
+
+// TestLatencyHoldsEachAnswer: a server with a latency answers no request
+// before it has passed, and then answers it whole.
+func TestLatencyHoldsEachAnswer(t *testing.T) {
+	s, err := StartChat("touch x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const latency = 300 * time.Millisecond
+	s.SetLatency(latency)
+	for i := 0; i < 2; i++ {
+		start := time.Now()
+		_, data := sseEvents(t, s.URL+"/v1/chat/completions", chatBody("corral:prose hi", ""))
+		if took := time.Since(start); took < latency {
+			t.Fatalf("answer %d came after %v, before the latency of %v", i, took, latency)
+		}
+		if len(data) < 3 || data[len(data)-1]["done"] != true {
+			t.Fatalf("answer %d is not whole: %v", i, data)
+		}
 	}
 }
