@@ -36,6 +36,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"eventlog":      nil,
 		"notify":        {"eventlog"},
 		"agents":        {"combine", "safefile"},
+		"agentdef":      {"tomlfile"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
 		"fleet":         {"api", "eventlog", "safefile"},

@@ -18,7 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/tmuxctl"
-	rulesdata "github.com/corral-dev/corral/rules"
+	rulesdata "github.com/corral-dev/corral/agents"
 )
 
 func needTmux(tb testing.TB) string {
@@ -34,7 +34,7 @@ func needTmux(tb testing.TB) string {
 }
 
 func builtinRules(tb testing.TB) *rules.Set {
-	set, errs := rules.Loader{Embedded: rulesdata.FS}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {
 		tb.Fatal(errs)
 	}
