@@ -51,7 +51,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
 		"tmuxctl":       nil,
-		"doctor":        {"agents", "api", "buildinfo", "client", "fleet", "safefile", "tmuxctl"},
+		"doctor":        {"agentdef", "agents", "api", "buildinfo", "client", "fleet", "safefile", "tmuxctl"},
 		"verify":        {"agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "combine", "status", "term"},
 	}
 	// Every package, with its imports, in one go list.

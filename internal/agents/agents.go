@@ -30,6 +30,23 @@ var known = []struct {
 	{"gemini", "@google/gemini-cli", []string{"gemini"}, false},
 }
 
+// Integration is a hooks integration: the name an agent.toml's [hooks]
+// integration gives, the npm package and binaries it finds in a command
+// line.
+type Integration struct {
+	Name, Package string
+	Binaries      []string
+}
+
+// Integrations are the hooks integrations corral has.
+func Integrations() []Integration {
+	var out []Integration
+	for _, k := range known {
+		out = append(out, Integration{Name: k.name, Package: k.pkg, Binaries: k.bins})
+	}
+	return out
+}
+
 func integrable(agent string) (byArgv, ok bool) {
 	for _, k := range known {
 		if k.name == agent {
