@@ -9,11 +9,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/server"
-	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/spf13/pflag"
 )
 

@@ -3,8 +3,8 @@ package cli
 import (
 	"fmt"
 
-	"github.com/corral-dev/corral/internal/rules"
 	rulesdata "github.com/corral-dev/corral/agents"
+	"github.com/corral-dev/corral/internal/rules"
 )
 
 // loader is the rule loader for this user: embedded manifests overridden

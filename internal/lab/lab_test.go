@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/lab/fakeagent"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/agents"
 )
 
 func TestMain(m *testing.M) {

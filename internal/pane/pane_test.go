@@ -11,13 +11,13 @@ import (
 	"testing/fstest"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/lab/fakeagent"
 	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/agents"
 )
 
 // The test binary doubles as the fake agent.

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/agents"
 )
 
 // Each live recording, replayed through the whole engine on the screen

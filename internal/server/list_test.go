@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/agents"
 )
 
 // stuckSource is an outside terminal whose size change does not return

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/tmuxctl"
-	rulesdata "github.com/corral-dev/corral/agents"
 )
 
 func needTmux(tb testing.TB) string {

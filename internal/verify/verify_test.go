@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/agents"
 )
 
 func ruleSet(t testing.TB) *rules.Set {
