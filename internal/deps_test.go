@@ -40,10 +40,10 @@ func TestDependencyBoundaries(t *testing.T) {
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
 		"fleet":         {"api", "eventlog", "safefile"},
-		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tmuxctl", "tmuxwatch", "tomlfile", "osproc"},
+		"server":        {"agentdef", "agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tmuxctl", "tmuxwatch", "tomlfile", "osproc"},
 		"tmuxwatch":     {"pane", "tmuxctl", "osproc"},
 		"board":         {"api", "term"},
-		"cli":           {"agents", "api", "buildinfo", "client", "doctor", "fleet", "headless", "holder", "lab", "lab/fakeagent", "procs", "replay", "rules", "server", "status", "tty", "tui", "verify"},
+		"cli":           {"agentdef", "agents", "api", "buildinfo", "client", "doctor", "fleet", "headless", "holder", "lab", "lab/fakeagent", "procs", "replay", "rules", "server", "status", "tty", "tui", "verify"},
 		"headless":      {"procs", "rules", "safefile", "term", "tomlfile"},
 		"tomlfile":      nil,
 		"safefile":      nil,
@@ -52,7 +52,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"lab/mockmodel": nil,
 		"tmuxctl":       nil,
 		"doctor":        {"agentdef", "agents", "api", "buildinfo", "client", "fleet", "safefile", "tmuxctl"},
-		"verify":        {"agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "combine", "status", "term"},
+		"verify":        {"agentdef", "agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "combine", "status", "term"},
 	}
 	// Every package, with its imports, in one go list.
 	seen := map[string]bool{}

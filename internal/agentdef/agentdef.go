@@ -314,3 +314,11 @@ func (r *Registry) ExecNames() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Join joins words as a sentence does: "a, b or c" with conj "or".
+func Join(words []string, conj string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " " + conj + " " + words[len(words)-1]
+}

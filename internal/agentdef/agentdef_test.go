@@ -162,3 +162,14 @@ func sameSet(a, b []string) bool {
 	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
 	return slices.Equal(a, b)
 }
+
+func TestJoin(t *testing.T) {
+	for _, tt := range []struct {
+		words []string
+		want  string
+	}{{nil, ""}, {[]string{"a"}, "a"}, {[]string{"a", "b"}, "a or b"}, {[]string{"a", "b", "c"}, "a, b or c"}} {
+		if got := Join(tt.words, "or"); got != tt.want {
+			t.Errorf("Join(%q) = %q, want %q", tt.words, got, tt.want)
+		}
+	}
+}
