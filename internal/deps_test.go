@@ -35,7 +35,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"procs":         {"osproc"},
 		"eventlog":      nil,
 		"notify":        {"eventlog"},
-		"agents":        {"combine", "safefile"},
+		"agents":        {"agentdef", "combine", "safefile"},
 		"agentdef":      {"tomlfile"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},

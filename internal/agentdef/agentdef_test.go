@@ -2,6 +2,9 @@ package agentdef
 
 import (
 	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -172,4 +175,53 @@ func TestJoin(t *testing.T) {
 			t.Errorf("Join(%q) = %q, want %q", tt.words, got, tt.want)
 		}
 	}
+}
+
+// The pages and recordings that list the agents list the registry's:
+// docs/agents.md's Versions table (title, package, version) and its
+// regenerate loop, docs/rules.md's list, and a recording of each in
+// testdata/live/verify.
+func TestDocsAgree(t *testing.T) {
+	r := BuiltIn()
+	agentsMD := readDoc(t, "../../docs/agents.md")
+	_, versions, ok := strings.Cut(agentsMD, "\n## Versions\n")
+	if !ok {
+		t.Fatal("docs/agents.md has no Versions section")
+	}
+	versions, _, _ = strings.Cut(versions, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| ([^|]+) \\| `([^`]+)` \\| ([^ |]+) \\|")
+	rows := row.FindAllStringSubmatch(versions, -1)
+	if len(rows) != len(r.All()) {
+		t.Errorf("docs/agents.md's Versions table has %d agents, the registry %d", len(rows), len(r.All()))
+	}
+	for _, a := range r.All() {
+		i := slices.IndexFunc(rows, func(m []string) bool { return m[2] == a.Install.NPM })
+		switch {
+		case i < 0:
+			t.Errorf("%s: docs/agents.md's Versions table has no row for %s", a.Source, a.Install.NPM)
+		case rows[i][1] != a.Title || rows[i][3] != a.Install.Verified:
+			t.Errorf("%s: %s %s verified; docs/agents.md says %s %s", a.Source, a.Title, a.Install.Verified, rows[i][1], rows[i][3])
+		}
+		if !strings.Contains(agentsMD, "\nfor a in ") || !regexp.MustCompile(`\nfor a in [^\n]*\b`+a.Name+`\b[^\n]*; do`).MatchString(agentsMD) {
+			t.Errorf("docs/agents.md's regenerate loop does not run %s", a.Name)
+		}
+		if _, err := os.Stat(filepath.Join("../../testdata/live/verify", a.Name, "run.json")); err != nil {
+			t.Errorf("%s: no recording (corral verify --agent %s --record testdata/live/verify/%s): %v", a.Source, a.Name, a.Name, err)
+		}
+	}
+	rulesMD := strings.SplitN(readDoc(t, "../../docs/rules.md"), "\n\n", 3)[1] // after the title
+	for _, name := range append(r.Names(), NotAgents...) {
+		if !strings.Contains(rulesMD, "`"+name+"`") {
+			t.Errorf("docs/rules.md's first paragraph does not name %s", name)
+		}
+	}
+}
+
+func readDoc(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
