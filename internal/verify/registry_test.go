@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -62,5 +63,24 @@ func TestProfileWithoutItsHome(t *testing.T) {
 	}
 	if _, err := ps[0].Home("", "", ""); err == nil || !strings.Contains(err.Error(), `t/x/agent.toml: [verify] home "nowhere" has no Go part`) {
 		t.Errorf("home: %v", err)
+	}
+}
+
+// The headless suites are those of the agents whose agent.toml gives a
+// headless stream: one each.
+func TestHeadlessSuitesMatchTheRegistry(t *testing.T) {
+	r := agentdef.BuiltIn()
+	var suites, want []string
+	for _, h := range HeadlessAgents {
+		suites = append(suites, h.Profile)
+	}
+	for _, a := range r.All() {
+		if a.Headless.Exec != "" {
+			want = append(want, a.Name)
+		}
+	}
+	slices.Sort(suites)
+	if !slices.Equal(suites, want) {
+		t.Errorf("headless suites for %v; agents with [headless] %v", suites, want)
 	}
 }
