@@ -33,7 +33,25 @@ func (v RulesView) Open(name string) (fs.File, error) {
 	if !ok {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
-	return v.Agents.Open(inner)
+	f, err := v.Agents.Open(inner)
+	if err != nil {
+		return nil, err
+	}
+	return renamed{f, name}, nil
+}
+
+// renamed is NAME/rules.toml opened as NAME.toml.
+type renamed struct {
+	fs.File
+	name string
+}
+
+func (r renamed) Stat() (fs.FileInfo, error) {
+	info, err := r.File.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return entry{name: r.name, FileInfo: info}, nil
 }
 
 // ReadFile reads NAME.toml.
@@ -82,6 +100,6 @@ type entry struct {
 	fs.FileInfo
 }
 
-func (e entry) Name() string               { return e.name }
+func (e entry) Name() string               { return e.name } // both fs.DirEntry's and fs.FileInfo's
 func (e entry) Type() fs.FileMode          { return e.FileInfo.Mode().Type() }
 func (e entry) Info() (fs.FileInfo, error) { return e, nil }
