@@ -46,7 +46,10 @@ type Install struct {
 
 // Hooks names its hooks integration in internal/agents ("": none, corral
 // reads its screen).
-type Hooks struct{ Integration string }
+type Hooks struct {
+	Integration string
+	Summary     string // how its hooks reach corral, for docs/agents.md ("hooks (`--settings`)")
+}
 
 // Headless is how corral exec runs it.
 type Headless struct {
@@ -103,6 +106,7 @@ type file struct {
 	} `toml:"install"`
 	Hooks struct {
 		Integration string `toml:"integration"`
+		Summary     string `toml:"summary"`
 	} `toml:"hooks"`
 	Headless struct {
 		Exec    string `toml:"exec"`
@@ -144,7 +148,7 @@ func Parse(source, folder string, data []byte) (*Agent, error) {
 	}
 	a := &Agent{Name: f.Name, Title: f.Title, Binary: f.Binary, Source: source,
 		Install:  Install{NPM: f.Install.NPM, Verified: f.Install.Verified},
-		Hooks:    Hooks{Integration: f.Hooks.Integration},
+		Hooks:    Hooks{Integration: f.Hooks.Integration, Summary: f.Hooks.Summary},
 		Headless: Headless{Exec: f.Headless.Exec, Dialect: f.Headless.Dialect},
 		Restore:  Restore{Resume: f.Restore.Resume, NamedBy: f.Restore.NamedBy, NoSubcommand: f.Restore.NoSubcommand},
 		Verify: Verify{API: f.Verify.API, Reports: f.Verify.Reports, Args: f.Verify.Args, Ready: f.Verify.Ready,
@@ -162,6 +166,8 @@ func Parse(source, folder string, data []byte) (*Agent, error) {
 		return nil, bad("npm", "missing: its npm package")
 	case !versionRE.MatchString(a.Install.Verified):
 		return nil, bad("verified", "%q: the version corral verify passed, as MAJOR.MINOR.PATCH", a.Install.Verified)
+	case (a.Hooks.Integration == "") != (a.Hooks.Summary == ""):
+		return nil, bad("hooks", "integration and summary go together: both or neither")
 	case a.Headless.Exec != "" && (!nameRE.MatchString(a.Headless.Exec) || a.Headless.Exec == "auto" || a.Headless.Exec == "acp"):
 		return nil, bad("exec", "%q: a name of its own (auto and acp are corral exec's)", a.Headless.Exec)
 	case (a.Headless.Exec == "") != (a.Headless.Dialect == ""):

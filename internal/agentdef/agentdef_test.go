@@ -57,6 +57,7 @@ func TestParse(t *testing.T) {
 		{"resume without id", `[verify]`, "[restore]\nresume = [\"--resume\"]\n\n[verify]", `:10: resume: ["--resume"] has no {id}`},
 		{"named_by without resume", `[verify]`, "[restore]\nnamed_by = [\"-r\"]\n\n[verify]", `restore: named_by and no_subcommand need resume`},
 		{"unknown API", `api = "openai-chat"`, `api = "openai"`, `:10: api: "openai": one of`},
+		{"integration without summary", `[verify]`, "[hooks]\nintegration = \"crush\"\n\n[verify]", `hooks: integration and summary go together`},
 		{"no ready", `ready = "ctrl+p commands"`, ``, `ready: missing`},
 		{"unknown key name", `keys = { interrupt`, `keys = { cancel`, `keys: "cancel": keys are yes, no, option, interrupt`},
 		{"bad latency", `latency = "700ms"`, `latency = "a while"`, `:13: latency: "a while"`},

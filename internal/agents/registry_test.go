@@ -44,7 +44,7 @@ func TestIntegrationsMatchTheRegistry(t *testing.T) {
 // An agent whose integration has no Go part is not integrated.
 func TestKnownOf(t *testing.T) {
 	const agent = "name = \"NAME\"\ntitle = \"T\"\nbinary = \"NAME\"\n[install]\nnpm = \"@x/NAME\"\nverified = \"1.0.0\"\n" +
-		"[hooks]\nintegration = \"INTEGRATION\"\n[verify]\napi = \"openai-chat\"\nready = \"> \"\n"
+		"[hooks]\nintegration = \"INTEGRATION\"\nsummary = \"s\"\n[verify]\napi = \"openai-chat\"\nready = \"> \"\n"
 	fsys := fstest.MapFS{}
 	for _, a := range []struct{ name, integration string }{{"claude-code", "claude-code"}, {"gemini", "gemini"}, {"other", "other"}} {
 		fsys[a.name+"/agent.toml"] = &fstest.MapFile{Data: []byte(strings.NewReplacer("NAME", a.name, "INTEGRATION", a.integration).Replace(agent))}
