@@ -14,7 +14,7 @@ const module = "github.com/corral-dev/corral/internal/"
 // must have a row here, naming the corral packages it may import: a new
 // package declares its place.
 func TestDependencyBoundaries(t *testing.T) {
-	pure := []string{"term", "rules", "status", "combine", "detect", "tomlfile"}
+	pure := []string{"term", "rules", "status", "combine", "detect", "tomlfile", "agentdef"}
 	forbidden := []string{"net", "net/http", "os/exec", "syscall", "github.com/creack/pty", "github.com/fsnotify/fsnotify"}
 	allowed := map[string][]string{
 		"term":          nil,
