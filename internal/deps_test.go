@@ -14,7 +14,7 @@ const module = "github.com/corral-dev/corral/internal/"
 // must have a row here, naming the corral packages it may import: a new
 // package declares its place.
 func TestDependencyBoundaries(t *testing.T) {
-	pure := []string{"term", "rules", "status", "combine", "detect", "tomlfile"}
+	pure := []string{"term", "rules", "status", "combine", "detect", "tomlfile", "agentdef"}
 	forbidden := []string{"net", "net/http", "os/exec", "syscall", "github.com/creack/pty", "github.com/fsnotify/fsnotify"}
 	allowed := map[string][]string{
 		"term":          nil,
@@ -35,14 +35,15 @@ func TestDependencyBoundaries(t *testing.T) {
 		"procs":         {"osproc"},
 		"eventlog":      nil,
 		"notify":        {"eventlog"},
-		"agents":        {"combine", "safefile"},
+		"agents":        {"agentdef", "combine", "safefile"},
+		"agentdef":      {"tomlfile"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
 		"fleet":         {"api", "eventlog", "safefile"},
-		"server":        {"agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tmuxctl", "tmuxwatch", "tomlfile", "osproc"},
+		"server":        {"agentdef", "agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "headless", "holder", "notify", "pane", "procs", "rules", "ruleswatch", "safefile", "combine", "status", "term", "tmuxctl", "tmuxwatch", "tomlfile", "osproc"},
 		"tmuxwatch":     {"pane", "tmuxctl", "osproc"},
 		"board":         {"api", "term"},
-		"cli":           {"agents", "api", "buildinfo", "client", "doctor", "fleet", "headless", "holder", "lab", "lab/fakeagent", "procs", "replay", "rules", "server", "status", "tty", "tui", "verify"},
+		"cli":           {"agentdef", "agents", "api", "buildinfo", "client", "doctor", "fleet", "headless", "holder", "lab", "lab/fakeagent", "procs", "replay", "rules", "server", "status", "tty", "tui", "verify"},
 		"headless":      {"procs", "rules", "safefile", "term", "tomlfile"},
 		"tomlfile":      nil,
 		"safefile":      nil,
@@ -50,8 +51,8 @@ func TestDependencyBoundaries(t *testing.T) {
 		"tui":           {"api", "client"},
 		"lab/mockmodel": nil,
 		"tmuxctl":       nil,
-		"doctor":        {"agents", "api", "buildinfo", "client", "fleet", "safefile", "tmuxctl"},
-		"verify":        {"agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "combine", "status", "term"},
+		"doctor":        {"agentdef", "agents", "api", "buildinfo", "client", "fleet", "safefile", "tmuxctl"},
+		"verify":        {"agentdef", "agents", "api", "client", "detect", "eventlog", "lab/mockmodel", "replay", "rules", "combine", "status", "term"},
 	}
 	// Every package, with its imports, in one go list.
 	seen := map[string]bool{}

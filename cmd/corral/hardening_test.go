@@ -49,7 +49,7 @@ func TestRulesFolderSpecialFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Symlink("/dev/zero", filepath.Join(dir, "zero.toml"))
-	codex, err := os.ReadFile("../../rules/codex.toml")
+	codex, err := os.ReadFile("../../agents/codex/rules.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,22 +12,55 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/corral-dev/corral/internal/agentdef"
 )
 
 // Claude Code hook events corral listens to.
 var claudeEvents = []string{"SessionStart", "PermissionRequest", "Notification", "UserPromptSubmit", "PostToolUse", "Stop", "StopFailure", "SessionEnd"}
 
-// known are the agents corral integrates with. Claude Code and Codex take
-// corral's hooks on their command line, so corral must find them in it;
-// Gemini CLI takes them through its environment, so every pane gets them.
-var known = []struct {
+// byArgv are the hooks integrations corral has, by the name an
+// agent.toml's [hooks] integration gives. Claude Code and Codex take
+// corral's hooks on their command line (true), so corral must find them in
+// it; Gemini CLI takes them through its environment, so every pane gets
+// them.
+var byArgv = map[string]bool{"claude-code": true, "codex": true, "gemini": false}
+
+type knownAgent struct {
 	name, pkg string
 	bins      []string
 	byArgv    bool
-}{
-	{"claude-code", "@anthropic-ai/claude-code", []string{"claude"}, true},
-	{"codex", "@openai/codex", []string{"codex"}, true},
-	{"gemini", "@google/gemini-cli", []string{"gemini"}, false},
+}
+
+// known are the agents corral integrates with: those of the registry
+// whose integration is in byArgv, with their package and binary.
+var known = knownOf(agentdef.BuiltIn())
+
+func knownOf(r *agentdef.Registry) []knownAgent {
+	var out []knownAgent
+	for _, a := range r.All() {
+		if argv, ok := byArgv[a.Hooks.Integration]; ok {
+			out = append(out, knownAgent{a.Hooks.Integration, a.Install.NPM, []string{a.Binary}, argv})
+		}
+	}
+	return out
+}
+
+// Integration is a hooks integration: the name an agent.toml's [hooks]
+// integration gives, the npm package and binaries it finds in a command
+// line.
+type Integration struct {
+	Name, Package string
+	Binaries      []string
+}
+
+// Integrations are the hooks integrations corral has.
+func Integrations() []Integration {
+	var out []Integration
+	for _, k := range known {
+		out = append(out, Integration{Name: k.name, Package: k.pkg, Binaries: k.bins})
+	}
+	return out
 }
 
 func integrable(agent string) (byArgv, ok bool) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/agentdef"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -134,9 +135,15 @@ func stateList(cur string) []string {
 func agentNames(cmd string) []string {
 	switch cmd {
 	case "exec":
-		return []string{"acp", "auto", "claude", "codex", "gemini", "qwen"}
+		return append([]string{"acp", "auto"}, agentdef.BuiltIn().ExecNames()...)
 	case "hook":
-		return []string{"claude-code", "codex", "gemini"}
+		var out []string
+		for _, a := range agentdef.BuiltIn().All() {
+			if a.Hooks.Integration != "" {
+				out = append(out, a.Hooks.Integration)
+			}
+		}
+		return out
 	}
 	set, _ := loader().Load(nil)
 	return set.Names()

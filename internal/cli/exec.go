@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/internal/agentdef"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
@@ -25,7 +26,7 @@ import (
 // ls, on the boards and in the event stream) and relays its stream.
 func runExec(fs *pflag.FlagSet) runFunc {
 	name := fs.String("name", "", "a name to use instead of the id")
-	agent := fs.String("agent", "", "how to read it: claude, codex, gemini or qwen (their streams), auto (the stream says), or acp (the Agent Client Protocol); default from the command's name, else auto")
+	agent := fs.String("agent", "", "how to read it: "+agentdef.Join(agentdef.BuiltIn().ExecNames(), "or")+" (their streams), auto (the stream says), or acp (the Agent Client Protocol); default from the command's name, else auto")
 	mode := fs.String("mode", "pipe", "pipe, or pty-lite: a PTY on stdout for programs that block-buffer a pipe (no permission relay)")
 	timeout := fs.Duration("timeout", 0, "kill the run after this long (exit 124)")
 	stall := fs.Duration("stall", 0, "say so when the run prints nothing for this long")
@@ -60,9 +61,10 @@ func runExec(fs *pflag.FlagSet) runFunc {
 				*agent = "auto"
 			}
 		}
-		switch *agent {
-		case "claude", "codex", "gemini", "qwen", "auto":
-		case "acp":
+		_, known := agentdef.BuiltIn().ByExec(*agent)
+		switch {
+		case known || *agent == "auto":
+		case *agent == "acp":
 			if *prompt == "" {
 				return usagef("an ACP agent (--agent acp) takes its prompt from --prompt")
 			}
@@ -70,7 +72,7 @@ func runExec(fs *pflag.FlagSet) runFunc {
 				return usagef("an ACP agent talks over stdin and stdout: use --mode pipe")
 			}
 		default:
-			return usagef("--agent %q: use claude, codex, gemini, qwen, auto or acp", *agent)
+			return usagef("--agent %q: use %s, auto or acp", *agent, strings.Join(agentdef.BuiltIn().ExecNames(), ", "))
 		}
 		req := api.ExecRequest{Name: *name, Agent: *agent, Command: command, TimeoutMS: timeout.Milliseconds(),
 			StallMS: stall.Milliseconds(), Prompt: *prompt, Env: env, Mode: *mode}

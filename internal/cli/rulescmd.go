@@ -9,11 +9,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/server"
-	rulesdata "github.com/corral-dev/corral/rules"
 	"github.com/spf13/pflag"
 )
 
@@ -51,7 +51,7 @@ func runRulesCheck(fs *pflag.FlagSet) runFunc {
 				}})
 			}
 		} else {
-			sources = append(sources, source{"built-in", func() ([]*rules.Manifest, error) { return rules.LoadDir(rulesdata.FS, ".", "embedded:") }})
+			sources = append(sources, source{"built-in", func() ([]*rules.Manifest, error) { return rules.LoadDir(rulesdata.Rules, ".", "embedded:") }})
 			if dir := rules.DefaultUserDir(); dir != "" {
 				if _, err := os.Stat(dir); err == nil {
 					sources = append(sources, source{dir, func() ([]*rules.Manifest, error) {

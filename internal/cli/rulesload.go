@@ -3,14 +3,14 @@ package cli
 import (
 	"fmt"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/rules"
 )
 
 // loader is the rule loader for this user: embedded manifests overridden
 // by $XDG_CONFIG_HOME/corral/rules.
 func loader() rules.Loader {
-	return rules.Loader{Embedded: rulesdata.FS, UserDir: rules.DefaultUserDir()}
+	return rules.Loader{Embedded: rulesdata.Rules, UserDir: rules.DefaultUserDir()}
 }
 
 // loadRules loads the rules in force, warning about broken user files (the

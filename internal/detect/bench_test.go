@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	rulesdata "github.com/corral-dev/corral/agents"
 	"os"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // session; the engine snapshots it (only touched rows are rebuilt) and
 // runs the full claude-code manifest over it.
 func BenchmarkClassifyDirtyScreen(b *testing.B) {
-	set, errs := rules.Loader{Embedded: os.DirFS("../../rules")}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}
@@ -56,7 +57,7 @@ func BenchmarkClassifyDirtyScreen(b *testing.B) {
 // set a (capped) huge title: with nothing new on screen it must not match
 // every agent's patterns again.
 func BenchmarkSweepUnknownPane(b *testing.B) {
-	set, errs := rules.Loader{Embedded: os.DirFS("../../rules")}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/corral-dev/corral/internal/agentdef"
 	"github.com/corral-dev/corral/internal/agents"
 )
 
@@ -19,21 +20,23 @@ type Agent struct {
 	Binary  string // its command on PATH
 	Package string // its npm package
 	// Verified is the version corral verify last passed, as docs/agents.md
-	// lists it ("Versions", pinned in internal/verify's Profiles). A test
-	// keeps the two in step.
+	// lists it. A test keeps the two in step.
 	Verified string
+	// Integration names its hooks integration (agent.toml's [hooks]),
+	// whose checks agentCheck adds; "": corral reads its screen.
+	Integration string
 }
 
-// Agents are the agent CLIs corral verify covers.
-var Agents = []Agent{
-	{Name: "claude-code", Title: "Claude Code", Binary: "claude", Package: "@anthropic-ai/claude-code", Verified: "2.1.332"},
-	{Name: "codex", Title: "Codex", Binary: "codex", Package: "@openai/codex", Verified: "0.171.0"},
-	{Name: "gemini", Title: "Gemini CLI", Binary: "gemini", Package: "@google/gemini-cli", Verified: "0.61.0"},
-	{Name: "qwen-code", Title: "Qwen Code", Binary: "qwen", Package: "@qwen-code/qwen-code", Verified: "0.15.10"},
-	{Name: "opencode", Title: "opencode", Binary: "opencode", Package: "opencode-ai", Verified: "1.18.33"},
-	{Name: "copilot", Title: "Copilot CLI", Binary: "copilot", Package: "@github/copilot", Verified: "1.0.102"},
-	{Name: "crush", Title: "Crush", Binary: "crush", Package: "@charmland/crush", Verified: "0.90.0"},
-}
+// Agents are the agent CLIs corral knows: the registry's
+// (agents/NAME/agent.toml).
+var Agents = func() []Agent {
+	var out []Agent
+	for _, a := range agentdef.BuiltIn().All() {
+		out = append(out, Agent{Name: a.Name, Title: a.Title, Binary: a.Binary, Package: a.Install.NPM,
+			Verified: a.Install.Verified, Integration: a.Hooks.Integration})
+	}
+	return out
+}()
 
 // agentChecks: each agent CLI on PATH, its version against the one
 // verified, and how its hooks reach corral. The --version runs go at
@@ -103,7 +106,7 @@ func agentCheck(ctx context.Context, e *Env, a Agent) []Check {
 			c.Fix = fmt.Sprintf("%s; or corral verify --agent %s checks corral against this one", reinstall, a.Name)
 		}
 	}
-	switch a.Name {
+	switch a.Integration {
 	case "claude-code":
 		return []Check{c, claudeHooks(e)}
 	case "codex":

@@ -594,3 +594,24 @@ func TestRunCommandNeverHangs(t *testing.T) {
 		t.Errorf("%q %v", out, err)
 	}
 }
+
+// Every hooks integration an agent.toml names has its checks here, and an
+// agent without one says corral reads its screen.
+func TestEveryIntegrationHasChecks(t *testing.T) {
+	for _, a := range Agents {
+		t.Run(a.Name, func(t *testing.T) {
+			f := newFake()
+			f.agent(a.Binary, a.Verified)
+			cs := agentCheck(context.Background(), f.Env(), a)
+			if cs[0].Status != OK {
+				t.Errorf("%s %s: %+v", a.Binary, a.Verified, cs[0])
+			}
+			switch {
+			case a.Integration != "" && len(cs) < 2:
+				t.Errorf("integration %q has no checks in agentCheck: add them", a.Integration)
+			case a.Integration == "" && (len(cs) != 1 || !strings.Contains(cs[0].Found, "it has no hooks")):
+				t.Errorf("no integration, checks %+v", cs)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	rulesdata "github.com/corral-dev/corral/agents"
 	"io"
 	"os"
 	"path/filepath"
@@ -476,7 +477,7 @@ func TestPTYLiteLineBuffered(t *testing.T) {
 
 // A prompt on a pty-lite stream cannot be answered: the run fails at once.
 func TestPTYLitePromptFailsFast(t *testing.T) {
-	set, errs := rules.Loader{Embedded: os.DirFS("../../rules")}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

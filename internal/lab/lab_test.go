@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/lab/fakeagent"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/rules"
 )
 
 func TestMain(m *testing.M) {
@@ -25,7 +25,7 @@ func TestLabShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for about a minute")
 	}
-	set, errs := rules.Loader{Embedded: rulesdata.FS}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -11,13 +11,13 @@ import (
 	"testing/fstest"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/lab/fakeagent"
 	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/rules"
 )
 
 // The test binary doubles as the fake agent.
@@ -39,9 +39,9 @@ func ruleSet(t *testing.T) *rules.Set {
 		"[[rule]]\nid = \"permission\"\nstate = \"blocked\"\nkind = \"permission\"\nregion = \"below_last_rule\"\npattern = '(?s)(?P<msg>Do you want to [^\\n]*?\\?).*1\\. Yes'\n" +
 		"[[rule]]\nid = \"working\"\nstate = \"working\"\nregion = \"bottom:2\"\npattern = 'esc to interrupt'\n"
 	fsys := fstest.MapFS{"fake.toml": {Data: []byte(fake)}}
-	entries, _ := rulesdata.FS.ReadDir(".")
+	entries, _ := rulesdata.Rules.ReadDir(".")
 	for _, e := range entries {
-		data, _ := rulesdata.FS.ReadFile(e.Name())
+		data, _ := rulesdata.Rules.ReadFile(e.Name())
 		fsys[e.Name()] = &fstest.MapFile{Data: data}
 	}
 	set, errs := rules.Loader{Embedded: fsys}.Load(nil)

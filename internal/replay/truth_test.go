@@ -8,17 +8,17 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/rules"
 )
 
 const castDir = "../../testdata/casts"
 
 func ruleSet(t testing.TB) *rules.Set {
 	t.Helper()
-	set, errs := rules.Loader{Embedded: rulesdata.FS}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatalf("embedded rules: %v", errs)
 	}

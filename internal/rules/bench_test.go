@@ -1,6 +1,7 @@
 package rules
 
 import (
+	rulesdata "github.com/corral-dev/corral/agents"
 	"os"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func benchScreen(prompt bool) Screen {
 }
 
 func benchClassify(b *testing.B, agent string, s Screen, wantRule string) {
-	set, errs := Loader{Embedded: os.DirFS("../../rules")}.Load(nil)
+	set, errs := Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}

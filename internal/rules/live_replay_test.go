@@ -7,17 +7,17 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/rules"
 )
 
 // Each live recording, replayed through the whole engine on the screen
 // rules alone, is in each phase's state at that phase's marker.
 func TestLiveRecordingsAtMarkers(t *testing.T) {
-	set, errs := rules.Loader{Embedded: rulesdata.FS}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatalf("embedded rules: %v", errs)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	rulesdata "github.com/corral-dev/corral/rules"
+	rulesdata "github.com/corral-dev/corral/agents"
 )
 
 // liveDir holds screens captured from the real agent CLIs running in corral
@@ -29,7 +29,7 @@ type livePhase struct {
 
 func embeddedSet(t *testing.T) *Set {
 	t.Helper()
-	set, errs := Loader{Embedded: rulesdata.FS}.Load(nil)
+	set, errs := Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatalf("embedded rules: %v", errs)
 	}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"errors"
+	rulesdata "github.com/corral-dev/corral/agents"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,7 +201,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestEmbeddedManifestsLoad(t *testing.T) {
-	set, errs := Loader{Embedded: os.DirFS("../../rules")}.Load(nil)
+	set, errs := Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/agentdef"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/headless"
 )
@@ -31,15 +32,16 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("caller environment: %w", err))
 		return
 	}
-	switch req.Agent {
-	case "claude", "codex", "gemini", "qwen", "auto":
-	case "acp":
+	execAgent, known := agentdef.BuiltIn().ByExec(req.Agent)
+	switch {
+	case known || req.Agent == "auto":
+	case req.Agent == "acp":
 		if req.Prompt == "" {
 			fail(w, http.StatusBadRequest, "bad_request", errors.New("an ACP agent takes its prompt from --prompt"))
 			return
 		}
 	default:
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use claude, codex, gemini, qwen, auto or acp", req.Agent))
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use %s, auto or acp", req.Agent, strings.Join(agentdef.BuiltIn().ExecNames(), ", ")))
 		return
 	}
 	o := headless.Options{Agent: req.Agent, Argv: req.Command, Dir: req.Cwd, Env: req.Env, BaseEnv: req.CallerEnv,
@@ -56,8 +58,9 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	case "", "pipe":
 	case "pty-lite":
 		o.Mode = "pty-lite"
-		manifest := map[string]string{"claude": "claude-code", "codex": "codex", "gemini": "gemini", "qwen": "qwen-code"}[req.Agent]
-		o.PromptRules, _ = s.currentRules().ByName(manifest)
+		if execAgent != nil {
+			o.PromptRules, _ = s.currentRules().ByName(execAgent.Name)
+		}
 		req.NoRelay = true // no stdin in pty-lite mode
 	default:
 		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("mode %q: use pipe or pty-lite", req.Mode))

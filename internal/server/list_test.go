@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/rules"
 )
 
 // stuckSource is an outside terminal whose size change does not return
@@ -45,7 +45,7 @@ func (s *stuckSource) free() { s.once.Do(func() { close(s.release) }) }
 // (a read loop or a source that does not return) or whose change consumer
 // does not return answer at once, with the state they last reached.
 func TestListAnswersWhilePanesAreStuck(t *testing.T) {
-	set, errs := rules.Loader{Embedded: rulesdata.FS}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/internal/agentdef"
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
@@ -48,25 +49,20 @@ func resumeArgv(row tablePane) (argv []string, session, why string) {
 	if s == nil {
 		return row.Argv, "", fmt.Sprintf("no %s conversation id was seen for this pane (its hooks reported none); it starts fresh", f.Agent)
 	}
-	var add []string
-	switch f.Agent {
-	case "claude-code":
-		if hasAny(row.Argv[f.At:], "--resume", "-r", "--continue", "-c", "--session-id") {
-			return row.Argv, "", "its command already names a conversation; it starts as it was"
-		}
-		add = []string{"--resume", s.ID}
-	case "codex":
-		if f.At < len(row.Argv) && !isFlag(row.Argv[f.At]) {
-			return row.Argv, "", "its command runs a codex subcommand, which cannot be resumed; it starts as it was"
-		}
-		add = []string{"resume", s.ID}
-	case "gemini":
-		if hasAny(row.Argv[f.At:], "--resume", "-r", "--session-id") {
-			return row.Argv, "", "its command already names a conversation; it starts as it was"
-		}
-		add = []string{"--resume", s.ID}
-	default:
+	// How to resume is the agent's data (agent.toml's [restore]).
+	a, ok := agentdef.BuiltIn().ByName(f.Agent)
+	if !ok || a.Restore.Resume == nil {
 		return row.Argv, "", fmt.Sprintf("corral cannot resume %s conversations; it starts fresh", f.Agent)
+	}
+	if a.Restore.NoSubcommand && f.At < len(row.Argv) && !isFlag(row.Argv[f.At]) {
+		return row.Argv, "", fmt.Sprintf("its command runs a %s subcommand, which cannot be resumed; it starts as it was", a.Binary)
+	}
+	if hasAny(row.Argv[f.At:], a.Restore.NamedBy...) {
+		return row.Argv, "", "its command already names a conversation; it starts as it was"
+	}
+	var add []string
+	for _, w := range a.Restore.Resume {
+		add = append(add, strings.ReplaceAll(w, "{id}", s.ID))
 	}
 	out := slices.Concat(row.Argv[:f.At], add, row.Argv[f.At:])
 	return out, s.ID, ""

@@ -27,6 +27,8 @@ func TestResumeArgv(t *testing.T) {
 		{"codex subcommand", []string{"codex", "exec", "x"}, s("codex", "th"), []string{"codex", "exec", "x"}, "", "subcommand"},
 		{"gemini", []string{"gemini"}, s("gemini", "g1"), []string{"gemini", "--resume", "g1"}, "g1", ""},
 		{"already resuming", []string{"claude", "--continue"}, s("claude-code", "abc"), []string{"claude", "--continue"}, "", "already names"},
+		{"gemini already resuming", []string{"gemini", "--session-id=s"}, s("gemini", "g1"), []string{"gemini", "--session-id=s"}, "", "already names"},
+		{"codex names no conversation by flag", []string{"codex", "-c", "x=1"}, s("codex", "th"), []string{"codex", "resume", "th", "-c", "x=1"}, "th", ""},
 		{"no session", []string{"claude"}, nil, []string{"claude"}, "", "no claude-code conversation id"},
 		{"another agent's session", []string{"claude"}, s("gemini", "g1"), []string{"claude"}, "", "no claude-code conversation id"},
 		{"a shell", []string{"bash"}, s("claude-code", "abc"), []string{"bash"}, "", "starts fresh"},

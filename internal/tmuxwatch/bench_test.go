@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/tmuxctl"
-	rulesdata "github.com/corral-dev/corral/rules"
 )
 
 func needTmux(tb testing.TB) string {
@@ -34,7 +34,7 @@ func needTmux(tb testing.TB) string {
 }
 
 func builtinRules(tb testing.TB) *rules.Set {
-	set, errs := rules.Loader{Embedded: rulesdata.FS}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {
 		tb.Fatal(errs)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/agentdef"
 	"github.com/corral-dev/corral/internal/lab/mockmodel"
 )
 
@@ -55,47 +56,55 @@ type Profile struct {
 	Latency time.Duration
 }
 
-// Profiles are the agents verify knows, with the versions they were
-// checked against: the one place those versions are pinned.
-var Profiles = []*Profile{
-	{Name: "claude-code", Rules: "claude-code", Binary: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.332",
-		API: APIAnthropic, Reports: true, Args: []string{"--permission-mode", "default"}, Ready: "? for shortcuts", Home: claudeHome},
-	{Name: "gemini", Rules: "gemini", Binary: "gemini", Package: "@google/gemini-cli", Version: "0.61.0",
-		API: APIGemini, Ready: "Type your message", Home: geminiHome},
-	// Codex asks its question (request_user_input) in Plan mode only.
-	{Name: "codex", Rules: "codex", Binary: "codex", Package: "@openai/codex", Version: "0.171.0", API: APIResponses, Reports: true,
-		Args: []string{"--sandbox", "read-only"}, Ready: "Ask Codex to do anything", Home: codexHome,
-		Skip: map[string]string{"question": "Codex asks questions in Plan mode only"}},
-	{Name: "qwen-code", Rules: "qwen-code", Binary: "qwen", Package: "@qwen-code/qwen-code", Version: "0.15.10", API: APIChat,
-		Ready: "Type your message", Home: qwenHome,
-		Skip: map[string]string{"question": "Qwen Code offers no question tool up front"}},
-	// One Esc during a tool call only arms opencode's interrupt.
-	{Name: "opencode", Rules: "opencode", Binary: "opencode", Package: "opencode-ai", Version: "1.18.33", API: APIChat,
-		Ready: "ctrl+p commands", Home: opencodeHome, Keys: map[Key]string{KeyInterrupt: "\x1b" + pause + "\x1b"}},
-	{Name: "copilot", Rules: "copilot", Binary: "copilot", Package: "@github/copilot", Version: "1.0.102", API: APIChat,
-		Args: []string{"--allow-tool", "shell(echo)", "--allow-tool", "shell(sleep)"}, Ready: "? help", Home: copilotHome,
-		Prelude: map[string]string{"Do you trust the files in this folder?": "1"},
-		// Its question is a form without option numbers: Enter takes the
-		// first. Its footer says "esc esc interrupt": one Esc only arms it.
-		Keys: map[Key]string{KeyOption: "\r", KeyInterrupt: "\x1b" + pause + "\x1b"}},
-	// Crush asks before edits and before every shell command but a lone
-	// read-only one (the scripted slow step's "timeout 60 sleep 30").
-	{Name: "crush", Rules: "crush", Binary: "crush", Package: "@charmland/crush", Version: "0.90.0", API: APIChat,
-		Ready: "ctrl+p commands", Home: crushHome,
-		Prelude: map[string]string{"Would you like to initialize this project?": "n"},
-		// Against an instant answer Crush ends a turn within ~20 ms and
-		// its working footer is on screen for one frame; a real model's
-		// first token takes longer than this.
-		Latency: 700 * time.Millisecond,
-		// Its footer says "esc press again to cancel": one Esc only arms it.
-		Keys: map[Key]string{KeyInterrupt: "\x1b" + pause + "\x1b"}},
-	// The built-in fake agent (`corral fake-agent`): it draws Claude Code's
-	// screens, so Claude Code's rules read it.
-	{Name: "fake-agent", Rules: "claude-code", Binary: "corral", Ready: "? for shortcuts",
-		Turns: map[mockmodel.Step]string{mockmodel.StepShell: "ask", mockmodel.StepEdit: "ask",
-			mockmodel.StepProse: "work 0.5", mockmodel.StepSlow: "work {arg}"},
-		Skip: map[string]string{"interrupt": "the fake agent ignores keys while it works"}},
+// Profiles are the agents verify knows: the registry's
+// (agents/NAME/agent.toml, where their versions are pinned), then the
+// fake agent.
+var Profiles = append(profilesOf(agentdef.BuiltIn()), fakeAgent)
+
+// homes are the Go parts of the profiles: agent.toml's [verify] home names
+// one. A test fails when a name has none.
+var homes = map[string]func(home, work, url string) ([]string, error){
+	"claude-code": claudeHome,
+	"codex":       codexHome,
+	"copilot":     copilotHome,
+	"crush":       crushHome,
+	"gemini":      geminiHome,
+	"opencode":    opencodeHome,
+	"qwen-code":   qwenHome,
 }
+
+// profilesOf makes a profile of each agent of r.
+func profilesOf(r *agentdef.Registry) []*Profile {
+	var out []*Profile
+	for _, a := range r.All() {
+		v := a.Verify
+		p := &Profile{Name: a.Name, Rules: a.Name, Binary: a.Binary, Package: a.Install.NPM, Version: a.Install.Verified,
+			API: API(v.API), Reports: v.Reports, Args: v.Args, Ready: v.Ready, Prelude: v.Prelude, Skip: v.Skip, Latency: v.Latency}
+		for k, keys := range v.Keys {
+			if p.Keys == nil {
+				p.Keys = map[Key]string{}
+			}
+			p.Keys[Key(k)] = keys
+		}
+		if v.Home != "" {
+			p.Home = homes[v.Home]
+			if p.Home == nil {
+				p.Home = func(string, string, string) ([]string, error) {
+					return nil, fmt.Errorf("%s: [verify] home %q has no Go part in internal/verify", a.Source, v.Home)
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// fakeAgent is the built-in fake agent (`corral fake-agent`): it draws
+// Claude Code's screens, so Claude Code's rules read it.
+var fakeAgent = &Profile{Name: "fake-agent", Rules: "claude-code", Binary: "corral", Ready: "? for shortcuts",
+	Turns: map[mockmodel.Step]string{mockmodel.StepShell: "ask", mockmodel.StepEdit: "ask",
+		mockmodel.StepProse: "work 0.5", mockmodel.StepSlow: "work {arg}"},
+	Skip: map[string]string{"interrupt": "the fake agent ignores keys while it works"}}
 
 // ProfileFor returns the profile named, or the one whose binary command
 // runs (the fake agent when its arguments say so).

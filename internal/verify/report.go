@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/corral-dev/corral/internal/agentdef"
 )
 
 // Print writes the judged run as a table: per step the expected state,
@@ -162,4 +164,31 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// apiTitles are the model APIs as docs/agents.md names them.
+var apiTitles = map[API]string{APIAnthropic: "Anthropic Messages (SSE)", APIGemini: "Gemini API",
+	APIResponses: "OpenAI Responses", APIChat: "Chat Completions"}
+
+// Versions writes docs/agents.md's table of the versions verified, from
+// the registry: each agent's package, version, model API, how its hooks
+// reach corral, and what verify takes as the truth (its OSC 7501 reports,
+// or the scenario's phase).
+func Versions(w io.Writer, r *agentdef.Registry) {
+	fmt.Fprintln(w, "| agent | npm package | version | model API | integration | truth |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, a := range r.All() {
+		integration, truth := a.Hooks.Summary, "phase"
+		if integration == "" {
+			integration = "none"
+		}
+		if a.Verify.Reports {
+			truth = "OSC 7501"
+		}
+		api := apiTitles[API(a.Verify.API)]
+		if api == "" {
+			api = a.Verify.API
+		}
+		fmt.Fprintf(w, "| %s | `%s` | %s | %s | %s | %s |\n", a.Title, a.Install.NPM, a.Install.Verified, api, integration, truth)
+	}
 }

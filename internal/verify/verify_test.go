@@ -11,15 +11,16 @@ import (
 	"testing"
 	"time"
 
+	rulesdata "github.com/corral-dev/corral/agents"
+	"github.com/corral-dev/corral/internal/agentdef"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/replay"
 	"github.com/corral-dev/corral/internal/rules"
-	rulesdata "github.com/corral-dev/corral/rules"
 )
 
 func ruleSet(t testing.TB) *rules.Set {
 	t.Helper()
-	set, errs := rules.Loader{Embedded: rulesdata.FS}.Load(nil)
+	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatalf("embedded rules: %v", errs)
 	}
@@ -255,7 +256,7 @@ func TestLiveRecordings(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite the matrix in docs/agents.md from testdata/live/verify")
+var update = flag.Bool("update", false, "rewrite the versions and the matrix in docs/agents.md from the registry and testdata/live/verify")
 
 // TestAgentsMatrix renders the matrix of docs/agents.md from the
 // recordings; with -update it rewrites the part between the markers.
@@ -274,25 +275,36 @@ func TestAgentsMatrix(t *testing.T) {
 	if !strings.Contains(b.String(), "| claude-code |") {
 		t.Fatalf("matrix without Claude Code:\n%s", b.String())
 	}
+	var v strings.Builder
+	Versions(&v, agentdef.BuiltIn())
 	const doc = "../../docs/agents.md"
 	data, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const begin, end = "<!-- matrix begin -->\n", "<!-- matrix end -->"
-	i, j := strings.Index(string(data), begin), strings.Index(string(data), end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no matrix markers", doc)
+	page := string(data)
+	for _, part := range []struct{ name, text, why string }{
+		{"versions", v.String(), "the registry (agents/*/agent.toml) says"},
+		{"matrix", b.String(), "the recordings give today"},
+	} {
+		begin, end := "<!-- "+part.name+" begin -->\n", "<!-- "+part.name+" end -->"
+		i, j := strings.Index(page, begin), strings.Index(page, end)
+		if i < 0 || j < i {
+			t.Fatalf("%s has no %s markers", doc, part.name)
+		}
+		if !*update {
+			// The page says what the runs say, through today's engine and rules.
+			if got := page[i+len(begin) : j]; got != part.text {
+				t.Errorf("docs/agents.md's %s is not what %s: run go test ./internal/verify -run TestAgentsMatrix -update", part.name, part.why)
+			}
+			continue
+		}
+		page = page[:i+len(begin)] + part.text + page[j:]
 	}
 	if !*update {
-		// The page says what the runs say, through today's engine and rules.
-		if got := string(data[i+len(begin) : j]); got != b.String() {
-			t.Fatalf("docs/agents.md's matrix is not what the recordings give today: run go test ./internal/verify -run TestAgentsMatrix -update")
-		}
 		return
 	}
-	out := string(data[:i+len(begin)]) + b.String() + string(data[j:])
-	if err := os.WriteFile(doc, []byte(out), 0o644); err != nil {
+	if err := os.WriteFile(doc, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
