@@ -18,11 +18,13 @@ import (
 )
 
 // GroupSize is how many panes one holder process takes. The process's own
-// cost (the Go runtime and what the binary's packages keep: about 2 MB) is
-// shared by that many panes; a
-// holder that crashes takes that many panes with it (they are then lost,
-// for corral restore).
-const GroupSize = 32
+// cost (the Go runtime and what the binary's packages keep: about 3 MB of
+// its own memory, and its share of the binary's pages) is shared by that
+// many panes: at 32 a pane it was more than half of a held pane's whole
+// cost. A holder that crashes takes that many panes with it (they are
+// then lost, for corral restore). Each pane holds five descriptors in
+// it, well under the open-file limit a Go process raises itself to.
+const GroupSize = 128
 
 // Pool starts panes in holder processes (exe hold), up to Size panes each,
 // one start at a time. A holder process outlives the daemon; a daemon of
