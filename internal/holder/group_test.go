@@ -484,3 +484,32 @@ func TestRemoveKeepsNewerSocket(t *testing.T) {
 		t.Fatal("a pane's own socket was left")
 	}
 }
+
+// A running pane keeps neither its program's environment nor its
+// arguments (a whole environment is kilobytes a pane); the program got
+// them.
+func TestStartLetsGoOfEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	cfg := paneConfig(dir, "env", `echo "$CORRAL_PANE $0" > `+out+`; exec sleep 1051`)
+	cfg.Argv[0] = "named"
+	h, err := start(cfg, t.Logf, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.end()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(out)
+		if string(b) == "env named\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the program wrote %q, want its mark and its name", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h.cfg.Env != nil || h.cfg.Argv != nil || h.cmd.Env != nil || h.cmd.Args != nil {
+		t.Errorf("kept after the start: config env %q argv %q, command env %q args %q", h.cfg.Env, h.cfg.Argv, h.cmd.Env, h.cmd.Args)
+	}
+}
