@@ -513,3 +513,24 @@ func TestStartLetsGoOfEnvironment(t *testing.T) {
 		t.Errorf("kept after the start: config env %q argv %q, command env %q args %q", h.cfg.Env, h.cfg.Argv, h.cmd.Env, h.cmd.Args)
 	}
 }
+
+// A holder takes fewer panes where the open-file limit would not hold
+// GroupSize of them, and always at least one.
+func TestGroupSizeUnderFileLimit(t *testing.T) {
+	for _, c := range []struct {
+		limit uint64
+		want  int
+	}{
+		{1 << 20, GroupSize},
+		{64 + GroupSize*filesPerPane, GroupSize},
+		{64 + GroupSize*filesPerPane - 1, GroupSize - 1},
+		{1024, 120},
+		{256, 24},
+		{64, 1},
+		{0, 1},
+	} {
+		if got := groupSize(c.limit); got != c.want {
+			t.Errorf("groupSize(%d) = %d, want %d", c.limit, got, c.want)
+		}
+	}
+}
