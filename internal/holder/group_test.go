@@ -484,3 +484,53 @@ func TestRemoveKeepsNewerSocket(t *testing.T) {
 		t.Fatal("a pane's own socket was left")
 	}
 }
+
+// A running pane keeps neither its program's environment nor its
+// arguments (a whole environment is kilobytes a pane); the program got
+// them.
+func TestStartLetsGoOfEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	cfg := paneConfig(dir, "env", `echo "$CORRAL_PANE $0" > `+out+`; exec sleep 1051`)
+	cfg.Argv[0] = "named"
+	h, err := start(cfg, t.Logf, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.end()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(out)
+		if string(b) == "env named\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the program wrote %q, want its mark and its name", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h.cfg.Env != nil || h.cfg.Argv != nil || h.cmd.Env != nil || h.cmd.Args != nil {
+		t.Errorf("kept after the start: config env %q argv %q, command env %q args %q", h.cfg.Env, h.cfg.Argv, h.cmd.Env, h.cmd.Args)
+	}
+}
+
+// A holder takes fewer panes where the open-file limit would not hold
+// GroupSize of them, and always at least one.
+func TestGroupSizeUnderFileLimit(t *testing.T) {
+	for _, c := range []struct {
+		limit uint64
+		want  int
+	}{
+		{1 << 20, GroupSize},
+		{64 + GroupSize*filesPerPane, GroupSize},
+		{64 + GroupSize*filesPerPane - 1, GroupSize - 1},
+		{1024, 120},
+		{256, 24},
+		{64, 1},
+		{0, 1},
+	} {
+		if got := groupSize(c.limit); got != c.want {
+			t.Errorf("groupSize(%d) = %d, want %d", c.limit, got, c.want)
+		}
+	}
+}

@@ -155,6 +155,11 @@ func start(cfg Config, logf func(string, ...any), onFinish func(*holder), onRele
 		os.Remove(cfg.Socket)
 		return nil, err
 	}
+	// The program's environment and arguments are not needed once it
+	// runs: a pane's whole environment is kilobytes, for as long as it
+	// lives.
+	cfg.Env, cfg.Argv = nil, nil
+	cmd.Env, cmd.Args = nil, nil
 	h := &holder{cfg: cfg, ln: ln, pty: ptyFD, ring: ring, ringFD: ringFD, cmd: cmd, pid: cmd.Process.Pid, logf: logf,
 		reaped: make(chan struct{}), first: make(chan struct{}), ending: make(chan struct{}),
 		finished: make(chan struct{}), onFinish: onFinish, onRelease: onRelease, sockIno: sockIno}

@@ -5,15 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/internal/rawio"
 )
 
-// inboxSize is the buffer every held pane keeps for the holder's frames.
-// A frame larger than it gets a buffer of its own size, dropped once read.
+// inboxSize is the buffer a held pane uses for the holder's frames while
+// there are frames to read. A frame larger than it gets a buffer of its
+// own size, dropped once read.
 const inboxSize = 4 << 10
+
+// inboxBufs lend inboxes their buffers: a pane whose holder says nothing
+// (nearly always: its output goes through the shared ring, not frames)
+// holds none.
+var inboxBufs = sync.Pool{New: func() any { return new([inboxSize]byte) }}
 
 // inbox gathers what a holder sends and cuts it into messages.
 type inbox struct {
@@ -27,7 +34,7 @@ func (in *inbox) room() []byte {
 	if in.r == in.w {
 		in.r, in.w = 0, 0
 		if len(in.buf) != inboxSize {
-			in.buf = make([]byte, inboxSize)
+			in.buf = inboxBufs.Get().(*[inboxSize]byte)[:]
 		}
 	}
 	need := inboxSize
@@ -83,6 +90,18 @@ func (in *inbox) next() (m Msg, ok bool, err error) {
 	return Msg{}, false, nil
 }
 
+// idle gives the buffer back once everything read has been handed out:
+// the Outputs handed out are no longer valid (see Run).
+func (in *inbox) idle() {
+	if in.r != in.w {
+		return
+	}
+	if len(in.buf) == inboxSize {
+		inboxBufs.Put((*[inboxSize]byte)(in.buf))
+	}
+	in.buf, in.r, in.w = nil, 0, 0
+}
+
 // end is the error of a connection closed by the holder.
 func (in *inbox) end() error {
 	if in.w > in.r {
@@ -129,6 +148,7 @@ func (c *Conn) Run(got func(Msg) bool) error {
 			case err == unix.EINTR:
 				continue
 			case err == unix.EAGAIN:
+				c.in.idle() // before the wait, which may be long
 				return false
 			case err != nil:
 				rerr = err

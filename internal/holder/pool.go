@@ -18,11 +18,31 @@ import (
 )
 
 // GroupSize is how many panes one holder process takes. The process's own
-// cost (the Go runtime and what the binary's packages keep: about 2 MB) is
-// shared by that many panes; a
-// holder that crashes takes that many panes with it (they are then lost,
-// for corral restore).
-const GroupSize = 32
+// cost (the Go runtime and what the binary's packages keep: about 3 MB of
+// its own memory, and its share of the binary's pages) is shared by that
+// many panes: at 32 a pane it was more than half of a held pane's whole
+// cost. A holder that crashes takes that many panes with it (they are
+// then lost, for corral restore). Fewer under a low open-file limit (see
+// groupSize).
+const GroupSize = 128
+
+// filesPerPane bounds the descriptors a pane holds in its holder: about
+// six (775 in a holder of 128 panes: its socket, terminal, ring, the wait
+// for its program, the daemon's connection), and while a daemon adopts it
+// again, the holder's own reading of the terminal and the next daemon's
+// connection.
+const filesPerPane = 8
+
+// groupSize is how many panes a holder takes under an open-file hard limit
+// (a holder raises its soft limit to it): GroupSize, or as many as the
+// limit holds.
+func groupSize(limit uint64) int {
+	const spare = 64 // the process's own, and a margin
+	if limit >= spare+GroupSize*filesPerPane {
+		return GroupSize
+	}
+	return int(max(limit, spare+filesPerPane)-spare) / filesPerPane
+}
 
 // Pool starts panes in holder processes (exe hold), up to Size panes each,
 // one start at a time. A holder process outlives the daemon; a daemon of
@@ -74,7 +94,11 @@ func (p *Pool) Start(cfg Config, timeout time.Duration) (Started, error) {
 	defer p.mu.Unlock()
 	size := p.Size
 	if size <= 0 {
+		var l syscall.Rlimit
 		size = GroupSize
+		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil {
+			size = groupSize(l.Max)
+		}
 	}
 	for try := 0; ; try++ {
 		g := p.cur

@@ -33,9 +33,10 @@ type Options struct {
 }
 
 // DefaultScrollback is the number of history lines kept when Options leave
-// it zero. History is kept as text: a line costs its characters and a
-// slice header, so 500 lines of 120 columns are at most about 70 KB of
-// ASCII.
+// it zero. History is kept as text packed in one buffer: a line costs its
+// characters and a 4-byte offset (a quarter more while dropped lines
+// wait to be compacted away), so 500 lines of 120 columns are at most
+// about 75 KB of ASCII.
 const DefaultScrollback = 500
 
 // Terminal is a thread-safe terminal emulator.
