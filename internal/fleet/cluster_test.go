@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"testing"
 	"time"
@@ -165,4 +166,57 @@ func TestHubClusterJoinHub(t *testing.T) {
 	if err != nil || status != 200 {
 		t.Fatalf("a command after a hub went: %d %v", status, err)
 	}
+}
+
+// A stream leader killed after it took a write never acknowledges it,
+// and the member's connection (to a hub that lives) sees no error: here
+// the pane bucket stops acknowledging (NoAck) while several of a host's
+// panes change, then acknowledges again, and the host's later changes
+// must still reach the bucket.
+func TestPaneWritesGoOnAfterUnacknowledgedOnes(t *testing.T) {
+	f := startFleet(t, "127.0.0.1:0")
+	la := newFakeLocal("p1", "p2", "p3")
+	a := f.join("a", la, 0)
+	ctx := context.Background()
+	kv, err := f.hm.js.KeyValue(ctx, PanesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func(id string) string {
+		e, err := kv.Get(ctx, "a."+id)
+		if err != nil {
+			return ""
+		}
+		var rec PaneRecord
+		_ = json.Unmarshal(e.Value(), &rec)
+		return rec.State
+	}
+	waitFor(t, 10*time.Second, "a's panes in the bucket", func() bool { return state("p3") == "idle" })
+	setNoAck := func(on bool) {
+		t.Helper()
+		st, err := f.hm.js.Stream(ctx, "KV_"+PanesBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := st.CachedInfo().Config
+		cfg.NoAck = on
+		if _, err := f.hm.js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setNoAck(true)
+	for _, id := range []string{"p1", "p2", "p3"} {
+		la.set(id, "working")
+	}
+	// The writes are taken unacknowledged, then written again together
+	// (a batch of several awaited acknowledgements) until acknowledged.
+	waitFor(t, 10*time.Second, "the unacknowledged writes stored", func() bool {
+		return state("p1") == "working" && state("p2") == "working" && state("p3") == "working"
+	})
+	waitFor(t, 4*pubAckWait, "several writes awaiting their acknowledgements", func() bool { return a.js.PublishAsyncPending() >= 2 })
+	setNoAck(false)
+	changed := time.Now()
+	la.set("p1", "blocked")
+	waitFor(t, 4*pubAckWait, "a's change after its writes went unacknowledged", func() bool { return state("p1") == "blocked" })
+	t.Logf("a's pane write reached the bucket %v after the bucket acknowledged again; %+v", time.Since(changed).Round(time.Millisecond), a.Stats())
 }

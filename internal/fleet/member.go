@@ -172,6 +172,9 @@ type Member struct {
 	lastErr    atomic.Pointer[string]
 }
 
+// pubAckWait is how long a pane write waits for the stream to take it.
+const pubAckWait = 5 * time.Second
+
 // MaxQueue bounds the events a member keeps while the fleet is away.
 const MaxQueue = 100000
 
@@ -354,7 +357,9 @@ func (m *Member) setErr(err error) {
 }
 
 func (m *Member) setup(ctx context.Context) error {
-	js, err := jetstream.New(m.nc)
+	// An asynchronous write unacknowledged this long fails (its pending
+	// entry is freed); the pane is written again.
+	js, err := jetstream.New(m.nc, jetstream.WithPublishAsyncTimeout(pubAckWait))
 	if err != nil {
 		return err
 	}
@@ -643,17 +648,21 @@ func (m *Member) syncPanes(ids map[string]bool) []string {
 		}
 		wait = append(wait, pending{id, f})
 	}
-	timeout := time.NewTimer(5 * time.Second)
-	defer timeout.Stop()
+	// One deadline for all the acknowledgements. A write whose stream
+	// leader died after taking it is never acknowledged, nor failed
+	// while this connection stays up: each wait must end at the
+	// deadline, not only the first (a timer's channel fires once, and
+	// a second unacknowledged write then held this loop, and every
+	// later pane write of this host, for good).
+	ctx, cancel := context.WithTimeout(m.ctx, pubAckWait)
+	defer cancel()
 	for _, w := range wait {
 		select {
 		case <-w.f.Ok():
 		case <-w.f.Err():
 			failed = append(failed, w.id)
-		case <-timeout.C:
+		case <-ctx.Done():
 			failed = append(failed, w.id)
-		case <-m.ctx.Done():
-			return failed
 		}
 	}
 	return failed
