@@ -584,3 +584,96 @@ func TestFleetAttach(t *testing.T) {
 		t.Fatal("detaching ended the pane")
 	}
 }
+
+// fleet set --max-jobs changes what a host takes at once, without leaving
+// the fleet; a plain program runs as a fleet job and ends with its exit
+// status, as it does locally; fleet init on loopback warns.
+func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
+	hub, b := newEnv(t), newEnv(t)
+	out, errs, code := hub.run("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
+	if code != 0 || !strings.Contains(errs, "works on this machine only") || !strings.Contains(errs, "--listen 0.0.0.0:7422") {
+		t.Fatalf("fleet init on loopback: exit %d, stderr %q", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	join := strings.Fields(lines[len(lines)-1])
+	b.must(append(append([]string{"fleet"}, join[2:]...), "--name", "b", "--max-jobs", "0")...)
+	maxJobs := func() int {
+		var hs []struct {
+			Host      string `json:"host"`
+			Reachable bool   `json:"reachable"`
+			MaxJobs   int    `json:"max_jobs"`
+		}
+		if err := json.Unmarshal([]byte(hub.must("fleet", "status", "--json")), &hs); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hs {
+			if h.Host == "b" && h.Reachable {
+				return h.MaxJobs
+			}
+		}
+		return -1
+	}
+	until(t, 5*time.Second, "b on the hub", func() bool { return maxJobs() == 0 })
+	pid := b.daemonPID()
+
+	// A job for any host waits while no host takes jobs, and runs once b does.
+	job := exec.Command(corralBin, "exec", "--fleet", "--", "sh", "-c", "echo plain-out; exit 0")
+	job.Env, job.Dir = hub.vars, hub.dir
+	var jobOut, jobErr bytes.Buffer
+	job.Stdout, job.Stderr = &jobOut, &jobErr
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- job.Wait() }()
+	defer func() {
+		if job.ProcessState == nil {
+			_ = job.Process.Kill()
+			<-done
+		}
+	}()
+	until(t, 10*time.Second, "the job queued", func() bool { return strings.Contains(hub.must("jobs", "--fleet"), "queued") })
+	if set := b.must("fleet", "set", "--max-jobs", "1"); !strings.Contains(set, "up to 1 fleet job") {
+		t.Fatalf("fleet set --max-jobs 1: %q", set)
+	}
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(jobOut.String(), "plain-out") || !strings.Contains(jobErr.String(), "host b runs the job") {
+			t.Fatalf("the plain job: %v\nstdout %q\nstderr %q", err, jobOut.String(), jobErr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the job was not taken after fleet set --max-jobs 1\nstdout %q\nstderr %q", jobOut.String(), jobErr.String())
+	}
+	until(t, 5*time.Second, "b's max_jobs 1 in fleet status", func() bool { return maxJobs() == 1 })
+	if cfg, err := os.ReadFile(filepath.Join(b.dir, "state", "fleet", "config.json")); err != nil || !strings.Contains(string(cfg), `"max_jobs": 1`) {
+		t.Fatalf("b's fleet config after fleet set: %s %v", cfg, err)
+	}
+	if got := b.daemonPID(); got != pid {
+		t.Fatalf("b's daemon changed: pid %d, then %d", pid, got)
+	}
+
+	// A plain program's exit status, on another host as here.
+	for _, tc := range []struct {
+		script string
+		code   int
+	}{{"exit 0", 0}, {"echo x; exit 3", 3}} {
+		_, lerrs, lcode := hub.run("exec", "--", "sh", "-c", tc.script)
+		_, ferrs, fcode := hub.run("exec", "--fleet", "--host", "b", "--", "sh", "-c", tc.script)
+		if lcode != tc.code || fcode != tc.code {
+			t.Fatalf("%q: local exit %d (%q), fleet exit %d (%q); want %d", tc.script, lcode, lerrs, fcode, ferrs, tc.code)
+		}
+	}
+
+	// Back to none: the hub refuses a job addressed to b.
+	b.must("fleet", "set", "--max-jobs", "0")
+	until(t, 5*time.Second, "b's max_jobs 0 in fleet status", func() bool { return maxJobs() == 0 })
+	if _, errs, code := hub.run("exec", "--fleet", "--host", "b", "--", "true"); code == 0 || !strings.Contains(errs, "takes no fleet jobs") {
+		t.Fatalf("a job for b at --max-jobs 0: exit %d %q", code, errs)
+	}
+	if _, errs, code := hub.run("fleet", "set", "--max-jobs", "-1"); code != 2 || !strings.Contains(errs, "--max-jobs") {
+		t.Fatalf("fleet set --max-jobs -1: exit %d %q", code, errs)
+	}
+	if _, errs, code := b.run("fleet", "set", "--forget-after", "1h"); code == 0 || !strings.Contains(errs, "hub") {
+		t.Fatalf("fleet set --forget-after on a member: exit %d %q", code, errs)
+	}
+}

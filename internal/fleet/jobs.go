@@ -76,6 +76,22 @@ func (m *Member) stopWorker() {
 	}
 }
 
+// MaxJobs is how many fleet jobs this host runs at once (0: none).
+func (m *Member) MaxJobs() int { return int(m.maxJobs.Load()) }
+
+// SetMaxJobs changes how many fleet jobs this host runs at once, at once:
+// the next heartbeat says so, and a lower limit lets the running jobs end.
+func (m *Member) SetMaxJobs(n int) {
+	m.maxJobs.Store(int32(max(n, 0)))
+	if m.worker == nil {
+		return
+	}
+	select {
+	case m.worker.freed <- struct{}{}:
+	default:
+	}
+}
+
 // local makes a request to this host's own API and returns status and body.
 func (m *Member) local(method, path string, body []byte) (int, []byte) {
 	req, _ := http.NewRequest(method, "http://corral"+path, bytes.NewReader(body))
@@ -92,6 +108,15 @@ func (m *Member) local(method, path string, body []byte) (int, []byte) {
 func (m *Member) workLoop() {
 	var cons []jetstream.Consumer
 	for m.ctx.Err() == nil && cons == nil {
+		if m.MaxJobs() == 0 {
+			// No consumer on the queue while the host takes no jobs.
+			select {
+			case <-m.ctx.Done():
+			case <-m.worker.freed:
+			case <-time.After(time.Second):
+			}
+			continue
+		}
 		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
 		own, err1 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: jobConsumer(m.o.Name),
 			FilterSubject: subjJobFor + m.o.Name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
@@ -110,7 +135,7 @@ func (m *Member) workLoop() {
 	}
 	w := m.worker
 	for m.ctx.Err() == nil {
-		if int(m.jobs.Load()) >= m.o.MaxJobs {
+		if int(m.jobs.Load()) >= m.MaxJobs() {
 			select {
 			case <-m.ctx.Done():
 				return

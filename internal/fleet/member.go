@@ -168,8 +168,10 @@ type Member struct {
 	overQuota  atomic.Bool  // some panes are not in the fleet: the host's quota is full
 	published  atomic.Int64
 	jobs       atomic.Int32
-	paneCount  atomic.Int64
-	lastErr    atomic.Pointer[string]
+	// maxJobs is o.MaxJobs until SetMaxJobs changes it.
+	maxJobs   atomic.Int32
+	paneCount atomic.Int64
+	lastErr   atomic.Pointer[string]
 }
 
 // MaxQueue bounds the events a member keeps while the fleet is away.
@@ -197,6 +199,7 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 		o.Replicas = 1
 	}
 	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]int{}, wake: make(chan struct{}, 1), evWake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
+	m.maxJobs.Store(int32(max(o.MaxJobs, 0)))
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	opts := []nats.Option{
 		nats.Name(clientNamePrefix + o.Name), nats.CustomInboxPrefix(InboxPrefix(o.Name)),
@@ -475,9 +478,9 @@ func (m *Member) start() {
 		m.goLoop(m.publishLoop)
 		m.goLoop(m.scanLoop)
 		m.goLoop(m.heartbeatLoop)
-		if m.o.MaxJobs > 0 {
-			m.startWorker()
-		}
+		// Always: fleet set --max-jobs may make a host take jobs later;
+		// the worker asks the queue for nothing while the limit is 0.
+		m.startWorker()
 	}
 	m.reconnected()
 	// The subscriptions are in place at the server when Join returns.
@@ -892,7 +895,7 @@ func (m *Member) heartbeatLoop() {
 func (m *Member) beat() {
 	panes := int(m.paneCount.Load())
 	hb := Heartbeat{Host: m.o.Name, HostID: m.o.HostID, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
-		MaxJobs: m.o.MaxJobs, Sent: time.Now().UTC()}
+		MaxJobs: m.MaxJobs(), Sent: time.Now().UTC()}
 	b, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
 	defer cancel()
