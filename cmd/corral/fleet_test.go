@@ -82,6 +82,10 @@ func TestFleetThreeDaemons(t *testing.T) {
 	until(t, 10*time.Second, "a:fp on the hub's list", func() bool {
 		return strings.Contains(hub.must("ls", "--fleet"), "a:")
 	})
+	// Hosts without panes have their line too.
+	if ls := hub.must("ls", "--fleet"); !strings.Contains(ls, "\n# hub  reachable, no panes\n") || !strings.Contains(ls, "\n# b  reachable, no panes, jobs 0/1\n") {
+		t.Fatalf("ls --fleet, hosts without panes:\n%s", ls)
+	}
 	var panes []struct {
 		Host, ID, Name, State string
 	}
@@ -465,10 +469,10 @@ func TestFleetEverywhere(t *testing.T) {
 		t.Fatalf("exec on each host: hosts %v, outcome %+v\n%s", seen, last, jout)
 	}
 	// Without --json: each host's lines under its name, its end said on
-	// stderr (a plain command is no agent: it ends without a result).
-	tout, terr, tcode := hub.run("exec", "--fleet", "--all-hosts", "--agent", "auto", "--", "sh", "-c", "echo hello")
-	if tcode != 1 || !strings.Contains(tout, "[web-1]\n") || !strings.Contains(tout, "[web-2]\n") || strings.Contains(tout, "host_outcome") ||
-		!strings.Contains(terr, "host web-1: error, exit 1") || !strings.Contains(terr, "host web-2: error, exit 1") || !strings.Contains(terr, "2 of 2 hosts failed") {
+	// stderr (a plain command is no agent: it ends with its exit status).
+	tout, terr, tcode := hub.run("exec", "--fleet", "--all-hosts", "--agent", "auto", "--", "sh", "-c", "echo hello; exit 4")
+	if tcode != 4 || !strings.Contains(tout, "[web-1]\n") || !strings.Contains(tout, "[web-2]\n") || strings.Contains(tout, "host_outcome") ||
+		!strings.Contains(terr, "host web-1: error, exit 4") || !strings.Contains(terr, "host web-2: error, exit 4") || !strings.Contains(terr, "2 of 2 hosts failed") {
 		t.Fatalf("exec on all hosts: exit %d\n%s\n%s", tcode, tout, terr)
 	}
 	if _, errs, code := hub.run("exec", "--fleet", "--hosts", "db-*", "--agent", "auto", "--", "true"); code != 69 || !strings.Contains(errs, "nothing queued") {
@@ -520,8 +524,15 @@ func TestFleetEverywhere(t *testing.T) {
 	w2.must("shutdown")
 	until(t, 10*time.Second, "web-2 unreachable, for how long", func() bool {
 		return strings.Contains(hub.must("fleet", "status"), "false, for ") &&
-			strings.Contains(hub.must("ls", "--fleet"), "(unreachable for ")
+			strings.Contains(hub.must("ls", "--fleet"), "\n# web-2  unreachable for ")
 	})
+	// Each host has its line in ls --fleet, one with no pane too.
+	ls := hub.must("ls", "--fleet")
+	for h := range hub.fleetHosts() {
+		if strings.Count(ls, "\n# "+h+"  ") != 1 {
+			t.Fatalf("ls --fleet has not one line for host %s:\n%s", h, ls)
+		}
+	}
 	hub.must("fleet", "forget", "web-2")
 	until(t, 10*time.Second, "web-2 gone from the hub's views", func() bool {
 		_, ok := hub.fleetHosts()["web-2"]
