@@ -688,3 +688,67 @@ func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
 		t.Fatalf("fleet set --forget-after on a member: exit %d %q", code, errs)
 	}
 }
+
+// fleet status says which hosts are observe-only and which take jobs for
+// any host; an observe-only host takes jobs only when invited to.
+func TestFleetStatusAccess(t *testing.T) {
+	hub, b := fleetPair(t)
+	invite := func(name string, flags ...string) *env {
+		out := hub.must(append([]string{"fleet", "invite", name, "--observe-only"}, flags...)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		join := strings.Fields(lines[len(lines)-1])
+		e := newEnv(t)
+		e.must(append(append([]string{"fleet"}, join[2:]...), "--max-jobs", "1")...)
+		return e
+	}
+	o := invite("o")
+	invite("p", "--take-jobs")
+	type row struct {
+		Host        string `json:"host"`
+		Reachable   bool   `json:"reachable"`
+		MaxJobs     int    `json:"max_jobs"`
+		Access      string `json:"access"`
+		AnyHostJobs bool   `json:"any_host_jobs"`
+	}
+	want := map[string]row{
+		"hub": {"hub", true, 0, "control", false},
+		"b":   {"b", true, 1, "control", true},
+		"o":   {"o", true, 0, "observe-only", false},
+		"p":   {"p", true, 1, "observe-only+jobs", true},
+	}
+	until(t, 10*time.Second, "every host's access in fleet status", func() bool {
+		var rows []row
+		if err := json.Unmarshal([]byte(b.must("fleet", "status", "--json")), &rows); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]row{}
+		for _, r := range rows {
+			got[r.Host] = r
+		}
+		for h, w := range want {
+			if got[h] != w {
+				return false
+			}
+		}
+		return true
+	})
+	text := hub.must("fleet", "status")
+	for _, w := range []string{"ANY-HOST JOBS", "ACCESS", "observe-only+jobs"} {
+		if !strings.Contains(text, w) {
+			t.Fatalf("fleet status without %q:\n%s", w, text)
+		}
+	}
+	// o takes no job even when told to take some; p does.
+	if _, errs, code := o.run("fleet", "set", "--max-jobs", "2"); code != 0 || !strings.Contains(errs, "--take-jobs") {
+		t.Fatalf("fleet set --max-jobs on an observe-only host: exit %d %q", code, errs)
+	}
+	if _, errs, code := hub.run("exec", "--fleet", "--host", "o", "--", "true"); code == 0 || !strings.Contains(errs, "takes no fleet jobs") {
+		t.Fatalf("a job for o: exit %d %q", code, errs)
+	}
+	if _, errs, code := hub.run("exec", "--fleet", "--host", "p", "--", "sh", "-c", "exit 5"); code != 5 {
+		t.Fatalf("a job for p: exit %d %q", code, errs)
+	}
+	if _, errs, code := hub.run("fleet", "invite", "q", "--take-jobs"); code != 2 || !strings.Contains(errs, "--observe-only") {
+		t.Fatalf("--take-jobs without --observe-only: exit %d %q", code, errs)
+	}
+}

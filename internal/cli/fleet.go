@@ -180,7 +180,7 @@ func fleetStatus(fs *pflag.FlagSet) runFunc {
 			fmt.Fprintln(std.Stdout, "not connected to the fleet yet; the daemon keeps trying (its log says why)")
 		}
 		tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "HOST\tREACHABLE\tLAST SEEN\tPANES\tJOBS\tVERSION\tPROBLEM")
+		fmt.Fprintln(tw, "HOST\tREACHABLE\tLAST SEEN\tPANES\tJOBS\tANY-HOST JOBS\tACCESS\tVERSION\tPROBLEM")
 		for _, h := range st.Hosts {
 			seen := "never"
 			if t, err := time.Parse(time.RFC3339Nano, h.LastSeen); err == nil {
@@ -190,7 +190,11 @@ func fleetStatus(fs *pflag.FlagSet) runFunc {
 			if !h.Reachable && h.UnreachableFor > 0 {
 				reach = "false, for " + (time.Duration(h.UnreachableFor) * time.Second).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", h.Host, reach, seen, h.Panes, h.Jobs, h.MaxJobs, h.Version, h.Problem)
+			anyJobs := "no"
+			if h.AnyHostJobs {
+				anyJobs = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\t%s\n", h.Host, reach, seen, h.Panes, h.Jobs, h.MaxJobs, anyJobs, dash(h.Access), h.Version, h.Problem)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -232,7 +236,8 @@ func fleetLeave(fs *pflag.FlagSet) runFunc {
 }
 
 func fleetInvite(fs *pflag.FlagSet) runFunc {
-	observe := fs.Bool("observe-only", false, "the host may publish its own panes and read the fleet's, but not command other hosts or submit jobs")
+	observe := fs.Bool("observe-only", false, "the host may publish its own panes and read the fleet's, but not command other hosts, submit jobs or take them")
+	takeJobs := fs.Bool("take-jobs", false, "with --observe-only: the host takes jobs all the same (as its --max-jobs allows)")
 	expires := fs.Duration("expires", 0, "the credential stops working after this long (0: never)")
 	revoke := fs.Bool("revoke", false, "revoke NAME's credential and disconnect it")
 	asJSON := fs.Bool("json", false, "print as JSON")
@@ -244,8 +249,11 @@ func fleetInvite(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		if *takeJobs && !*observe {
+			return usagef("--take-jobs is for an observe-only credential: corral fleet invite NAME --observe-only --take-jobs")
+		}
 		var info server.FleetJoinInfo
-		if err := c.Do(ctx, "POST", "/v1/fleet/invite", server.FleetInviteRequest{Name: pos[0], ObserveOnly: *observe,
+		if err := c.Do(ctx, "POST", "/v1/fleet/invite", server.FleetInviteRequest{Name: pos[0], ObserveOnly: *observe, TakeJobs: *takeJobs,
 			ExpiresMS: expires.Milliseconds(), Revoke: *revoke}, &info); err != nil {
 			return apiError(err)
 		}

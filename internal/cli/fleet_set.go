@@ -36,8 +36,14 @@ func fleetSet(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if err := c.Do(ctx, "POST", "/v1/fleet/set", req, nil); err != nil {
+		var out struct {
+			Note string `json:"note"`
+		}
+		if err := c.Do(ctx, "POST", "/v1/fleet/set", req, &out); err != nil {
 			return apiError(err)
+		}
+		if out.Note != "" {
+			fmt.Fprintln(std.Stderr, "corral fleet set: "+out.Note)
 		}
 		switch {
 		case req.ForgetAfterMS == nil:

@@ -79,6 +79,67 @@ func (m *Member) stopWorker() {
 // MaxJobs is how many fleet jobs this host runs at once (0: none).
 func (m *Member) MaxJobs() int { return int(m.maxJobs.Load()) }
 
+// jobLimit is MaxJobs, or 0 when the host's credential takes no jobs.
+func (m *Member) jobLimit() int {
+	if r := m.rights.Load(); r != nil && !r.Jobs {
+		return 0
+	}
+	return m.MaxJobs()
+}
+
+// Rights are what this host's credential allows, once a hub said (ok
+// false until then, and on a team's own NATS, where nothing says).
+func (m *Member) Rights() (Rights, bool) {
+	if r := m.rights.Load(); r != nil {
+		return *r, true
+	}
+	return Rights{}, false
+}
+
+// askRights asks the hubs what this host's credential allows, until one
+// answers. On a team's own NATS no one does: nothing is known then, and
+// the server alone decides.
+func (m *Member) askRights() {
+	for silent := 0; m.ctx.Err() == nil; {
+		ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
+		msg, err := m.nc.RequestWithContext(ctx, subjRights+m.o.Name, nil)
+		cancel()
+		if err == nil {
+			var r Rights
+			if json.Unmarshal(msg.Data, &r) != nil {
+				m.badIn.Add(1)
+				return
+			}
+			m.rights.Store(&r)
+			if !r.Jobs && m.MaxJobs() > 0 {
+				m.o.Logf("fleet: this host's credential is observe-only: it takes no jobs (corral fleet invite %s --observe-only --take-jobs on the hub gives one that does)", m.o.Name)
+			}
+			return
+		}
+		// A cluster's hubs may not serve yet: a few tries.
+		if errors.Is(err, nats.ErrNoResponders) && m.nc.IsConnected() {
+			if silent++; silent == 5 {
+				return
+			}
+		}
+		select {
+		case <-m.ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// serveRights answers a host's question of what its credential allows.
+func (m *Member) serveRights(msg *nats.Msg) {
+	host := strings.TrimPrefix(msg.Subject, subjRights)
+	if CheckName(host) != nil || msg.Reply == "" {
+		m.badIn.Add(1)
+		return
+	}
+	b, _ := json.Marshal(m.o.Rights(host))
+	_ = msg.Respond(b)
+}
+
 // SetMaxJobs changes how many fleet jobs this host runs at once, at once:
 // the next heartbeat says so, and a lower limit lets the running jobs end.
 func (m *Member) SetMaxJobs(n int) {
@@ -108,7 +169,7 @@ func (m *Member) local(method, path string, body []byte) (int, []byte) {
 func (m *Member) workLoop() {
 	var cons []jetstream.Consumer
 	for m.ctx.Err() == nil && cons == nil {
-		if m.MaxJobs() == 0 {
+		if m.jobLimit() == 0 {
 			// No consumer on the queue while the host takes no jobs.
 			select {
 			case <-m.ctx.Done():
@@ -135,7 +196,7 @@ func (m *Member) workLoop() {
 	}
 	w := m.worker
 	for m.ctx.Err() == nil {
-		if int(m.jobs.Load()) >= m.MaxJobs() {
+		if int(m.jobs.Load()) >= m.jobLimit() {
 			select {
 			case <-m.ctx.Done():
 				return

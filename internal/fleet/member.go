@@ -47,12 +47,32 @@ type PaneRecord struct {
 type Heartbeat struct {
 	Host string `json:"host"`
 	// HostID is the machine's (LoadHostID): the same under a new name.
-	HostID  string    `json:"host_id,omitempty"`
-	Version string    `json:"version"`
-	Panes   int       `json:"panes"`
-	Jobs    int       `json:"jobs"`
-	MaxJobs int       `json:"max_jobs"`
-	Sent    time.Time `json:"sent"`
+	HostID  string `json:"host_id,omitempty"`
+	Version string `json:"version"`
+	Panes   int    `json:"panes"`
+	Jobs    int    `json:"jobs"`
+	MaxJobs int    `json:"max_jobs"`
+	// Access is what the host's credential allows (AccessControl, …; ""
+	// when no corral hub said: a team's own NATS).
+	Access string    `json:"access,omitempty"`
+	Sent   time.Time `json:"sent"`
+}
+
+// A host's access, as fleet status shows it.
+const (
+	AccessControl     = "control"           // commands other hosts, submits and takes jobs
+	AccessObserve     = "observe-only"      // neither commands nor takes jobs
+	AccessObserveJobs = "observe-only+jobs" // takes jobs, commands nothing
+)
+
+func (r Rights) access() string {
+	switch {
+	case r.Control:
+		return AccessControl
+	case r.Jobs:
+		return AccessObserveJobs
+	}
+	return AccessObserve
 }
 
 // HostStatus is one row of corral fleet status.
@@ -64,7 +84,13 @@ type HostStatus struct {
 	Jobs      int    `json:"jobs"`
 	Version   string `json:"version"`
 	MaxJobs   int    `json:"max_jobs"`
-	Problem   string `json:"problem,omitempty"`
+	// Access is what its credential allows: control, observe-only,
+	// observe-only+jobs ("" unknown).
+	Access string `json:"access,omitempty"`
+	// AnyHostJobs: the host takes jobs queued for any host (reachable,
+	// max_jobs > 0).
+	AnyHostJobs bool   `json:"any_host_jobs"`
+	Problem     string `json:"problem,omitempty"`
 	// UnreachableFor is how long the host has been unreachable
 	// (seconds, 0 when reachable).
 	UnreachableFor int64 `json:"unreachable_for_s,omitempty"`
@@ -115,7 +141,9 @@ type MemberOptions struct {
 	// credential of a host that joined with the fleet token.
 	Enroll   func(host string) (string, error)
 	Unenroll func(host string) error
-	Logf     func(string, ...any)
+	// Rights (a hub's own member) says what a host's credential allows.
+	Rights func(host string) Rights
+	Logf   func(string, ...any)
 }
 
 // Member is one daemon in the fleet.
@@ -169,7 +197,10 @@ type Member struct {
 	published  atomic.Int64
 	jobs       atomic.Int32
 	// maxJobs is o.MaxJobs until SetMaxJobs changes it.
-	maxJobs   atomic.Int32
+	maxJobs atomic.Int32
+	// rights are what this host's credential allows, once a hub said (nil
+	// until then, and on a team's own NATS).
+	rights    atomic.Pointer[Rights]
 	paneCount atomic.Int64
 	lastErr   atomic.Pointer[string]
 }
@@ -462,6 +493,16 @@ func (m *Member) start() {
 				m.setErr(err)
 			}
 		}
+	}
+	if m.o.Rights != nil {
+		if _, err := m.nc.QueueSubscribe(subjRights+"*", "hubs", m.serveRights); err != nil {
+			m.setErr(err)
+		}
+	}
+	if m.o.Admin {
+		m.rights.Store(&Rights{Control: true, Jobs: true})
+	} else if m.o.Local != nil {
+		m.goLoop(m.askRights)
 	}
 	if m.o.Local != nil {
 		sub, err := m.nc.Subscribe(subjCmd+m.o.Name, m.serveCommand)
@@ -895,7 +936,10 @@ func (m *Member) heartbeatLoop() {
 func (m *Member) beat() {
 	panes := int(m.paneCount.Load())
 	hb := Heartbeat{Host: m.o.Name, HostID: m.o.HostID, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
-		MaxJobs: m.MaxJobs(), Sent: time.Now().UTC()}
+		MaxJobs: m.jobLimit(), Sent: time.Now().UTC()}
+	if r := m.rights.Load(); r != nil {
+		hb.Access = r.access()
+	}
 	b, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
 	defer cancel()

@@ -116,7 +116,7 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 		}
 		n.hub = hub
 		mo.URLs, mo.Token, mo.Creds, mo.CAFingerprint, mo.Admin = []string{hub.URL()}, hub.AdminToken(), "", hub.Fingerprint(), true
-		mo.Enroll, mo.Unenroll = hub.Enroll, hub.Revoke
+		mo.Enroll, mo.Unenroll, mo.Rights = hub.Enroll, hub.Revoke, hub.HostRights
 	}
 	var m *fleet.Member
 	if n.hub != nil && n.hub.Clustered() {
@@ -517,8 +517,11 @@ func (s *Server) handleFleetLeave(w http.ResponseWriter, r *http.Request) {
 type FleetInviteRequest struct {
 	Name        string `json:"name"`
 	ObserveOnly bool   `json:"observe_only"`
-	ExpiresMS   int64  `json:"expires_ms"`
-	Revoke      bool   `json:"revoke"`
+	// TakeJobs lets an observe-only host take jobs (one with control
+	// always may).
+	TakeJobs  bool  `json:"take_jobs,omitempty"`
+	ExpiresMS int64 `json:"expires_ms"`
+	Revoke    bool  `json:"revoke"`
 }
 
 func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
@@ -539,7 +542,12 @@ func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
 		reply(w, map[string]any{"revoked": req.Name})
 		return
 	}
-	tok, err := n.hub.Invite(req.Name, !req.ObserveOnly, time.Duration(req.ExpiresMS)*time.Millisecond)
+	if req.TakeJobs && !req.ObserveOnly {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("--take-jobs is for an observe-only credential (one with control takes jobs anyway)"))
+		return
+	}
+	tok, err := n.hub.InviteRights(req.Name, fleet.Rights{Control: !req.ObserveOnly, Jobs: !req.ObserveOnly || req.TakeJobs},
+		time.Duration(req.ExpiresMS)*time.Millisecond)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
@@ -627,6 +635,11 @@ func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 		n.maxJobs.Store(int32(cfg.MaxJobs))
 		if m := n.member.Load(); m != nil {
 			m.SetMaxJobs(cfg.MaxJobs)
+			if r, ok := m.Rights(); ok && !r.Jobs && cfg.MaxJobs > 0 {
+				reply(w, map[string]any{"max_jobs": cfg.MaxJobs, "note": fmt.Sprintf(
+					"this host's credential is observe-only: it takes no jobs until the hub runs corral fleet invite %s --observe-only --take-jobs (and this host joins with it)", cfg.Name)})
+				return
+			}
 		}
 	}
 	reply(w, req)
