@@ -320,6 +320,45 @@ func TestFleetWebBoard(t *testing.T) {
 		t.Fatalf("answer through the board: %d", resp.StatusCode)
 	}
 	b.must("wait", "fp", "--state", "done", "--timeout", "10s")
+
+	// A pane that never blocks: its preview follows it, with its age.
+	b.must("run", "--name", "plain", "--", "sh", "-c", "echo first-line; read x; echo second-$x; sleep 60")
+	plain := b.pane("plain").ID
+	b.must("send", "plain", "go", "--enter")
+	var last card
+	var lastAt string
+	for {
+		_, msg, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("b:plain's preview never showed its second line: %v (last %+v)", err, last)
+		}
+		var st struct {
+			Panes []struct {
+				card
+				ScreenAt string `json:"screen_at"`
+			}
+		}
+		if err := json.Unmarshal(msg, &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range st.Panes {
+			if p.ID == "b:"+plain {
+				last, lastAt = p.card, p.ScreenAt
+			}
+		}
+		text := ""
+		for _, row := range last.Screen {
+			for _, r := range row {
+				text += r.T
+			}
+		}
+		if strings.Contains(text, "second-go") {
+			if at, err := time.Parse(time.RFC3339Nano, lastAt); err != nil || time.Since(at) > 10*time.Second {
+				t.Fatalf("b:plain's screen_at %q: %v", lastAt, err)
+			}
+			break
+		}
+	}
 }
 
 // With --notify-fleet, a block on another host runs this host's

@@ -1039,6 +1039,12 @@ func MatchHost(patterns []string, host string) bool {
 // Hosts is every host's status.
 func (m *Member) Hosts() []HostStatus { return m.view.hostsList() }
 
+// HostReachable says whether host's heartbeats arrive.
+func (m *Member) HostReachable(host string) bool {
+	h, ok := m.view.host(host)
+	return ok && !h.seen.IsZero() && time.Since(h.seen) < Unreachable && h.problem == ""
+}
+
 // PaneOf finds a pane of a host by id or name in the view.
 func (m *Member) PaneOf(host, ref string) (PaneRecord, bool) {
 	for _, p := range m.view.panesList() {

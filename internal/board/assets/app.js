@@ -103,6 +103,7 @@ function answerButtons(p) {
     b.dataset.choice = choice;
     if (title) b.title = title;
     b.addEventListener("click", ev => { ev.stopPropagation(); post(p.id, "answer", {choice: choice}); });
+    b.disabled = !!p.unreachable;
     out.push(b);
   };
   const names = p.answers || [], opts = p.options || [];
@@ -167,11 +168,14 @@ function card(p) {
     c.append(ul);
   }
   c.append(screen(p.screen, p.cols));
+  // Another host's screen is a copy fetched now and then: say how old.
+  if (p.screen_at) c.append(el("div", "screenage", screenAge(p)));
   const actions = el("div", "actions");
   if (p.state === "blocked") actions.append(...answerButtons(p));
   if (!ended(p)) {
     const k = el("button", "kill", "Kill");
     k.addEventListener("click", ev => { ev.stopPropagation(); if (confirm("Kill " + (p.name || p.id) + "?")) post(p.id, "kill", {}); });
+    k.disabled = !!p.unreachable;
     actions.append(k);
   }
   c.append(actions);
@@ -179,7 +183,7 @@ function card(p) {
   const input = el("input");
   input.placeholder = "type into " + (p.name || p.id) + " and press Enter";
   const btn = el("button", "", "Send");
-  const blocked = p.state === "blocked" || ended(p);
+  const blocked = p.state === "blocked" || ended(p) || !!p.unreachable;
   input.disabled = btn.disabled = blocked;
   form.append(input, btn);
   form.addEventListener("submit", ev => {
@@ -189,9 +193,12 @@ function card(p) {
     input.value = "";
   });
   c.append(form);
-  if (p.state === "blocked") c.append(el("div", "reason", "Sending is off while it waits for an answer: " + (p.message || p.kind || "a prompt")));
+  if (p.unreachable) c.append(el("div", "reason", "Host " + p.host + " is unreachable: its actions are off until it answers again"));
+  else if (p.state === "blocked") c.append(el("div", "reason", "Sending is off while it waits for an answer: " + (p.message || p.kind || "a prompt")));
   return c;
 }
+
+function screenAge(p) { return "screen from " + p.host + ", " + ago(p.screen_at) + " ago"; }
 
 // ended: a pane whose program is gone (exited, or lost: corral restore
 // brings it back).
@@ -357,6 +364,8 @@ function refreshTimes() {
     const c = cache.get(keyOf(p));
     const meta = c && c.el.querySelector(".head .meta");
     if (meta) setText(meta, metaText(p));
+    const age = c && p.screen_at && c.el.querySelector(".screenage");
+    if (age) setText(age, screenAge(p));
   }
 }
 
@@ -455,10 +464,10 @@ document.addEventListener("keydown", ev => {
       if (next) { select(keyOf(next)); move(0); }
       break;
     }
-    case "y": if (p && p.state === "blocked") post(p.id, "answer", {choice: "yes"}); break;
-    case "n": if (p && p.state === "blocked") post(p.id, "answer", {choice: "no"}); break;
+    case "y": if (p && p.state === "blocked" && !p.unreachable) post(p.id, "answer", {choice: "yes"}); break;
+    case "n": if (p && p.state === "blocked" && !p.unreachable) post(p.id, "answer", {choice: "no"}); break;
     case "1": case "2": case "3": case "4": case "5": case "6": case "7": case "8": case "9":
-      if (p && p.state === "blocked" && (p.options || []).some(o => o.n === ev.key)) post(p.id, "answer", {choice: ev.key});
+      if (p && p.state === "blocked" && !p.unreachable && (p.options || []).some(o => o.n === ev.key)) post(p.id, "answer", {choice: ev.key});
       break;
     case "Enter": {
       const input = document.querySelector(".card.selected input");
