@@ -275,7 +275,7 @@ func TestWebBoardAtScale(t *testing.T) {
 }
 
 // fleetBackend is a board's view of a fleet: panes of two hosts, the
-// second unreachable.
+// second unreachable; two more hosts have no pane, the last unreachable.
 type fleetBackend struct{}
 
 func (fleetBackend) Panes() []api.Pane {
@@ -295,6 +295,9 @@ func (fleetBackend) Send(string, string, bool) error       { return nil }
 func (fleetBackend) Kill(string) error                     { return nil }
 func (fleetBackend) Prompt(string) board.Prompt            { return board.Prompt{Answers: []string{"yes", "no"}} }
 func (fleetBackend) Changed() (<-chan struct{}, func())    { return make(chan struct{}), func() {} }
+func (fleetBackend) Hosts() []board.Host {
+	return []board.Host{{Host: "a", Reachable: true}, {Host: "b"}, {Host: "c", Reachable: true}, {Host: "d"}}
+}
 
 // In a fleet the web board shows each host under its heading, the
 // unreachable one marked, and each host's panes grouped, blocked first.
@@ -311,7 +314,8 @@ func TestWebBoardFleetHosts(t *testing.T) {
 	}
 	poll(t, ctx, 10*time.Second, "three cards", `document.querySelectorAll("section.card").length === 3`)
 	got := evaluate[string](t, ctx, `[...document.querySelectorAll("#groups h2, #groups section.card .name")].map(e => e.tagName === "H2" ? "[" + e.className + ": " + e.textContent + "]" : e.textContent).join(" ")`)
-	want := "[host: a] [group: 1 blocked] a-ask [group: 1 working] a-work [host unreachable: b — unreachable: last known states] [group: 1 idle] b-idle"
+	want := "[host: a] [group: 1 blocked] a-ask [group: 1 working] a-work [host unreachable: b — unreachable: last known states] [group: 1 idle] b-idle" +
+		" [host: c — no panes] [host unreachable: d — unreachable, no panes]"
 	if got != want {
 		t.Errorf("the fleet's board reads\n%s\nwant\n%s", got, want)
 	}

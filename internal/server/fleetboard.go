@@ -75,6 +75,23 @@ func (b fleetBoard) Panes() []api.Pane {
 	return out
 }
 
+// Hosts are every host of the fleet, one with no pane too.
+func (b fleetBoard) Hosts() []board.Host {
+	n := b.s.fleetNode()
+	if n == nil {
+		return nil
+	}
+	m := n.member.Load()
+	if m == nil {
+		return []board.Host{{Host: n.cfg.Name, Reachable: true}}
+	}
+	out := []board.Host{}
+	for _, h := range m.Hosts() {
+		out = append(out, board.Host{Host: h.Host, Reachable: h.Reachable || h.Host == n.cfg.Name})
+	}
+	return out
+}
+
 type cachedScreen struct {
 	mu      sync.Mutex
 	rows    [][]term.Run

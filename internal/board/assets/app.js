@@ -10,6 +10,7 @@ const groups = [["attention", ["blocked", "error"]], ["done", ["done"]], ["worki
 const pageSize = 50;
 const byKey = new Map(); // every pane by host:id, as the server sends them
 let panes = []; // every pane in board order
+let fleetHosts = []; // in a fleet, every host ({host, reachable}), one with no pane too
 let shown = []; // the panes on the page, in order: what j/k move through
 let selected = null; // a pane's key
 let filter = "";
@@ -206,7 +207,7 @@ function ended(p) { return p.state === "exited" || p.state === "lost"; }
 
 // hostsOf lists the panes' hosts in order ("" alone outside a fleet).
 function hostsOf(list) {
-  return [...new Set(list.map(p => p.host || ""))].sort();
+  return [...new Set(list.map(p => p.host || "").concat(fleetHosts.map(h => h.host)))].sort();
 }
 
 function rank(state) {
@@ -291,10 +292,11 @@ function render() {
   for (const host of hostsOf(panes)) {
     const mine = panes.filter(p => (p.host || "") === host);
     if (host) {
-      const down = mine.some(p => p.unreachable);
+      const known = fleetHosts.find(h => h.host === host);
+      const down = mine.length ? mine.some(p => p.unreachable) : !!known && !known.reachable;
       const b = block("host:" + host);
       b.h.className = "host" + (down ? " unreachable" : "");
-      setText(b.h, host + (down ? " — unreachable: last known states" : ""));
+      setText(b.h, host + (!mine.length ? (down ? " — unreachable, no panes" : " — no panes") : down ? " — unreachable: last known states" : ""));
       reconcile(b.section, [b.h]);
       top.push(b.section);
     }
@@ -404,6 +406,7 @@ function update(m) {
     for (const k of byKey.keys()) if (!now.has(k)) gone.add(k);
   }
   for (const k of gone) { byKey.delete(k); cache.delete(k); lastState.delete(k); }
+  if ("hosts" in m) fleetHosts = m.hosts || [];
   for (const p of m.panes || []) {
     notice(p);
     byKey.set(keyOf(p), p);
