@@ -275,7 +275,7 @@ func TestFleetWebBoard(t *testing.T) {
 	id := b.pane("fp").ID
 	addr := strings.TrimSpace(strings.SplitN(hub.must("board", "--no-browser"), "\n", 2)[0])
 	c, base := signIn(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ws, _, err := boardWS(ctx, c, base)
 	if err != nil {
@@ -325,6 +325,7 @@ func TestFleetWebBoard(t *testing.T) {
 	b.must("run", "--name", "plain", "--", "sh", "-c", "echo first-line; read x; echo second-$x; sleep 60")
 	plain := b.pane("plain").ID
 	b.must("send", "plain", "go", "--enter")
+	sent := time.Now()
 	var last card
 	var lastAt string
 	for {
@@ -356,6 +357,7 @@ func TestFleetWebBoard(t *testing.T) {
 			if at, err := time.Parse(time.RFC3339Nano, lastAt); err != nil || time.Since(at) > 10*time.Second {
 				t.Fatalf("b:plain's screen_at %q: %v", lastAt, err)
 			}
+			t.Logf("b:plain's second line on the hub's board %v after it was typed", time.Since(sent).Round(time.Millisecond))
 			break
 		}
 	}

@@ -20,11 +20,19 @@ import (
 // pane go through the fleet with that host's guards. Screens of other
 // hosts' panes are fetched on demand while their host is reachable, at
 // most every remoteScreenEvery each: a working or blocked pane's each
-// time, another's when its record changed (its screen rarely does
-// otherwise); each card says when its screen was fetched.
+// time, another's when its record changed or every remoteScreenIdleEvery
+// (an ended pane's only when its record changed); each card says when its
+// screen was fetched.
 type fleetBoard struct{ boardBackend }
 
-const remoteScreenEvery = 2 * time.Second
+// remoteScreenEvery bounds how often one remote pane's screen is fetched;
+// remoteScreenIdleEvery is how often a pane neither working nor blocked
+// has it fetched while its record stays the same (its screen may change
+// all the same: a program printing without a change of state).
+const (
+	remoteScreenEvery     = 2 * time.Second
+	remoteScreenIdleEvery = 10 * time.Second
+)
 
 // remote splits HOST:ID; ok is false for this daemon's own panes.
 func (b fleetBoard) remote(id string) (host, local string, ok bool) {
@@ -125,7 +133,9 @@ func (b fleetBoard) StyledScreen(id string) ([][]term.Run, error) {
 	c := v.(*cachedScreen)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	live := rec.State == "blocked" || rec.State == "working" || !rec.Sent.Equal(c.sent)
+	ended := rec.State == "exited" || rec.State == "lost"
+	live := rec.State == "blocked" || rec.State == "working" || !rec.Sent.Equal(c.sent) ||
+		(!ended && time.Since(c.fetched) > remoteScreenIdleEvery)
 	if live && !c.busy && time.Since(c.fetched) > remoteScreenEvery && m.HostReachable(host) {
 		c.busy = true
 		sent := rec.Sent
