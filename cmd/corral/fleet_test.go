@@ -690,7 +690,7 @@ func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if err != nil || !strings.Contains(jobOut.String(), "plain-out") || !strings.Contains(jobErr.String(), "host b runs the job") {
+		if err != nil || jobOut.String() != "plain-out\n" || !strings.Contains(jobErr.String(), "host b runs the job") {
 			t.Fatalf("the plain job: %v\nstdout %q\nstderr %q", err, jobOut.String(), jobErr.String())
 		}
 	case <-time.After(20 * time.Second):
