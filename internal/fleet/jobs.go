@@ -100,6 +100,7 @@ func (m *Member) Rights() (Rights, bool) {
 // answers. On a team's own NATS no one does: nothing is known then, and
 // the server alone decides.
 func (m *Member) askRights() {
+	defer close(m.rightsAsked)
 	for silent := 0; m.ctx.Err() == nil; {
 		ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
 		msg, err := m.nc.RequestWithContext(ctx, subjRights+m.o.Name, nil)
@@ -116,15 +117,18 @@ func (m *Member) askRights() {
 			}
 			return
 		}
-		// A cluster's hubs may not serve yet: a few tries.
+		wait := 2 * time.Second
+		// No hub answers: a team's own NATS, or a cluster's hubs not
+		// serving yet. A few tries; the worker waits for them.
 		if errors.Is(err, nats.ErrNoResponders) && m.nc.IsConnected() {
-			if silent++; silent == 5 {
+			if silent++; silent == 3 {
 				return
 			}
+			wait = time.Second
 		}
 		select {
 		case <-m.ctx.Done():
-		case <-time.After(2 * time.Second):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -167,6 +171,11 @@ func (m *Member) local(method, path string, body []byte) (int, []byte) {
 // workLoop takes jobs while the host has capacity: first those addressed
 // to it, then any.
 func (m *Member) workLoop() {
+	select {
+	case <-m.rightsAsked:
+	case <-m.ctx.Done():
+		return
+	}
 	var cons []jetstream.Consumer
 	for m.ctx.Err() == nil && cons == nil {
 		if m.jobLimit() == 0 {

@@ -200,9 +200,13 @@ type Member struct {
 	maxJobs atomic.Int32
 	// rights are what this host's credential allows, once a hub said (nil
 	// until then, and on a team's own NATS).
-	rights    atomic.Pointer[Rights]
-	paneCount atomic.Int64
-	lastErr   atomic.Pointer[string]
+	rights atomic.Pointer[Rights]
+	// rightsAsked is closed once the hubs said, or will not say: the
+	// worker waits for it, so that an observe-only host never asks the
+	// job queue for what it may not have.
+	rightsAsked chan struct{}
+	paneCount   atomic.Int64
+	lastErr     atomic.Pointer[string]
 }
 
 // MaxQueue bounds the events a member keeps while the fleet is away.
@@ -231,6 +235,7 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 	}
 	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]int{}, wake: make(chan struct{}, 1), evWake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
 	m.maxJobs.Store(int32(max(o.MaxJobs, 0)))
+	m.rightsAsked = make(chan struct{})
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	opts := []nats.Option{
 		nats.Name(clientNamePrefix + o.Name), nats.CustomInboxPrefix(InboxPrefix(o.Name)),
@@ -499,10 +504,14 @@ func (m *Member) start() {
 			m.setErr(err)
 		}
 	}
-	if m.o.Admin {
+	switch {
+	case m.o.Admin:
 		m.rights.Store(&Rights{Control: true, Jobs: true})
-	} else if m.o.Local != nil {
+		close(m.rightsAsked)
+	case m.o.Local != nil:
 		m.goLoop(m.askRights)
+	default:
+		close(m.rightsAsked)
 	}
 	if m.o.Local != nil {
 		sub, err := m.nc.Subscribe(subjCmd+m.o.Name, m.serveCommand)
