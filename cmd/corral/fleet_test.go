@@ -82,6 +82,10 @@ func TestFleetThreeDaemons(t *testing.T) {
 	until(t, 10*time.Second, "a:fp on the hub's list", func() bool {
 		return strings.Contains(hub.must("ls", "--fleet"), "a:")
 	})
+	// Hosts without panes have their line too.
+	if ls := hub.must("ls", "--fleet"); !strings.Contains(ls, "\n# hub  reachable, no panes\n") || !strings.Contains(ls, "\n# b  reachable, no panes, jobs 0/1\n") {
+		t.Fatalf("ls --fleet, hosts without panes:\n%s", ls)
+	}
 	var panes []struct {
 		Host, ID, Name, State string
 	}
@@ -271,7 +275,7 @@ func TestFleetWebBoard(t *testing.T) {
 	id := b.pane("fp").ID
 	addr := strings.TrimSpace(strings.SplitN(hub.must("board", "--no-browser"), "\n", 2)[0])
 	c, base := signIn(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ws, _, err := boardWS(ctx, c, base)
 	if err != nil {
@@ -316,6 +320,47 @@ func TestFleetWebBoard(t *testing.T) {
 		t.Fatalf("answer through the board: %d", resp.StatusCode)
 	}
 	b.must("wait", "fp", "--state", "done", "--timeout", "10s")
+
+	// A pane that never blocks: its preview follows it, with its age.
+	b.must("run", "--name", "plain", "--", "sh", "-c", "echo first-line; read x; echo second-$x; sleep 60")
+	plain := b.pane("plain").ID
+	b.must("send", "plain", "go", "--enter")
+	sent := time.Now()
+	var last card
+	var lastAt string
+	for {
+		_, msg, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("b:plain's preview never showed its second line: %v (last %+v)", err, last)
+		}
+		var st struct {
+			Panes []struct {
+				card
+				ScreenAt string `json:"screen_at"`
+			}
+		}
+		if err := json.Unmarshal(msg, &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range st.Panes {
+			if p.ID == "b:"+plain {
+				last, lastAt = p.card, p.ScreenAt
+			}
+		}
+		text := ""
+		for _, row := range last.Screen {
+			for _, r := range row {
+				text += r.T
+			}
+		}
+		if strings.Contains(text, "second-go") {
+			if at, err := time.Parse(time.RFC3339Nano, lastAt); err != nil || time.Since(at) > 10*time.Second {
+				t.Fatalf("b:plain's screen_at %q: %v", lastAt, err)
+			}
+			t.Logf("b:plain's second line on the hub's board %v after it was typed", time.Since(sent).Round(time.Millisecond))
+			break
+		}
+	}
 }
 
 // With --notify-fleet, a block on another host runs this host's
@@ -465,10 +510,10 @@ func TestFleetEverywhere(t *testing.T) {
 		t.Fatalf("exec on each host: hosts %v, outcome %+v\n%s", seen, last, jout)
 	}
 	// Without --json: each host's lines under its name, its end said on
-	// stderr (a plain command is no agent: it ends without a result).
-	tout, terr, tcode := hub.run("exec", "--fleet", "--all-hosts", "--agent", "auto", "--", "sh", "-c", "echo hello")
-	if tcode != 1 || !strings.Contains(tout, "[web-1]\n") || !strings.Contains(tout, "[web-2]\n") || strings.Contains(tout, "host_outcome") ||
-		!strings.Contains(terr, "host web-1: error, exit 1") || !strings.Contains(terr, "host web-2: error, exit 1") || !strings.Contains(terr, "2 of 2 hosts failed") {
+	// stderr (a plain command is no agent: it ends with its exit status).
+	tout, terr, tcode := hub.run("exec", "--fleet", "--all-hosts", "--agent", "auto", "--", "sh", "-c", "echo hello; exit 4")
+	if tcode != 4 || !strings.Contains(tout, "[web-1]\n") || !strings.Contains(tout, "[web-2]\n") || strings.Contains(tout, "host_outcome") ||
+		!strings.Contains(terr, "host web-1: error, exit 4") || !strings.Contains(terr, "host web-2: error, exit 4") || !strings.Contains(terr, "2 of 2 hosts failed") {
 		t.Fatalf("exec on all hosts: exit %d\n%s\n%s", tcode, tout, terr)
 	}
 	if _, errs, code := hub.run("exec", "--fleet", "--hosts", "db-*", "--agent", "auto", "--", "true"); code != 69 || !strings.Contains(errs, "nothing queued") {
@@ -520,8 +565,15 @@ func TestFleetEverywhere(t *testing.T) {
 	w2.must("shutdown")
 	until(t, 10*time.Second, "web-2 unreachable, for how long", func() bool {
 		return strings.Contains(hub.must("fleet", "status"), "false, for ") &&
-			strings.Contains(hub.must("ls", "--fleet"), "(unreachable for ")
+			strings.Contains(hub.must("ls", "--fleet"), "\n# web-2  unreachable for ")
 	})
+	// Each host has its line in ls --fleet, one with no pane too.
+	ls := hub.must("ls", "--fleet")
+	for h := range hub.fleetHosts() {
+		if strings.Count(ls, "\n# "+h+"  ") != 1 {
+			t.Fatalf("ls --fleet has not one line for host %s:\n%s", h, ls)
+		}
+	}
 	hub.must("fleet", "forget", "web-2")
 	until(t, 10*time.Second, "web-2 gone from the hub's views", func() bool {
 		_, ok := hub.fleetHosts()["web-2"]
@@ -582,5 +634,162 @@ func TestFleetAttach(t *testing.T) {
 	}
 	if p := b.pane("fp"); p.State == "exited" {
 		t.Fatal("detaching ended the pane")
+	}
+}
+
+// fleet set --max-jobs changes what a host takes at once, without leaving
+// the fleet; a plain program runs as a fleet job and ends with its exit
+// status, as it does locally; fleet init on loopback warns.
+func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
+	hub, b := newEnv(t), newEnv(t)
+	out, errs, code := hub.run("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
+	if code != 0 || !strings.Contains(errs, "works on this machine only") || !strings.Contains(errs, "--listen 0.0.0.0:7422") {
+		t.Fatalf("fleet init on loopback: exit %d, stderr %q", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	join := strings.Fields(lines[len(lines)-1])
+	b.must(append(append([]string{"fleet"}, join[2:]...), "--name", "b", "--max-jobs", "0")...)
+	maxJobs := func() int {
+		var hs []struct {
+			Host      string `json:"host"`
+			Reachable bool   `json:"reachable"`
+			MaxJobs   int    `json:"max_jobs"`
+		}
+		if err := json.Unmarshal([]byte(hub.must("fleet", "status", "--json")), &hs); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hs {
+			if h.Host == "b" && h.Reachable {
+				return h.MaxJobs
+			}
+		}
+		return -1
+	}
+	until(t, 5*time.Second, "b on the hub", func() bool { return maxJobs() == 0 })
+	pid := b.daemonPID()
+
+	// A job for any host waits while no host takes jobs, and runs once b does.
+	job := exec.Command(corralBin, "exec", "--fleet", "--", "sh", "-c", "echo plain-out; exit 0")
+	job.Env, job.Dir = hub.vars, hub.dir
+	var jobOut, jobErr bytes.Buffer
+	job.Stdout, job.Stderr = &jobOut, &jobErr
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- job.Wait() }()
+	defer func() {
+		if job.ProcessState == nil {
+			_ = job.Process.Kill()
+			<-done
+		}
+	}()
+	until(t, 10*time.Second, "the job queued", func() bool { return strings.Contains(hub.must("jobs", "--fleet"), "queued") })
+	if set := b.must("fleet", "set", "--max-jobs", "1"); !strings.Contains(set, "up to 1 fleet job") {
+		t.Fatalf("fleet set --max-jobs 1: %q", set)
+	}
+	select {
+	case err := <-done:
+		if err != nil || jobOut.String() != "plain-out\n" || !strings.Contains(jobErr.String(), "host b runs the job") {
+			t.Fatalf("the plain job: %v\nstdout %q\nstderr %q", err, jobOut.String(), jobErr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the job was not taken after fleet set --max-jobs 1\nstdout %q\nstderr %q", jobOut.String(), jobErr.String())
+	}
+	until(t, 5*time.Second, "b's max_jobs 1 in fleet status", func() bool { return maxJobs() == 1 })
+	if cfg, err := os.ReadFile(filepath.Join(b.dir, "state", "fleet", "config.json")); err != nil || !strings.Contains(string(cfg), `"max_jobs": 1`) {
+		t.Fatalf("b's fleet config after fleet set: %s %v", cfg, err)
+	}
+	if got := b.daemonPID(); got != pid {
+		t.Fatalf("b's daemon changed: pid %d, then %d", pid, got)
+	}
+
+	// A plain program's exit status, on another host as here.
+	for _, tc := range []struct {
+		script string
+		code   int
+	}{{"exit 0", 0}, {"echo x; exit 3", 3}} {
+		_, lerrs, lcode := hub.run("exec", "--", "sh", "-c", tc.script)
+		_, ferrs, fcode := hub.run("exec", "--fleet", "--host", "b", "--", "sh", "-c", tc.script)
+		if lcode != tc.code || fcode != tc.code {
+			t.Fatalf("%q: local exit %d (%q), fleet exit %d (%q); want %d", tc.script, lcode, lerrs, fcode, ferrs, tc.code)
+		}
+	}
+
+	// Back to none: the hub refuses a job addressed to b.
+	b.must("fleet", "set", "--max-jobs", "0")
+	until(t, 5*time.Second, "b's max_jobs 0 in fleet status", func() bool { return maxJobs() == 0 })
+	if _, errs, code := hub.run("exec", "--fleet", "--host", "b", "--", "true"); code == 0 || !strings.Contains(errs, "takes no fleet jobs") {
+		t.Fatalf("a job for b at --max-jobs 0: exit %d %q", code, errs)
+	}
+	if _, errs, code := hub.run("fleet", "set", "--max-jobs", "-1"); code != 2 || !strings.Contains(errs, "--max-jobs") {
+		t.Fatalf("fleet set --max-jobs -1: exit %d %q", code, errs)
+	}
+	if _, errs, code := b.run("fleet", "set", "--forget-after", "1h"); code == 0 || !strings.Contains(errs, "hub") {
+		t.Fatalf("fleet set --forget-after on a member: exit %d %q", code, errs)
+	}
+}
+
+// fleet status says which hosts are observe-only and which take jobs for
+// any host; an observe-only host takes jobs only when invited to.
+func TestFleetStatusAccess(t *testing.T) {
+	hub, b := fleetPair(t)
+	invite := func(name string, flags ...string) *env {
+		out := hub.must(append([]string{"fleet", "invite", name, "--observe-only"}, flags...)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		join := strings.Fields(lines[len(lines)-1])
+		e := newEnv(t)
+		e.must(append(append([]string{"fleet"}, join[2:]...), "--max-jobs", "1")...)
+		return e
+	}
+	o := invite("o")
+	invite("p", "--take-jobs")
+	type row struct {
+		Host        string `json:"host"`
+		Reachable   bool   `json:"reachable"`
+		MaxJobs     int    `json:"max_jobs"`
+		Access      string `json:"access"`
+		AnyHostJobs bool   `json:"any_host_jobs"`
+	}
+	want := map[string]row{
+		"hub": {"hub", true, 0, "control", false},
+		"b":   {"b", true, 1, "control", true},
+		"o":   {"o", true, 0, "observe-only", false},
+		"p":   {"p", true, 1, "observe-only+jobs", true},
+	}
+	until(t, 10*time.Second, "every host's access in fleet status", func() bool {
+		var rows []row
+		if err := json.Unmarshal([]byte(b.must("fleet", "status", "--json")), &rows); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]row{}
+		for _, r := range rows {
+			got[r.Host] = r
+		}
+		for h, w := range want {
+			if got[h] != w {
+				return false
+			}
+		}
+		return true
+	})
+	text := hub.must("fleet", "status")
+	for _, w := range []string{"ANY-HOST JOBS", "ACCESS", "observe-only+jobs"} {
+		if !strings.Contains(text, w) {
+			t.Fatalf("fleet status without %q:\n%s", w, text)
+		}
+	}
+	// o takes no job even when told to take some; p does.
+	if _, errs, code := o.run("fleet", "set", "--max-jobs", "2"); code != 0 || !strings.Contains(errs, "--take-jobs") {
+		t.Fatalf("fleet set --max-jobs on an observe-only host: exit %d %q", code, errs)
+	}
+	if _, errs, code := hub.run("exec", "--fleet", "--host", "o", "--", "true"); code == 0 || !strings.Contains(errs, "takes no fleet jobs") {
+		t.Fatalf("a job for o: exit %d %q", code, errs)
+	}
+	if _, errs, code := hub.run("exec", "--fleet", "--host", "p", "--", "sh", "-c", "exit 5"); code != 5 {
+		t.Fatalf("a job for p: exit %d %q", code, errs)
+	}
+	if _, errs, code := hub.run("fleet", "invite", "q", "--take-jobs"); code != 2 || !strings.Contains(errs, "--observe-only") {
+		t.Fatalf("--take-jobs without --observe-only: exit %d %q", code, errs)
 	}
 }

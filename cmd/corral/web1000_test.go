@@ -275,13 +275,14 @@ func TestWebBoardAtScale(t *testing.T) {
 }
 
 // fleetBackend is a board's view of a fleet: panes of two hosts, the
-// second unreachable.
+// second unreachable; two more hosts have no pane, the last unreachable.
 type fleetBackend struct{}
 
 func (fleetBackend) Panes() []api.Pane {
 	since := time.Now().UTC().Format(time.RFC3339Nano)
 	return []api.Pane{
-		{ID: "a:1", Host: "a", Name: "a-work", State: "working", Agent: "codex", Since: since},
+		{ID: "a:1", Host: "a", Name: "a-work", State: "working", Agent: "codex", Since: since,
+			ScreenAt: time.Now().Add(-7 * time.Second).UTC().Format(time.RFC3339Nano)},
 		{ID: "a:2", Host: "a", Name: "a-ask", State: "blocked", Kind: "permission", Agent: "claude-code", Since: since},
 		{ID: "b:1", Host: "b", Name: "b-idle", State: "idle", Agent: "codex", Since: since, Unreachable: true},
 	}
@@ -294,6 +295,9 @@ func (fleetBackend) Send(string, string, bool) error       { return nil }
 func (fleetBackend) Kill(string) error                     { return nil }
 func (fleetBackend) Prompt(string) board.Prompt            { return board.Prompt{Answers: []string{"yes", "no"}} }
 func (fleetBackend) Changed() (<-chan struct{}, func())    { return make(chan struct{}), func() {} }
+func (fleetBackend) Hosts() []board.Host {
+	return []board.Host{{Host: "a", Reachable: true}, {Host: "b"}, {Host: "c", Reachable: true}, {Host: "d"}}
+}
 
 // In a fleet the web board shows each host under its heading, the
 // unreachable one marked, and each host's panes grouped, blocked first.
@@ -310,11 +314,31 @@ func TestWebBoardFleetHosts(t *testing.T) {
 	}
 	poll(t, ctx, 10*time.Second, "three cards", `document.querySelectorAll("section.card").length === 3`)
 	got := evaluate[string](t, ctx, `[...document.querySelectorAll("#groups h2, #groups section.card .name")].map(e => e.tagName === "H2" ? "[" + e.className + ": " + e.textContent + "]" : e.textContent).join(" ")`)
-	want := "[host: a] [group: 1 blocked] a-ask [group: 1 working] a-work [host unreachable: b — unreachable: last known states] [group: 1 idle] b-idle"
+	want := "[host: a] [group: 1 blocked] a-ask [group: 1 working] a-work [host unreachable: b — unreachable: last known states] [group: 1 idle] b-idle" +
+		" [host: c — no panes] [host unreachable: d — unreachable, no panes]"
 	if got != want {
 		t.Errorf("the fleet's board reads\n%s\nwant\n%s", got, want)
 	}
-	if n := evaluate[int](t, ctx, `document.querySelectorAll("section.card.state-blocked button.answer").length`); n != 2 {
-		t.Errorf("the blocked card of host a has %d answer buttons", n)
+	if n := evaluate[int](t, ctx, `document.querySelectorAll("section.card.state-blocked button.answer:not([disabled])").length`); n != 2 {
+		t.Errorf("the blocked card of host a has %d answer buttons that work", n)
+	}
+	// The unreachable host's card: every action off, and why; a reachable
+	// host's card keeps them.
+	card := func(name, what string) string {
+		return evaluate[string](t, ctx, `(() => { const c = [...document.querySelectorAll("section.card")].find(c => c.querySelector(".name").textContent === "`+name+`"); return `+what+`; })()`)
+	}
+	for _, tt := range []struct{ name, what, want string }{
+		{"b-idle", `String(c.querySelector("button.kill").disabled) + " " + String(c.querySelector("form.send input").disabled) + " " + String(c.querySelector("form.send button").disabled)`, "true true true"},
+		{"b-idle", `c.querySelector(".reason").textContent`, "Host b is unreachable: its actions are off until it answers again"},
+		{"a-work", `String(c.querySelector("button.kill").disabled) + " " + String(c.querySelector("form.send input").disabled)`, "false false"},
+		{"a-work", `c.querySelector(".screenage").textContent.replace(/\d+s/, "Ns")`, "screen from a, Ns ago"},
+		{"a-ask", `String(c.querySelector(".screenage") === null)`, "true"},
+	} {
+		if got := card(tt.name, tt.what); got != tt.want {
+			t.Errorf("%s: %s is %q, want %q", tt.name, tt.what, got, tt.want)
+		}
+	}
+	if age := card("a-work", `c.querySelector(".screenage").textContent`); age != "screen from a, 7s ago" && age != "screen from a, 8s ago" {
+		t.Errorf("a-work's screen age: %q", age)
 	}
 }

@@ -58,6 +58,9 @@ type Pane struct {
 	// that stopped answering (its last known state).
 	Host        string `json:"host,omitempty"`
 	Unreachable bool   `json:"unreachable,omitempty"`
+	// ScreenAt is when the screen a board shows of another host's pane
+	// was fetched (RFC 3339; "" for this daemon's panes, always current).
+	ScreenAt string `json:"screen_at,omitempty"`
 	// Backend is where the pane's program runs: "pty" (a terminal of the
 	// daemon's own), "held" (a holder process's, which outlives the
 	// daemon), "tmux" (a tmux pane corral watches), "headless" (a job).

@@ -61,6 +61,18 @@ type Backend interface {
 	Changed() (<-chan struct{}, func())
 }
 
+// HostLister is a Backend in a fleet: it lists every host, so that a host
+// with no pane has its heading too.
+type HostLister interface {
+	Hosts() []Host
+}
+
+// Host is one fleet host as the page gets it.
+type Host struct {
+	Host      string `json:"host"`
+	Reachable bool   `json:"reachable"`
+}
+
 // Server is a running web board.
 type Server struct {
 	Addr   string // where it listens, host:port
@@ -485,9 +497,10 @@ func (f *feed) next(sent uint64) ([]byte, uint64, <-chan struct{}) {
 // builder turns the panes into state messages, remembering each card as
 // last sent to tell what changed.
 type builder struct {
-	mu   sync.Mutex
-	last map[string]built // by the card's key
-	size int              // the last whole state's length
+	mu    sync.Mutex
+	last  map[string]built // by the card's key
+	size  int              // the last whole state's length
+	hosts []byte           // the hosts as last sent (JSON; nil outside a fleet)
 }
 
 // built is a card as last sent: its JSON, and what it was made from, so
@@ -537,7 +550,15 @@ func (s *Server) publish() {
 		full = append(full, old.json...)
 		now[key] = old
 	}
-	full = append(full, "]}"...)
+	var hosts []byte
+	if hl, ok := s.b.(HostLister); ok {
+		hosts, _ = json.Marshal(hl.Hosts())
+		full = append(append(append(full, `],"hosts":`...), hosts...), '}')
+	} else {
+		full = append(full, "]}"...)
+	}
+	hostsChanged := !bytes.Equal(hosts, s.build.hosts)
+	s.build.hosts = hosts
 	s.build.size = len(full)
 	var gone []string
 	for key := range s.build.last {
@@ -546,7 +567,7 @@ func (s *Server) publish() {
 		}
 	}
 	s.build.last = now
-	if !changed && len(gone) == 0 {
+	if !changed && len(gone) == 0 && !hostsChanged {
 		s.feed.set(full, nil)
 		return
 	}
@@ -554,7 +575,11 @@ func (s *Server) publish() {
 	if gone == nil {
 		g = []byte("[]")
 	}
-	delta = append(append(append(delta, `],"gone":`...), g...), '}')
+	delta = append(append(delta, `],"gone":`...), g...)
+	if hosts != nil {
+		delta = append(append(delta, `,"hosts":`...), hosts...)
+	}
+	delta = append(delta, '}')
 	s.feed.set(full, delta)
 }
 

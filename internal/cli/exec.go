@@ -119,7 +119,7 @@ func runExec(fs *pflag.FlagSet) runFunc {
 			} else if !*asJSON {
 				fmt.Fprintf(std.Stderr, "corral exec: fleet job %s queued\n", fj.ID)
 			}
-			return followJob(ctx, std, c, fj.ID, sigs, *asJSON)
+			return followJob(ctx, std, c, fj.ID, sigs, *asJSON, req.Agent == "auto")
 		}
 		if *host != "" || *retry != 0 || *hosts != "" || *allHosts {
 			return usagef("--host, --hosts, --all-hosts and --retry go with --fleet")
@@ -138,7 +138,7 @@ func runExec(fs *pflag.FlagSet) runFunc {
 				fmt.Fprintf(std.Stderr, "corral exec: job %s\n", p.ID)
 			}
 		}
-		return followJob(ctx, std, c, p.ID, sigs, *asJSON)
+		return followJob(ctx, std, c, p.ID, sigs, *asJSON, req.Agent == "auto")
 	}
 }
 
@@ -150,7 +150,7 @@ const ExecEndWait = 10 * time.Second
 // status it calls for. An interrupt (a signal, or ctx ending) kills the
 // job and waits for the daemon to confirm its end before returning
 // 128+signal; a second signal stops the wait.
-func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-chan os.Signal, asJSON bool) error {
+func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-chan os.Signal, asJSON, auto bool) error {
 	// The stream outlives ctx: after an interrupt it carries the outcome
 	// that confirms the job ended.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -176,7 +176,7 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 			}
 		}
 	}()
-	view := &readable{w: std.Stdout}
+	view := &readable{w: std.Stdout, plain: auto}
 	lastHost := ""
 	var (
 		outcome     *headless.Outcome
@@ -336,9 +336,19 @@ func jobEnded(c *client.Client, id string) bool {
 type readable struct {
 	w       io.Writer
 	inDelta bool
+	// plain: no agent was named, and the output held only lines of text so
+	// far (a plain program): they are printed as they came.
+	plain bool
 }
 
 func (r *readable) show(ev headless.Event) {
+	if ev.Type != headless.EventDiagnostic && ev.Type != headless.EventStall {
+		r.plain = false
+	}
+	if r.plain && ev.Type == headless.EventDiagnostic {
+		fmt.Fprintln(r.w, ev.Line)
+		return
+	}
 	if !ev.Readable() {
 		return
 	}

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -176,7 +180,7 @@ func fleetStatus(fs *pflag.FlagSet) runFunc {
 			fmt.Fprintln(std.Stdout, "not connected to the fleet yet; the daemon keeps trying (its log says why)")
 		}
 		tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "HOST\tREACHABLE\tLAST SEEN\tPANES\tJOBS\tVERSION\tPROBLEM")
+		fmt.Fprintln(tw, "HOST\tREACHABLE\tLAST SEEN\tPANES\tJOBS\tANY-HOST JOBS\tACCESS\tVERSION\tPROBLEM")
 		for _, h := range st.Hosts {
 			seen := "never"
 			if t, err := time.Parse(time.RFC3339Nano, h.LastSeen); err == nil {
@@ -186,7 +190,11 @@ func fleetStatus(fs *pflag.FlagSet) runFunc {
 			if !h.Reachable && h.UnreachableFor > 0 {
 				reach = "false, for " + (time.Duration(h.UnreachableFor) * time.Second).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", h.Host, reach, seen, h.Panes, h.Jobs, h.MaxJobs, h.Version, h.Problem)
+			anyJobs := "no"
+			if h.AnyHostJobs {
+				anyJobs = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\t%s\n", h.Host, reach, seen, h.Panes, h.Jobs, h.MaxJobs, anyJobs, dash(h.Access), h.Version, h.Problem)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -228,7 +236,8 @@ func fleetLeave(fs *pflag.FlagSet) runFunc {
 }
 
 func fleetInvite(fs *pflag.FlagSet) runFunc {
-	observe := fs.Bool("observe-only", false, "the host may publish its own panes and read the fleet's, but not command other hosts or submit jobs")
+	observe := fs.Bool("observe-only", false, "the host may publish its own panes and read the fleet's, but not command other hosts, submit jobs or take them")
+	takeJobs := fs.Bool("take-jobs", false, "with --observe-only: the host takes jobs all the same (as its --max-jobs allows)")
 	expires := fs.Duration("expires", 0, "the credential stops working after this long (0: never)")
 	revoke := fs.Bool("revoke", false, "revoke NAME's credential and disconnect it")
 	asJSON := fs.Bool("json", false, "print as JSON")
@@ -240,8 +249,11 @@ func fleetInvite(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		if *takeJobs && !*observe {
+			return usagef("--take-jobs is for an observe-only credential: corral fleet invite NAME --observe-only --take-jobs")
+		}
 		var info server.FleetJoinInfo
-		if err := c.Do(ctx, "POST", "/v1/fleet/invite", server.FleetInviteRequest{Name: pos[0], ObserveOnly: *observe,
+		if err := c.Do(ctx, "POST", "/v1/fleet/invite", server.FleetInviteRequest{Name: pos[0], ObserveOnly: *observe, TakeJobs: *takeJobs,
 			ExpiresMS: expires.Milliseconds(), Revoke: *revoke}, &info); err != nil {
 			return apiError(err)
 		}
@@ -278,35 +290,71 @@ func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool, hosts, 
 		}
 		return printJSON(std, panes)
 	}
-	reach := map[string]fleet.HostStatus{}
-	for _, h := range st.Hosts {
-		reach[h.Host] = h
+	return printFleetPanes(std.Stdout, panes, st.Hosts, hosts, states)
+}
+
+// printFleetPanes writes the fleet's panes grouped by host, each group under
+// a line saying how the host is (also for a host with no pane). Those lines
+// stand outside the table, so a long one (an unreachable host's) leaves its
+// columns as narrow as the panes' own.
+func printFleetPanes(w io.Writer, panes []fleet.PaneRecord, hosts []fleet.HostStatus, hostGlobs, states string) error {
+	var patterns []string
+	if hostGlobs != "" {
+		patterns = strings.Split(hostGlobs, ",")
 	}
-	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST:ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
-	last := ""
+	status := map[string]fleet.HostStatus{}
+	var names []string
+	for _, h := range hosts {
+		if len(patterns) == 0 || fleet.MatchHost(patterns, h.Host) {
+			status[h.Host] = h
+			names = append(names, h.Host)
+		}
+	}
+	byHost := map[string][]fleet.PaneRecord{}
 	for _, p := range panes {
-		if p.Host != last {
-			note := ""
-			if h := reach[p.Host]; !h.Reachable {
-				note = " (unreachable: its last known states)"
-				if h.UnreachableFor > 0 {
-					note = fmt.Sprintf(" (unreachable for %v: its last known states)", time.Duration(h.UnreachableFor)*time.Second)
-				}
-			}
-			fmt.Fprintf(tw, "# %s%s\t\t\t\t\t\t\n", p.Host, note)
-			last = p.Host
+		if _, ok := status[p.Host]; !ok && byHost[p.Host] == nil {
+			names = append(names, p.Host) // a host the status did not list (yet)
 		}
-		state := p.State
-		if p.Kind != "" {
-			state += "/" + p.Kind
-		}
-		if p.ExitCode != nil {
-			state += fmt.Sprintf(" (%d)", *p.ExitCode)
-		}
-		fmt.Fprintf(tw, "%s:%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Host, p.ID, dash(p.Name), p.Agent, state, age(p.Since), p.Source, p.Message)
+		byHost[p.Host] = append(byHost[p.Host], p)
 	}
-	return tw.Flush()
+	sort.Strings(names)
+	names = slices.Compact(names)
+
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST:ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
+	// before[i] is the host line printed before the table's line i.
+	before := map[int][]string{}
+	row := 1
+	for _, name := range names {
+		before[row] = append(before[row], hostSummary(name, status[name], byHost[name], states))
+		for _, p := range byHost[name] {
+			state := p.State
+			if p.Kind != "" {
+				state += "/" + p.Kind
+			}
+			if p.ExitCode != nil {
+				state += fmt.Sprintf(" (%d)", *p.ExitCode)
+			}
+			fmt.Fprintf(tw, "%s:%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Host, p.ID, dash(p.Name), p.Agent, state, age(p.Since), p.Source, p.Message)
+			row++
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The last element is "" (after the last newline): host lines with no
+	// pane after them go before it.
+	lines := strings.SplitAfter(table.String(), "\n")
+	var out strings.Builder
+	for i, l := range lines {
+		for _, h := range before[i] {
+			out.WriteString(h + "\n")
+		}
+		out.WriteString(l)
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
 }
 
 // fleetEvents prints the fleet's events (refs: HOST or HOST:ID to keep
@@ -337,4 +385,70 @@ func fleetEvents(ctx context.Context, std IO, refs []string, since string, follo
 		q.Set("follow", "1")
 	}
 	return printStream(ctx, std, "/v1/fleet/events?"+q.Encode())
+}
+
+// hostSummary is a host's line in ls --fleet: reachable or not (and for how
+// long), its panes (those shown, by state), its jobs.
+func hostSummary(name string, h fleet.HostStatus, panes []fleet.PaneRecord, states string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s  ", name)
+	switch {
+	case h.Host == "":
+		b.WriteString("not in the fleet's hosts (no heartbeat yet)")
+	case h.Reachable:
+		b.WriteString("reachable")
+	case h.UnreachableFor > 0:
+		fmt.Fprintf(&b, "unreachable for %v: its last known states", time.Duration(h.UnreachableFor)*time.Second)
+	default:
+		b.WriteString("unreachable: its last known states")
+	}
+	count := map[string]int{}
+	var order []string
+	for _, p := range panes {
+		if count[p.State] == 0 {
+			order = append(order, p.State)
+		}
+		count[p.State]++
+	}
+	switch {
+	case len(panes) == 0 && states != "":
+		fmt.Fprintf(&b, ", no %s pane", strings.ReplaceAll(states, ",", " or "))
+	case len(panes) == 0:
+		b.WriteString(", no panes")
+	default:
+		// Those that need someone first.
+		rank := map[string]int{"blocked": 1, "error": 2, "working": 3, "idle": 4, "done": 5, "exited": 6}
+		r := func(st string) int {
+			if n, ok := rank[st]; ok {
+				return n
+			}
+			return len(rank) + 1
+		}
+		sort.SliceStable(order, func(i, j int) bool { return r(order[i]) < r(order[j]) })
+		parts := make([]string, len(order))
+		for i, st := range order {
+			parts[i] = fmt.Sprintf("%d %s", count[st], st)
+		}
+		fmt.Fprintf(&b, ", %s", plural(len(panes), "pane"))
+		if len(order) > 1 || states == "" {
+			fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+		}
+	}
+	if h.Host != "" {
+		if h.MaxJobs > 0 || h.Jobs > 0 {
+			fmt.Fprintf(&b, ", jobs %d/%d", h.Jobs, h.MaxJobs)
+		}
+		if h.Problem != "" {
+			fmt.Fprintf(&b, "; %s", h.Problem)
+		}
+	}
+	return b.String()
+}
+
+// plural is "1 pane", "2 panes".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -36,8 +36,11 @@ const (
 type Credential struct {
 	Name string `json:"name"`
 	// Hash is the SHA-256 of the token's secret.
-	Hash    string    `json:"hash"`
-	Control bool      `json:"control"` // may command other hosts and submit jobs
+	Hash    string `json:"hash"`
+	Control bool   `json:"control"` // may command other hosts and submit jobs
+	// Jobs: an observe-only host may take jobs (fleet invite
+	// --observe-only --take-jobs); a host with control always may.
+	Jobs    bool      `json:"jobs,omitempty"`
 	Expires time.Time `json:"expires,omitzero"`
 	Created time.Time `json:"created"`
 }
@@ -175,12 +178,12 @@ func (a *auth) tokens() (fleet, admin string) {
 }
 
 // invite makes (or replaces) a host's own credential and returns its token.
-func (a *auth) invite(name string, control bool, ttl time.Duration) (string, error) {
+func (a *auth) invite(name string, r Rights, ttl time.Duration) (string, error) {
 	if err := CheckName(name); err != nil {
 		return "", err
 	}
 	s := secret()
-	c := Credential{Name: name, Hash: hashOf(s), Control: control, Created: time.Now().UTC()}
+	c := Credential{Name: name, Hash: hashOf(s), Control: r.Control, Jobs: r.Jobs && !r.Control, Created: time.Now().UTC()}
 	if ttl > 0 {
 		c.Expires = c.Created.Add(ttl)
 	}
@@ -210,7 +213,24 @@ func (a *auth) enroll(name string) (string, error) {
 	if _, ok := a.credential(name); ok {
 		return "", fmt.Errorf("host %s has its own credential already; corral fleet invite %s on the hub makes a new one", name, name)
 	}
-	return a.invite(name, true, 0)
+	return a.invite(name, Rights{Control: true, Jobs: true}, 0)
+}
+
+// Rights are what a host's credential allows beyond publishing its own
+// panes and reading the fleet's.
+type Rights struct {
+	Control bool `json:"control"` // command other hosts, submit jobs
+	Jobs    bool `json:"jobs"`    // take jobs
+}
+
+// rights are those of host's credential; a host without one (it joined
+// with the fleet token and has not enrolled yet) has control.
+func (a *auth) rights(host string) Rights {
+	c, ok := a.credential(host)
+	if !ok {
+		return Rights{Control: true, Jobs: true}
+	}
+	return Rights{Control: c.Control, Jobs: c.Control || c.Jobs}
 }
 
 // revoke forgets a host's own credential.
@@ -357,7 +377,7 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 		if why := a.barredNow(host); why != "" {
 			return a.refuse(why)
 		}
-		u := &server.User{Username: host, Permissions: Permissions(host, cred.Control)}
+		u := &server.User{Username: host, Permissions: PermissionsFor(host, cred.Control, cred.Control || cred.Jobs)}
 		if !cred.Expires.IsZero() {
 			u.ConnectionDeadline = cred.Expires
 		}
@@ -377,7 +397,15 @@ func (a *auth) Check(c server.ClientAuthentication) bool {
 // job output sent back to itself. The JetStream API checks that the
 // filter in a consumer-create subject is the consumer's filter, and
 // refuses a second filter, so a permission on that subject binds both.
+//
+// An observe-only host (no control) takes no jobs: PermissionsFor with jobs
+// lets it.
 func Permissions(host string, control bool) *server.Permissions {
+	return PermissionsFor(host, control, control)
+}
+
+// PermissionsFor are Permissions with the right to take jobs apart.
+func PermissionsFor(host string, control, jobs bool) *server.Permissions {
 	const api = "$JS.API."
 	panes, hosts := "KV_"+PanesBucket, "KV_"+HostsBucket
 	pub := []string{
@@ -386,6 +414,7 @@ func Permissions(host string, control bool) *server.Permissions {
 		"$KV." + HostsBucket + "." + host,
 		subjJobOut + "*." + host + ".>",
 		subjUnenroll + host,
+		subjRights + host,
 		// Watching another host's pane (attach, read-only without control).
 		subjView + "*",
 		api + "INFO", api + "STREAM.NAMES",
@@ -408,11 +437,13 @@ func Permissions(host string, control bool) *server.Permissions {
 	pub = append(pub,
 		api+"CONSUMER.CREATE."+OutputStream+".*."+subjJobOut+host+".>", api+"CONSUMER.DELETE."+OutputStream+".*")
 	// Jobs: those addressed to this host, and those for any host.
-	for name, filter := range map[string]string{jobConsumer(host): subjJobFor + host, anyJobsConsumer: subjJobAny} {
-		pub = append(pub,
-			api+"CONSUMER.CREATE."+JobsStream+"."+name+"."+filter,
-			api+"CONSUMER.INFO."+JobsStream+"."+name, api+"CONSUMER.MSG.NEXT."+JobsStream+"."+name,
-			"$JS.ACK."+JobsStream+"."+name+".>")
+	if jobs {
+		for name, filter := range map[string]string{jobConsumer(host): subjJobFor + host, anyJobsConsumer: subjJobAny} {
+			pub = append(pub,
+				api+"CONSUMER.CREATE."+JobsStream+"."+name+"."+filter,
+				api+"CONSUMER.INFO."+JobsStream+"."+name, api+"CONSUMER.MSG.NEXT."+JobsStream+"."+name,
+				"$JS.ACK."+JobsStream+"."+name+".>")
+		}
 	}
 	if control {
 		pub = append(pub, subjCmd+"*", "corral.jobs.>", subjJobCtl+"*")

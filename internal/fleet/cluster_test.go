@@ -42,7 +42,7 @@ func TestHubClusterJoinHub(t *testing.T) {
 		n, h := nodes[i], nodes[i].hub
 		waitFor(t, 30*time.Second, "the hub's member joins", func() bool {
 			m, err := Join(context.Background(), MemberOptions{Name: h.name, URLs: []string{h.URL()}, Token: h.AdminToken(), CAFingerprint: h.Fingerprint(),
-				Admin: true, Replicas: 1, Watch: true, Enroll: h.Enroll, Unenroll: h.Revoke})
+				Admin: true, Replicas: 1, Watch: true, Enroll: h.Enroll, Unenroll: h.Revoke, Rights: h.HostRights})
 			if err != nil {
 				t.Logf("hub %d member: %v", i, err)
 				return false

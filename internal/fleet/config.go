@@ -36,6 +36,10 @@ const (
 	// when the host leaves.
 	subjEnroll   = "corral.enroll."
 	subjUnenroll = "corral.unenroll."
+	// A host asks the hubs what its credential allows on
+	// corral.rights.HOST (fleet status shows it; an observe-only host
+	// takes jobs only when invited to).
+	subjRights = "corral.rights."
 )
 
 // Heartbeat and reachability.

@@ -158,7 +158,7 @@ func startFleetWith(t *testing.T, o HubOptions) *testFleet {
 	}
 	f := &testFleet{t: t, dir: dir, hub: h}
 	f.hm, err = Join(context.Background(), MemberOptions{Name: "hub", URLs: []string{h.URL()}, Token: h.AdminToken(),
-		CAFingerprint: h.Fingerprint(), Admin: true, Watch: true, Local: newFakeLocal(), Enroll: h.Enroll, Unenroll: h.Revoke})
+		CAFingerprint: h.Fingerprint(), Admin: true, Watch: true, Local: newFakeLocal(), Enroll: h.Enroll, Unenroll: h.Revoke, Rights: h.HostRights})
 	if err != nil {
 		t.Fatal(err)
 	}

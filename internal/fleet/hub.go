@@ -242,8 +242,17 @@ func (h *Hub) Refused() (int64, string) {
 // Invite makes a host's own credential (control: it may command other
 // hosts and submit jobs; ttl > 0: it expires).
 func (h *Hub) Invite(name string, control bool, ttl time.Duration) (string, error) {
-	return h.auth.invite(name, control, ttl)
+	return h.auth.invite(name, Rights{Control: control, Jobs: control}, ttl)
 }
+
+// InviteRights makes a host's own credential with these rights (an
+// observe-only host that takes jobs: Rights{Jobs: true}).
+func (h *Hub) InviteRights(name string, r Rights, ttl time.Duration) (string, error) {
+	return h.auth.invite(name, r, ttl)
+}
+
+// HostRights are what host's credential allows.
+func (h *Hub) HostRights(host string) Rights { return h.auth.rights(host) }
 
 // Enroll makes the own credential of a host that joined with the fleet
 // token; a host that has one already is refused.

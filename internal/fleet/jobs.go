@@ -76,6 +76,87 @@ func (m *Member) stopWorker() {
 	}
 }
 
+// MaxJobs is how many fleet jobs this host runs at once (0: none).
+func (m *Member) MaxJobs() int { return int(m.maxJobs.Load()) }
+
+// jobLimit is MaxJobs, or 0 when the host's credential takes no jobs.
+func (m *Member) jobLimit() int {
+	if r := m.rights.Load(); r != nil && !r.Jobs {
+		return 0
+	}
+	return m.MaxJobs()
+}
+
+// Rights are what this host's credential allows, once a hub said (ok
+// false until then, and on a team's own NATS, where nothing says).
+func (m *Member) Rights() (Rights, bool) {
+	if r := m.rights.Load(); r != nil {
+		return *r, true
+	}
+	return Rights{}, false
+}
+
+// askRights asks the hubs what this host's credential allows, until one
+// answers. On a team's own NATS no one does: nothing is known then, and
+// the server alone decides.
+func (m *Member) askRights() {
+	defer close(m.rightsAsked)
+	for silent := 0; m.ctx.Err() == nil; {
+		ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
+		msg, err := m.nc.RequestWithContext(ctx, subjRights+m.o.Name, nil)
+		cancel()
+		if err == nil {
+			var r Rights
+			if json.Unmarshal(msg.Data, &r) != nil {
+				m.badIn.Add(1)
+				return
+			}
+			m.rights.Store(&r)
+			if !r.Jobs && m.MaxJobs() > 0 {
+				m.o.Logf("fleet: this host's credential is observe-only: it takes no jobs (corral fleet invite %s --observe-only --take-jobs on the hub gives one that does)", m.o.Name)
+			}
+			return
+		}
+		wait := 2 * time.Second
+		// No hub answers: a team's own NATS, or a cluster's hubs not
+		// serving yet. A few tries; the worker waits for them.
+		if errors.Is(err, nats.ErrNoResponders) && m.nc.IsConnected() {
+			if silent++; silent == 3 {
+				return
+			}
+			wait = time.Second
+		}
+		select {
+		case <-m.ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
+// serveRights answers a host's question of what its credential allows.
+func (m *Member) serveRights(msg *nats.Msg) {
+	host := strings.TrimPrefix(msg.Subject, subjRights)
+	if CheckName(host) != nil || msg.Reply == "" {
+		m.badIn.Add(1)
+		return
+	}
+	b, _ := json.Marshal(m.o.Rights(host))
+	_ = msg.Respond(b)
+}
+
+// SetMaxJobs changes how many fleet jobs this host runs at once, at once:
+// the next heartbeat says so, and a lower limit lets the running jobs end.
+func (m *Member) SetMaxJobs(n int) {
+	m.maxJobs.Store(int32(max(n, 0)))
+	if m.worker == nil {
+		return
+	}
+	select {
+	case m.worker.freed <- struct{}{}:
+	default:
+	}
+}
+
 // local makes a request to this host's own API and returns status and body.
 func (m *Member) local(method, path string, body []byte) (int, []byte) {
 	req, _ := http.NewRequest(method, "http://corral"+path, bytes.NewReader(body))
@@ -90,8 +171,22 @@ func (m *Member) local(method, path string, body []byte) (int, []byte) {
 // workLoop takes jobs while the host has capacity: first those addressed
 // to it, then any.
 func (m *Member) workLoop() {
+	select {
+	case <-m.rightsAsked:
+	case <-m.ctx.Done():
+		return
+	}
 	var cons []jetstream.Consumer
 	for m.ctx.Err() == nil && cons == nil {
+		if m.jobLimit() == 0 {
+			// No consumer on the queue while the host takes no jobs.
+			select {
+			case <-m.ctx.Done():
+			case <-m.worker.freed:
+			case <-time.After(time.Second):
+			}
+			continue
+		}
 		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
 		own, err1 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: jobConsumer(m.o.Name),
 			FilterSubject: subjJobFor + m.o.Name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
@@ -110,7 +205,7 @@ func (m *Member) workLoop() {
 	}
 	w := m.worker
 	for m.ctx.Err() == nil {
-		if int(m.jobs.Load()) >= m.o.MaxJobs {
+		if int(m.jobs.Load()) >= m.jobLimit() {
 			select {
 			case <-m.ctx.Done():
 				return

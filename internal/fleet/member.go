@@ -47,12 +47,32 @@ type PaneRecord struct {
 type Heartbeat struct {
 	Host string `json:"host"`
 	// HostID is the machine's (LoadHostID): the same under a new name.
-	HostID  string    `json:"host_id,omitempty"`
-	Version string    `json:"version"`
-	Panes   int       `json:"panes"`
-	Jobs    int       `json:"jobs"`
-	MaxJobs int       `json:"max_jobs"`
-	Sent    time.Time `json:"sent"`
+	HostID  string `json:"host_id,omitempty"`
+	Version string `json:"version"`
+	Panes   int    `json:"panes"`
+	Jobs    int    `json:"jobs"`
+	MaxJobs int    `json:"max_jobs"`
+	// Access is what the host's credential allows (AccessControl, …; ""
+	// when no corral hub said: a team's own NATS).
+	Access string    `json:"access,omitempty"`
+	Sent   time.Time `json:"sent"`
+}
+
+// A host's access, as fleet status shows it.
+const (
+	AccessControl     = "control"           // commands other hosts, submits and takes jobs
+	AccessObserve     = "observe-only"      // neither commands nor takes jobs
+	AccessObserveJobs = "observe-only+jobs" // takes jobs, commands nothing
+)
+
+func (r Rights) access() string {
+	switch {
+	case r.Control:
+		return AccessControl
+	case r.Jobs:
+		return AccessObserveJobs
+	}
+	return AccessObserve
 }
 
 // HostStatus is one row of corral fleet status.
@@ -64,7 +84,13 @@ type HostStatus struct {
 	Jobs      int    `json:"jobs"`
 	Version   string `json:"version"`
 	MaxJobs   int    `json:"max_jobs"`
-	Problem   string `json:"problem,omitempty"`
+	// Access is what its credential allows: control, observe-only,
+	// observe-only+jobs ("" unknown).
+	Access string `json:"access,omitempty"`
+	// AnyHostJobs: the host takes jobs queued for any host (reachable,
+	// max_jobs > 0).
+	AnyHostJobs bool   `json:"any_host_jobs"`
+	Problem     string `json:"problem,omitempty"`
 	// UnreachableFor is how long the host has been unreachable
 	// (seconds, 0 when reachable).
 	UnreachableFor int64 `json:"unreachable_for_s,omitempty"`
@@ -115,7 +141,9 @@ type MemberOptions struct {
 	// credential of a host that joined with the fleet token.
 	Enroll   func(host string) (string, error)
 	Unenroll func(host string) error
-	Logf     func(string, ...any)
+	// Rights (a hub's own member) says what a host's credential allows.
+	Rights func(host string) Rights
+	Logf   func(string, ...any)
 }
 
 // Member is one daemon in the fleet.
@@ -168,8 +196,17 @@ type Member struct {
 	overQuota  atomic.Bool  // some panes are not in the fleet: the host's quota is full
 	published  atomic.Int64
 	jobs       atomic.Int32
-	paneCount  atomic.Int64
-	lastErr    atomic.Pointer[string]
+	// maxJobs is o.MaxJobs until SetMaxJobs changes it.
+	maxJobs atomic.Int32
+	// rights are what this host's credential allows, once a hub said (nil
+	// until then, and on a team's own NATS).
+	rights atomic.Pointer[Rights]
+	// rightsAsked is closed once the hubs said, or will not say: the
+	// worker waits for it, so that an observe-only host never asks the
+	// job queue for what it may not have.
+	rightsAsked chan struct{}
+	paneCount   atomic.Int64
+	lastErr     atomic.Pointer[string]
 }
 
 // pubAckWait is how long a pane write waits for the stream to take it.
@@ -200,6 +237,8 @@ func Join(ctx context.Context, o MemberOptions) (*Member, error) {
 		o.Replicas = 1
 	}
 	m := &Member{o: o, dirty: map[string]bool{}, known: map[string]int{}, wake: make(chan struct{}, 1), evWake: make(chan struct{}, 1), resynced: make(chan struct{}), rewatch: make(chan struct{}), view: newView()}
+	m.maxJobs.Store(int32(max(o.MaxJobs, 0)))
+	m.rightsAsked = make(chan struct{})
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	opts := []nats.Option{
 		nats.Name(clientNamePrefix + o.Name), nats.CustomInboxPrefix(InboxPrefix(o.Name)),
@@ -465,6 +504,20 @@ func (m *Member) start() {
 			}
 		}
 	}
+	if m.o.Rights != nil {
+		if _, err := m.nc.QueueSubscribe(subjRights+"*", "hubs", m.serveRights); err != nil {
+			m.setErr(err)
+		}
+	}
+	switch {
+	case m.o.Admin:
+		m.rights.Store(&Rights{Control: true, Jobs: true})
+		close(m.rightsAsked)
+	case m.o.Local != nil:
+		m.goLoop(m.askRights)
+	default:
+		close(m.rightsAsked)
+	}
 	if m.o.Local != nil {
 		sub, err := m.nc.Subscribe(subjCmd+m.o.Name, m.serveCommand)
 		if err != nil {
@@ -480,9 +533,9 @@ func (m *Member) start() {
 		m.goLoop(m.publishLoop)
 		m.goLoop(m.scanLoop)
 		m.goLoop(m.heartbeatLoop)
-		if m.o.MaxJobs > 0 {
-			m.startWorker()
-		}
+		// Always: fleet set --max-jobs may make a host take jobs later;
+		// the worker asks the queue for nothing while the limit is 0.
+		m.startWorker()
 	}
 	m.reconnected()
 	// The subscriptions are in place at the server when Join returns.
@@ -901,7 +954,10 @@ func (m *Member) heartbeatLoop() {
 func (m *Member) beat() {
 	panes := int(m.paneCount.Load())
 	hb := Heartbeat{Host: m.o.Name, HostID: m.o.HostID, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
-		MaxJobs: m.o.MaxJobs, Sent: time.Now().UTC()}
+		MaxJobs: m.jobLimit(), Sent: time.Now().UTC()}
+	if r := m.rights.Load(); r != nil {
+		hb.Access = r.access()
+	}
 	b, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
 	defer cancel()
@@ -1000,6 +1056,12 @@ func MatchHost(patterns []string, host string) bool {
 
 // Hosts is every host's status.
 func (m *Member) Hosts() []HostStatus { return m.view.hostsList() }
+
+// HostReachable says whether host's heartbeats arrive.
+func (m *Member) HostReachable(host string) bool {
+	h, ok := m.view.host(host)
+	return ok && !h.seen.IsZero() && time.Since(h.seen) < Unreachable && h.problem == ""
+}
 
 // PaneOf finds a pane of a host by id or name in the view.
 func (m *Member) PaneOf(host, ref string) (PaneRecord, bool) {

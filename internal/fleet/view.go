@@ -84,13 +84,14 @@ func (v *view) hostsList() []HostStatus {
 	defer v.mu.Unlock()
 	out := []HostStatus{}
 	for name, h := range v.hosts {
-		s := HostStatus{Host: name, Panes: v.count[name], Jobs: h.hb.Jobs, Version: h.hb.Version, MaxJobs: h.hb.MaxJobs, Problem: h.problem}
+		s := HostStatus{Host: name, Panes: v.count[name], Jobs: h.hb.Jobs, Version: h.hb.Version, MaxJobs: h.hb.MaxJobs, Access: h.hb.Access, Problem: h.problem}
 		if !h.seen.IsZero() {
 			s.LastSeen = h.seen.UTC().Format(eventlog.TimeFormat)
 			s.Reachable = time.Since(h.seen) < Unreachable && h.problem == ""
 			if !s.Reachable {
 				s.UnreachableFor = int64(time.Since(h.seen) / time.Second)
 			}
+			s.AnyHostJobs = s.Reachable && s.MaxJobs > 0
 		}
 		out = append(out, s)
 	}

@@ -325,6 +325,9 @@ func (j *job) close() {
 type ending struct {
 	timedOut, cancelled bool
 	prompted            string // a prompt pty-lite mode cannot answer
+	// plain: no agent was named (auto) and the stream held no event, only
+	// lines of text: a plain program, judged by its exit status.
+	plain bool
 }
 
 // watchdog is a run's timers: the timeout, and the stall timer that each
@@ -411,7 +414,7 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 	}
 
 	var out Outcome
-	var end ending
+	end := ending{plain: o.Agent == "auto" && acp == nil}
 	wd := newWatchdog(o.Timeout, o.Stall)
 	defer wd.stop()
 	parser := NewParser(o.Agent)
@@ -435,6 +438,9 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 				evs = parser.Parse(raw.line)
 			}
 			for _, ev := range evs {
+				if ev.Type != EventDiagnostic {
+					end.plain = false
+				}
 				switch ev.Type {
 				case EventInit:
 					out.SessionID = ev.SessionID
@@ -537,7 +543,8 @@ func (j *job) finish(out *Outcome) {
 }
 
 // outcome decides how the run ended: done only with a result that is not
-// an error, and never with exit status 0 otherwise.
+// an error, and never with exit status 0 otherwise; a plain program (no
+// agent named, no event in its output) by its exit status alone.
 func outcome(out Outcome, end ending, timeout time.Duration) Outcome {
 	switch {
 	case end.prompted != "":
@@ -547,6 +554,10 @@ func outcome(out Outcome, end ending, timeout time.Duration) Outcome {
 		out.State, out.ExitCode, out.Reason = "error", ExitTimeout, fmt.Sprintf("timed out after %v; the process group was killed", timeout)
 	case end.cancelled:
 		out.State, out.Reason = "error", "cancelled; the process group was killed"
+	case out.Result == nil && end.plain && out.ExitCode == 0:
+		out.State = "done"
+	case out.Result == nil && end.plain:
+		out.State, out.Reason = "error", fmt.Sprintf("exit status %d (a program without an agent stream)", out.ExitCode)
 	case out.Result == nil:
 		out.State, out.Reason = "error", fmt.Sprintf("exited without a result event (exit status %d)", out.ExitCode)
 	case out.Result.IsError:

@@ -25,6 +25,10 @@ func TestOutcome(t *testing.T) {
 		{"timeout beats a result", Outcome{Result: ok}, ending{timedOut: true}, "error", ExitTimeout, "timed out after 1s"},
 		{"cancelled", Outcome{ExitCode: 137}, ending{cancelled: true}, "error", 137, "cancelled"},
 		{"a prompt in pty-lite", Outcome{}, ending{prompted: "asking"}, "error", 1, "asking"},
+		{"a plain program, exit 0", Outcome{}, ending{plain: true}, "done", 0, ""},
+		{"a plain program, its status", Outcome{ExitCode: 3}, ending{plain: true}, "error", 3, "exit status 3 (a program without an agent stream)"},
+		{"a plain program timed out", Outcome{}, ending{plain: true, timedOut: true}, "error", ExitTimeout, "timed out"},
+		{"a plain program cancelled", Outcome{ExitCode: 137}, ending{plain: true, cancelled: true}, "error", 137, "cancelled"},
 		{"a prompt in pty-lite, killed", Outcome{ExitCode: 137}, ending{prompted: "asking"}, "error", 1, "asking"},
 	}
 	for _, tt := range tests {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -28,6 +29,8 @@ type fleetNode struct {
 	member atomic.Pointer[fleet.Member]
 	cancel context.CancelFunc
 	jobs   sync.Map // fleet job id → *fleetJob
+	// maxJobs is the member's job limit (fleet set --max-jobs changes it).
+	maxJobs atomic.Int32
 	// screens caches other hosts' screens for the boards: HOST:ID →
 	// *cachedScreen; it goes with the node.
 	screens sync.Map
@@ -86,6 +89,7 @@ func (s *Server) runFleet(cfg fleet.Config, background bool) (*fleetNode, error)
 
 func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetNode, error) {
 	n := &fleetNode{cfg: cfg}
+	n.maxJobs.Store(int32(cfg.MaxJobs))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	hostID, err := fleet.LoadHostID(s.opts.StateDir)
@@ -112,7 +116,7 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 		}
 		n.hub = hub
 		mo.URLs, mo.Token, mo.Creds, mo.CAFingerprint, mo.Admin = []string{hub.URL()}, hub.AdminToken(), "", hub.Fingerprint(), true
-		mo.Enroll, mo.Unenroll = hub.Enroll, hub.Revoke
+		mo.Enroll, mo.Unenroll, mo.Rights = hub.Enroll, hub.Revoke, hub.HostRights
 	}
 	var m *fleet.Member
 	if n.hub != nil && n.hub.Clustered() {
@@ -160,6 +164,7 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 				return
 			case <-time.After(2 * time.Second):
 			}
+			mo.MaxJobs = int(n.maxJobs.Load())
 			m, err := fleet.Join(ctx, mo)
 			if err == nil {
 				if ctx.Err() != nil {
@@ -167,11 +172,19 @@ func (s *Server) runFleetOpts(cfg fleet.Config, background, first bool) (*fleetN
 					return
 				}
 				n.member.Store(m)
+				// fleet set --max-jobs may have come during Join.
+				m.SetMaxJobs(int(n.maxJobs.Load()))
 				s.opts.Logf("fleet: host %s joined %s", cfg.Name, strings.Join(mo.URLs, ","))
 				if tok := m.Token(); tok != cfg.Token {
-					c := cfg
-					c.Token = tok
-					if err := fleet.SaveConfig(s.opts.StateDir, c); err != nil {
+					s.fleetSetMu.Lock()
+					// The config on disk, not cfg: fleet set may have changed it.
+					c, err := fleet.LoadConfig(s.opts.StateDir)
+					if err == nil {
+						c.Token = tok
+						err = fleet.SaveConfig(s.opts.StateDir, c)
+					}
+					s.fleetSetMu.Unlock()
+					if err != nil {
 						s.opts.Logf("fleet: keep this host's own credential: %v", err)
 					}
 				}
@@ -504,8 +517,11 @@ func (s *Server) handleFleetLeave(w http.ResponseWriter, r *http.Request) {
 type FleetInviteRequest struct {
 	Name        string `json:"name"`
 	ObserveOnly bool   `json:"observe_only"`
-	ExpiresMS   int64  `json:"expires_ms"`
-	Revoke      bool   `json:"revoke"`
+	// TakeJobs lets an observe-only host take jobs (one with control
+	// always may).
+	TakeJobs  bool  `json:"take_jobs,omitempty"`
+	ExpiresMS int64 `json:"expires_ms"`
+	Revoke    bool  `json:"revoke"`
 }
 
 func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
@@ -526,7 +542,12 @@ func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
 		reply(w, map[string]any{"revoked": req.Name})
 		return
 	}
-	tok, err := n.hub.Invite(req.Name, !req.ObserveOnly, time.Duration(req.ExpiresMS)*time.Millisecond)
+	if req.TakeJobs && !req.ObserveOnly {
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("--take-jobs is for an observe-only credential (one with control takes jobs anyway)"))
+		return
+	}
+	tok, err := n.hub.InviteRights(req.Name, fleet.Rights{Control: !req.ObserveOnly, Jobs: !req.ObserveOnly || req.TakeJobs},
+		time.Duration(req.ExpiresMS)*time.Millisecond)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
@@ -558,10 +579,11 @@ func (s *Server) handleFleetForget(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]any{"forgotten": req.Host})
 }
 
-// FleetSetRequest is POST /v1/fleet/set: the hub's settings to change
-// (a field left out stays as it is).
+// FleetSetRequest is POST /v1/fleet/set: settings to change (a field left
+// out stays as it is). ForgetAfterMS is the hub's; MaxJobs this host's.
 type FleetSetRequest struct {
-	ForgetAfterMS *int64 `json:"forget_after_ms"`
+	ForgetAfterMS *int64 `json:"forget_after_ms,omitempty"`
+	MaxJobs       *int   `json:"max_jobs,omitempty"`
 }
 
 func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
@@ -570,28 +592,57 @@ func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := s.fleetNode()
-	if n == nil || n.hub == nil {
+	switch {
+	case n == nil:
+		fail(w, http.StatusConflict, "not_in_fleet", errors.New("this daemon is in no fleet (corral fleet init or corral fleet join)"))
+		return
+	case req.ForgetAfterMS == nil && req.MaxJobs == nil:
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("nothing to set: give forget_after_ms or max_jobs"))
+		return
+	case req.ForgetAfterMS != nil && n.hub == nil:
 		fail(w, http.StatusConflict, "not_hub", errors.New("the fleet's settings are set on its hub (the machine that ran corral fleet init)"))
+		return
+	case req.ForgetAfterMS != nil && *req.ForgetAfterMS < 0:
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
+		return
+	case req.MaxJobs != nil && (*req.MaxJobs < 0 || *req.MaxJobs > math.MaxInt32):
+		fail(w, http.StatusBadRequest, "bad_request", errors.New("--max-jobs must be 0 (take no jobs) or more"))
+		return
+	}
+	s.fleetSetMu.Lock()
+	defer s.fleetSetMu.Unlock()
+	cfg, err := fleet.LoadConfig(s.opts.StateDir)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
 	if req.ForgetAfterMS != nil {
-		if *req.ForgetAfterMS < 0 {
-			fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
-			return
-		}
-		cfg, err := fleet.LoadConfig(s.opts.StateDir)
-		if err != nil {
-			fail(w, http.StatusInternalServerError, "internal", err)
-			return
-		}
 		cfg.ForgetAfterMS = *req.ForgetAfterMS
-		if err := fleet.SaveConfig(s.opts.StateDir, cfg); err != nil {
-			fail(w, http.StatusInternalServerError, "internal", err)
-			return
-		}
+	}
+	if req.MaxJobs != nil {
+		cfg.MaxJobs = *req.MaxJobs
+	}
+	if err := fleet.SaveConfig(s.opts.StateDir, cfg); err != nil {
+		fail(w, http.StatusInternalServerError, "internal", err)
+		return
+	}
+	if req.ForgetAfterMS != nil {
 		n.hub.SetForgetAfter(time.Duration(cfg.ForgetAfterMS) * time.Millisecond)
 	}
-	reply(w, map[string]any{"forget_after_ms": req.ForgetAfterMS})
+	if req.MaxJobs != nil {
+		// A member still connecting joins with it; one connected takes
+		// it at once.
+		n.maxJobs.Store(int32(cfg.MaxJobs))
+		if m := n.member.Load(); m != nil {
+			m.SetMaxJobs(cfg.MaxJobs)
+			if r, ok := m.Rights(); ok && !r.Jobs && cfg.MaxJobs > 0 {
+				reply(w, map[string]any{"max_jobs": cfg.MaxJobs, "note": fmt.Sprintf(
+					"this host's credential is observe-only: it takes no jobs until the hub runs corral fleet invite %s --observe-only --take-jobs (and this host joins with it)", cfg.Name)})
+				return
+			}
+		}
+	}
+	reply(w, req)
 }
 
 // FleetStatus is GET /v1/fleet/status.

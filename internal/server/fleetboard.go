@@ -18,11 +18,21 @@ import (
 // fleetBoard is the web board's backend: this daemon's panes and, in a
 // fleet, every other host's, named HOST:ID. Actions on another host's
 // pane go through the fleet with that host's guards. Screens of other
-// hosts' panes are fetched on demand, for blocked panes only, at most
-// every remoteScreenEvery each.
+// hosts' panes are fetched on demand while their host is reachable, at
+// most every remoteScreenEvery each: a working or blocked pane's each
+// time, another's when its record changed or every remoteScreenIdleEvery
+// (an ended pane's only when its record changed); each card says when its
+// screen was fetched.
 type fleetBoard struct{ boardBackend }
 
-const remoteScreenEvery = 2 * time.Second
+// remoteScreenEvery bounds how often one remote pane's screen is fetched;
+// remoteScreenIdleEvery is how often a pane neither working nor blocked
+// has it fetched while its record stays the same (its screen may change
+// all the same: a program printing without a change of state).
+const (
+	remoteScreenEvery     = 2 * time.Second
+	remoteScreenIdleEvery = 10 * time.Second
+)
 
 // remote splits HOST:ID; ok is false for this daemon's own panes.
 func (b fleetBoard) remote(id string) (host, local string, ok bool) {
@@ -60,7 +70,32 @@ func (b fleetBoard) Panes() []api.Pane {
 		}
 		p := rec.Pane
 		p.ID, p.Host, p.Unreachable = rec.Host+":"+rec.ID, rec.Host, !reach[rec.Host]
+		if v, ok := n.screens.Load(p.ID); ok {
+			c := v.(*cachedScreen)
+			c.mu.Lock()
+			if !c.got.IsZero() {
+				p.ScreenAt = c.got.UTC().Format(time.RFC3339Nano)
+			}
+			c.mu.Unlock()
+		}
 		out = append(out, p)
+	}
+	return out
+}
+
+// Hosts are every host of the fleet, one with no pane too.
+func (b fleetBoard) Hosts() []board.Host {
+	n := b.s.fleetNode()
+	if n == nil {
+		return nil
+	}
+	m := n.member.Load()
+	if m == nil {
+		return []board.Host{{Host: n.cfg.Name, Reachable: true}}
+	}
+	out := []board.Host{}
+	for _, h := range m.Hosts() {
+		out = append(out, board.Host{Host: h.Host, Reachable: h.Reachable || h.Host == n.cfg.Name})
 	}
 	return out
 }
@@ -68,8 +103,12 @@ func (b fleetBoard) Panes() []api.Pane {
 type cachedScreen struct {
 	mu      sync.Mutex
 	rows    [][]term.Run
-	fetched time.Time
+	fetched time.Time // the last try
+	got     time.Time // the last screen received: rows's age
 	busy    bool
+	// sent is the pane record's time at the last fetch: a newer record
+	// asks for the screen again.
+	sent time.Time
 }
 
 func (b fleetBoard) StyledScreen(id string) ([][]term.Run, error) {
@@ -94,8 +133,12 @@ func (b fleetBoard) StyledScreen(id string) ([][]term.Run, error) {
 	c := v.(*cachedScreen)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rec.State == "blocked" && !c.busy && time.Since(c.fetched) > remoteScreenEvery {
+	ended := rec.State == "exited" || rec.State == "lost"
+	live := rec.State == "blocked" || rec.State == "working" || !rec.Sent.Equal(c.sent) ||
+		(!ended && time.Since(c.fetched) > remoteScreenIdleEvery)
+	if live && !c.busy && time.Since(c.fetched) > remoteScreenEvery && m.HostReachable(host) {
 		c.busy = true
+		sent := rec.Sent
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -108,6 +151,7 @@ func (b fleetBoard) StyledScreen(id string) ([][]term.Run, error) {
 			defer c.mu.Unlock()
 			c.busy, c.fetched = false, time.Now()
 			if err == nil && status == http.StatusOK {
+				c.got, c.sent = c.fetched, sent
 				c.rows = make([][]term.Run, len(scr.Lines))
 				for i, l := range scr.Lines {
 					c.rows[i] = []term.Run{{Text: l}}

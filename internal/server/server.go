@@ -106,6 +106,8 @@ type Server struct {
 
 	// fleet is the daemon's fleet node while it is in a fleet (fleet.go).
 	fleet atomic.Pointer[fleetNode]
+	// fleetSetMu orders the writes of fleet/config.json after the fleet started.
+	fleetSetMu sync.Mutex
 	// eventSockets counts the open event WebSockets.
 	eventSockets atomic.Int32
 }

@@ -78,6 +78,19 @@ func (b *Board) View() tea.View {
 		out.WriteString(line + "\n")
 		rows++
 	}
+	if b.fleet != nil {
+		// Every host has its line, one with no pane shown too.
+		shown := map[string]bool{}
+		for _, p := range vis {
+			shown[p.Host] = true
+		}
+		for _, h := range b.fleet.hosts {
+			if !shown[h.Host] && rows < listRows {
+				out.WriteString(clip(b.hostHeader(h.Host), b.width) + "\n")
+				rows++
+			}
+		}
+	}
 	if len(vis) == 0 {
 		out.WriteString("  no panes: start one with corral run -- COMMAND\n")
 	}
@@ -147,7 +160,20 @@ func (b *Board) hostHeader(name string) string {
 	case !h.Reachable:
 		what = "\x1b[31munreachable (last seen " + since(h.LastSeen) + " ago; its panes show their last known states)\x1b[0m\x1b[1m"
 	}
-	return "\x1b[1m═ " + name + " · " + what + "\x1b[0m"
+	n := 0
+	for _, p := range b.panes {
+		if p.Host == name {
+			n++
+		}
+	}
+	count := "no panes"
+	switch {
+	case n == 1:
+		count = "1 pane"
+	case n > 1:
+		count = fmt.Sprintf("%d panes", n)
+	}
+	return "\x1b[1m═ " + name + " · " + what + " · " + count + "\x1b[0m"
 }
 
 func (b *Board) selected() *api.Pane {

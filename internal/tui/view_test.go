@@ -58,6 +58,7 @@ func TestViewGroupsByHost(t *testing.T) {
 		{Host: "laptop", Reachable: true, LastSeen: since},
 		{Host: "vm1", Reachable: false, LastSeen: now.Add(-42 * time.Second).Format(time.RFC3339Nano)},
 		{Host: "ws", Reachable: true, LastSeen: since},
+		{Host: "spare", Reachable: true, LastSeen: since},
 	}}
 	board.fleet = f
 	board.panes = sortPanes([]api.Pane{
@@ -76,8 +77,9 @@ func TestViewGroupsByHost(t *testing.T) {
 	}
 	board.sel = "l2"
 	out := board.View().Content
-	wants := []string{"fleet: 3 hosts, 1 unreachable", "═ laptop · this host", "BLOCKED", "l2", "IDLE", "l1",
-		"═ vm1 · \x1b[31munreachable (last seen 42s ago", "WORKING", "vm1:v1", "═ ws · reachable", "BLOCKED", "ws:w1", "IDLE", "ws:w2"}
+	wants := []string{"fleet: 4 hosts, 1 unreachable", "═ laptop · this host · 2 panes", "BLOCKED", "l2", "IDLE", "l1",
+		"═ vm1 · \x1b[31munreachable (last seen 42s ago", "· 1 pane", "WORKING", "vm1:v1", "═ ws · reachable · 2 panes", "BLOCKED", "ws:w1", "IDLE", "ws:w2",
+		"═ spare · reachable · no panes"}
 	rest := out
 	for _, w := range wants {
 		i := strings.Index(rest, w)

@@ -10,6 +10,7 @@ const groups = [["attention", ["blocked", "error"]], ["done", ["done"]], ["worki
 const pageSize = 50;
 const byKey = new Map(); // every pane by host:id, as the server sends them
 let panes = []; // every pane in board order
+let fleetHosts = []; // in a fleet, every host ({host, reachable}), one with no pane too
 let shown = []; // the panes on the page, in order: what j/k move through
 let selected = null; // a pane's key
 let filter = "";
@@ -103,6 +104,7 @@ function answerButtons(p) {
     b.dataset.choice = choice;
     if (title) b.title = title;
     b.addEventListener("click", ev => { ev.stopPropagation(); post(p.id, "answer", {choice: choice}); });
+    b.disabled = !!p.unreachable;
     out.push(b);
   };
   const names = p.answers || [], opts = p.options || [];
@@ -167,11 +169,14 @@ function card(p) {
     c.append(ul);
   }
   c.append(screen(p.screen, p.cols));
+  // Another host's screen is a copy fetched now and then: say how old.
+  if (p.screen_at) c.append(el("div", "screenage", screenAge(p)));
   const actions = el("div", "actions");
   if (p.state === "blocked") actions.append(...answerButtons(p));
   if (!ended(p)) {
     const k = el("button", "kill", "Kill");
     k.addEventListener("click", ev => { ev.stopPropagation(); if (confirm("Kill " + (p.name || p.id) + "?")) post(p.id, "kill", {}); });
+    k.disabled = !!p.unreachable;
     actions.append(k);
   }
   c.append(actions);
@@ -179,7 +184,7 @@ function card(p) {
   const input = el("input");
   input.placeholder = "type into " + (p.name || p.id) + " and press Enter";
   const btn = el("button", "", "Send");
-  const blocked = p.state === "blocked" || ended(p);
+  const blocked = p.state === "blocked" || ended(p) || !!p.unreachable;
   input.disabled = btn.disabled = blocked;
   form.append(input, btn);
   form.addEventListener("submit", ev => {
@@ -189,9 +194,12 @@ function card(p) {
     input.value = "";
   });
   c.append(form);
-  if (p.state === "blocked") c.append(el("div", "reason", "Sending is off while it waits for an answer: " + (p.message || p.kind || "a prompt")));
+  if (p.unreachable) c.append(el("div", "reason", "Host " + p.host + " is unreachable: its actions are off until it answers again"));
+  else if (p.state === "blocked") c.append(el("div", "reason", "Sending is off while it waits for an answer: " + (p.message || p.kind || "a prompt")));
   return c;
 }
+
+function screenAge(p) { return "screen from " + p.host + ", " + ago(p.screen_at) + " ago"; }
 
 // ended: a pane whose program is gone (exited, or lost: corral restore
 // brings it back).
@@ -199,7 +207,7 @@ function ended(p) { return p.state === "exited" || p.state === "lost"; }
 
 // hostsOf lists the panes' hosts in order ("" alone outside a fleet).
 function hostsOf(list) {
-  return [...new Set(list.map(p => p.host || ""))].sort();
+  return [...new Set(list.map(p => p.host || "").concat(fleetHosts.map(h => h.host)))].sort();
 }
 
 function rank(state) {
@@ -284,10 +292,11 @@ function render() {
   for (const host of hostsOf(panes)) {
     const mine = panes.filter(p => (p.host || "") === host);
     if (host) {
-      const down = mine.some(p => p.unreachable);
+      const known = fleetHosts.find(h => h.host === host);
+      const down = mine.length ? mine.some(p => p.unreachable) : !!known && !known.reachable;
       const b = block("host:" + host);
       b.h.className = "host" + (down ? " unreachable" : "");
-      setText(b.h, host + (down ? " — unreachable: last known states" : ""));
+      setText(b.h, host + (!mine.length ? (down ? " — unreachable, no panes" : " — no panes") : down ? " — unreachable: last known states" : ""));
       reconcile(b.section, [b.h]);
       top.push(b.section);
     }
@@ -357,6 +366,8 @@ function refreshTimes() {
     const c = cache.get(keyOf(p));
     const meta = c && c.el.querySelector(".head .meta");
     if (meta) setText(meta, metaText(p));
+    const age = c && p.screen_at && c.el.querySelector(".screenage");
+    if (age) setText(age, screenAge(p));
   }
 }
 
@@ -395,6 +406,7 @@ function update(m) {
     for (const k of byKey.keys()) if (!now.has(k)) gone.add(k);
   }
   for (const k of gone) { byKey.delete(k); cache.delete(k); lastState.delete(k); }
+  if ("hosts" in m) fleetHosts = m.hosts || [];
   for (const p of m.panes || []) {
     notice(p);
     byKey.set(keyOf(p), p);
@@ -455,10 +467,10 @@ document.addEventListener("keydown", ev => {
       if (next) { select(keyOf(next)); move(0); }
       break;
     }
-    case "y": if (p && p.state === "blocked") post(p.id, "answer", {choice: "yes"}); break;
-    case "n": if (p && p.state === "blocked") post(p.id, "answer", {choice: "no"}); break;
+    case "y": if (p && p.state === "blocked" && !p.unreachable) post(p.id, "answer", {choice: "yes"}); break;
+    case "n": if (p && p.state === "blocked" && !p.unreachable) post(p.id, "answer", {choice: "no"}); break;
     case "1": case "2": case "3": case "4": case "5": case "6": case "7": case "8": case "9":
-      if (p && p.state === "blocked" && (p.options || []).some(o => o.n === ev.key)) post(p.id, "answer", {choice: ev.key});
+      if (p && p.state === "blocked" && !p.unreachable && (p.options || []).some(o => o.n === ev.key)) post(p.id, "answer", {choice: ev.key});
       break;
     case "Enter": {
       const input = document.querySelector(".card.selected input");
