@@ -1,0 +1,25 @@
+// Package panestore keeps the pane table: what the daemon knows of every
+// pane whose program runs under a holder, so that the next daemon adopts
+// them again (after an upgrade, a crash or a hand-over) and, once their
+// holders are gone (a reboot), corral restore starts them again.
+//
+// It owns the table's file and journal, the rows of the lost panes, the
+// loop that writes changed rows, and what adoption and restore decide from
+// a row alone: whether its program still runs, whether its holder is
+// alive, the connection to its holder, the holder sockets nobody knows
+// (EndStrays), letting a lost pane go (LetGo), and the resumed command
+// (ResumeArgv). The server owns the panes themselves: it turns a holder's
+// connection into a pane, registers it, and gives the store the live rows
+// through the rows function passed to New.
+//
+// Locks, in the order they may be taken:
+//
+//   - Store.mu guards the lost rows and the ids asked to be written soon.
+//     It is never held while calling the rows function or writing a file.
+//   - Store.wmu orders the writes of the table and its journal, and guards
+//     the rows as last written and the files' sizes. Rows are built
+//     outside both (the rows function runs before either is taken).
+//
+// The rows function is the server's: it takes the server's own locks and
+// each pane's snapshot, never the store's.
+package panestore
