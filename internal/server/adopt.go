@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/headless"
@@ -331,9 +332,7 @@ func (s *Server) adopt(row panestore.Row, ev panestore.Logged) (*entry, error) {
 // With to (a socket of the new daemon's in the state folder), the lock and
 // the listening socket are passed on to it rather than let go of.
 func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		To string `json:"to"`
-	}
+	var req api.HandoverRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -353,7 +352,7 @@ func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
 			passes = true
 		}
 	}
-	reply(w, map[string]any{"status": "handing over", "passes": passes})
+	reply(w, api.HandoverResult{Status: "handing over", Passes: passes})
 	go s.Shutdown()
 }
 

@@ -5,35 +5,20 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
 )
 
-// Restored is what corral restore did with one lost pane.
-type Restored struct {
-	ID      string   `json:"id"` // the pane's id now (its old one when free)
-	Was     string   `json:"was"`
-	Name    string   `json:"name,omitempty"`
-	Cwd     string   `json:"cwd"`
-	Command []string `json:"command"`
-	// Resumed names the conversation the agent resumes ("" when the pane
-	// started fresh); Note says why it did not, or what failed.
-	Resumed string `json:"resumed,omitempty"`
-	Note    string `json:"note,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
+// Restored is api.Restored, named here for the commands that still use
+// it from the daemon's package.
+type Restored = api.Restored
 
 // handleRestore starts again, in their folders with their names and
 // sizes, the panes whose holders were gone when the daemon started,
 // resuming their agents' conversations where the agent allows it.
 func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		// Forget drops the lost panes instead of starting them.
-		Forget bool `json:"forget"`
-		// IDs are the lost panes to restore or forget, by id or name
-		// (none: every lost pane).
-		IDs []string `json:"ids,omitempty"`
-	}
+	var req api.RestoreRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -42,10 +27,10 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no lost pane named %s; corral ls shows the lost ones (state lost)", strings.Join(missing, ", ")))
 		return
 	}
-	out := []Restored{}
+	out := []api.Restored{}
 	if req.Forget {
 		for _, row := range lost {
-			out = append(out, Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd, Command: row.Argv, Note: "forgotten"})
+			out = append(out, api.Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd, Command: row.Argv, Note: "forgotten"})
 		}
 		s.table.Save()
 		reply(w, out)
@@ -53,7 +38,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	}
 	var keep []panestore.Row
 	for _, row := range lost {
-		res := Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd}
+		res := api.Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd}
 		// Its holder did not let this daemon in, or is gone: starting the
 		// program again while it runs would run it twice.
 		if why := panestore.LetGo(row); why != "" {
