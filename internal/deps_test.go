@@ -41,7 +41,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"client":        {"api"},
 		"fleet":         {"api", "eventlog", "safefile"},
 		"handover":      {"osproc"},
-		"panestore":     {"agentdef", "agents", "api", "combine", "detect", "eventlog", "holder", "osproc", "procs", "safefile", "status"},
+		"panestore":     {"agentdef", "agents", "api", "combine", "detect", "eventlog", "holder", "osproc", "pane", "procs", "safefile", "status"},
 		"server":        {"agentdef", "agents", "api", "board", "buildinfo", "detect", "eventlog", "fleet", "handover", "headless", "holder", "notify", "pane", "panestore", "procs", "rules", "ruleswatch", "safefile", "combine", "term", "tmuxctl", "tmuxwatch", "tomlfile", "osproc"},
 		"tmuxwatch":     {"pane", "tmuxctl", "osproc"},
 		"board":         {"api", "term"},

@@ -22,12 +22,6 @@ import (
 	"github.com/corral-dev/corral/internal/rules"
 )
 
-// heldEntry is what the table keeps of a pane that runs under a holder.
-type heldEntry struct {
-	mu  sync.Mutex // guards row's Sessions
-	row panestore.Row
-}
-
 // holderExe is the binary a holder runs: this daemon's own, even when the
 // file was replaced since (an upgrade).
 var holderExe = osproc.SelfExe()
@@ -78,9 +72,9 @@ func (s *Server) noteHeld(e *entry, p *pane.Pane, cfg pane.Config, argv, env, ad
 	}
 	in := p.Info()
 	launch := e.launch
-	e.held = &heldEntry{row: panestore.Row{ID: cfg.ID, Name: cfg.Name, Agent: cfg.Agent, Argv: argv, Launch: cfg.Argv, Cwd: cfg.Dir,
+	e.held = panestore.NewHeld(panestore.Row{ID: cfg.ID, Name: cfg.Name, Agent: cfg.Agent, Argv: argv, Launch: cfg.Argv, Cwd: cfg.Dir,
 		Env: env, Added: added, Token: e.token, Remove: remove, Cols: in.Cols, Rows: in.Rows, Socket: cfg.Holder.Socket,
-		Secret: cfg.Holder.Secret, Holder: hpid, PID: in.PID, Created: in.Started, Integration: launch}}
+		Secret: cfg.Holder.Secret, Holder: hpid, PID: in.PID, Created: in.Started, Integration: launch})
 }
 
 // rowOf is a pane's row of the table, if it has one (a pane under a
@@ -90,21 +84,7 @@ func (s *Server) rowOf(e *entry) (panestore.Row, bool) {
 	if !ok || e.held == nil {
 		return panestore.Row{}, false
 	}
-	in := p.Info()
-	if in.Exited {
-		return panestore.Row{}, false
-	}
-	e.held.mu.Lock()
-	row := e.held.row
-	row.Sessions = append([]panestore.Session(nil), row.Sessions...)
-	e.held.mu.Unlock()
-	row.Cols, row.Rows, row.Seen, row.Records = in.Cols, in.Rows, in.Agent, in.Records
-	row.State, row.Kind, row.Message = string(in.Decision.State), in.Decision.Kind, in.Decision.Message
-	row.Since, row.Source, row.Rule = in.Since, string(in.Decision.Source), in.Decision.Rule
-	if h := p.Standing(); h != (detect.Standing{}) {
-		row.Hooks = &h
-	}
-	return row, true
+	return e.held.Live(p)
 }
 
 // tableRows gives the pane table the rows of the panes ids names (nil:
@@ -316,7 +296,7 @@ func (s *Server) adopt(row panestore.Row, ev panestore.Logged) (*entry, error) {
 		s.opts.Logf("pane %s: its holder is pid %d (the table said %d)", id, hpid, row.Holder)
 	}
 	row.Holder, row.PID = hc.Welcome.HolderPID, hc.Welcome.ProgramPID
-	e := &entry{p: p, name: name, token: row.Token, launch: row.Integration, held: &heldEntry{row: row}}
+	e := &entry{p: p, name: name, token: row.Token, launch: row.Integration, held: panestore.NewHeld(row)}
 	e.approve.Store(s.policyOf(row))
 	e.worktree.Store(worktreeOf(row))
 	if e.launch == nil {
@@ -363,9 +343,7 @@ func (s *Server) noteSession(e *entry, agent, session string) {
 		return
 	}
 	defer s.table.Touch(e.p.ID())
-	e.held.mu.Lock()
-	defer e.held.mu.Unlock()
-	e.held.row.NoteSession(agent, session, time.Now())
+	e.held.NoteSession(agent, session, time.Now())
 }
 
 // reserveAs is reserve, keeping id when it is free (a restored pane keeps

@@ -130,7 +130,7 @@ type entry struct {
 	refused atomic.Int64
 	// held is the pane table's row of a pane under a holder (nil when
 	// none).
-	held *heldEntry
+	held *panestore.Held
 	// approve decides the pane's permission requests (nil: none does);
 	// worktree is the git worktree corral made for it.
 	approve  atomic.Pointer[approver]
@@ -576,8 +576,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 	}
 	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
 	if e.held != nil {
-		e.held.row.Sessions = o.sessions
-		e.held.row.Policy, e.held.row.Worktree = o.approve.saved(), o.worktree.saved()
+		e.held.Keep(o.sessions, o.approve.saved(), o.worktree.saved())
 	}
 	ok := s.register(id, e)
 	registered <- ok
