@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/panestore"
 )
 
 // routes is the API, one route per line.
@@ -219,7 +220,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	for _, e := range s.list() {
 		out = append(out, paneJSON(e))
 	}
-	reply(w, append(out, s.lostPanes()...))
+	reply(w, append(out, s.table.LostPanes()...))
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
@@ -525,7 +526,7 @@ func (s *Server) applyHook(w http.ResponseWriter, e *entry, req api.HookRequest)
 	}
 	e.hooksSeen.Add(1)
 	if !rep.Hidden {
-		s.noteSession(e, req.Agent, sessionOf(rep.Session, req.Payload))
+		s.noteSession(e, req.Agent, panestore.SessionOf(rep.Session, req.Payload))
 	}
 	var decided *api.HookDecision
 	if ok {

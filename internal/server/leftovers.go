@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/panestore"
 	"github.com/corral-dev/corral/internal/procs"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) endLeft(keep map[string]bool, when string) {
 	find := func() []procs.Left {
 		var out []procs.Left
 		for _, l := range procs.FindLeft(owner, "CORRAL_PANE", "CORRAL_JOB") {
-			if l.Key == "CORRAL_PANE" && (keep[l.ID] || s.table.unread) || alive(l.PID) {
+			if l.Key == "CORRAL_PANE" && (keep[l.ID] || s.table.Unread()) || panestore.HolderAlive(l.PID) {
 				continue
 			}
 			out = append(out, l)
@@ -39,23 +40,6 @@ func (s *Server) endLeft(keep map[string]bool, when string) {
 		}
 		s.opts.Logf("%s %s: ended process %d (%s), which it left running %s", what, l.ID, l.PID, l.Command, when)
 	}
-}
-
-// keptByHolders is the panes whose holders still run though the daemon
-// does not hold them (lost panes whose holder refused or was slow): their
-// programs are the holders' to end.
-func (s *Server) keptByHolders(keep map[string]bool) map[string]bool {
-	if keep == nil {
-		keep = map[string]bool{}
-	}
-	s.table.mu.Lock()
-	defer s.table.mu.Unlock()
-	for _, row := range s.table.lost {
-		if alive(row.Holder) {
-			keep[row.ID] = true
-		}
-	}
-	return keep
 }
 
 // scrubEnv drops the pane and job marks the daemon may have inherited (a

@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/panestore"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -64,7 +65,7 @@ func TestListAnswersWhilePanesAreStuck(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{panes: map[string]*entry{}, table: newPaneTable(t.TempDir(), t.Logf)}
+			s := &Server{panes: map[string]*entry{}, table: panestore.New(t.TempDir(), t.Logf, nil)}
 			for i := range panes {
 				id := fmt.Sprintf("p%d", i)
 				src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}

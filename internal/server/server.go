@@ -32,6 +32,7 @@ import (
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/panestore"
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/ruleswatch"
@@ -90,8 +91,9 @@ type Server struct {
 	closing   bool
 	shutdown  sync.Once
 
-	// The pane table, and the holders' shared log (see adopt.go).
-	table       *paneTable
+	// The pane table (internal/panestore), and the holders' shared log
+	// (see adopt.go).
+	table       *panestore.Store
 	handingOver atomic.Bool
 	// handoverTo is where the lock and the socket go at a hand-over, and
 	// handoverLn the socket's copy to send.
@@ -130,7 +132,7 @@ type entry struct {
 	refused atomic.Int64
 	// held is the pane table's row of a pane under a holder (nil when
 	// none).
-	held *heldEntry
+	held *panestore.Held
 	// approve decides the pane's permission requests (nil: none does);
 	// worktree is the git worktree corral made for it.
 	approve  atomic.Pointer[approver]
@@ -189,7 +191,8 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, started: time.Now(), log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
-		panes: map[string]*entry{}, reserved: map[string]string{}, done: make(chan struct{}), table: newPaneTable(opts.StateDir, opts.Logf)}
+		panes: map[string]*entry{}, reserved: map[string]string{}, done: make(chan struct{})}
+	s.table = panestore.New(opts.StateDir, opts.Logf, s.tableRows)
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
 		if e, err := s.find(id); err == nil {
@@ -261,10 +264,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		keep[id] = true
 	}
 	s.mu.Unlock()
-	s.endLeft(s.keptByHolders(keep), "when its holder or daemon was killed")
+	s.endLeft(s.table.KeptByHolders(keep), "when its holder or daemon was killed")
 	s.watchSavedTmux()
-	s.table.started.Store(true)
-	go s.tableLoop(s.table.stop)
+	s.table.Start()
 	go s.pruneLoop(ctx)
 	s.startFleet()
 	errc := make(chan error, 1)
@@ -365,11 +367,11 @@ func (s *Server) stop() {
 		}
 		wg.Wait()
 		if !s.handingOver.Load() {
-			s.endLeft(s.keptByHolders(nil), "when it ended")
+			s.endLeft(s.table.KeptByHolders(nil), "when it ended")
 		}
 		s.stopTmux()
 		s.stopFleet(false)
-		s.stopTable()
+		s.table.Stop()
 		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")
 		s.mu.Lock()
@@ -506,7 +508,7 @@ type startOpts struct {
 	// cfg's (a restore starts the user's command resumed); sessions are
 	// the conversations seen before.
 	base     []string
-	sessions []sessionSeen
+	sessions []panestore.Session
 }
 
 // start runs a new pane; with o.remove, it is removed when its program
@@ -549,7 +551,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 		for _, f := range files {
 			_ = os.Remove(f)
 		}
-		s.table.touch(id)
+		s.table.Touch(id)
 		if remove {
 			go func() {
 				if <-registered {
@@ -576,8 +578,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 	}
 	s.noteHeld(e, p, cfg, userArgv, userEnv, added, remove)
 	if e.held != nil {
-		e.held.row.Sessions = o.sessions
-		e.held.row.Policy, e.held.row.Worktree = o.approve.saved(), o.worktree.saved()
+		e.held.Keep(o.sessions, o.approve.saved(), o.worktree.saved())
 	}
 	ok := s.register(id, e)
 	registered <- ok
@@ -585,7 +586,7 @@ func (s *Server) start(cfg pane.Config, o startOpts) (*pane.Pane, error) {
 		return nil, errors.New("the daemon is shutting down")
 	}
 	if e.held != nil {
-		s.saveRows(map[string]bool{id: true}) // before the caller learns the id: a crash now loses nothing
+		s.table.SaveRows(map[string]bool{id: true}) // before the caller learns the id: a crash now loses nothing
 	}
 	if launch.Watch {
 		go e.watchIntegration(p)
@@ -662,7 +663,7 @@ func (s *Server) record(id, name, agent string, c detect.Change) {
 		s.opts.Logf("event log: %v", err)
 	}
 	s.hub.Publish(ev)
-	s.table.touch(id)
+	s.table.Touch(id)
 	if !s.policyTakes(id, ev) {
 		s.notify.Event(ev)
 	}

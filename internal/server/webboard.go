@@ -19,7 +19,7 @@ func (b boardBackend) Panes() []api.Pane {
 	for _, e := range b.s.list() {
 		out = append(out, paneJSON(e))
 	}
-	return append(out, b.s.lostPanes()...)
+	return append(out, b.s.table.LostPanes()...)
 }
 
 func (b boardBackend) StyledScreen(id string) ([][]term.Run, error) {

@@ -1,4 +1,4 @@
-package server
+package panestore
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/detect"
-	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/safefile"
 	"github.com/corral-dev/corral/internal/status"
 )
@@ -46,16 +45,17 @@ const (
 	tableEvery = time.Second
 )
 
-type tableFile struct {
-	Version int         `json:"version"`
-	Panes   []tablePane `json:"panes"`
+// File is the table as written: the panes under a holder, and the lost ones.
+type File struct {
+	Version int   `json:"version"`
+	Panes   []Row `json:"panes"`
 	// Lost are panes whose holders were gone when a daemon started (a
 	// reboot): corral restore starts them again.
-	Lost []tablePane `json:"lost,omitempty"`
+	Lost []Row `json:"lost,omitempty"`
 }
 
-// tablePane is one pane of the table.
-type tablePane struct {
+// Row is one pane of the table.
+type Row struct {
 	ID   string `json:"id"`
 	Name string `json:"name,omitempty"`
 	// Agent is the agent forced with --agent; Seen is the one last
@@ -83,7 +83,7 @@ type tablePane struct {
 	// Integration is what the launch carried for the agent's hooks.
 	Integration *agents.Launch `json:"integration,omitempty"`
 	// Sessions are the agent conversations corral saw, newest last.
-	Sessions []sessionSeen   `json:"sessions,omitempty"`
+	Sessions []Session       `json:"sessions,omitempty"`
 	Records  []status.Record `json:"records,omitempty"`
 	// State, Kind and Message are the pane's last known state; Since is
 	// when it began, Source and Rule what decided it.
@@ -98,21 +98,21 @@ type tablePane struct {
 	Hooks *detect.Standing `json:"hooks,omitempty"`
 	// Policy and Worktree are the pane's permission policy and the git
 	// worktree corral made for it.
-	Policy   *savedPolicy   `json:"policy,omitempty"`
-	Worktree *savedWorktree `json:"worktree,omitempty"`
+	Policy   *Policy   `json:"policy,omitempty"`
+	Worktree *Worktree `json:"worktree,omitempty"`
 	// Why says why a lost pane was lost.
 	Why string `json:"why,omitempty"`
 }
 
-// savedPolicy is a pane's policy as it was read when the pane started:
+// Policy is a pane's policy as it was read when the pane started:
 // a policy file changed since does not change a running pane's.
-type savedPolicy struct {
+type Policy struct {
 	Source string `json:"source"`
 	Text   string `json:"text"`
 }
 
-// savedWorktree is the git worktree corral made for a pane.
-type savedWorktree struct {
+// Worktree is the git worktree corral made for a pane.
+type Worktree struct {
 	Path      string `json:"path"`
 	Repo      string `json:"repo"`
 	Branch    string `json:"branch"`
@@ -120,63 +120,26 @@ type savedWorktree struct {
 	NewBranch bool   `json:"new_branch,omitempty"`
 }
 
-func (a *approver) saved() *savedPolicy {
-	if a == nil {
-		return nil
-	}
-	return &savedPolicy{Source: a.policy.Source, Text: string(a.text)}
-}
-
-func (wt *worktree) saved() *savedWorktree {
-	if wt == nil {
-		return nil
-	}
-	return &savedWorktree{Path: wt.path, Repo: wt.repo, Branch: wt.branch, Base: wt.base, NewBranch: wt.newBranch}
-}
-
-// policyOf is the policy a table's pane had (nil: none, or it no
-// longer reads, which is logged: its requests are then left to the person).
-func (s *Server) policyOf(row tablePane) *approver {
-	if row.Policy == nil {
-		return nil
-	}
-	p, err := headless.ParsePolicy(row.Policy.Source, []byte(row.Policy.Text))
-	if err != nil {
-		s.opts.Logf("pane %s: its policy no longer reads (%v); its permission requests are left to you", row.ID, err)
-		return nil
-	}
-	return &approver{policy: p, text: []byte(row.Policy.Text)}
-}
-
-// worktreeOf is the worktree a table's pane had.
-func worktreeOf(row tablePane) *worktree {
-	w := row.Worktree
-	if w == nil || w.Path == "" || w.Repo == "" {
-		return nil
-	}
-	wt := &worktree{path: w.Path, repo: w.Repo, branch: w.Branch, base: w.Base, newBranch: w.NewBranch}
-	wt.refresh()
-	return wt
-}
-
-// sessionSeen is a conversation an agent reported.
-type sessionSeen struct {
+// Session is a conversation an agent reported.
+type Session struct {
 	Agent string    `json:"agent"`
 	ID    string    `json:"id"`
 	At    time.Time `json:"at"`
 }
 
-// panes is the daemon's side of the table.
-type paneTable struct {
+// Store is the daemon's side of the table.
+type Store struct {
 	path string
+	dir  string // the state folder
 	logf func(string, ...any)
+	rows func(ids map[string]bool) []Row
 
 	// unread: a table was there and could not be read, so the holders
 	// it named are not known.
 	unread bool
 
 	mu   sync.Mutex // guards what follows
-	lost []tablePane
+	lost []Row
 	// dirtyIDs are the panes whose rows were asked to be written soon.
 	dirtyIDs map[string]bool
 
@@ -184,7 +147,7 @@ type paneTable struct {
 	// written (nil until the first write, which writes the table whole),
 	// and the sizes of the table file and the journal.
 	wmu            sync.Mutex
-	rows           map[string]writtenRow
+	written        map[string]writtenRow
 	tbytes, jbytes int64
 
 	dirty chan struct{}
@@ -204,24 +167,28 @@ type writtenRow struct {
 // journalLine is one change of the table: a row put (replacing the row of
 // its id) or an id deleted.
 type journalLine struct {
-	Op   string     `json:"op"` // "put" or "del"
-	ID   string     `json:"id,omitempty"`
-	Lost bool       `json:"lost,omitempty"`
-	Row  *tablePane `json:"row,omitempty"`
+	Op   string `json:"op"` // "put" or "del"
+	ID   string `json:"id,omitempty"`
+	Lost bool   `json:"lost,omitempty"`
+	Row  *Row   `json:"row,omitempty"`
 }
 
-func newPaneTable(stateDir string, logf func(string, ...any)) *paneTable {
-	return &paneTable{path: filepath.Join(stateDir, tableName), logf: logf, dirty: make(chan struct{}, 1),
+// New is the table kept in stateDir. rows gives the rows of the live panes
+// ids names (nil: all of them) that have one, a pane under a holder whose
+// program runs; it is called without the store's locks, and may be nil
+// (the table then keeps its lost rows alone).
+func New(stateDir string, logf func(string, ...any), rows func(ids map[string]bool) []Row) *Store {
+	return &Store{path: filepath.Join(stateDir, tableName), dir: stateDir, logf: logf, rows: rows, dirty: make(chan struct{}, 1),
 		stop: make(chan struct{}), loopDone: make(chan struct{}), dirtyIDs: map[string]bool{}}
 }
 
-func (t *paneTable) journalPath() string { return filepath.Join(filepath.Dir(t.path), journalName) }
+func (t *Store) journalPath() string { return filepath.Join(filepath.Dir(t.path), journalName) }
 
 // load reads the table and the journal over it; a missing one is empty,
 // and a corrupt table is set aside (renamed) with a message, never
 // half-trusted. A journal line that does not read (the last one, torn by
 // a crash) is skipped and logged.
-func (t *paneTable) load() tableFile {
+func (t *Store) load() File {
 	f := t.loadTable()
 	if t.unread {
 		return f
@@ -230,7 +197,7 @@ func (t *paneTable) load() tableFile {
 }
 
 // replay applies the journal's lines to f.
-func (t *paneTable) replay(f tableFile) tableFile {
+func (t *Store) replay(f File) File {
 	path := t.journalPath()
 	b, err := safefile.ReadOwned(path, journalMax)
 	if errors.Is(err, os.ErrNotExist) {
@@ -244,12 +211,12 @@ func (t *paneTable) replay(f tableFile) tableFile {
 		return f
 	}
 	type slot struct {
-		row  tablePane
+		row  Row
 		lost bool
 	}
 	byID := map[string]slot{}
 	var order []string
-	put := func(row tablePane, lost bool) {
+	put := func(row Row, lost bool) {
 		if _, ok := byID[row.ID]; !ok {
 			order = append(order, row.ID)
 		}
@@ -284,7 +251,7 @@ func (t *paneTable) replay(f tableFile) tableFile {
 	if skipped > 0 {
 		t.logf("pane table journal %s: %d lines skipped (not a change this daemon reads, or cut by a crash)", path, skipped)
 	}
-	out := tableFile{Version: tableVersion}
+	out := File{Version: tableVersion}
 	for _, id := range order {
 		if sl, ok := byID[id]; ok {
 			if sl.lost {
@@ -298,8 +265,8 @@ func (t *paneTable) replay(f tableFile) tableFile {
 }
 
 // loadTable reads the table file alone.
-func (t *paneTable) loadTable() tableFile {
-	var f tableFile
+func (t *Store) loadTable() File {
+	var f File
 	fi, err := os.Lstat(t.path)
 	if os.IsNotExist(err) {
 		return f
@@ -311,7 +278,7 @@ func (t *paneTable) loadTable() tableFile {
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > tableMax {
 		t.setAside(fmt.Sprintf("not a regular file of at most %d bytes", tableMax))
-		return tableFile{}
+		return File{}
 	}
 	b, err := safefile.ReadOwned(t.path, tableMax)
 	if err == nil {
@@ -322,12 +289,12 @@ func (t *paneTable) loadTable() tableFile {
 	}
 	if err != nil {
 		t.setAside(err.Error())
-		return tableFile{}
+		return File{}
 	}
 	return f
 }
 
-func (t *paneTable) setAside(why string) {
+func (t *Store) setAside(why string) {
 	t.unread = true
 	aside := t.path + ".bad"
 	_ = os.Rename(t.path, aside)
@@ -336,21 +303,21 @@ func (t *paneTable) setAside(why string) {
 
 // write makes the table on disk f, whole: every row, the journal folded
 // in.
-func (t *paneTable) write(f tableFile) error {
+func (t *Store) write(f File) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	return t.writeLocked(f)
 }
 
-func (t *paneTable) writeLocked(f tableFile) error {
-	t.rows = map[string]writtenRow{}
+func (t *Store) writeLocked(f File) error {
+	t.written = map[string]writtenRow{}
 	for _, r := range f.Panes {
 		b, _ := json.Marshal(r)
-		t.rows[r.ID] = writtenRow{b: b}
+		t.written[r.ID] = writtenRow{b: b}
 	}
 	for _, r := range f.Lost {
 		b, _ := json.Marshal(r)
-		t.rows[r.ID] = writtenRow{b: b, lost: true}
+		t.written[r.ID] = writtenRow{b: b, lost: true}
 	}
 	return t.compactLocked()
 }
@@ -359,10 +326,10 @@ func (t *paneTable) writeLocked(f tableFile) error {
 // (with only, just those ids; a row of only that f lacks is deleted) as
 // journal lines, and folds the journal into the table once it outgrows
 // it. The first write since the daemon started writes the table whole.
-func (t *paneTable) sync(f tableFile, only map[string]bool) error {
+func (t *Store) sync(f File, only map[string]bool) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	if t.rows == nil {
+	if t.written == nil {
 		if only != nil {
 			return nil // the whole table comes first (adoption writes it)
 		}
@@ -370,16 +337,16 @@ func (t *paneTable) sync(f tableFile, only map[string]bool) error {
 	}
 	var lines [][]byte
 	seen := map[string]bool{}
-	put := func(row tablePane, lost bool) {
+	put := func(row Row, lost bool) {
 		seen[row.ID] = true
 		if only != nil && !only[row.ID] {
 			return
 		}
 		b, _ := json.Marshal(row)
-		if w, ok := t.rows[row.ID]; ok && w.lost == lost && bytes.Equal(w.b, b) {
+		if w, ok := t.written[row.ID]; ok && w.lost == lost && bytes.Equal(w.b, b) {
 			return
 		}
-		t.rows[row.ID] = writtenRow{b: b, lost: lost}
+		t.written[row.ID] = writtenRow{b: b, lost: lost}
 		line, _ := json.Marshal(journalLine{Op: "put", Lost: lost, Row: &row})
 		lines = append(lines, line)
 	}
@@ -389,9 +356,9 @@ func (t *paneTable) sync(f tableFile, only map[string]bool) error {
 	for _, r := range f.Lost {
 		put(r, true)
 	}
-	for id := range t.rows {
+	for id := range t.written {
 		if !seen[id] && (only == nil || only[id]) {
-			delete(t.rows, id)
+			delete(t.written, id)
 			line, _ := json.Marshal(journalLine{Op: "del", ID: id})
 			lines = append(lines, line)
 		}
@@ -409,7 +376,7 @@ func (t *paneTable) sync(f tableFile, only map[string]bool) error {
 }
 
 // appendLocked appends lines to the journal and syncs it.
-func (t *paneTable) appendLocked(lines [][]byte) error {
+func (t *Store) appendLocked(lines [][]byte) error {
 	j, err := os.OpenFile(t.journalPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("pane table journal: %w", err)
@@ -433,15 +400,15 @@ func (t *paneTable) appendLocked(lines [][]byte) error {
 
 // compactLocked writes the rows as the table file, atomically (a
 // temporary file, fsync, rename), then empties the journal.
-func (t *paneTable) compactLocked() error {
-	ids := make([]string, 0, len(t.rows))
-	for id := range t.rows {
+func (t *Store) compactLocked() error {
+	ids := make([]string, 0, len(t.written))
+	for id := range t.written {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	var panes, lost [][]byte
 	for _, id := range ids {
-		if w := t.rows[id]; w.lost {
+		if w := t.written[id]; w.lost {
 			lost = append(lost, w.b)
 		} else {
 			panes = append(panes, w.b)
@@ -466,7 +433,7 @@ func (t *paneTable) compactLocked() error {
 }
 
 // takeDirty returns the ids touched since it was last called (nil: all).
-func (t *paneTable) takeDirty() map[string]bool {
+func (t *Store) takeDirty() map[string]bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d := t.dirtyIDs
@@ -477,8 +444,8 @@ func (t *paneTable) takeDirty() map[string]bool {
 	return d
 }
 
-// touch asks for a write of pane id's row soon ("": look at them all).
-func (t *paneTable) touch(id string) {
+// Touch asks for a write of pane id's row soon ("": look at them all).
+func (t *Store) Touch(id string) {
 	t.mu.Lock()
 	if id == "" {
 		t.dirtyIDs[""] = true

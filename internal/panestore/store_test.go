@@ -1,4 +1,4 @@
-package server
+package panestore
 
 import (
 	"os"
@@ -11,18 +11,18 @@ import (
 )
 
 func TestResumeArgv(t *testing.T) {
-	s := func(agent, id string) []sessionSeen { return []sessionSeen{{Agent: agent, ID: id}} }
+	s := func(agent, id string) []Session { return []Session{{Agent: agent, ID: id}} }
 	for _, tc := range []struct {
 		name     string
 		argv     []string
-		sessions []sessionSeen
+		sessions []Session
 		want     []string
 		session  string
 		why      string
 	}{
 		{"claude", []string{"claude", "--model", "m"}, s("claude-code", "abc"), []string{"claude", "--resume", "abc", "--model", "m"}, "abc", ""},
 		{"claude via npx", []string{"npx", "@anthropic-ai/claude-code"}, s("claude-code", "abc"), []string{"npx", "@anthropic-ai/claude-code", "--resume", "abc"}, "abc", ""},
-		{"newest session", []string{"claude"}, []sessionSeen{{Agent: "claude-code", ID: "old"}, {Agent: "claude-code", ID: "new"}}, []string{"claude", "--resume", "new"}, "new", ""},
+		{"newest session", []string{"claude"}, []Session{{Agent: "claude-code", ID: "old"}, {Agent: "claude-code", ID: "new"}}, []string{"claude", "--resume", "new"}, "new", ""},
 		{"codex", []string{"codex", "--model", "o"}, s("codex", "th"), []string{"codex", "resume", "th", "--model", "o"}, "th", ""},
 		{"codex subcommand", []string{"codex", "exec", "x"}, s("codex", "th"), []string{"codex", "exec", "x"}, "", "subcommand"},
 		{"gemini", []string{"gemini"}, s("gemini", "g1"), []string{"gemini", "--resume", "g1"}, "g1", ""},
@@ -33,7 +33,7 @@ func TestResumeArgv(t *testing.T) {
 		{"another agent's session", []string{"claude"}, s("gemini", "g1"), []string{"claude"}, "", "no claude-code conversation id"},
 		{"a shell", []string{"bash"}, s("claude-code", "abc"), []string{"bash"}, "", "starts fresh"},
 	} {
-		argv, session, why := resumeArgv(tablePane{Argv: tc.argv, Sessions: tc.sessions})
+		argv, session, why := ResumeArgv(Row{Argv: tc.argv, Sessions: tc.sessions})
 		if !reflect.DeepEqual(argv, tc.want) || session != tc.session || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
 			t.Errorf("%s: %q %q %q, want %q %q …%q…", tc.name, argv, session, why, tc.want, tc.session, tc.why)
 		}
@@ -45,11 +45,11 @@ func TestResumeArgv(t *testing.T) {
 func TestPaneTableFile(t *testing.T) {
 	dir := t.TempDir()
 	var logged []string
-	tb := newPaneTable(dir, func(f string, a ...any) { logged = append(logged, f) })
+	tb := New(dir, func(f string, a ...any) { logged = append(logged, f) }, nil)
 	if f := tb.load(); len(f.Panes) != 0 {
 		t.Fatalf("a missing table: %+v", f)
 	}
-	if err := tb.write(tableFile{Panes: []tablePane{{ID: "a1", Name: "x", Argv: []string{"sh"}}}}); err != nil {
+	if err := tb.write(File{Panes: []Row{{ID: "a1", Name: "x", Argv: []string{"sh"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if f := tb.load(); len(f.Panes) != 1 || f.Panes[0].ID != "a1" {
@@ -57,7 +57,7 @@ func TestPaneTableFile(t *testing.T) {
 	}
 	// A change is a journal line; the same rows again write nothing; the
 	// next daemon reads the table and the journal over it.
-	if err := tb.sync(tableFile{Panes: []tablePane{{ID: "a1", Name: "x", Argv: []string{"sh"}}, {ID: "b2", Argv: []string{"vi"}}}}, nil); err != nil {
+	if err := tb.sync(File{Panes: []Row{{ID: "a1", Name: "x", Argv: []string{"sh"}}, {ID: "b2", Argv: []string{"vi"}}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	journal := filepath.Join(dir, journalName)
@@ -65,16 +65,16 @@ func TestPaneTableFile(t *testing.T) {
 	if n := strings.Count(string(before), "\n"); n != 1 {
 		t.Fatalf("one new row, %d journal lines: %s", n, before)
 	}
-	tb.sync(tableFile{Panes: []tablePane{{ID: "a1", Name: "x", Argv: []string{"sh"}}, {ID: "b2", Argv: []string{"vi"}}}}, nil)
+	tb.sync(File{Panes: []Row{{ID: "a1", Name: "x", Argv: []string{"sh"}}, {ID: "b2", Argv: []string{"vi"}}}}, nil)
 	if after, _ := os.ReadFile(journal); len(after) != len(before) {
 		t.Fatalf("the same rows wrote again: %s", after)
 	}
-	tb.sync(tableFile{Lost: []tablePane{{ID: "b2", Argv: []string{"vi"}, Why: "gone"}}}, map[string]bool{"b2": true, "a1": true})
+	tb.sync(File{Lost: []Row{{ID: "b2", Argv: []string{"vi"}, Why: "gone"}}}, map[string]bool{"b2": true, "a1": true})
 	// A crash tore the last line.
 	jf, _ := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND, 0o600)
 	jf.WriteString(`{"op":"del","id":"b`)
 	jf.Close()
-	next := newPaneTable(dir, func(string, ...any) {})
+	next := New(dir, func(string, ...any) {}, nil)
 	if f := next.load(); len(f.Panes) != 0 || len(f.Lost) != 1 || f.Lost[0].Why != "gone" {
 		t.Fatalf("table and journal read back: %+v", f)
 	}
@@ -116,22 +116,22 @@ func TestProgramRuns(t *testing.T) {
 	bare := start()
 	self := os.Getpid()
 	for _, tc := range []struct {
-		row  tablePane
+		row  Row
 		want bool
 	}{
-		{tablePane{ID: "p1", PID: marked.Process.Pid}, true},
-		{tablePane{ID: "p2", PID: marked.Process.Pid}, false},                 // another pane's mark, not our holder's child
-		{tablePane{ID: "p2", PID: bare.Process.Pid, Holder: self}, true},      // the holder's child
-		{tablePane{ID: "p2", PID: bare.Process.Pid, Holder: self + 1}, false}, // not its holder's
-		{tablePane{ID: "p1"}, false},
+		{Row{ID: "p1", PID: marked.Process.Pid}, true},
+		{Row{ID: "p2", PID: marked.Process.Pid}, false},                 // another pane's mark, not our holder's child
+		{Row{ID: "p2", PID: bare.Process.Pid, Holder: self}, true},      // the holder's child
+		{Row{ID: "p2", PID: bare.Process.Pid, Holder: self + 1}, false}, // not its holder's
+		{Row{ID: "p1"}, false},
 	} {
-		if got := programRuns(tc.row); got != tc.want {
-			t.Errorf("programRuns(%+v) = %v", tc.row, got)
+		if got := ProgramRuns(tc.row); got != tc.want {
+			t.Errorf("ProgramRuns(%+v) = %v", tc.row, got)
 		}
 	}
 	bare.Process.Kill()
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		if !programRuns(tablePane{ID: "p2", PID: bare.Process.Pid, Holder: self}) {
+		if !ProgramRuns(Row{ID: "p2", PID: bare.Process.Pid, Holder: self}) {
 			break // a zombie is not running
 		}
 		if time.Now().After(deadline) {
