@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/procs"
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/server"
 	"github.com/spf13/pflag"
 )
@@ -130,7 +131,7 @@ func runRestore(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var out []server.Restored
+		var out []api.Restored
 		req := struct {
 			Forget bool     `json:"forget"`
 			IDs    []string `json:"ids,omitempty"`
