@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/procs"
-	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/server"
 	"github.com/spf13/pflag"
 )
