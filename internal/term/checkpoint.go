@@ -1,0 +1,159 @@
+package term
+
+// A checkpoint: the escape sequences that redraw a terminal from nothing.
+
+import (
+	"strconv"
+
+	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/charmbracelet/x/ansi/parser"
+)
+
+// Checkpoint returns escape sequences that, written to a terminal of the
+// same size (fresh, or in any state: they begin with a full reset and an
+// erase of the history), make it what this one is: the history as text,
+// both screens with their colours, the cursors and saved cursors, the
+// scroll regions, the modes the emulator keeps and the title. Bytes this
+// terminal is written after it then act on the copy as they act here.
+//
+// ok is false when the terminal is in a state a checkpoint does not
+// reproduce: inside an escape sequence or a character, a wrap pending at
+// the last column, origin mode, left and right margins, a character set
+// or tab stops other than the defaults. Such states pass; the caller asks
+// again after the next write.
+func (t *Terminal) Checkpoint() (b []byte, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.frozen != nil || t.emu == nil || len(t.utf8Tail) > 0 || t.statusQueryPending {
+		return nil, false
+	}
+	e := t.emu
+	if e.p.State() != parser.GroundState || len(e.pend) > 0 || e.phantom || e.origin || e.lrmm ||
+		e.gl != 0 || e.gr != 1 || e.gsingle != 0 || e.charsets != [4]uint8{} || !defaultTabStops(e.tabs) {
+		return nil, false
+	}
+	for _, s := range []*screen{&e.main, &e.alt} {
+		if s.left != 0 || s.right != e.cols {
+			return nil, false
+		}
+	}
+
+	b = append(b, "\x1bc\x1b[3J\x1b[?7l"...)
+	// History: each row printed and scrolled off the top.
+	if n := e.sb.len(); n > 0 {
+		for i := range n {
+			b = append(b, e.sb.line(i)...)
+			b = append(b, '\r', '\n')
+		}
+		b = cup(b, e.rows-1, 0)
+		for range min(n, e.rows-1) {
+			b = append(b, '\n')
+		}
+	}
+	alt := e.scr == &e.alt
+	b = e.appendScreen(b, &e.main)
+	if alt {
+		// Entered as a program enters it, the main cursor copied, but
+		// with the default pen: the alternate screen is cleared with the
+		// pen's background. (The main pen is then lost: a program sets
+		// its pen again after it leaves the alternate screen.)
+		b = append(b, "\x1b[0m\x1b[?1047h"...)
+		b = e.appendScreen(b, &e.alt)
+	}
+	if !e.autowrap {
+		b = append(b, "\x1b[?7l"...)
+	} else {
+		b = append(b, "\x1b[?7h"...)
+	}
+	if e.lnm {
+		b = append(b, "\x1b[20h"...)
+	}
+	if e.inBand {
+		b = append(b, "\x1b[?2048h"...)
+	}
+	if t.title != "" {
+		b = append(b, "\x1b]2;"...)
+		b = append(b, t.title...)
+		b = append(b, '\a')
+	}
+	return b, true
+}
+
+// appendScreen draws screen s (made current before: the main one after
+// the reset, the alternate one on entering it), then its saved cursor,
+// scroll region, cursor, pen and the cursor's visibility.
+func (e *emulator) appendScreen(b []byte, s *screen) []byte {
+	var buf []byte
+	blank := uv.Cell{Content: " ", Width: 1}
+	for y, l := range s.lines {
+		if len(l) == 0 {
+			continue
+		}
+		line := make(uv.Line, len(l))
+		for x, c := range l {
+			if c.r == 0 && c.w == 0 {
+				continue
+			}
+			if c == emptyCell {
+				line[x] = blank
+				continue
+			}
+			buf = e.appendCell(buf[:0], c)
+			st, lk := e.uvStyle(c.st)
+			line[x] = uv.Cell{Content: string(buf), Width: int(c.w), Style: st, Link: lk}
+		}
+		b = cup(b, y, 0)
+		b = append(b, "\x1b[0m"...)
+		b = append(b, line.Render()...)
+	}
+	if s.saved != (cursor{}) {
+		b = cup(b, s.saved.y, s.saved.x)
+		b = e.appendPen(b, s.saved.pen)
+		b = appendHidden(b, s.saved.hidden)
+		b = append(b, "\x1b7"...)
+	}
+	if s.top != 0 || s.bottom != e.rows {
+		b = append(b, "\x1b["...)
+		b = strconv.AppendInt(b, int64(s.top+1), 10)
+		b = append(b, ';')
+		b = strconv.AppendInt(b, int64(s.bottom), 10)
+		b = append(b, 'r')
+	}
+	b = cup(b, s.cur.y, s.cur.x)
+	b = e.appendPen(b, s.cur.pen)
+	return appendHidden(b, s.cur.hidden)
+}
+
+func (e *emulator) appendPen(b []byte, pen style) []byte {
+	b = append(b, "\x1b[0m"...)
+	st := uv.Style{Fg: pen.fg.color(), Bg: pen.bg.color(), UnderlineColor: pen.ul.color(), Underline: pen.under, Attrs: pen.attrs}
+	if !st.IsZero() {
+		b = append(b, st.String()...)
+	}
+	return b
+}
+
+func appendHidden(b []byte, hidden bool) []byte {
+	if hidden {
+		return append(b, "\x1b[?25l"...)
+	}
+	return append(b, "\x1b[?25h"...)
+}
+
+// cup moves the cursor to row y, column x (zero-based).
+func cup(b []byte, y, x int) []byte {
+	b = append(b, "\x1b["...)
+	b = strconv.AppendInt(b, int64(y+1), 10)
+	b = append(b, ';')
+	b = strconv.AppendInt(b, int64(x+1), 10)
+	return append(b, 'H')
+}
+
+func defaultTabStops(tabs []bool) bool {
+	for x, set := range tabs {
+		if set != (x%8 == 0) {
+			return false
+		}
+	}
+	return true
+}

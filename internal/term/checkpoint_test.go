@@ -1,0 +1,101 @@
+package term
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestCheckpoint writes each stream to a terminal, redraws a second one
+// (fresh, or full of other output) from its checkpoint, and checks that
+// both show the same history, screen, colours and cursor, then again
+// after the same further bytes: these act on the copy as on the first.
+func TestCheckpoint(t *testing.T) {
+	var lines strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&lines, "line %d \x1b[3%dmcolour\x1b[0m\r\n", i, i%8)
+	}
+	cases := []struct {
+		name, before, after string
+	}{
+		{"empty", "", "hello"},
+		{"history and screen", lines.String() + "$ ", "ls\r\nmore\r\n"},
+		{"pen carries on", "\x1b[1;31mred and bold", " still red\x1b[0m plain"},
+		{"background pen erases", "\x1b[44mblue", "\x1b[2K\r\n\x1b[K"},
+		{"blank rows kept in history", "a\r\n\r\n\r\nb\r\n" + strings.Repeat("x\r\n", 30), "y\r\n"},
+		{"scroll region", lines.String() + "\x1b[5;10r\x1b[10;1H", "one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nseven"},
+		{"saved cursor", "\x1b[3;7H\x1b[32m\x1b7\x1b[0m\x1b[20;1Hbottom", "\x1b8green at 3,7"},
+		{"hidden cursor", "\x1b[?25lhidden", "\x1b[?25h"},
+		{"alternate screen", lines.String() + "\x1b[?1049h\x1b[2;3Hfull \x1b[7mscreen\x1b[0m", "\x1b[?1049lback"},
+		{"alternate screen, hidden", "main\x1b[?1049h\x1b[?25lalt", "x\x1b[?1049l"},
+		{"no autowrap", "\x1b[?7l" + strings.Repeat("w", 100), "z"},
+		{"wide and combining", "宽字符 e\u0301 🇫🇷", "\r\n宽"},
+		{"title", "\x1b]2;my title\aabc", ""},
+		{"hyperlink", "\x1b]8;;http://x/\alink\x1b]8;;\a after", ""},
+		{"true colour", "\x1b[38;2;1;2;3;48;5;200mtc\x1b[4:3;58;5;9mcurl", "more"},
+	}
+	for _, c := range cases {
+		for _, dirty := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/dirty=%v", c.name, dirty), func(t *testing.T) {
+				a := New(Options{Cols: 40, Rows: 20, ScrollbackLines: 50})
+				a.Write([]byte(c.before))
+				cp, ok := a.Checkpoint()
+				if !ok {
+					t.Fatal("no checkpoint")
+				}
+				b := New(Options{Cols: 40, Rows: 20, ScrollbackLines: 50})
+				if dirty {
+					b.Write([]byte(lines.String() + "\x1b[?1049h\x1b[3;8r\x1b[?25l\x1b[41m\x1b7junk"))
+				}
+				b.Write(cp)
+				sameTerminals(t, "after the checkpoint", a, b)
+				a.Write([]byte(c.after))
+				b.Write([]byte(c.after))
+				sameTerminals(t, "after more output", a, b)
+			})
+		}
+	}
+}
+
+func sameTerminals(t *testing.T, when string, a, b *Terminal) {
+	t.Helper()
+	if sa, sb := a.Snapshot(), b.Snapshot(); !reflect.DeepEqual(sa, sb) {
+		t.Errorf("%s: screens differ:\n%#v\n%#v", when, sa, sb)
+	}
+	if ha, hb := a.Scrollback(0), b.Scrollback(0); !reflect.DeepEqual(ha, hb) {
+		t.Errorf("%s: history differs:\n%q\n%q", when, ha, hb)
+	}
+	if ra, rb := a.StyledRows(), b.StyledRows(); !reflect.DeepEqual(ra, rb) {
+		t.Errorf("%s: colours differ:\n%v\n%v", when, ra, rb)
+	}
+	if aa, ab := a.ANSI(), b.ANSI(); aa != ab {
+		t.Errorf("%s: ANSI differs:\n%q\n%q", when, aa, ab)
+	}
+}
+
+// TestCheckpointRefused: a terminal inside a sequence or in a state a
+// checkpoint does not reproduce has none, until it leaves it.
+func TestCheckpointRefused(t *testing.T) {
+	for _, c := range []struct{ name, in, out string }{
+		{"inside a CSI", "\x1b[3", "1m"},
+		{"inside an OSC", "\x1b]2;ti", "tle\a"},
+		{"inside a character", "\xe5\xae", "\xbd"},
+		{"wrap pending", strings.Repeat("x", 40), "y"},
+		{"origin mode", "\x1b[?6h", "\x1b[?6l"},
+		{"a character set", "\x1b(0", "\x1b(B"},
+		{"tab stops", "\x1b[3g", "\x1bc"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := New(Options{Cols: 40, Rows: 5})
+			a.Write([]byte(c.in))
+			if _, ok := a.Checkpoint(); ok {
+				t.Fatal("a checkpoint in that state")
+			}
+			a.Write([]byte(c.out))
+			if _, ok := a.Checkpoint(); !ok {
+				t.Fatal("no checkpoint after leaving that state")
+			}
+		})
+	}
+}
