@@ -10,8 +10,8 @@ import (
 )
 
 // Checkpoint returns escape sequences that, written to a terminal of the
-// same size (fresh, or in any state: they begin with a full reset and an
-// erase of the history), make it what this one is: the history as text,
+// same size (fresh, or one that has shown other things: they begin by
+// resetting and erasing it with its history), make it what this one is: the history as text,
 // both screens with their colours, the cursors and saved cursors, the
 // scroll regions, the modes the emulator keeps and the title. Bytes this
 // terminal is written after it then act on the copy as they act here.
@@ -38,7 +38,9 @@ func (t *Terminal) Checkpoint() (b []byte, ok bool) {
 		}
 	}
 
-	b = append(b, "\x1bc\x1b[3J\x1b[?7l"...)
+	// Not a full reset (RIS): that also says the program's status
+	// reports are void, and the reports stay with whoever replays this.
+	b = append(b, resetForCheckpoint...)
 	// History: each row printed and scrolled off the top.
 	if n := e.sb.len(); n > 0 {
 		for i := range n {
@@ -71,13 +73,17 @@ func (t *Terminal) Checkpoint() (b []byte, ok bool) {
 	if e.inBand {
 		b = append(b, "\x1b[?2048h"...)
 	}
-	if t.title != "" {
-		b = append(b, "\x1b]2;"...)
-		b = append(b, t.title...)
-		b = append(b, '\a')
-	}
+	b = append(b, "\x1b]2;"...)
+	b = append(b, t.title...)
+	b = append(b, '\a')
 	return b, true
 }
+
+// resetForCheckpoint brings a terminal that has shown anything back to
+// the state a checkpoint draws on: the main screen, erased with its
+// history, no margins, origin mode or character set, the default modes,
+// and no wrap at the right edge while the history is printed.
+const resetForCheckpoint = "\x1b[0m\x1b[?1049l\x1b[?6l\x1b[?69l\x1b[r\x1b(B\x1b[20l\x1b[?2048l\x1b[H\x1b[3J\x1b[?7l"
 
 // appendScreen draws screen s (made current before: the main one after
 // the reset, the alternate one on entering it), then its saved cursor,
@@ -106,12 +112,10 @@ func (e *emulator) appendScreen(b []byte, s *screen) []byte {
 		b = append(b, "\x1b[0m"...)
 		b = append(b, line.Render()...)
 	}
-	if s.saved != (cursor{}) {
-		b = cup(b, s.saved.y, s.saved.x)
-		b = e.appendPen(b, s.saved.pen)
-		b = appendHidden(b, s.saved.hidden)
-		b = append(b, "\x1b7"...)
-	}
+	b = cup(b, s.saved.y, s.saved.x)
+	b = e.appendPen(b, s.saved.pen)
+	b = appendHidden(b, s.saved.hidden)
+	b = append(b, "\x1b7"...)
 	if s.top != 0 || s.bottom != e.rows {
 		b = append(b, "\x1b["...)
 		b = strconv.AppendInt(b, int64(s.top+1), 10)

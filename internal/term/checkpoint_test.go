@@ -46,7 +46,7 @@ func TestCheckpoint(t *testing.T) {
 				}
 				b := New(Options{Cols: 40, Rows: 20, ScrollbackLines: 50})
 				if dirty {
-					b.Write([]byte(lines.String() + "\x1b[?1049h\x1b[3;8r\x1b[?25l\x1b[41m\x1b7junk"))
+					b.Write([]byte(lines.String() + "\x1b[?6h\x1b7\x1b[?1049h\x1b[3;8r\x1b[?25l\x1b[41m\x1b(0\x1b7junk\x1b]2;old title\a\x1b[?7l"))
 				}
 				b.Write(cp)
 				sameTerminals(t, "after the checkpoint", a, b)
@@ -97,5 +97,24 @@ func TestCheckpointRefused(t *testing.T) {
 				t.Fatal("no checkpoint after leaving that state")
 			}
 		})
+	}
+}
+
+// TestCheckpointKeepsReports: replaying a checkpoint is no full reset,
+// which would void the program's status reports.
+func TestCheckpointKeepsReports(t *testing.T) {
+	a := New(Options{Cols: 40, Rows: 5})
+	a.Write([]byte("\x1bcsome output\x1b[?1049h"))
+	cp, ok := a.Checkpoint()
+	if !ok {
+		t.Fatal("no checkpoint")
+	}
+	var kinds []EventKind
+	b := New(Options{Cols: 40, Rows: 5, OnEvent: func(ev Event) { kinds = append(kinds, ev.Kind) }})
+	b.Write(cp)
+	for _, k := range kinds {
+		if k == EventReset {
+			t.Fatalf("the checkpoint reset the terminal: %q", cp)
+		}
 	}
 }
