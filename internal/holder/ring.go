@@ -130,11 +130,12 @@ func (r *Ring) Append(p []byte) {
 // Checkpoint appends cp, bytes that redraw everything written before
 // them (term.Checkpoint): a replay begins there, and the memory of what
 // the ring held before it is given back (on Linux; elsewhere it stays).
-// A checkpoint larger than a quarter of the ring is not written (it
-// reports false): the last one and the output since must fit with it.
+// A checkpoint larger than 3/8 of the ring is not written (it reports
+// false): the last one and the output since must fit with it, or a crash
+// while it is written leaves no checkpoint whole.
 func (r *Ring) Checkpoint(cp []byte) bool {
 	size := uint64(len(r.data))
-	if len(cp) == 0 || uint64(len(cp)) > size/4 {
+	if len(cp) == 0 || uint64(len(cp)) > size*3/8 {
 		return false
 	}
 	at := r.written().Load()

@@ -27,7 +27,7 @@ func TestRingCheckpoint(t *testing.T) {
 		{"two", []op{{false, 300 << 10}, {true, 12 << 10}, {false, 50 << 10}, {true, 9 << 10}, {false, 3000}}},
 		{"across the ring's end", []op{{false, size - 5000}, {true, 20 << 10}, {false, 7000}}},
 		{"the first output", []op{{true, 100}, {false, 10}}},
-		{"too large", []op{{false, 1 << 20}, {true, size/4 + 1}}},
+		{"too large", []op{{false, 1 << 20}, {true, size*3/8 + 1}}},
 		{"the checkpoint written over", []op{{true, 10 << 10}, {false, size}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,10 +52,10 @@ func TestRingCheckpoint(t *testing.T) {
 					}
 				}
 				if o.checkpoint {
-					if d.Checkpoint(b) != (o.n <= size/4) {
-						t.Fatalf("checkpoint of %d bytes: written %v", o.n, !(o.n <= size/4))
+					if d.Checkpoint(b) != (o.n <= size*3/8) {
+						t.Fatalf("checkpoint of %d bytes: written %v", o.n, !(o.n <= size*3/8))
 					}
-					if o.n <= size/4 {
+					if o.n <= size*3/8 {
 						from = len(all)
 					} else {
 						continue

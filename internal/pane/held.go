@@ -284,6 +284,7 @@ func (p *Pane) reapHeld() {
 	if end.lost == nil {
 		_ = p.hc.Collect()
 	}
+	p.letGoOfRing()
 	p.ended(code)
 	_ = p.hc.Close()
 }
@@ -318,6 +319,7 @@ func (p *Pane) Detach() bool {
 		_ = p.ptmx.file.SetReadDeadline(time.Now())
 		<-p.readDone
 	}
+	p.letGoOfRing()
 	_ = p.hc.Close()
 	<-p.done
 	return true
@@ -345,8 +347,13 @@ func (p *Pane) Lost() string {
 
 type heldState struct {
 	// ring is the holder's shared ring when this daemon reads the
-	// terminal itself (nil otherwise); read only, set before the loops.
-	ring      *holder.Ring
+	// terminal itself (nil otherwise); set before the loops.
+	ring *holder.Ring
+	// ringGone: the ring is about to be unmapped (the connection
+	// closes); guarded by mu.
+	ringGone bool
+	// checkpointAt is when the last checkpoint was written; guarded by mu.
+	checkpointAt time.Time
 	holderPID int
 	// handing is who has the pane's end: still nobody, Detach (handed to
 	// the next daemon), or reapHeld (the program ended or its holder went).
@@ -359,6 +366,47 @@ const (
 	heldDetaching
 	heldEnding
 )
+
+// CheckpointEvery is how much output a held pane's ring takes before the
+// daemon writes a checkpoint into it (the screen and its history as the
+// escape sequences that redraw them), after which the holder's memory of
+// the output before is released: a ring keeps about a checkpoint and up
+// to this much output since, not its whole size.
+const CheckpointEvery = 32 << 10
+
+// CheckpointGap spaces the checkpoints of a pane that writes without a
+// pause (a flood): the read loop writes one at most this often, and the
+// sweep writes the one it skipped.
+const CheckpointGap = 250 * time.Millisecond
+
+// checkpointLocked writes a checkpoint into the shared ring when enough
+// output came since the last: from the read loop (read) at most every
+// CheckpointGap, from the sweep whenever. Only holders of mu append to
+// the ring, after feeding the bytes to the engine under the same hold,
+// so the screen is exactly what the ring replays.
+func (p *Pane) checkpointLocked(sweep bool) {
+	if p.ring == nil || p.ringGone || p.ring.SinceCheckpoint() < CheckpointEvery {
+		return
+	}
+	now := time.Now()
+	if !sweep && now.Sub(p.checkpointAt) < CheckpointGap {
+		return
+	}
+	if cp, ok := p.term.Checkpoint(); ok && p.ring.Checkpoint(cp) {
+		p.checkpointAt = now
+	}
+}
+
+// letGoOfRing stops the checkpoints before the connection, and the ring
+// with it, is closed.
+func (p *Pane) letGoOfRing() {
+	if p.ring == nil {
+		return
+	}
+	p.mu.Lock()
+	p.ringGone = true
+	p.unlock()
+}
 
 var errNoSize = errors.New("no size")
 

@@ -355,15 +355,18 @@ func (p *Pane) readLoop() {
 	}
 	// reap sets stopRead when it gives up on the end of the output.
 	rawio.ReadTerminal(rc, &p.stopRead, func(b []byte) {
-		if p.ring != nil {
-			// Under a holder that shares its ring: first, so that a crash
-			// right after the read still leaves the bytes to the next
-			// daemon.
-			p.ring.Append(b)
-		}
 		p.outputAt.Store(time.Now().UnixNano())
 		p.mu.Lock()
+		if p.ring != nil {
+			// Under a holder that shares its ring: before the engine, so
+			// that a crash right after the read still leaves the bytes to
+			// the next daemon; under the lock, so that whoever holds it
+			// sees a screen made of exactly what the ring holds (see
+			// checkpointLocked).
+			p.ring.Append(b)
+		}
 		p.queueLocked(p.engine.Feed(time.Now(), b))
+		p.checkpointLocked(false)
 		p.scheduleLocked()
 		p.forwardLocked(b)
 		p.unlock()
@@ -537,6 +540,7 @@ func (p *Pane) sweepLocked(fg foreground) {
 		p.queueLocked(p.engine.Classify(time.Now()))
 		p.scheduleLocked()
 	}
+	p.checkpointLocked(true)
 	p.unlock()
 	p.kick()
 }
