@@ -354,7 +354,7 @@ type heldState struct {
 	ringGone bool
 	// checkpointAt is when the last checkpoint was written; guarded by mu.
 	checkpointAt time.Time
-	holderPID int
+	holderPID    int
 	// handing is who has the pane's end: still nobody, Detach (handed to
 	// the next daemon), or reapHeld (the program ended or its holder went).
 	handing atomic.Int32

@@ -40,6 +40,7 @@ func (t *Terminal) Checkpoint() (b []byte, ok bool) {
 
 	// Not a full reset (RIS): that also says the program's status
 	// reports are void, and the reports stay with whoever replays this.
+	b = make([]byte, 0, len(resetForCheckpoint)+len(e.sb.text)+2*e.sb.len()+2*e.rows*e.cols+256)
 	b = append(b, resetForCheckpoint...)
 	// History: each row printed and scrolled off the top.
 	if n := e.sb.len(); n > 0 {
@@ -89,28 +90,42 @@ const resetForCheckpoint = "\x1b[0m\x1b[?1049l\x1b[?6l\x1b[?69l\x1b[r\x1b(B\x1b[
 // the reset, the alternate one on entering it), then its saved cursor,
 // scroll region, cursor, pen and the cursor's visibility.
 func (e *emulator) appendScreen(b []byte, s *screen) []byte {
-	var buf []byte
-	blank := uv.Cell{Content: " ", Width: 1}
+	// The SGR of each style index met, once a checkpoint.
+	sgrs := make(map[uint16]string)
+	var link uint16
 	for y, l := range s.lines {
 		if len(l) == 0 {
 			continue
 		}
-		line := make(uv.Line, len(l))
-		for x, c := range l {
-			if c.r == 0 && c.w == 0 {
-				continue
-			}
-			if c == emptyCell {
-				line[x] = blank
-				continue
-			}
-			buf = e.appendCell(buf[:0], c)
-			st, lk := e.uvStyle(c.st)
-			line[x] = uv.Cell{Content: string(buf), Width: int(c.w), Style: st, Link: lk}
-		}
 		b = cup(b, y, 0)
 		b = append(b, "\x1b[0m"...)
-		b = append(b, line.Render()...)
+		pen := uint16(0)
+		for _, c := range l {
+			if c.r == 0 && c.w == 0 {
+				continue // the right half of a wide character
+			}
+			if c.st != pen {
+				b = append(b, "\x1b[0m"...)
+				sgr, ok := sgrs[c.st]
+				if !ok {
+					st, _ := e.uvStyle(c.st)
+					if !st.IsZero() {
+						sgr = st.String()
+					}
+					sgrs[c.st] = sgr
+				}
+				b = append(b, sgr...)
+				pen = c.st
+			}
+			if l := e.linkOf(c.st); l != link {
+				b = e.appendLink(b, l)
+				link = l
+			}
+			b = e.appendCell(b, c)
+		}
+	}
+	if link != 0 {
+		b = e.appendLink(b, 0)
 	}
 	b = cup(b, s.saved.y, s.saved.x)
 	b = e.appendPen(b, s.saved.pen)
@@ -135,6 +150,30 @@ func (e *emulator) appendPen(b []byte, pen style) []byte {
 		b = append(b, st.String()...)
 	}
 	return b
+}
+
+// linkOf is the hyperlink of style index i (0: none).
+func (e *emulator) linkOf(i uint16) uint16 {
+	if int(i) >= len(e.styles) {
+		return 0
+	}
+	if l := e.styles[i].link; int(l) < len(e.links) {
+		return l
+	}
+	return 0
+}
+
+// appendLink starts hyperlink l, or ends the one open when l is 0 (OSC 8).
+func (e *emulator) appendLink(b []byte, l uint16) []byte {
+	b = append(b, "\x1b]8;"...)
+	if l != 0 {
+		b = append(b, e.links[l].params...)
+		b = append(b, ';')
+		b = append(b, e.links[l].url...)
+	} else {
+		b = append(b, ';')
+	}
+	return append(b, '\a')
 }
 
 func appendHidden(b []byte, hidden bool) []byte {

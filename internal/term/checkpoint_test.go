@@ -118,3 +118,32 @@ func TestCheckpointKeepsReports(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCheckpoint: a terminal of 120×40 with its 500 rows of history
+// full, and coloured rows on screen.
+func BenchmarkCheckpoint(b *testing.B) {
+	a := New(Options{Cols: 120, Rows: 40})
+	for i := range 600 {
+		fmt.Fprintf(a, "\x1b[3%dmrow %d\x1b[0m %s\r\n", i%8, i, strings.Repeat("text ", 20))
+	}
+	if _, ok := a.Checkpoint(); !ok {
+		b.Fatal("no checkpoint")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		a.Checkpoint()
+	}
+}
+
+// BenchmarkFeed32K: feeding 32 KB of the same output, to weigh a
+// checkpoint against.
+func BenchmarkFeed32K(b *testing.B) {
+	a := New(Options{Cols: 120, Rows: 40})
+	var out []byte
+	for i := 0; len(out) < 32<<10; i++ {
+		out = fmt.Appendf(out, "\x1b[3%dmrow %d\x1b[0m %s\r\n", i%8, i, strings.Repeat("text ", 20))
+	}
+	for b.Loop() {
+		a.Write(out)
+	}
+}
