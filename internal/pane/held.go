@@ -66,7 +66,7 @@ func startHeld(cfg Config, path string) (*Pane, error) {
 	}
 	m := heldMaster(hc)
 	p := newPane(cfg, &heldSource{master: m, hc: hc}, m, hc.Welcome.ProgramPID, time.Now())
-	p.hc, p.ring, p.held, p.holderPID = hc, hc.Ring, make(chan heldEnd, 1), hc.Welcome.HolderPID
+	p.hc, p.ring, p.holderPID = hc, hc.Ring, hc.Welcome.HolderPID
 	p.run()
 	return p, nil
 }
@@ -123,7 +123,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		started = time.Now()
 	}
 	p := newPane(cfg, &heldSource{master: ptmx, hc: hc}, ptmx, hc.Welcome.ProgramPID, started)
-	p.hc, p.ring, p.held, p.holderPID = hc, hc.Ring, make(chan heldEnd, 1), hc.Welcome.HolderPID
+	p.hc, p.ring, p.holderPID = hc, hc.Ring, hc.Welcome.HolderPID
 	p.replaying.Store(true)
 	now := time.Now()
 	for _, r := range a.Records {
@@ -144,6 +144,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	}
 	hc.SetDeadline(time.Now().Add(ReplayWait))
 	exited := false
+	var exit heldEnd
 	for {
 		m, err := hc.Next()
 		if err != nil {
@@ -158,7 +159,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		}
 		if m.Exit {
 			exited = true
-			p.held <- heldEnd{code: m.Code}
+			exit = heldEnd{code: m.Code}
 			break
 		}
 		if m.Live {
@@ -197,18 +198,18 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 			_ = syscall.Kill(-pgrp, syscall.SIGWINCH)
 		}
 	}
-	switch {
-	case p.ring != nil:
+	if p.ring != nil {
 		go p.readLoop() // to the end of what the terminal holds
-		if !exited {
-			go p.heldLoop()
-		}
+	}
+	switch {
 	case !exited:
 		go p.heldLoop()
-	default:
+	case p.ring == nil:
 		close(p.readDone)
+		fallthrough
+	default:
+		go p.reapHeld(exit)
 	}
-	go p.reapHeld()
 	go p.sweepLoop()
 	go p.deliverLoop()
 	p.kick()
@@ -216,11 +217,9 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 }
 
 // heldLoop takes what the holder says: the program's exit, and its output
-// when the daemon does not read the terminal itself.
+// when the daemon does not read the terminal itself; then it takes the
+// pane's end (reapHeld): one goroutine a pane for both.
 func (p *Pane) heldLoop() {
-	if p.ring == nil {
-		defer close(p.readDone)
-	}
 	var end *heldEnd
 	err := p.hc.Run(func(m holder.Msg) bool {
 		if len(m.Output) > 0 {
@@ -241,13 +240,16 @@ func (p *Pane) heldLoop() {
 	if end == nil {
 		end = &heldEnd{lost: err}
 	}
-	p.held <- *end
+	if p.ring == nil {
+		close(p.readDone) // the output came here, and has all come
+	}
+	p.reapHeld(*end)
 }
 
-// reapHeld waits for the holder's word on the program's end. A pane
-// handed over to the next daemon ends here without an exit.
-func (p *Pane) reapHeld() {
-	end := <-p.held
+// reapHeld takes the end of the holder's connection: the program's end,
+// or the holder gone. A pane handed over to the next daemon ends here
+// without an exit.
+func (p *Pane) reapHeld(end heldEnd) {
 	if !p.handing.CompareAndSwap(heldRunning, heldEnding) {
 		// Detach claimed the pane first: whatever the holder said last is
 		// for the next daemon.

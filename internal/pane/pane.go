@@ -81,8 +81,6 @@ type Pane struct {
 	cmd *exec.Cmd // nil under a holder
 	// hc is the holder's connection (nil for a PTY of the pane's own).
 	hc *holder.Conn
-	// held carries what the holder said at the end (holder mode only).
-	held chan heldEnd
 	// replaying drops the terminal's query answers while a holder's ring
 	// is replayed: the program asked those long ago.
 	replaying atomic.Bool
@@ -252,7 +250,6 @@ func (p *Pane) run() {
 			go p.readLoop()
 		}
 		go p.heldLoop()
-		go p.reapHeld()
 	} else {
 		go p.readLoop()
 		go p.reap()
