@@ -24,9 +24,9 @@ type Ring struct {
 }
 
 // Ring layout: a header of ringHeader bytes (magic, data size, bytes ever
-// written, where the last checkpoint begins), then the data. Builds
-// before checkpoints leave the last field zero and do not read it: its
-// zero says "replay all the ring holds", as they do.
+// written, where the last checkpoint begins and where it ends), then the
+// data. Builds before checkpoints leave the last two fields zero and do
+// not read them: a zero says "replay all the ring holds", as they do.
 const (
 	ringHeader = 64
 	ringMagic  = "corral ring v1\x00\x00"
@@ -113,6 +113,11 @@ func (r *Ring) from() *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&r.mem[32]))
 }
 
+// after is where the last checkpoint ends.
+func (r *Ring) after() *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&r.mem[40]))
+}
+
 // Append adds p, dropping the oldest bytes beyond the ring's size.
 func (r *Ring) Append(p []byte) {
 	size := uint64(len(r.data))
@@ -140,6 +145,7 @@ func (r *Ring) Checkpoint(cp []byte) bool {
 	}
 	at := r.written().Load()
 	r.Append(cp)
+	r.after().Store(at + uint64(len(cp)))
 	r.from().Store(at)
 	if !r.private {
 		// Everything but [at, at+len(cp)) may go: from its end, round
@@ -149,10 +155,14 @@ func (r *Ring) Checkpoint(cp []byte) bool {
 	return true
 }
 
-// SinceCheckpoint is how many bytes were written since the last
-// checkpoint began (all ever written when there was none).
+// SinceCheckpoint is how many bytes were written after the last
+// checkpoint (all ever written when there was none).
 func (r *Ring) SinceCheckpoint() uint64 {
-	return r.written().Load() - r.from().Load()
+	w, a := r.written().Load(), r.after().Load()
+	if a > w {
+		return w // not a checkpoint of this ring's
+	}
+	return w - a
 }
 
 // release gives back the whole pages of n bytes of data from at, going

@@ -43,7 +43,7 @@ func TestRingCheckpoint(t *testing.T) {
 			}
 			defer d.Close()
 			var all []byte
-			from := 0
+			from, after := 0, 0
 			for i, o := range tc.ops {
 				b := bytes.Repeat([]byte{byte('a' + i)}, o.n)
 				for j := range b {
@@ -56,7 +56,7 @@ func TestRingCheckpoint(t *testing.T) {
 						t.Fatalf("checkpoint of %d bytes: written %v", o.n, !(o.n <= size*3/8))
 					}
 					if o.n <= size*3/8 {
-						from = len(all)
+						from, after = len(all), len(all)+o.n
 					} else {
 						continue
 					}
@@ -76,8 +76,8 @@ func TestRingCheckpoint(t *testing.T) {
 					t.Errorf("%s's replay: %d bytes %.40q…, want %d bytes %.40q…", side, len(got), got, len(want), want)
 				}
 			}
-			if got := d.SinceCheckpoint(); got != uint64(len(all)-from) {
-				t.Errorf("since the checkpoint: %d, want %d", got, len(all)-from)
+			if got := d.SinceCheckpoint(); got != uint64(len(all)-after) {
+				t.Errorf("since the checkpoint: %d, want %d", got, len(all)-after)
 			}
 			if runtime.GOOS != "linux" {
 				return

@@ -1,6 +1,7 @@
 package pane
 
 import (
+	"bytes"
 	"reflect"
 	"syscall"
 	"testing"
@@ -16,8 +17,8 @@ import (
 func TestHeldCheckpointAdopt(t *testing.T) {
 	const lines = `i=0; while [ $i -lt 15000 ]; do printf '\033[3%dmline %d\033[0m %s\n' $((i%8)) $i xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done; `
 	for _, c := range []struct{ name, script string }{
-		{"lines", lines + `echo END; read x; echo got-$x; read y`},
-		{"then a full screen", lines + `printf '\033[?1049h\033[5;5H\033[44mEND\033[0m'; read x; printf '\033[?1049lgot-%s\n' $x; read y`},
+		{"lines", lines + `echo END; read x; echo got-$x; read y; echo got-$y; read z`},
+		{"then a full screen", lines + `printf '\033[?1049h\033[5;5H\033[44mEND\033[0m'; read x; printf '\033[?1049lgot-%s\n' $x; read y; echo got-$y; read z`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := holding(t, "ck")
@@ -38,6 +39,19 @@ func TestHeldCheckpointAdopt(t *testing.T) {
 			if replay > holder.DefaultRing/2 {
 				t.Errorf("the ring replays %d bytes: no checkpoint cut it", replay)
 			}
+			// One more, now: the screen the next daemon sees is then the
+			// checkpoint's, not output that followed it, and more output
+			// follows it.
+			p.mu.Lock()
+			p.checkpointLocked(1, 0)
+			p.unlock()
+			if n := p.ring.SinceCheckpoint(); n != 0 || !bytes.Equal(p.ring.Bytes(), must(p.term.Checkpoint())) {
+				t.Fatalf("the ring does not end in a checkpoint: %d bytes since", n)
+			}
+			if err := p.Input([]byte("x\r"), false); err != nil {
+				t.Fatal(err)
+			}
+			awaitScreen(t, p, "got-x")
 			screen, styled, history := p.Snapshot(), p.term.StyledRows(), p.term.Scrollback(0)
 			if len(history) < 400 {
 				t.Fatalf("only %d rows of history", len(history))
@@ -70,4 +84,11 @@ func TestHeldCheckpointAdopt(t *testing.T) {
 			<-q.Done()
 		})
 	}
+}
+
+func must(b []byte, ok bool) []byte {
+	if !ok {
+		return nil
+	}
+	return b
 }

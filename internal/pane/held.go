@@ -381,17 +381,17 @@ const CheckpointEvery = 32 << 10
 // sweep writes the one it skipped.
 const CheckpointGap = 250 * time.Millisecond
 
-// checkpointLocked writes a checkpoint into the shared ring when enough
-// output came since the last: from the read loop (read) at most every
-// CheckpointGap, from the sweep whenever. Only holders of mu append to
-// the ring, after feeding the bytes to the engine under the same hold,
-// so the screen is exactly what the ring replays.
-func (p *Pane) checkpointLocked(sweep bool) {
-	if p.ring == nil || p.ringGone || p.ring.SinceCheckpoint() < CheckpointEvery {
+// checkpointLocked writes a checkpoint into the shared ring when at least
+// every bytes of output came since the last, and gap passed since it (the
+// read loop: CheckpointEvery, CheckpointGap; the sweep: no gap). Only
+// holders of mu append to the ring, after feeding the bytes to the engine
+// under the same hold, so the screen is exactly what the ring replays.
+func (p *Pane) checkpointLocked(every uint64, gap time.Duration) {
+	if p.ring == nil || p.ringGone || p.ring.SinceCheckpoint() < every {
 		return
 	}
 	now := time.Now()
-	if !sweep && now.Sub(p.checkpointAt) < CheckpointGap {
+	if now.Sub(p.checkpointAt) < gap {
 		return
 	}
 	if cp, ok := p.term.Checkpoint(); ok && p.ring.Checkpoint(cp) {

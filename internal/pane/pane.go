@@ -363,7 +363,7 @@ func (p *Pane) readLoop() {
 			p.ring.Append(b)
 		}
 		p.queueLocked(p.engine.Feed(time.Now(), b))
-		p.checkpointLocked(false)
+		p.checkpointLocked(CheckpointEvery, CheckpointGap)
 		p.scheduleLocked()
 		p.forwardLocked(b)
 		p.unlock()
@@ -537,7 +537,7 @@ func (p *Pane) sweepLocked(fg foreground) {
 		p.queueLocked(p.engine.Classify(time.Now()))
 		p.scheduleLocked()
 	}
-	p.checkpointLocked(true)
+	p.checkpointLocked(CheckpointEvery, 0)
 	p.unlock()
 	p.kick()
 }
