@@ -54,13 +54,20 @@ func (t *Terminal) Checkpoint() (b []byte, ok bool) {
 		}
 	}
 	alt := e.scr == &e.alt
+	if !alt {
+		// The alternate screen keeps its saved cursor and scroll region
+		// while it is not shown, for the next time it is.
+		b = append(b, "\x1b[?1047h"...)
+		b = e.appendSaved(b, &e.alt)
+		b = append(b, "\x1b[?1047l"...)
+	}
 	b = e.appendScreen(b, &e.main)
 	if alt {
-		// Entered as a program enters it, the main cursor copied, but
-		// with the default pen: the alternate screen is cleared with the
-		// pen's background. (The main pen is then lost: a program sets
-		// its pen again after it leaves the alternate screen.)
-		b = append(b, "\x1b[0m\x1b[?1047h"...)
+		// Entered as a program enters it, the main cursor copied: with
+		// the main pen, which the main screen keeps for when the program
+		// leaves, and which cleared the alternate screen with its
+		// background; cleared again with the default pen.
+		b = append(b, "\x1b[?1047h\x1b[0m\x1b[2J"...)
 		b = e.appendScreen(b, &e.alt)
 	}
 	if !e.autowrap {
@@ -82,9 +89,9 @@ func (t *Terminal) Checkpoint() (b []byte, ok bool) {
 
 // resetForCheckpoint brings a terminal that has shown anything back to
 // the state a checkpoint draws on: the main screen, erased with its
-// history, no margins, origin mode or character set, the default modes,
+// history, no link, margins, origin mode or character set, the default modes,
 // and no wrap at the right edge while the history is printed.
-const resetForCheckpoint = "\x1b[0m\x1b[?1049l\x1b[?6l\x1b[?69l\x1b[r\x1b(B\x1b[20l\x1b[?2048l\x1b[H\x1b[3J\x1b[?7l"
+const resetForCheckpoint = "\x1b[0m\x1b]8;;\a\x1b[?1049l\x1b[?6l\x1b[?69l\x1b[r\x1b(B\x1b[20l\x1b[?2048l\x1b[H\x1b[3J\x1b[?7l"
 
 // appendScreen draws screen s (made current before: the main one after
 // the reset, the alternate one on entering it), then its saved cursor,
@@ -92,6 +99,9 @@ const resetForCheckpoint = "\x1b[0m\x1b[?1049l\x1b[?6l\x1b[?69l\x1b[r\x1b(B\x1b[
 func (e *emulator) appendScreen(b []byte, s *screen) []byte {
 	// The SGR of each style index met, once a checkpoint.
 	sgrs := make(map[uint16]string)
+	// The pen drawn before (the main screen's, before the alternate
+	// one) may hold a link: none to start with.
+	b = e.appendLink(b, 0)
 	var link uint16
 	for y, l := range s.lines {
 		if len(l) == 0 {
@@ -127,20 +137,28 @@ func (e *emulator) appendScreen(b []byte, s *screen) []byte {
 	if link != 0 {
 		b = e.appendLink(b, 0)
 	}
+	b = e.appendSaved(b, s)
+	b = cup(b, s.cur.y, s.cur.x)
+	b = e.appendPen(b, s.cur.pen)
+	return appendHidden(b, s.cur.hidden)
+}
+
+// appendSaved sets screen s's saved cursor and scroll region (DECSTBM
+// homes the cursor).
+func (e *emulator) appendSaved(b []byte, s *screen) []byte {
 	b = cup(b, s.saved.y, s.saved.x)
 	b = e.appendPen(b, s.saved.pen)
 	b = appendHidden(b, s.saved.hidden)
 	b = append(b, "\x1b7"...)
-	if s.top != 0 || s.bottom != e.rows {
-		b = append(b, "\x1b["...)
-		b = strconv.AppendInt(b, int64(s.top+1), 10)
-		b = append(b, ';')
-		b = strconv.AppendInt(b, int64(s.bottom), 10)
-		b = append(b, 'r')
-	}
-	b = cup(b, s.cur.y, s.cur.x)
-	b = e.appendPen(b, s.cur.pen)
-	return appendHidden(b, s.cur.hidden)
+	return appendRegion(b, s)
+}
+
+func appendRegion(b []byte, s *screen) []byte {
+	b = append(b, "\x1b["...)
+	b = strconv.AppendInt(b, int64(s.top+1), 10)
+	b = append(b, ';')
+	b = strconv.AppendInt(b, int64(s.bottom), 10)
+	return append(b, 'r')
 }
 
 func (e *emulator) appendPen(b []byte, pen style) []byte {
@@ -149,7 +167,15 @@ func (e *emulator) appendPen(b []byte, pen style) []byte {
 	if !st.IsZero() {
 		b = append(b, st.String()...)
 	}
-	return b
+	return e.appendLink(b, e.penLink(pen))
+}
+
+// penLink is the hyperlink of a pen (0: none).
+func (e *emulator) penLink(pen style) uint16 {
+	if int(pen.link) < len(e.links) {
+		return pen.link
+	}
+	return 0
 }
 
 // linkOf is the hyperlink of style index i (0: none).
