@@ -88,7 +88,9 @@ func checkEvents(t *testing.T, before, after []eventJSON) {
 }
 
 // crowd starts n panes, half of them the fake agent (idle, then one asks),
-// half shells that printed a screenful, and waits until each is settled.
+// half shells that printed 2,000 lines (more than a checkpoint of the
+// ring waits for: the next daemon replays from one), and waits until each
+// is settled.
 func crowd(t *testing.T, e *env, n int) (names []string, screens map[string]string, pids map[string]int) {
 	t.Helper()
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
@@ -103,7 +105,7 @@ func crowd(t *testing.T, e *env, n int) (names []string, screens map[string]stri
 			e.must("run", "--name", name, "--agent", "claude-code", "--size", "90x24", "--", corralBin, "fake-agent")
 		} else {
 			e.must("run", "--name", name, "--size", "70x20", "--", "sh", "-c",
-				fmt.Sprintf(`for i in $(seq 1 40); do printf '\033[3%%dm%s line %%d\033[0m\n' $((i%%8)) $i; done; echo ready-%s; while read l; do echo "got $l"; done`, name, name))
+				fmt.Sprintf(`for i in $(seq 1 2000); do printf '\033[3%%dm%s line %%d\033[0m\n' $((i%%8)) $i; done; echo ready-%s; while read l; do echo "got $l"; done`, name, name))
 		}
 	}
 	screens, pids = map[string]string{}, map[string]int{}

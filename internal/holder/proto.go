@@ -5,7 +5,9 @@
 // recent output, and serves one daemon at a time on each pane's private
 // unix socket. The daemon gets a duplicate of the PTY master and
 // the ring (a memfd both map): it reads the program's output, appending
-// to the ring, writes input and does the terminal's ioctls itself. The
+// to the ring (and, now and then, a checkpoint that redraws its screen and
+// history: the ring's memory before it is released, see Ring.Checkpoint),
+// writes input and does the terminal's ioctls itself. The
 // holder reads the terminal only while no daemon does (and for a daemon
 // of an older build, which did not ask for the ring, it sends the output
 // on as frames).

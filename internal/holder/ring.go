@@ -24,7 +24,9 @@ type Ring struct {
 }
 
 // Ring layout: a header of ringHeader bytes (magic, data size, bytes ever
-// written), then the data.
+// written, where the last checkpoint begins and where it ends), then the
+// data. Builds before checkpoints leave the last two fields zero and do
+// not read them: a zero says "replay all the ring holds", as they do.
 const (
 	ringHeader = 64
 	ringMagic  = "corral ring v1\x00\x00"
@@ -90,10 +92,13 @@ func MapRing(fd int) (*Ring, error) {
 }
 
 func mapRing(fd, size int) (*Ring, error) {
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	// Mapped to the end of its last page, which is not to be read or
+	// written past size (SIGBUS) but may be released (see release).
+	mem, err := unix.Mmap(fd, 0, int(roundPage(uint64(size))), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("ring: map: %w", err)
 	}
+	mem = mem[:size]
 	return &Ring{mem: mem, data: mem[ringHeader:]}, nil
 }
 
@@ -101,6 +106,16 @@ func mapRing(fd, size int) (*Ring, error) {
 // the counter is too).
 func (r *Ring) written() *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&r.mem[24]))
+}
+
+// from is where the last checkpoint begins, counted in bytes ever written.
+func (r *Ring) from() *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&r.mem[32]))
+}
+
+// after is where the last checkpoint ends.
+func (r *Ring) after() *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&r.mem[40]))
 }
 
 // Append adds p, dropping the oldest bytes beyond the ring's size.
@@ -117,11 +132,73 @@ func (r *Ring) Append(p []byte) {
 	r.written().Store(w + total)
 }
 
-// Bytes returns a copy of what the ring holds, oldest first.
+// Checkpoint appends cp, bytes that redraw everything written before
+// them (term.Checkpoint): a replay begins there, and the memory of what
+// the ring held before it is given back (on Linux; elsewhere it stays).
+// A checkpoint larger than 3/8 of the ring is not written (it reports
+// false): the last one and the output since must fit with it, or a crash
+// while it is written leaves no checkpoint whole.
+func (r *Ring) Checkpoint(cp []byte) bool {
+	size := uint64(len(r.data))
+	if len(cp) == 0 || uint64(len(cp)) > size*3/8 {
+		return false
+	}
+	at := r.written().Load()
+	r.Append(cp)
+	r.after().Store(at + uint64(len(cp)))
+	r.from().Store(at)
+	if !r.private {
+		// Everything but [at, at+len(cp)) may go: from its end, round
+		// the ring to its start.
+		r.release((at+uint64(len(cp)))%size, size-uint64(len(cp)))
+	}
+	return true
+}
+
+// SinceCheckpoint is how many bytes were written after the last
+// checkpoint (all ever written when there was none).
+func (r *Ring) SinceCheckpoint() uint64 {
+	w, a := r.written().Load(), r.after().Load()
+	if a > w {
+		return w // not a checkpoint of this ring's
+	}
+	return w - a
+}
+
+// release gives back the whole pages of n bytes of data from at, going
+// round the ring's end.
+func (r *Ring) release(at, n uint64) {
+	size := uint64(len(r.data))
+	for n > 0 {
+		k := min(n, size-at)
+		// The mapping's offsets: the data follows the header.
+		start := roundPage(ringHeader + at)
+		end := (ringHeader + at + k) &^ (pageSize - 1)
+		if at+k == size {
+			// The data's last page is the memfd's last, partly past
+			// its end: nothing else is in it.
+			end = roundPage(ringHeader + size)
+		}
+		if start < end {
+			punch(r.mem[start:end])
+		}
+		at, n = (at+k)%size, n-k
+	}
+}
+
+var pageSize = uint64(unix.Getpagesize())
+
+func roundPage(n uint64) uint64 { return (n + pageSize - 1) &^ (pageSize - 1) }
+
+// Bytes returns a copy of what the ring holds, oldest first: from the
+// last checkpoint when the ring still holds it.
 func (r *Ring) Bytes() []byte {
 	size := uint64(len(r.data))
 	w := r.written().Load()
 	n := min(w, size)
+	if f := r.from().Load(); f <= w && w-f < n {
+		n = w - f
+	}
 	out := make([]byte, n)
 	at := (w - n) % size
 	k := copy(out, r.data[at:])

@@ -66,7 +66,7 @@ func startHeld(cfg Config, path string) (*Pane, error) {
 	}
 	m := heldMaster(hc)
 	p := newPane(cfg, &heldSource{master: m, hc: hc}, m, hc.Welcome.ProgramPID, time.Now())
-	p.hc, p.ring, p.held, p.holderPID = hc, hc.Ring, make(chan heldEnd, 1), hc.Welcome.HolderPID
+	p.hc, p.ring, p.holderPID = hc, hc.Ring, hc.Welcome.HolderPID
 	p.run()
 	return p, nil
 }
@@ -123,7 +123,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		started = time.Now()
 	}
 	p := newPane(cfg, &heldSource{master: ptmx, hc: hc}, ptmx, hc.Welcome.ProgramPID, started)
-	p.hc, p.ring, p.held, p.holderPID = hc, hc.Ring, make(chan heldEnd, 1), hc.Welcome.HolderPID
+	p.hc, p.ring, p.holderPID = hc, hc.Ring, hc.Welcome.HolderPID
 	p.replaying.Store(true)
 	now := time.Now()
 	for _, r := range a.Records {
@@ -144,6 +144,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	}
 	hc.SetDeadline(time.Now().Add(ReplayWait))
 	exited := false
+	var exit heldEnd
 	for {
 		m, err := hc.Next()
 		if err != nil {
@@ -158,7 +159,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		}
 		if m.Exit {
 			exited = true
-			p.held <- heldEnd{code: m.Code}
+			exit = heldEnd{code: m.Code}
 			break
 		}
 		if m.Live {
@@ -197,18 +198,18 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 			_ = syscall.Kill(-pgrp, syscall.SIGWINCH)
 		}
 	}
-	switch {
-	case p.ring != nil:
+	if p.ring != nil {
 		go p.readLoop() // to the end of what the terminal holds
-		if !exited {
-			go p.heldLoop()
-		}
+	}
+	switch {
 	case !exited:
 		go p.heldLoop()
-	default:
+	case p.ring == nil:
 		close(p.readDone)
+		fallthrough
+	default:
+		go p.reapHeld(exit)
 	}
-	go p.reapHeld()
 	go p.sweepLoop()
 	go p.deliverLoop()
 	p.kick()
@@ -216,11 +217,9 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 }
 
 // heldLoop takes what the holder says: the program's exit, and its output
-// when the daemon does not read the terminal itself.
+// when the daemon does not read the terminal itself; then it takes the
+// pane's end (reapHeld): one goroutine a pane for both.
 func (p *Pane) heldLoop() {
-	if p.ring == nil {
-		defer close(p.readDone)
-	}
 	var end *heldEnd
 	err := p.hc.Run(func(m holder.Msg) bool {
 		if len(m.Output) > 0 {
@@ -241,13 +240,16 @@ func (p *Pane) heldLoop() {
 	if end == nil {
 		end = &heldEnd{lost: err}
 	}
-	p.held <- *end
+	if p.ring == nil {
+		close(p.readDone) // the output came here, and has all come
+	}
+	p.reapHeld(*end)
 }
 
-// reapHeld waits for the holder's word on the program's end. A pane
-// handed over to the next daemon ends here without an exit.
-func (p *Pane) reapHeld() {
-	end := <-p.held
+// reapHeld takes the end of the holder's connection: the program's end,
+// or the holder gone. A pane handed over to the next daemon ends here
+// without an exit.
+func (p *Pane) reapHeld(end heldEnd) {
 	if !p.handing.CompareAndSwap(heldRunning, heldEnding) {
 		// Detach claimed the pane first: whatever the holder said last is
 		// for the next daemon.
@@ -284,6 +286,7 @@ func (p *Pane) reapHeld() {
 	if end.lost == nil {
 		_ = p.hc.Collect()
 	}
+	p.letGoOfRing()
 	p.ended(code)
 	_ = p.hc.Close()
 }
@@ -318,6 +321,7 @@ func (p *Pane) Detach() bool {
 		_ = p.ptmx.file.SetReadDeadline(time.Now())
 		<-p.readDone
 	}
+	p.letGoOfRing()
 	_ = p.hc.Close()
 	<-p.done
 	return true
@@ -345,9 +349,14 @@ func (p *Pane) Lost() string {
 
 type heldState struct {
 	// ring is the holder's shared ring when this daemon reads the
-	// terminal itself (nil otherwise); read only, set before the loops.
-	ring      *holder.Ring
-	holderPID int
+	// terminal itself (nil otherwise); set before the loops.
+	ring *holder.Ring
+	// ringGone: the ring is about to be unmapped (the connection
+	// closes); guarded by mu.
+	ringGone bool
+	// checkpointAt is when the last checkpoint was written; guarded by mu.
+	checkpointAt time.Time
+	holderPID    int
 	// handing is who has the pane's end: still nobody, Detach (handed to
 	// the next daemon), or reapHeld (the program ended or its holder went).
 	handing atomic.Int32
@@ -359,6 +368,47 @@ const (
 	heldDetaching
 	heldEnding
 )
+
+// CheckpointEvery is how much output a held pane's ring takes before the
+// daemon writes a checkpoint into it (the screen and its history as the
+// escape sequences that redraw them), after which the holder's memory of
+// the output before is released: a ring keeps about a checkpoint and up
+// to this much output since, not its whole size.
+const CheckpointEvery = 32 << 10
+
+// CheckpointGap spaces the checkpoints of a pane that writes without a
+// pause (a flood): the read loop writes one at most this often, and the
+// sweep writes the one it skipped.
+const CheckpointGap = 250 * time.Millisecond
+
+// checkpointLocked writes a checkpoint into the shared ring when at least
+// every bytes of output came since the last, and gap passed since it (the
+// read loop: CheckpointEvery, CheckpointGap; the sweep: no gap). Only
+// holders of mu append to the ring, after feeding the bytes to the engine
+// under the same hold, so the screen is exactly what the ring replays.
+func (p *Pane) checkpointLocked(every uint64, gap time.Duration) {
+	if p.ring == nil || p.ringGone || p.ring.SinceCheckpoint() < every {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.checkpointAt) < gap {
+		return
+	}
+	if cp, ok := p.term.Checkpoint(); ok && p.ring.Checkpoint(cp) {
+		p.checkpointAt = now
+	}
+}
+
+// letGoOfRing stops the checkpoints before the connection, and the ring
+// with it, is closed.
+func (p *Pane) letGoOfRing() {
+	if p.ring == nil {
+		return
+	}
+	p.mu.Lock()
+	p.ringGone = true
+	p.unlock()
+}
 
 var errNoSize = errors.New("no size")
 

@@ -81,8 +81,6 @@ type Pane struct {
 	cmd *exec.Cmd // nil under a holder
 	// hc is the holder's connection (nil for a PTY of the pane's own).
 	hc *holder.Conn
-	// held carries what the holder said at the end (holder mode only).
-	held chan heldEnd
 	// replaying drops the terminal's query answers while a holder's ring
 	// is replayed: the program asked those long ago.
 	replaying atomic.Bool
@@ -252,7 +250,6 @@ func (p *Pane) run() {
 			go p.readLoop()
 		}
 		go p.heldLoop()
-		go p.reapHeld()
 	} else {
 		go p.readLoop()
 		go p.reap()
@@ -355,15 +352,18 @@ func (p *Pane) readLoop() {
 	}
 	// reap sets stopRead when it gives up on the end of the output.
 	rawio.ReadTerminal(rc, &p.stopRead, func(b []byte) {
-		if p.ring != nil {
-			// Under a holder that shares its ring: first, so that a crash
-			// right after the read still leaves the bytes to the next
-			// daemon.
-			p.ring.Append(b)
-		}
 		p.outputAt.Store(time.Now().UnixNano())
 		p.mu.Lock()
+		if p.ring != nil {
+			// Under a holder that shares its ring: before the engine, so
+			// that a crash right after the read still leaves the bytes to
+			// the next daemon; under the lock, so that whoever holds it
+			// sees a screen made of exactly what the ring holds (see
+			// checkpointLocked).
+			p.ring.Append(b)
+		}
 		p.queueLocked(p.engine.Feed(time.Now(), b))
+		p.checkpointLocked(CheckpointEvery, CheckpointGap)
 		p.scheduleLocked()
 		p.forwardLocked(b)
 		p.unlock()
@@ -537,6 +537,7 @@ func (p *Pane) sweepLocked(fg foreground) {
 		p.queueLocked(p.engine.Classify(time.Now()))
 		p.scheduleLocked()
 	}
+	p.checkpointLocked(CheckpointEvery, 0)
 	p.unlock()
 	p.kick()
 }
