@@ -13,7 +13,8 @@ import (
 
 // A job's entry answers what a pane's does in the job's own way: its
 // screen is its readable lines (unstyled, no escapes), typing is refused
-// and says why, and its answer is the job's.
+// and says why, its answer is the job's, and its integration is its
+// stream's.
 func TestJobEntry(t *testing.T) {
 	script := `echo '{"type":"init","session_id":"g-1","model":"m"}'
 echo '{"type":"message","role":"assistant","content":"Hello there."}'
@@ -40,6 +41,11 @@ echo '{"type":"result","status":"success","stats":{}}'`
 			}
 			if got, ok := e.asJob(); !ok || got != j {
 				t.Fatal("a job's entry does not give its job")
+			}
+			// Its report is its stream: the integration is its agent's.
+			p := paneJSON(e)
+			if p.Backend != "headless" || p.SessionID != "g-1" || p.Integration != "gemini" || p.IntegrationError != "" || p.State != "done" {
+				t.Fatalf("the job as a pane: %+v", p)
 			}
 			lines := j.Snapshot().Lines
 			if !strings.Contains(strings.Join(lines, "\n"), "assistant: Hello there.") {

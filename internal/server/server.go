@@ -119,8 +119,6 @@ type entry struct {
 	p     unit // a *pane.Pane or a *job
 	name  string
 	token string // the pane's hook token, in its environment only
-	// agent is a headless job's agent.
-	agent string
 	// launch is what corral added to a pane's launch for its agent's
 	// hooks (nil for a job).
 	launch *agents.Launch
@@ -611,8 +609,11 @@ func (e *entry) integration(agent string) (string, string) {
 		}
 		return "", ""
 	}
+	if j, ok := e.asJob(); ok {
+		return j.agent, "" // its stream is its report
+	}
 	if e.launch == nil {
-		return e.agent, ""
+		return "", ""
 	}
 	in, problem := e.launch.Status(agent)
 	if in != "" && e.hooksSeen.Load() == 0 {
@@ -727,7 +728,7 @@ func (s *Server) startJob(name string, o headless.Options) (*job, error) {
 	o.Env = append(o.Env[:len(o.Env):len(o.Env)], "CORRAL_SOCKET="+s.opts.Socket)
 	o.Guard = []string{holderExe, "guard"}
 	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) })
-	if !s.register(id, &entry{p: j, name: name, agent: o.Agent}) {
+	if !s.register(id, &entry{p: j, name: name}) {
 		return nil, errors.New("the daemon is shutting down")
 	}
 	return j, nil
