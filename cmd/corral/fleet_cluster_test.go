@@ -18,7 +18,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
-	"github.com/corral-dev/corral/internal/server"
 )
 
 func freeLoopback(t *testing.T) string {
@@ -31,9 +30,9 @@ func freeLoopback(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func (e *env) fleetStatusFull() server.FleetStatus {
+func (e *env) fleetStatusFull() fleet.Status {
 	e.t.Helper()
-	var st server.FleetStatus
+	var st fleet.Status
 	c := client.New(filepath.Join(e.dir, "s.sock"))
 	if err := c.Do(context.Background(), "GET", "/v1/fleet/status", nil, &st); err != nil {
 		e.t.Fatal(err)
@@ -112,9 +111,9 @@ func hubKill(t *testing.T, victim int) {
 			e.vars = append(e.vars, "CORRAL_FLEET_DEBUG=1")
 		}
 	}
-	var info server.FleetJoinInfo
-	decode := func(out string) server.FleetJoinInfo {
-		var i server.FleetJoinInfo
+	var info fleet.JoinInfo
+	decode := func(out string) fleet.JoinInfo {
+		var i fleet.JoinInfo
 		if err := json.Unmarshal([]byte(out), &i); err != nil {
 			t.Fatalf("%v: %q", err, out)
 		}
@@ -124,7 +123,7 @@ func hubKill(t *testing.T, victim int) {
 	if !strings.Contains(info.JoinHub, "--hub-token chj_") {
 		t.Fatalf("no join-hub command: %+v", info)
 	}
-	joinHub := func(e *env, name, cmd string) server.FleetJoinInfo {
+	joinHub := func(e *env, name, cmd string) fleet.JoinInfo {
 		f := strings.Fields(cmd)
 		// corral fleet join-hub URLS --hub-token T [--ca-fingerprint F] --cluster-listen HOST:PORT
 		args := append([]string{"fleet"}, f[2:len(f)-1]...)
@@ -140,7 +139,7 @@ func hubKill(t *testing.T, victim int) {
 		return h3.fleetStatusFull().Replicas == 3
 	})
 	var urls []string
-	for _, i := range []server.FleetJoinInfo{info, info2, info3} {
+	for _, i := range []fleet.JoinInfo{info, info2, info3} {
 		urls = append(urls, strings.Split(i.URL, ",")[0])
 	}
 	m.must("fleet", "join", strings.Join(urls, ","), "--token", info.Token, "--name", "m", "--max-jobs", "1")

@@ -18,7 +18,6 @@ import (
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/headless"
-	"github.com/corral-dev/corral/internal/server"
 	"github.com/spf13/pflag"
 )
 
@@ -107,7 +106,7 @@ func runExec(fs *pflag.FlagSet) runFunc {
 				ID    string   `json:"id"`
 				Hosts []string `json:"hosts"`
 			}
-			fr := server.FleetExecRequest{Exec: req, Host: *host, Retry: *retry, AllHosts: *allHosts}
+			fr := fleet.ExecRequest{Exec: req, Host: *host, Retry: *retry, AllHosts: *allHosts}
 			if *hosts != "" {
 				fr.Hosts = strings.Split(*hosts, ",")
 			}

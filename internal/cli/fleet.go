@@ -16,7 +16,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
-	"github.com/corral-dev/corral/internal/server"
 	"github.com/spf13/pflag"
 )
 
@@ -37,8 +36,8 @@ func fleetInit(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var info server.FleetJoinInfo
-		if err := c.Do(ctx, "POST", "/v1/fleet/init", server.FleetInitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet,
+		var info fleet.JoinInfo
+		if err := c.Do(ctx, "POST", "/v1/fleet/init", fleet.InitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet,
 			ForgetAfterMS: forgetAfter.Milliseconds(), ClusterListen: *clusterListen}, &info); err != nil {
 			return apiError(err)
 		}
@@ -102,7 +101,7 @@ func fleetJoin(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		var out map[string]any
-		if err := c.Do(ctx, "POST", "/v1/fleet/join", server.FleetJoinRequest{URLs: urls, Token: *token, Creds: *creds, Name: *name,
+		if err := c.Do(ctx, "POST", "/v1/fleet/join", fleet.JoinRequest{URLs: urls, Token: *token, Creds: *creds, Name: *name,
 			CAFingerprint: *fp, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &out); err != nil {
 			return apiError(err)
 		}
@@ -111,7 +110,7 @@ func fleetJoin(fs *pflag.FlagSet) runFunc {
 	}
 }
 
-func printJoinHub(std IO, info server.FleetJoinInfo) {
+func printJoinHub(std IO, info fleet.JoinInfo) {
 	if info.JoinHub == "" {
 		return
 	}
@@ -142,8 +141,8 @@ func fleetJoinHub(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var info server.FleetJoinInfo
-		if err := c.Do(ctx, "POST", "/v1/fleet/join-hub", server.FleetJoinHubRequest{URLs: urls, HubToken: *hubToken, CAFingerprint: *fp, Name: *name,
+		var info fleet.JoinInfo
+		if err := c.Do(ctx, "POST", "/v1/fleet/join-hub", fleet.JoinHubRequest{URLs: urls, HubToken: *hubToken, CAFingerprint: *fp, Name: *name,
 			Listen: *listen, ClusterListen: *clusterListen, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &info); err != nil {
 			return apiError(err)
 		}
@@ -164,7 +163,7 @@ func fleetStatus(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var st server.FleetStatus
+		var st fleet.Status
 		if err := c.Do(ctx, "GET", "/v1/fleet/status", nil, &st); err != nil {
 			return apiError(err)
 		}
@@ -252,8 +251,8 @@ func fleetInvite(fs *pflag.FlagSet) runFunc {
 		if *takeJobs && !*observe {
 			return usagef("--take-jobs is for an observe-only credential: corral fleet invite NAME --observe-only --take-jobs")
 		}
-		var info server.FleetJoinInfo
-		if err := c.Do(ctx, "POST", "/v1/fleet/invite", server.FleetInviteRequest{Name: pos[0], ObserveOnly: *observe, TakeJobs: *takeJobs,
+		var info fleet.JoinInfo
+		if err := c.Do(ctx, "POST", "/v1/fleet/invite", fleet.InviteRequest{Name: pos[0], ObserveOnly: *observe, TakeJobs: *takeJobs,
 			ExpiresMS: expires.Milliseconds(), Revoke: *revoke}, &info); err != nil {
 			return apiError(err)
 		}
@@ -282,7 +281,7 @@ func lsFleet(ctx context.Context, std IO, c *client.Client, asJSON bool, hosts, 
 	if err := c.Do(ctx, "GET", "/v1/fleet/panes?"+q.Encode(), nil, &panes); err != nil {
 		return apiError(err)
 	}
-	var st server.FleetStatus
+	var st fleet.Status
 	_ = c.Do(ctx, "GET", "/v1/fleet/status", nil, &st)
 	if asJSON {
 		if panes == nil {

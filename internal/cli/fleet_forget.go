@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/corral-dev/corral/internal/server"
+	"github.com/corral-dev/corral/internal/fleet"
 )
 
 // fleetForget removes a host that is gone for good from the fleet's views.
@@ -20,7 +20,7 @@ func fleetForget(_ *pflag.FlagSet) runFunc {
 			return err
 		}
 		var out map[string]any
-		if err := c.Do(ctx, "POST", "/v1/fleet/forget", server.FleetForgetRequest{Host: pos[0]}, &out); err != nil {
+		if err := c.Do(ctx, "POST", "/v1/fleet/forget", fleet.ForgetRequest{Host: pos[0]}, &out); err != nil {
 			return apiError(err)
 		}
 		fmt.Fprintf(std.Stdout, "forgot %s: its panes and heartbeat are gone from the fleet's views\n", pos[0])

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/corral-dev/corral/internal/server"
+	"github.com/corral-dev/corral/internal/fleet"
 )
 
 // fleetSet changes the fleet's settings: the hub's, and this host's own.
@@ -18,7 +18,7 @@ func fleetSet(fs *pflag.FlagSet) runFunc {
 		if len(pos) > 0 {
 			return usagef("fleet set takes only flags: corral fleet set --max-jobs 2, corral fleet set --forget-after 72h")
 		}
-		var req server.FleetSetRequest
+		var req fleet.SetRequest
 		if *forgetAfter >= 0 {
 			ms := forgetAfter.Milliseconds()
 			req.ForgetAfterMS = &ms

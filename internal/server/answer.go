@@ -19,25 +19,27 @@ const PromptDrawWait = 1500 * time.Millisecond
 // answer_settle — at most PromptDrawWait for the prompt to appear; an
 // agent whose prompt corral's rules do not know is answered after that.
 func (e *entry) answer(choice string) (string, error) {
-	if p, ok := e.asPane(); ok {
-		start := time.Now()
-		for {
-			in := p.Info()
-			if in.Decision.State != combine.Blocked {
-				break // Answer refuses it
-			}
-			now := time.Now()
-			if !in.PromptShown.IsZero() {
-				if ready := in.PromptShown.Add(in.AnswerSettle); now.Before(ready) {
-					time.Sleep(ready.Sub(now))
-				}
-				break
-			}
-			if now.Sub(start) > PromptDrawWait {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+	if j, ok := e.asJob(); ok {
+		return j.Answer(choice)
 	}
-	return e.p.Answer(choice)
+	p, _ := e.asPane()
+	start := time.Now()
+	for {
+		in := p.Info()
+		if in.Decision.State != combine.Blocked {
+			break // Answer refuses it
+		}
+		now := time.Now()
+		if !in.PromptShown.IsZero() {
+			if ready := in.PromptShown.Add(in.AnswerSettle); now.Before(ready) {
+				time.Sleep(ready.Sub(now))
+			}
+			break
+		}
+		if now.Sub(start) > PromptDrawWait {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return p.Answer(choice)
 }

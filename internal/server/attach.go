@@ -60,7 +60,7 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 			}
 			// A person at a terminal types what they mean: no guard. Keys a
 			// busy program does not take are dropped; the session goes on.
-			if err := e.p.Input(data, false); errors.Is(err, pane.ErrExited) {
+			if err := p.Input(data, false); errors.Is(err, pane.ErrExited) {
 				return
 			}
 		}

@@ -100,7 +100,7 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		return
 	}
-	j, ok := e.p.(*job)
+	j, ok := e.asJob()
 	if !ok {
 		fail(w, http.StatusBadRequest, "bad_request", errors.New("not a headless job; corral events shows a pane's changes"))
 		return

@@ -291,34 +291,7 @@ func (s *Server) localColonRef(host, rest string) (string, bool) {
 	return out, true
 }
 
-// FleetInitRequest is POST /v1/fleet/init.
-type FleetInitRequest struct {
-	Name        string `json:"name"`
-	Listen      string `json:"listen"`
-	TLS         bool   `json:"tls"`
-	MaxJobs     int    `json:"max_jobs"`
-	NotifyFleet bool   `json:"notify_fleet"`
-	// ForgetAfterMS: a host unreachable this long leaves the fleet's
-	// views (0: never).
-	ForgetAfterMS int64 `json:"forget_after_ms"`
-	// ClusterListen makes this hub the first of a cluster of hubs: its
-	// HOST:PORT for routes (corral fleet join-hub adds the others).
-	ClusterListen string `json:"cluster_listen,omitempty"`
-}
-
-// FleetJoinInfo says how another machine joins.
-type FleetJoinInfo struct {
-	Name        string `json:"name"`
-	URL         string `json:"url"`
-	Token       string `json:"token"`
-	Fingerprint string `json:"ca_fingerprint,omitempty"`
-	Join        string `json:"join"` // the command to run there
-	// JoinHub (a cluster's hub) is the command another machine runs to
-	// become one more hub of the cluster.
-	JoinHub string `json:"join_hub,omitempty"`
-}
-
-func joinInfo(n *fleetNode, name, token string, others ...string) FleetJoinInfo {
+func joinInfo(n *fleetNode, name, token string, others ...string) fleet.JoinInfo {
 	hub := n.hub
 	u := hub.URL()
 	// Every hub of a cluster this one has heard of.
@@ -339,7 +312,7 @@ func joinInfo(n *fleetNode, name, token string, others ...string) FleetJoinInfo 
 	if f := hub.Fingerprint(); f != "" {
 		fp = " --ca-fingerprint " + f
 	}
-	info := FleetJoinInfo{Name: name, URL: all, Token: token, Fingerprint: hub.Fingerprint(), Join: fmt.Sprintf("corral fleet join %s --token %s%s", all, token, fp)}
+	info := fleet.JoinInfo{Name: name, URL: all, Token: token, Fingerprint: hub.Fingerprint(), Join: fmt.Sprintf("corral fleet join %s --token %s%s", all, token, fp)}
 	if hub.Clustered() {
 		info.JoinHub = fmt.Sprintf("corral fleet join-hub %s --hub-token %s%s --cluster-listen HOST:PORT", all, hub.HubToken(), fp)
 	}
@@ -347,7 +320,7 @@ func joinInfo(n *fleetNode, name, token string, others ...string) FleetJoinInfo 
 }
 
 func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
-	var req FleetInitRequest
+	var req fleet.InitRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -389,21 +362,8 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 	reply(w, joinInfo(n, req.Name, n.hub.FleetToken()))
 }
 
-// FleetJoinHubRequest is POST /v1/fleet/join-hub: this daemon becomes one
-// more hub of a cluster.
-type FleetJoinHubRequest struct {
-	URLs          []string `json:"urls"`
-	HubToken      string   `json:"hub_token"`
-	CAFingerprint string   `json:"ca_fingerprint"`
-	Name          string   `json:"name"`
-	Listen        string   `json:"listen"`
-	ClusterListen string   `json:"cluster_listen"`
-	MaxJobs       int      `json:"max_jobs"`
-	NotifyFleet   bool     `json:"notify_fleet"`
-}
-
 func (s *Server) handleFleetJoinHub(w http.ResponseWriter, r *http.Request) {
-	var req FleetJoinHubRequest
+	var req fleet.JoinHubRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -457,19 +417,8 @@ func hostPort(u string) string {
 	return u
 }
 
-// FleetJoinRequest is POST /v1/fleet/join.
-type FleetJoinRequest struct {
-	URLs          []string `json:"urls"`
-	Token         string   `json:"token"`
-	Creds         string   `json:"creds"`
-	Name          string   `json:"name"`
-	CAFingerprint string   `json:"ca_fingerprint"`
-	MaxJobs       int      `json:"max_jobs"`
-	NotifyFleet   bool     `json:"notify_fleet"`
-}
-
 func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
-	var req FleetJoinRequest
+	var req fleet.JoinRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -513,19 +462,8 @@ func (s *Server) handleFleetLeave(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]any{"left": n.cfg.Name, "was_hub": n.cfg.Hub})
 }
 
-// FleetInviteRequest is POST /v1/fleet/invite.
-type FleetInviteRequest struct {
-	Name        string `json:"name"`
-	ObserveOnly bool   `json:"observe_only"`
-	// TakeJobs lets an observe-only host take jobs (one with control
-	// always may).
-	TakeJobs  bool  `json:"take_jobs,omitempty"`
-	ExpiresMS int64 `json:"expires_ms"`
-	Revoke    bool  `json:"revoke"`
-}
-
 func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
-	var req FleetInviteRequest
+	var req fleet.InviteRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -557,13 +495,8 @@ func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
 	reply(w, info)
 }
 
-// FleetForgetRequest is POST /v1/fleet/forget.
-type FleetForgetRequest struct {
-	Host string `json:"host"`
-}
-
 func (s *Server) handleFleetForget(w http.ResponseWriter, r *http.Request) {
-	var req FleetForgetRequest
+	var req fleet.ForgetRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -579,15 +512,8 @@ func (s *Server) handleFleetForget(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]any{"forgotten": req.Host})
 }
 
-// FleetSetRequest is POST /v1/fleet/set: settings to change (a field left
-// out stays as it is). ForgetAfterMS is the hub's; MaxJobs this host's.
-type FleetSetRequest struct {
-	ForgetAfterMS *int64 `json:"forget_after_ms,omitempty"`
-	MaxJobs       *int   `json:"max_jobs,omitempty"`
-}
-
 func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
-	var req FleetSetRequest
+	var req fleet.SetRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -645,21 +571,6 @@ func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 	reply(w, req)
 }
 
-// FleetStatus is GET /v1/fleet/status.
-type FleetStatus struct {
-	Name    string             `json:"name"`
-	Hub     bool               `json:"hub"`
-	URL     string             `json:"url,omitempty"`
-	Joined  bool               `json:"joined"`
-	Hosts   []fleet.HostStatus `json:"hosts"`
-	Member  *fleet.Stats       `json:"member,omitempty"`
-	Refused int64              `json:"connections_refused"`
-	Why     string             `json:"last_refusal,omitempty"`
-	// Replicas (a cluster's hub): the fewest copies the cluster keeps of
-	// any of the fleet's buckets and streams.
-	Replicas int `json:"replicas,omitempty"`
-}
-
 func (s *Server) fleetMember(w http.ResponseWriter) *fleet.Member {
 	n := s.fleetNode()
 	if n == nil {
@@ -680,7 +591,7 @@ func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
 		return
 	}
-	out := FleetStatus{Name: n.cfg.Name, Hub: n.hub != nil, Hosts: []fleet.HostStatus{}}
+	out := fleet.Status{Name: n.cfg.Name, Hub: n.hub != nil, Hosts: []fleet.HostStatus{}}
 	if n.hub != nil {
 		out.URL = n.hub.URL()
 		out.Refused, out.Why = n.hub.Refused()
@@ -849,17 +760,6 @@ func (s *Server) handleFleetEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// FleetExecRequest is POST /v1/fleet/jobs.
-type FleetExecRequest struct {
-	Exec  api.ExecRequest `json:"exec"`
-	Host  string          `json:"host"`
-	Retry int             `json:"retry"`
-	// Hosts (globs) or AllHosts run one job on each matching reachable
-	// host that takes jobs.
-	Hosts    []string `json:"hosts,omitempty"`
-	AllHosts bool     `json:"all_hosts,omitempty"`
-}
-
 // fleetJob is a job this daemon put on the fleet's queue: its lines as
 // they come, for the caller's stream.
 type fleetJob struct {
@@ -888,7 +788,7 @@ func (j *fleetJob) add(line []byte) {
 }
 
 func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
-	var req FleetExecRequest
+	var req fleet.ExecRequest
 	if !decode(w, r, &req) {
 		return
 	}

@@ -23,7 +23,6 @@ import (
 
 // paneSession is one of this daemon's panes watched for another host.
 type paneSession struct {
-	e       *entry
 	p       *pane.Pane
 	w       *pane.Watcher
 	initial []byte
@@ -36,7 +35,7 @@ func (ps *paneSession) Resize(c, r int) error { return ps.p.Resize(c, r) }
 func (ps *paneSession) Close()                { ps.w.Close() }
 
 // Input types keys as a person at a terminal does: no guard.
-func (ps *paneSession) Input(b []byte) error { return ps.e.p.Input(b, false) }
+func (ps *paneSession) Input(b []byte) error { return ps.p.Input(b, false) }
 
 func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
 	e, err := l.s.find(ref)
@@ -51,7 +50,7 @@ func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &paneSession{e: e, p: p, w: w, initial: initial}, nil
+	return &paneSession{p: p, w: w, initial: initial}, nil
 }
 
 var attachPath = regexp.MustCompile(`^/v1/panes/([^/?]+)/attach$`)

@@ -86,38 +86,38 @@ const (
 // the Enter the screen must settle (the pane's answer_settle, at least
 // pane.EnterSettle) and the guard looks again: a program that drew a
 // dialog on reading the text would take the Enter as its answer.
-func typeText(u unit, text string, enter, guard bool) error {
-	if err := u.Input([]byte(text), guard); err != nil {
+func typeText(e *entry, text string, enter, guard bool) error {
+	if j, ok := e.asJob(); ok {
+		return j.refuseInput()
+	}
+	p, _ := e.asPane()
+	if err := p.Input([]byte(text), guard); err != nil {
 		return err
 	}
 	if !enter {
 		return nil
 	}
-	if r, ok := u.(interface{ AwaitRead(time.Duration) bool }); ok {
-		r.AwaitRead(EnterReadWait)
-	}
+	p.AwaitRead(EnterReadWait)
 	read := time.Now()
 	time.Sleep(EnterDelay)
-	if r, ok := u.(interface {
-		AwaitSettled(time.Time, time.Duration) bool
-	}); ok && guard {
-		r.AwaitSettled(read, EnterSettleWait)
+	if guard {
+		p.AwaitSettled(read, EnterSettleWait)
 	}
-	if err := u.Input([]byte("\r"), guard); err != nil {
+	if err := p.Input([]byte("\r"), guard); err != nil {
 		return fmt.Errorf("the text was typed but Enter was not: %w", err)
 	}
-	if !guard || strings.ContainsAny(text, "\r\n") || enterTaken(u, text) {
+	if !guard || strings.ContainsAny(text, "\r\n") || enterTaken(p, text) {
 		return nil
 	}
 	// Still in the input box: the Enter was dropped (Gemini CLI dropped
 	// one in ~17). Once more, while the agent is still waiting for it.
-	if d := u.Info().Decision; (d.State == combine.Working && d.Kind != detect.KindSubmitted) || d.State == combine.Blocked {
+	if d := p.Info().Decision; (d.State == combine.Working && d.Kind != detect.KindSubmitted) || d.State == combine.Blocked {
 		return nil
 	}
-	if err := u.Input([]byte("\r"), guard); err != nil {
+	if err := p.Input([]byte("\r"), guard); err != nil {
 		return fmt.Errorf("the text was typed but Enter was not: %w", err)
 	}
-	if !enterTaken(u, text) {
+	if !enterTaken(p, text) {
 		return ErrEnterNotTaken
 	}
 	return nil
@@ -280,11 +280,13 @@ func (s *Server) handleScreen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	snap := e.p.Snapshot()
-	e.p.MarkSeen()
+	if p, ok := e.asPane(); ok {
+		p.MarkSeen()
+	}
 	out := api.Screen{Pane: e.p.ID(), Cols: snap.Cols, Rows: snap.Rows, Title: snap.Title, Lines: snap.Lines,
 		CursorX: snap.CursorX, CursorY: snap.CursorY}
 	if r.URL.Query().Get("ansi") == "1" {
-		out.ANSI = e.p.ANSI()
+		out.ANSI = e.ansi()
 	}
 	reply(w, out)
 }
@@ -308,7 +310,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := typeText(e.p, req.Text, req.Enter, !req.Force); err != nil {
+	if err := typeText(e, req.Text, req.Enter, !req.Force); err != nil {
 		inputError(w, err)
 		return
 	}

@@ -17,22 +17,17 @@ import (
 	"github.com/corral-dev/corral/internal/term"
 )
 
-// unit is what the daemon hosts: a pane (a program in a PTY) or a job (a
-// headless run).
+// unit is what a pane (a program in a PTY) and a job (a headless run)
+// truly share: who it is, its state, its screen, and its end. What only
+// one kind does (typing, attaching, hooks, a job's events) is reached
+// through the entry's asPane or asJob.
 type unit interface {
 	ID() string
 	Info() pane.Info
 	Snapshot() term.Snapshot
-	StyledRows() [][]term.Run
-	ANSI() string
-	Input(data []byte, guard bool) error
-	Answer(choice string) (string, error)
-	AnswerNames() []string
-	MarkSeen()
 	Kill(sig syscall.Signal) error
 	Close(grace time.Duration)
 	Done() <-chan struct{}
-	Notify(b []byte)
 }
 
 // Limits on what a job keeps.
@@ -119,10 +114,12 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 
 func (j *job) ID() string            { return j.id }
 func (j *job) Done() <-chan struct{} { return j.done }
-func (j *job) Notify([]byte)         {}
-func (j *job) MarkSeen()             {}
-func (j *job) AnswerNames() []string { return []string{"yes", "no"} }
-func (j *job) Input([]byte, bool) error {
+
+// jobAnswers are the answers a job's permission request takes.
+var jobAnswers = []string{"yes", "no"}
+
+// refuseInput says why a job takes no typing.
+func (j *job) refuseInput() error {
 	if j.asks {
 		return fmt.Errorf("%w; answer its permission requests with corral answer", ErrNoInput)
 	}
@@ -334,17 +331,6 @@ func (j *job) Snapshot() term.Snapshot {
 	}
 	return term.Snapshot{Cols: 120, Rows: len(lines), Lines: append([]string(nil), lines...), Title: j.name}
 }
-
-func (j *job) StyledRows() [][]term.Run {
-	s := j.Snapshot()
-	out := make([][]term.Run, len(s.Lines))
-	for i, l := range s.Lines {
-		out[i] = []term.Run{{Text: l}}
-	}
-	return out
-}
-
-func (j *job) ANSI() string { return strings.Join(j.Snapshot().Lines, "\r\n") }
 
 // Kill ends the job's process group (any signal ends it: a job has no
 // terminal to deliver others to).

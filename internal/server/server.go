@@ -36,6 +36,7 @@ import (
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/ruleswatch"
+	"github.com/corral-dev/corral/internal/term"
 	"github.com/corral-dev/corral/internal/tmuxwatch"
 )
 
@@ -118,8 +119,6 @@ type entry struct {
 	p     unit // a *pane.Pane or a *job
 	name  string
 	token string // the pane's hook token, in its environment only
-	// agent is a headless job's agent.
-	agent string
 	// launch is what corral added to a pane's launch for its agent's
 	// hooks (nil for a job).
 	launch *agents.Launch
@@ -196,7 +195,9 @@ func New(opts Options) (*Server, error) {
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
 		if e, err := s.find(id); err == nil {
-			e.p.Notify(b)
+			if p, ok := e.asPane(); ok {
+				p.Notify(b) // a job has no terminal to tell
+			}
 		}
 	}
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
@@ -608,8 +609,11 @@ func (e *entry) integration(agent string) (string, string) {
 		}
 		return "", ""
 	}
+	if j, ok := e.asJob(); ok {
+		return j.agent, "" // its stream is its report
+	}
 	if e.launch == nil {
-		return e.agent, ""
+		return "", ""
 	}
 	in, problem := e.launch.Status(agent)
 	if in != "" && e.hooksSeen.Load() == 0 {
@@ -686,6 +690,33 @@ func (e *entry) asPane() (*pane.Pane, bool) {
 	return p, ok
 }
 
+// asJob returns the entry's headless job, if it is one.
+func (e *entry) asJob() (*job, bool) {
+	j, ok := e.p.(*job)
+	return j, ok
+}
+
+// styledRows is the screen with its styles; a job's lines have none.
+func (e *entry) styledRows() [][]term.Run {
+	if p, ok := e.asPane(); ok {
+		return p.StyledRows()
+	}
+	lines := e.p.Snapshot().Lines
+	out := make([][]term.Run, len(lines))
+	for i, l := range lines {
+		out[i] = []term.Run{{Text: l}}
+	}
+	return out
+}
+
+// ansi is the screen as a terminal would draw it; a job's is its lines.
+func (e *entry) ansi() string {
+	if p, ok := e.asPane(); ok {
+		return p.ANSI()
+	}
+	return strings.Join(e.p.Snapshot().Lines, "\r\n")
+}
+
 // startJob registers and runs a headless job.
 func (s *Server) startJob(name string, o headless.Options) (*job, error) {
 	id, _, err := s.reserve(name)
@@ -697,7 +728,7 @@ func (s *Server) startJob(name string, o headless.Options) (*job, error) {
 	o.Env = append(o.Env[:len(o.Env):len(o.Env)], "CORRAL_SOCKET="+s.opts.Socket)
 	o.Guard = []string{holderExe, "guard"}
 	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) })
-	if !s.register(id, &entry{p: j, name: name, agent: o.Agent}) {
+	if !s.register(id, &entry{p: j, name: name}) {
 		return nil, errors.New("the daemon is shutting down")
 	}
 	return j, nil
@@ -774,7 +805,7 @@ func (s *Server) pruneLoop(ctx context.Context) {
 			default:
 				continue
 			}
-			if at := endedAt(e.p); !at.IsZero() && time.Since(at) >= after {
+			if at := endedAt(e); !at.IsZero() && time.Since(at) >= after {
 				_ = s.remove(e.p.ID(), false)
 			}
 		}
@@ -782,9 +813,9 @@ func (s *Server) pruneLoop(ctx context.Context) {
 }
 
 // endedAt is when a pane's program or a job ended.
-func endedAt(u unit) time.Time {
-	if j, ok := u.(*job); ok {
+func endedAt(e *entry) time.Time {
+	if j, ok := e.asJob(); ok {
 		return j.EndedAt()
 	}
-	return u.Info().ExitedAt
+	return e.p.Info().ExitedAt
 }

@@ -27,7 +27,7 @@ func (b boardBackend) StyledScreen(id string) ([][]term.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.p.StyledRows(), nil
+	return e.styledRows(), nil
 }
 
 func (b boardBackend) Answer(id, choice string) (string, error) {
@@ -43,7 +43,7 @@ func (b boardBackend) Send(id, text string, enter bool) error {
 	if err != nil {
 		return err
 	}
-	return typeText(e.p, text, enter, true)
+	return typeText(e, text, enter, true)
 }
 
 func (b boardBackend) Kill(id string) error {
@@ -63,7 +63,7 @@ func (b boardBackend) Prompt(id string) board.Prompt {
 	if p, ok := e.asPane(); ok {
 		pr.Answers, pr.Options = p.PromptAnswers()
 	} else {
-		pr.Answers = e.p.AnswerNames()
+		pr.Answers = jobAnswers
 	}
 	if q := e.question.Load(); q != nil && pr.Options {
 		pr.Labels = *q
