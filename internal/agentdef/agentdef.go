@@ -131,8 +131,8 @@ type file struct {
 }
 
 var (
-	nameRE    = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	versionRE = regexp.MustCompile(`^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+	nameRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]*$`) })
+	versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`) })
 )
 
 // Parse compiles one agent.toml. source names it in errors
@@ -154,7 +154,7 @@ func Parse(source, folder string, data []byte) (*Agent, error) {
 		Verify: Verify{API: f.Verify.API, Reports: f.Verify.Reports, Args: f.Verify.Args, Ready: f.Verify.Ready,
 			Home: f.Verify.Home, Prelude: f.Verify.Prelude, Skip: f.Verify.Skip, Keys: f.Verify.Keys}}
 	switch {
-	case !nameRE.MatchString(a.Name):
+	case !nameRE().MatchString(a.Name):
 		return nil, bad("name", "%q: lower-case letters, digits and dashes", a.Name)
 	case a.Name != folder:
 		return nil, bad("name", "%q is not its folder's name %q: name the folder %s", a.Name, folder, a.Name)
@@ -164,11 +164,11 @@ func Parse(source, folder string, data []byte) (*Agent, error) {
 		return nil, bad("binary", "%q: its command's name on PATH", a.Binary)
 	case a.Install.NPM == "":
 		return nil, bad("npm", "missing: its npm package")
-	case !versionRE.MatchString(a.Install.Verified):
+	case !versionRE().MatchString(a.Install.Verified):
 		return nil, bad("verified", "%q: the version corral verify passed, as MAJOR.MINOR.PATCH", a.Install.Verified)
 	case (a.Hooks.Integration == "") != (a.Hooks.Summary == ""):
 		return nil, bad("hooks", "integration and summary go together: both or neither")
-	case a.Headless.Exec != "" && (!nameRE.MatchString(a.Headless.Exec) || a.Headless.Exec == "auto" || a.Headless.Exec == "acp"):
+	case a.Headless.Exec != "" && (!nameRE().MatchString(a.Headless.Exec) || a.Headless.Exec == "auto" || a.Headless.Exec == "acp"):
 		return nil, bad("exec", "%q: a name of its own (auto and acp are corral exec's)", a.Headless.Exec)
 	case (a.Headless.Exec == "") != (a.Headless.Dialect == ""):
 		return nil, bad("headless", "exec and dialect go together: both or neither")

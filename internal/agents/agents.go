@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/corral-dev/corral/internal/agentdef"
 )
@@ -34,7 +35,7 @@ type knownAgent struct {
 
 // known are the agents corral integrates with: those of the registry
 // whose integration is in byArgv, with their package and binary.
-var known = knownOf(agentdef.BuiltIn())
+var known = sync.OnceValue(func() []knownAgent { return knownOf(agentdef.BuiltIn()) })
 
 func knownOf(r *agentdef.Registry) []knownAgent {
 	var out []knownAgent
@@ -57,14 +58,14 @@ type Integration struct {
 // Integrations are the hooks integrations corral has.
 func Integrations() []Integration {
 	var out []Integration
-	for _, k := range known {
+	for _, k := range known() {
 		out = append(out, Integration{Name: k.name, Package: k.pkg, Binaries: k.bins})
 	}
 	return out
 }
 
 func integrable(agent string) (byArgv, ok bool) {
-	for _, k := range known {
+	for _, k := range known() {
 		if k.name == agent {
 			return k.byArgv, true
 		}
@@ -122,7 +123,7 @@ func agentOfPath(p string) string {
 		base = strings.TrimSuffix(base, ext)
 	}
 	slashed := "/" + filepath.ToSlash(p)
-	for _, k := range known {
+	for _, k := range known() {
 		if slices.Contains(k.bins, base) || strings.Contains(slashed, "/node_modules/"+k.pkg+"/") {
 			return k.name
 		}
@@ -137,7 +138,7 @@ func agentOfPackage(spec string) string {
 	if i := strings.LastIndex(spec, "@"); i > 0 {
 		name = spec[:i]
 	}
-	for _, k := range known {
+	for _, k := range known() {
 		if name == k.pkg || slices.Contains(k.bins, name) {
 			return k.name
 		}
@@ -362,7 +363,7 @@ func IntegrateRun(argv []string, o Options) Launch {
 	// corral's own fake agent draws agents' screens for demos and tests;
 	// it has no hooks to miss.
 	fake := len(argv) > 1 && argv[1] == "fake-agent" && len(o.Hook) > 0 && argv[0] == o.Hook[0]
-	for _, k := range known {
+	for _, k := range known() {
 		if !k.byArgv || (fake && f.Agent != k.name) {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/corral-dev/corral/internal/term"
 )
@@ -28,7 +29,9 @@ type option struct {
 const maxOptions = 9
 
 // optionLine is a menu entry as agents draw them: "❯ 1. Red", "  2) Blue".
-var optionLine = regexp.MustCompile(`^\s*(?:[❯›>▶●○◯☐☒│]\s*)*(\d{1,2})[.)]\s+(\S.*?)\s*$`)
+var optionLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(?:[❯›>▶●○◯☐☒│]\s*)*(\d{1,2})[.)]\s+(\S.*?)\s*$`)
+})
 
 // screenOptions reads a menu's numbered choices from the last rows of a
 // screen with text: the last list numbered from 1 in order, lines between
@@ -47,7 +50,7 @@ func screenOptions(rows [][]term.Run) []string {
 	}
 	var list []string
 	for _, line := range lines[max(0, end-24):end] {
-		m := optionLine.FindStringSubmatch(line)
+		m := optionLine().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}

@@ -29,22 +29,22 @@ type Agent struct {
 
 // Agents are the agent CLIs corral knows: the registry's
 // (agents/NAME/agent.toml).
-var Agents = func() []Agent {
+var Agents = sync.OnceValue(func() []Agent {
 	var out []Agent
 	for _, a := range agentdef.BuiltIn().All() {
 		out = append(out, Agent{Name: a.Name, Title: a.Title, Binary: a.Binary, Package: a.Install.NPM,
 			Verified: a.Install.Verified, Integration: a.Hooks.Integration})
 	}
 	return out
-}()
+})
 
 // agentChecks: each agent CLI on PATH, its version against the one
 // verified, and how its hooks reach corral. The --version runs go at
 // once, each bounded by CommandTimeout.
 func agentChecks(ctx context.Context, e *Env) []Check {
-	results := make([][]Check, len(Agents))
+	results := make([][]Check, len(Agents()))
 	var wg sync.WaitGroup
-	for i, a := range Agents {
+	for i, a := range Agents() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -196,12 +196,12 @@ func geminiTrust(e *Env) Check {
 	return c
 }
 
-var versionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?(?:-[0-9A-Za-z.-]+)?`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+\.\d+(?:\.\d+)?(?:-[0-9A-Za-z.-]+)?`) })
 
 // versionIn finds the version in what NAME --version printed
 // ("2.1.332 (Claude Code)", "codex-cli 0.171.0").
 func versionIn(out string) string {
-	return versionRE.FindString(out)
+	return versionRE().FindString(out)
 }
 
 // compareVersions compares two dotted versions by their numbers; a

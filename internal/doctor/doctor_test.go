@@ -526,10 +526,10 @@ func TestAgentsMatchTheDocs(t *testing.T) {
 	for _, m := range row.FindAllStringSubmatch(versions, -1) {
 		docs[m[2]] = m[3]
 	}
-	if len(docs) != len(Agents) {
-		t.Errorf("docs/agents.md lists %d agents (%v), doctor %d", len(docs), docs, len(Agents))
+	if len(docs) != len(Agents()) {
+		t.Errorf("docs/agents.md lists %d agents (%v), doctor %d", len(docs), docs, len(Agents()))
 	}
-	for _, a := range Agents {
+	for _, a := range Agents() {
 		if docs[a.Package] != a.Verified {
 			t.Errorf("%s: doctor says %s was verified, docs/agents.md %q", a.Package, a.Verified, docs[a.Package])
 		}
@@ -598,7 +598,7 @@ func TestRunCommandNeverHangs(t *testing.T) {
 // Every hooks integration an agent.toml names has its checks here, and an
 // agent without one says corral reads its screen.
 func TestEveryIntegrationHasChecks(t *testing.T) {
-	for _, a := range Agents {
+	for _, a := range Agents() {
 		t.Run(a.Name, func(t *testing.T) {
 			f := newFake()
 			f.agent(a.Binary, a.Verified)

@@ -5,19 +5,22 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
 // stderrRetry matches the lines in which agents that say so only on
 // stderr retry the model API (Gemini CLI: "Attempt 2 failed. Retrying
 // with backoff... Error: …").
-var stderrRetry = regexp.MustCompile(`^(?:Attempt \d+ failed\. Retrying|Retrying (?:after|in|with)|.*\bretrying\b.*\battempt\b)`)
+var stderrRetry = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:Attempt \d+ failed\. Retrying|Retrying (?:after|in|with)|.*\bretrying\b.*\battempt\b)`)
+})
 
 // StderrEvent reads one stderr line: a retry of the model API is an event
 // (the run is not silent, it is waiting); anything else is not.
 func StderrEvent(line string) (Event, bool) {
 	line = strings.TrimSpace(line)
-	if stderrRetry.MatchString(line) {
+	if stderrRetry().MatchString(line) {
 		return Event{Type: EventRetry, Subtype: "stderr", Text: clip(line)}, true
 	}
 	return Event{}, false

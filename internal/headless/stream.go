@@ -13,6 +13,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // EventType names what a line said.
@@ -288,11 +289,11 @@ func apiErrorText(s string) bool {
 
 // commandExit is how Gemini CLI and Qwen Code report a shell command's
 // non-zero status in a tool result they call a success.
-var commandExit = regexp.MustCompile(`(?m)^Command exited with code:? (\d+)`)
+var commandExit = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^Command exited with code:? (\d+)`) })
 
 // exitStatus marks a tool result whose command exited non-zero as failed.
 func exitStatus(e *Event) {
-	if m := commandExit.FindStringSubmatch(e.Text); m != nil && m[1] != "0" {
+	if m := commandExit().FindStringSubmatch(e.Text); m != nil && m[1] != "0" {
 		e.IsError, e.Subtype = true, "exit "+m[1]
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/internal/tomlfile"
@@ -60,7 +61,7 @@ const (
 	MaxTurnStart     = 30 * time.Second
 )
 
-var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
 
 // Manifest is a compiled manifest. It is immutable once loaded.
 type Manifest struct {
@@ -192,7 +193,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 		Source: source, Processes: f.Detect.Process, IdleConfirm: DefaultConfirm, AnswerSettle: DefaultSettle,
 		Answers: map[string]string{},
 	}
-	if !idPattern.MatchString(f.Name) {
+	if !idPattern().MatchString(f.Name) {
 		fail(-1, "name", "name %q must be 1-64 of [a-z0-9_-], starting with a letter or digit", f.Name)
 	}
 	if m.Display == "" {
@@ -318,7 +319,7 @@ func compileRule(i int, rs ruleSection, fail func(key, format string, args ...an
 	}
 	ok := true
 	r := Rule{ID: rs.ID, Kind: rs.Kind, Note: rs.Note, msgGroup: -1}
-	if !idPattern.MatchString(rs.ID) {
+	if !idPattern().MatchString(rs.ID) {
 		fail("id", "rule %s: id %q must be 1-64 of [a-z0-9_-]", name, rs.ID)
 		ok = false
 	}

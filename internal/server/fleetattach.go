@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"sync"
 
 	"github.com/coder/websocket"
 
@@ -53,12 +54,12 @@ func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
 	return &paneSession{p: p, w: w, initial: initial}, nil
 }
 
-var attachPath = regexp.MustCompile(`^/v1/panes/([^/?]+)/attach$`)
+var attachPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/v1/panes/([^/?]+)/attach$`) })
 
 // fleetAttach joins the WebSocket of a local attach to another host's
 // pane; false when rest is no attach request.
 func (s *Server) fleetAttach(w http.ResponseWriter, r *http.Request, m *fleet.Member, host, rest string) bool {
-	sm := attachPath.FindStringSubmatch(rest)
+	sm := attachPath().FindStringSubmatch(rest)
 	if sm == nil {
 		return false
 	}

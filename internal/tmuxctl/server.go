@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -100,7 +101,7 @@ func answers(path string) error {
 
 // The oldest tmux watched is 3.2: the first with the control client
 // flags ignore-size and pause-after and refresh-client -A and -B.
-var versionRE = regexp.MustCompile(`^tmux (?:next-)?(\d+)\.(\d+)([a-z]?)(?:-rc\d*)?$`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^tmux (?:next-)?(\d+)\.(\d+)([a-z]?)(?:-rc\d*)?$`) })
 
 // CheckVersion reads what tmux -V printed ("tmux 3.3a") and returns the
 // version ("3.3a"), with an error for a tmux older than 3.2, which cannot
@@ -109,7 +110,7 @@ var versionRE = regexp.MustCompile(`^tmux (?:next-)?(\d+)\.(\d+)([a-z]?)(?:-rc\d
 func CheckVersion(out string) (version string, err error) {
 	v := strings.TrimSpace(out)
 	version = strings.TrimPrefix(v, "tmux ")
-	m := versionRE.FindStringSubmatch(v)
+	m := versionRE().FindStringSubmatch(v)
 	if m == nil {
 		return version, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/internal/agentdef"
@@ -59,7 +60,7 @@ type Profile struct {
 // Profiles are the agents verify knows: the registry's
 // (agents/NAME/agent.toml, where their versions are pinned), then the
 // fake agent.
-var Profiles = append(profilesOf(agentdef.BuiltIn()), fakeAgent)
+var Profiles = sync.OnceValue(func() []*Profile { return append(profilesOf(agentdef.BuiltIn()), fakeAgent) })
 
 // homes are the Go parts of the profiles: agent.toml's [verify] home names
 // one. A test fails when a name has none.
@@ -110,7 +111,7 @@ var fakeAgent = &Profile{Name: "fake-agent", Rules: "claude-code", Binary: "corr
 // runs (the fake agent when its arguments say so).
 func ProfileFor(name string, command []string) (*Profile, error) {
 	if name != "" {
-		for _, p := range Profiles {
+		for _, p := range Profiles() {
 			if p.Name == name || p.Binary == name || p.Rules == name {
 				return p, nil
 			}
@@ -126,7 +127,7 @@ func ProfileFor(name string, command []string) (*Profile, error) {
 		}
 	}
 	base := filepath.Base(command[0])
-	for _, p := range Profiles {
+	for _, p := range Profiles() {
 		if p.Binary == base {
 			return p, nil
 		}
@@ -137,7 +138,7 @@ func ProfileFor(name string, command []string) (*Profile, error) {
 // Names lists the profiles' names.
 func Names() []string {
 	var out []string
-	for _, p := range Profiles {
+	for _, p := range Profiles() {
 		out = append(out, p.Name)
 	}
 	return out

@@ -29,7 +29,7 @@ func TestProfilesFromTheRegistry(t *testing.T) {
 			t.Errorf("homes[%q] is named by no agent.toml", name)
 		}
 	}
-	if got, want := len(Profiles), len(r.All())+1; got != want {
+	if got, want := len(Profiles()), len(r.All())+1; got != want {
 		t.Errorf("%d profiles, want the %d agents and the fake agent", got, want)
 	}
 	p, err := ProfileFor("crush", nil)

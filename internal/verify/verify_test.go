@@ -263,7 +263,7 @@ var update = flag.Bool("update", false, "rewrite the versions and the matrix in 
 func TestAgentsMatrix(t *testing.T) {
 	set := ruleSet(t)
 	var results []*Result
-	for _, p := range Profiles {
+	for _, p := range Profiles() {
 		rec, err := Load(filepath.Join(liveDir, p.Name))
 		if err != nil {
 			continue
@@ -312,7 +312,7 @@ func TestAgentsMatrix(t *testing.T) {
 // Every profile that talks to a model gets a scripted server that answers
 // on its URL.
 func TestStartModel(t *testing.T) {
-	for _, p := range Profiles {
+	for _, p := range Profiles() {
 		m, err := startModel(p.API)
 		if err != nil {
 			t.Fatalf("%s: %v", p.Name, err)

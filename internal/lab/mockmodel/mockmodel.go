@@ -40,7 +40,7 @@ type Server struct {
 
 // keywordText is a step keyword with the rest of its line, as a request
 // body carries it (JSON-escaped).
-var keywordText = regexp.MustCompile(`corral:[^"\\]*`)
+var keywordText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`corral:[^"\\]*`) })
 
 // note remembers the step keywords a request carried.
 func (s *Server) note(body []byte) {
@@ -49,7 +49,7 @@ func (s *Server) note(body []byte) {
 	if s.seen == nil {
 		s.seen = map[string]bool{}
 	}
-	for _, m := range keywordText.FindAll(body, -1) {
+	for _, m := range keywordText().FindAll(body, -1) {
 		s.seen[strings.TrimSpace(string(m))] = true
 	}
 }

@@ -82,10 +82,12 @@ func (t oaiTurn) pieces() Stream {
 }
 
 var (
-	cwdPatterns = []*regexp.Regexp{
-		regexp.MustCompile(`<cwd>([^<\n]+)</cwd>`),
-		regexp.MustCompile(`(?i)(?:working (?:in the )?directory|cwd)(?: is)?[:\s]+['"\x60]?(/[^\s'"\x60<>,\\]+)`),
-	}
+	cwdPatterns = sync.OnceValue(func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`<cwd>([^<\n]+)</cwd>`),
+			regexp.MustCompile(`(?i)(?:working (?:in the )?directory|cwd)(?: is)?[:\s]+['"\x60]?(/[^\s'"\x60<>,\\]+)`),
+		}
+	})
 	traceMu sync.Mutex
 )
 
@@ -109,7 +111,7 @@ func trace(r *http.Request, body []byte) {
 // findCwd looks for the agent's working folder in what it sent (Codex's
 // environment context, a system prompt's "working directory").
 func findCwd(text string) string {
-	for _, re := range cwdPatterns {
+	for _, re := range cwdPatterns() {
 		if m := re.FindStringSubmatch(text); m != nil {
 			return strings.TrimRight(m[1], ".")
 		}
