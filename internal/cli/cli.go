@@ -190,15 +190,28 @@ func Run(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "%s\nRun corral help for the commands.\n", msg)
 		return 2
 	}
-	if name != "hold" && name != "hook" && name != "guard" { // their stderr is a log, kept as is
+	if name == "hold" || name == "guard" {
+		// The daemon starts these, and a holder lives as long as its
+		// panes: without the command tree (every command's flags, help
+		// and completion), which would stay on its heap all that while.
+		c, _ := lookup(name)
+		err := c.run(pflag.NewFlagSet(name, pflag.ContinueOnError))(ctx, io, args[1:])
+		return exitCode(name, name, io, err, func() *cobra.Command { return newTree(io, args) })
+	}
+	if name != "hook" { // its stderr is a log, kept as is
 		io = safeIO(name, io)
 	}
 	root := newTree(io, args)
 	cmd, err := root.ExecuteContextC(ctx)
+	return exitCode(name, pathOf(cmd), io, err, func() *cobra.Command { return root })
+}
+
+// exitCode reports a command's error and returns its exit status. page is
+// the command that ran ("rules list"); tree gives the command tree.
+func exitCode(name, page string, io IO, err error, tree func() *cobra.Command) int {
 	if err == nil {
 		return 0
 	}
-	page := pathOf(cmd)
 	var ue *usageError
 	var ee *exitError
 	switch {
@@ -206,7 +219,7 @@ func Run(ctx context.Context, args []string, io IO) int {
 		if ue.cmd != "" {
 			page = ue.cmd
 		}
-		if c, _, err := root.Find(strings.Fields(page)); err == nil {
+		if c, _, err := tree().Find(strings.Fields(page)); err == nil {
 			fmt.Fprintf(io.Stderr, "corral %s: %s\nusage: %s\nRun corral help %s for the flags and an example.\n", page, ue.msg, synopsis(c), page)
 		} else {
 			fmt.Fprintf(io.Stderr, "corral %s: %s\n", page, ue.msg)
