@@ -66,7 +66,10 @@ command -v man >/dev/null 2>&1 || {
 # --path-include: a container image may leave man pages out (path-exclude).
 "${dpkg[@]}" --path-include="/usr/share/man/man1/corral*" -i "$deb"
 trap '"${dpkg[@]}" -r corral >/dev/null' EXIT
-version=$("$root/usr/bin/corral" --version | head -1)
+# No "| head" or "| grep -q" under pipefail: the reader leaving early
+# kills the writer with SIGPIPE, and the check fails at random.
+version=$("$root/usr/bin/corral" --version)
+version=${version%%$'\n'*}
 echo "$version"
 [[ $version == "corral v"* ]] || { echo "corral --version does not name a version: $version" >&2; exit 1; }
 for f in /usr/share/bash-completion/completions/corral /usr/share/zsh/vendor-completions/_corral \
@@ -76,13 +79,14 @@ for f in /usr/share/bash-completion/completions/corral /usr/share/zsh/vendor-com
 done
 if [[ -z "$root" ]]; then
   man -w corral
-  man corral | grep -q 'corral'
+  page=$(man corral)
 else
-  man -l "$root/usr/share/man/man1/corral.1.gz" | grep -q 'corral'
+  page=$(man -l "$root/usr/share/man/man1/corral.1.gz")
 fi
+[[ $page == *corral* ]] || { echo "man corral shows no page" >&2; exit 1; }
 "${dpkg[@]}" -r corral
 trap - EXIT
-if "${dpkg[@]}" -s corral 2>/dev/null | grep -q '^Status: install ok installed' || [[ -e $root/usr/bin/corral ]]; then
+if [[ $("${dpkg[@]}" -s corral 2>/dev/null) == *"Status: install ok installed"* ]] || [[ -e $root/usr/bin/corral ]]; then
   echo "dpkg -r left corral installed" >&2
   exit 1
 fi
