@@ -243,8 +243,12 @@ func probeInterrupts(t *testing.T, p *Profile, turn string) {
 		}
 		runs = append(runs, StepRun{Name: "interrupt", Action: "press " + string(KeyInterrupt), Want: Want{State: combine.Idle}, Start: esc.Seconds()})
 		pr := probe{delay: delay, esc: esc, leave: -1}
+		if before := ss.cap.liveBefore(esc); len(before) > 0 && before[len(before)-1].State != combine.Working {
+			// The turn had ended before the key: nothing to interrupt.
+			pr.leave, pr.to = 0, before[len(before)-1]
+		}
 		end := time.Now().Add(20 * time.Second)
-		for time.Now().Before(end) {
+		for pr.leave != 0 && time.Now().Before(end) {
 			for _, pt := range ss.cap.liveSince(esc) {
 				if pt.State != combine.Working {
 					pr.leave, pr.to = pt.At-esc, pt
