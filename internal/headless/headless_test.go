@@ -29,6 +29,12 @@ const (
 
 // The test binary doubles as a fake headless agent.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "jobhold" { // the job holder of held_test.go
+		os.Exit(HoldMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if os.Getenv("FAKE_HELD") != "" {
+		os.Exit(fakeHeld())
+	}
 	if mode := os.Getenv("FAKE_STREAM"); mode != "" {
 		os.Exit(fake(mode))
 	}
