@@ -202,3 +202,29 @@ func alive(pid int) bool {
 	_, zombie, ok := procs.Parent(pid)
 	return ok && !zombie
 }
+
+// A held run ends as the same run not held: the same events, state,
+// reason and exit status, however quickly it exits.
+func TestHeldRunLikeUnheld(t *testing.T) {
+	for _, mode := range []string{"good", "noresult", "noresult0", "iserror"} {
+		t.Run(mode, func(t *testing.T) {
+			var plainEvs, heldEvs events
+			o := Options{Agent: "claude", Argv: []string{os.Args[0]}, Env: []string{"FAKE_STREAM=" + mode}, Timeout: 20 * time.Second, OnEvent: plainEvs.add}
+			plain, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.OnEvent, o.Spool, o.Hold = heldEvs.add, t.TempDir(), []string{os.Args[0], "jobhold"}
+			held, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if heldEvs.types() != plainEvs.types() {
+				t.Errorf("events held %s, not held %s", heldEvs.types(), plainEvs.types())
+			}
+			if held.State != plain.State || held.Reason != plain.Reason || held.ExitCode != plain.ExitCode || held.Stderr != plain.Stderr {
+				t.Errorf("held %+v\nnot held %+v", held, plain)
+			}
+		})
+	}
+}

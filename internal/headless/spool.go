@@ -171,9 +171,10 @@ type jobHolder struct {
 	group procs.Group
 	inMu  sync.Mutex // orders writes to stdin
 	stdin io.WriteCloser
-	mu    sync.Mutex // guards conns and ended
-	conns map[net.Conn]bool
-	ended bool
+	mu     sync.Mutex // guards what follows
+	conns  map[net.Conn]bool
+	ended  bool // the program has exited: its pid may be another's
+	closed bool // the exit status is written: connections are hung up
 }
 
 func (h *jobHolder) write(b []byte) {
@@ -204,8 +205,10 @@ func (h *jobHolder) serve(ln *net.UnixListener) {
 			c.Close()
 			continue
 		}
+		// Taken even once the run has ended: a daemon learns the end from
+		// the hang-up, which comes after the exit status is written.
 		h.mu.Lock()
-		if h.ended {
+		if h.closed {
 			h.mu.Unlock()
 			c.Close()
 			continue
@@ -254,7 +257,7 @@ func (h *jobHolder) kill(sig syscall.Signal) {
 
 func (h *jobHolder) closeConns() {
 	h.mu.Lock()
-	h.ended = true
+	h.closed = true
 	for c := range h.conns {
 		c.Close()
 	}
