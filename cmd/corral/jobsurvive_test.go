@@ -66,6 +66,8 @@ func streamTypes(t *testing.T, ndjson string) ([]string, map[string]any) {
 		switch {
 		case l.Type == "outcome":
 			outcome = l.Outcome
+		case l.Type == "fleet":
+			// the fleet's word on which host runs it
 		case l.Type == "assistant":
 			types = append(types, "assistant:"+l.Text)
 		default:
@@ -223,5 +225,54 @@ func TestHeldJobKillAndShutdown(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(e.dir, "state", "jobs")); len(ents) > 0 {
 		t.Errorf("job folders left after corral shutdown: %v", ents)
+	}
+}
+
+// A fleet job whose host's daemon is killed mid-job runs once: the job
+// goes on under its holder, and the host's next daemon reports it again
+// (at once, or tied to the caller's --retry queued when the host went
+// silent); the caller gets each event once.
+func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
+	for _, when := range []string{"at once", "after the retry was queued"} {
+		t.Run(when, func(t *testing.T) {
+			hub, b := fleetPair(t)
+			gate, runs := filepath.Join(b.dir, "gate"), filepath.Join(b.dir, "runs")
+			script := "echo run >> " + runs + "; " + heldScript(gate, true, 0)
+			cmd := exec.Command(corralBin, "exec", "--json", "--fleet", "--host", "b", "--retry", "2", "--agent", "claude", "--", "sh", "-c", script)
+			cmd.Env, cmd.Dir = hub.vars, hub.dir
+			out := &lockedBuffer{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			waitFor(t, 15*time.Second, "the job's first text", func() bool { return strings.Contains(out.String(), `"text":"before"`) })
+			syscall.Kill(b.daemonPID(), syscall.SIGKILL)
+			if when != "at once" {
+				waitFor(t, 15*time.Second, "the caller to queue the job again", func() bool { return strings.Contains(out.String(), "queued again") })
+			}
+			b.must("fleet", "status") // b's next daemon, and its fleet
+			os.WriteFile(gate, nil, 0o600)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("corral exec --fleet: %v\n%s", err, out.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("corral exec --fleet did not end:\n%s", out.String())
+			}
+			types, outcome := streamTypes(t, out.String())
+			if got := strings.Join(types, ","); got != "init,assistant:before,assistant:after,result" {
+				t.Errorf("the caller printed %s:\n%s", got, out.String())
+			}
+			if outcome["state"] != "done" {
+				t.Errorf("outcome %v", outcome)
+			}
+			if b, _ := os.ReadFile(runs); string(b) != "run\n" {
+				t.Errorf("the job ran %d times", strings.Count(string(b), "run"))
+			}
+		})
 	}
 }

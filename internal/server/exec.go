@@ -86,7 +86,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 			o.Argv, o.Prompt = argv, prompt
 		}
 	}
-	j, err := s.startJob(req.Name, o, jobKeep{Policy: req.Policy, PolicySource: req.PolicySource})
+	j, err := s.startJob(req.Name, o, jobKeep{Policy: req.Policy, PolicySource: req.PolicySource, Fleet: req.Fleet})
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/headless"
@@ -74,6 +75,9 @@ type job struct {
 	// quiet: events replayed from a held job's journal are not changes to
 	// log again.
 	quiet bool
+
+	// fleet: the fleet job it runs (nil for none).
+	fleet *api.FleetJob
 
 	// A held job (see jobstore.go): its folder, its row there, and the
 	// detach that lets it go on for the next daemon (ran is closed once

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/headless"
@@ -42,6 +43,8 @@ type jobRecord struct {
 	Policy       string `json:"policy,omitempty"`
 	PolicySource string `json:"policy_source,omitempty"`
 	Relay        bool   `json:"relay,omitempty"` // its stdin takes permission answers
+	// Fleet is the fleet job it runs, if any.
+	Fleet *api.FleetJob `json:"fleet,omitempty"`
 	// Its end, once known.
 	Outcome *headless.Outcome `json:"outcome,omitempty"`
 	EndedAt time.Time         `json:"ended_at,omitzero"`
@@ -50,6 +53,7 @@ type jobRecord struct {
 // jobKeep is what a job's row keeps that its options hold only parsed.
 type jobKeep struct {
 	Policy, PolicySource string
+	Fleet                *api.FleetJob
 }
 
 // jobsDir returns (making it, mode 0700) the folder of held jobs.
@@ -91,7 +95,7 @@ func (s *Server) holdJob(id, name string, o *headless.Options, keep jobKeep) (*j
 	}
 	rec := &jobRecord{ID: id, Name: name, Agent: o.Agent, Argv: o.Argv, Dir: o.Dir, Started: time.Now(),
 		TimeoutMS: o.Timeout.Milliseconds(), StallMS: o.Stall.Milliseconds(),
-		Policy: keep.Policy, PolicySource: keep.PolicySource, Relay: o.Prompt != ""}
+		Policy: keep.Policy, PolicySource: keep.PolicySource, Relay: o.Prompt != "", Fleet: keep.Fleet}
 	if err := saveJobRecord(dir, rec); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -189,6 +193,7 @@ func (s *Server) followJob(dir string, rec *jobRecord) *job {
 	}
 	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) }, s.keepOutcome(dir, rec))
 	j.asks = rec.Relay && o.Policy == nil
+	j.fleet = rec.Fleet
 	return j
 }
 
@@ -198,7 +203,7 @@ func endedJob(dir string, rec *jobRecord) *job {
 	j := &job{id: rec.ID, name: rec.Name, agent: rec.Agent, argv: rec.Argv, dir: rec.Dir, started: rec.Started, cancel: func() {},
 		done: make(chan struct{}), grew: make(chan struct{}), quiet: true, spool: dir,
 		decision: combine.Decision{State: combine.Working, Source: combine.SourceStream},
-		detach:   make(chan struct{}), ran: make(chan struct{})}
+		detach:   make(chan struct{}), ran: make(chan struct{}), fleet: rec.Fleet}
 	j.since = j.started
 	close(j.ran)
 	evs, _ := headless.HeldEvents(dir)
