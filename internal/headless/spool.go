@@ -167,10 +167,10 @@ type HoldReady struct {
 }
 
 type jobHolder struct {
-	pid   int
-	group procs.Group
-	inMu  sync.Mutex // orders writes to stdin
-	stdin io.WriteCloser
+	pid    int
+	group  procs.Group
+	inMu   sync.Mutex // orders writes to stdin
+	stdin  io.WriteCloser
 	mu     sync.Mutex // guards what follows
 	conns  map[net.Conn]bool
 	ended  bool // the program has exited: its pid may be another's
