@@ -139,6 +139,8 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-more:
+		case <-j.detach: // let go for the next daemon: the client takes the stream from it
+			return
 		case <-r.Context().Done():
 			return
 		}
