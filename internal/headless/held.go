@@ -301,7 +301,11 @@ func (j *job) followLines(f io.Reader, off int64, skip int, to chan<- rawLine) {
 			default:
 			}
 		}
-		to <- rawLine{line: append([]byte(nil), line...), truncated: truncated, off: at, skip: skip}
+		select {
+		case to <- rawLine{line: append([]byte(nil), line...), truncated: truncated, off: at, skip: skip}:
+		case <-j.held.stop: // let go: nobody reads on
+			return
+		}
 		skip = 0
 	}
 }
