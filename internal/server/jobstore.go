@@ -77,9 +77,10 @@ func (s *Server) jobsDir() (string, error) {
 }
 
 // heldMode reports whether a job of these options can be held: its
-// stream read from a file (pipe mode, not ACP).
+// stream read from a file (pipe mode, not ACP), and holders not turned
+// off (CORRAL_NO_HOLDER=1, as for panes).
 func heldMode(o headless.Options) bool {
-	return o.Mode != "pty-lite" && o.Agent != "acp"
+	return o.Mode != "pty-lite" && o.Agent != "acp" && os.Getenv("CORRAL_NO_HOLDER") != "1"
 }
 
 // holdJob makes the job's folder and row, and sets o to run it held.
@@ -89,6 +90,9 @@ func (s *Server) holdJob(id, name string, o *headless.Options, keep jobKeep) (*j
 		return nil, err
 	}
 	dir := filepath.Join(root, id)
+	if sock := filepath.Join(dir, headless.SpoolSocket); len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("the job holder's socket path %s is longer than %d bytes; set CORRAL_STATE_DIR to a shorter folder", sock, maxSocketPath)
+	}
 	_ = os.RemoveAll(dir) // an old job's, by a rare chance of the same id
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("job folder: %w", err)
