@@ -191,6 +191,7 @@ func startHeld(o Options, path string, env []string) (*job, error) {
 	_ = rd.SetReadDeadline(time.Now().Add(HoldStartWait))
 	line, rerr := bufio.NewReader(io.LimitReader(rd, 64<<10)).ReadBytes('\n')
 	rd.Close()
+	_ = os.Remove(filepath.Join(dir, SpoolSpec)) // read by now, or never: it holds the environment
 	var ready HoldReady
 	if rerr != nil || json.Unmarshal(line, &ready) != nil {
 		_ = cmd.Process.Kill()
@@ -200,7 +201,14 @@ func startHeld(o Options, path string, env []string) (*job, error) {
 		return nil, errors.New(ready.Error)
 	}
 	_ = safefile.WriteAtomic(filepath.Join(dir, spoolPID), []byte(strconv.Itoa(ready.ProgramPID)), 0o600)
-	return followHeld(o, ready.ProgramPID, &resumeState{})
+	j, err := followHeld(o, ready.ProgramPID, &resumeState{})
+	if err != nil {
+		// Nobody would read it: it must not run on unseen. Its holder
+		// ends what it left, and is reaped here.
+		_ = syscall.Kill(-ready.ProgramPID, syscall.SIGKILL)
+		return nil, err
+	}
+	return j, nil
 }
 
 // adoptHeld follows a run a job holder holds (or held) in o.Spool.
