@@ -228,12 +228,12 @@ func TestHeldJobKillAndShutdown(t *testing.T) {
 	}
 }
 
-// A fleet job whose host's daemon is killed mid-job runs once: the job
-// goes on under its holder, and the host's next daemon reports it again
-// (at once, or tied to the caller's --retry queued when the host went
-// silent); the caller gets each event once.
+// A fleet job whose host's daemon is killed mid-job, or restarted, runs
+// once: the job goes on under its holder, and the host's next daemon
+// reports it again (at once, or tied to the caller's --retry queued when
+// the host went silent); the caller gets each event once.
 func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
-	for _, when := range []string{"at once", "after the retry was queued"} {
+	for _, when := range []string{"at once", "after the retry was queued", "corral restart"} {
 		t.Run(when, func(t *testing.T) {
 			hub, b := fleetPair(t)
 			gate, runs := filepath.Join(b.dir, "gate"), filepath.Join(b.dir, "runs")
@@ -247,9 +247,14 @@ func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
 			}
 			t.Cleanup(func() { cmd.Process.Kill() })
 			waitFor(t, 15*time.Second, "the job's first text", func() bool { return strings.Contains(out.String(), `"text":"before"`) })
-			syscall.Kill(b.daemonPID(), syscall.SIGKILL)
-			if when != "at once" {
+			switch when {
+			case "corral restart":
+				b.must("restart")
+			case "after the retry was queued":
+				syscall.Kill(b.daemonPID(), syscall.SIGKILL)
 				waitFor(t, 15*time.Second, "the caller to queue the job again", func() bool { return strings.Contains(out.String(), "queued again") })
+			default:
+				syscall.Kill(b.daemonPID(), syscall.SIGKILL)
 			}
 			b.must("fleet", "status") // b's next daemon, and its fleet
 			os.WriteFile(gate, nil, 0o600)
