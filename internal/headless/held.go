@@ -282,13 +282,17 @@ func followHeld(o Options, pid int, r *resumeState) (*job, error) {
 		defer close(j.readDone)
 		defer close(j.lines)
 		defer outF.Close()
-		j.followLines(&follower{f: outF, h: h}, r.outOff, r.outSkip, j.lines)
+		f := newFollower(outF, h)
+		defer f.wake.close()
+		j.followLines(f, r.outOff, r.outSkip, j.lines)
 	}()
 	go func() {
 		defer close(j.errDone)
 		defer close(j.errHeld)
 		defer errF.Close()
-		j.followLines(&follower{f: errF, h: h}, r.errOff, r.errSkip, j.errHeld)
+		f := newFollower(errF, h)
+		defer f.wake.close()
+		j.followLines(f, r.errOff, r.errSkip, j.errHeld)
 	}()
 	return j, nil
 }
@@ -321,13 +325,28 @@ func (j *job) followLines(f io.Reader, off int64, skip int, to chan<- rawLine) {
 // follower reads a file the holder's program writes, waiting at its end
 // until the holder is gone (then the end is the end) or the reading stops.
 type follower struct {
-	f *os.File
-	h *heldRun
-	t *time.Timer
+	f    *os.File
+	h    *heldRun
+	t    *time.Timer
+	wake *fileWaker // nil: poll only
 }
 
+func newFollower(f *os.File, h *heldRun) *follower {
+	return &follower{f: f, h: h, wake: newFileWaker(f.Name())}
+}
+
+// Polling bounds: a follower woken by the file's writes polls seldom, for
+// a wake-up missed.
+const (
+	followPoll      = 100 * time.Millisecond
+	followPollWoken = time.Second
+)
+
 func (r *follower) Read(p []byte) (int, error) {
-	wait := 5 * time.Millisecond
+	wait, most := 5*time.Millisecond, followPoll
+	if r.wake != nil {
+		most = followPollWoken
+	}
 	for {
 		n, err := r.f.Read(p)
 		if n > 0 || err != nil && !errors.Is(err, io.EOF) {
@@ -351,9 +370,10 @@ func (r *follower) Read(p []byte) (int, error) {
 		select {
 		case <-r.h.stop:
 		case <-r.h.gone:
+		case <-r.wake.wake():
 		case <-r.t.C:
 		}
-		wait = min(2*wait, 100*time.Millisecond)
+		wait = min(2*wait, most)
 	}
 }
 
