@@ -43,6 +43,7 @@ func startExec(t *testing.T, e *env, name, script string) (*exec.Cmd, *lockedBuf
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
+	endJobAtCleanup(t, script)
 	waitFor(t, 10*time.Second, "the job's first text", func() bool { return strings.Contains(out.String(), `"text":"before"`) })
 	return cmd, out
 }
@@ -75,6 +76,17 @@ func streamTypes(t *testing.T, ndjson string) ([]string, map[string]any) {
 		}
 	}
 	return types, outcome
+}
+
+// endJobAtCleanup ends the job running script when the test ends: a test
+// that failed with no daemon running leaves no job (nor its holder, which
+// ends with it) behind.
+func endJobAtCleanup(t *testing.T, script string) {
+	t.Cleanup(func() {
+		for _, pid := range withArg(script) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 }
 
 // jobHolders returns the live job holders of e.
@@ -246,6 +258,7 @@ func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { cmd.Process.Kill() })
+			endJobAtCleanup(t, script)
 			waitFor(t, 15*time.Second, "the job's first text", func() bool { return strings.Contains(out.String(), `"text":"before"`) })
 			switch when {
 			case "corral restart":

@@ -3,6 +3,7 @@ package headless
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,7 +60,26 @@ func (e *events) types() string {
 
 func heldOptions(t *testing.T, dir, gate string, env ...string) Options {
 	return Options{Agent: "claude", Argv: []string{os.Args[0]}, Env: append([]string{"FAKE_HELD=1", "GATE=" + gate}, env...),
-		Spool: dir, Hold: []string{os.Args[0], "jobhold"}, Mark: "CORRAL_JOB=held-" + strconv.Itoa(os.Getpid()), Timeout: 20 * time.Second}
+		Spool: dir, Hold: []string{os.Args[0], "jobhold"}, Mark: "CORRAL_JOB=held-" + strconv.Itoa(os.Getpid()), Timeout: 20 * time.Second,
+		OnStart: endAtCleanup(t, dir)}
+}
+
+// endAtCleanup returns an OnStart that has the held run ended, and its
+// holder gone, when the test ends (a test that failed half-way leaves
+// nothing running).
+func endAtCleanup(t *testing.T, dir string) func(int) {
+	return func(pid int) {
+		t.Cleanup(func() {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			proctest.WaitFor(5*time.Second, func() bool { // no holder answers
+				c, err := net.Dial("unix", filepath.Join(dir, SpoolSocket))
+				if err == nil {
+					c.Close()
+				}
+				return err != nil
+			})
+		})
+	}
 }
 
 // A held run let go by one daemon and followed by the next has each of
@@ -129,7 +149,7 @@ func TestHeldRunAcrossDaemons(t *testing.T) {
 func TestHeldPermissionAcrossDaemons(t *testing.T) {
 	dir := t.TempDir()
 	o := Options{Agent: "claude", Argv: []string{os.Args[0]}, Env: []string{"FAKE_STREAM=relay"}, Prompt: "do it",
-		Spool: dir, Hold: []string{os.Args[0], "jobhold"}, Timeout: 20 * time.Second}
+		Spool: dir, Hold: []string{os.Args[0], "jobhold"}, Timeout: 20 * time.Second, OnStart: endAtCleanup(t, dir)}
 	detach := make(chan struct{})
 	o.Detach = detach
 	o.OnPermission = func(Event, func(bool, string)) { close(detach) } // the daemon goes before anyone answers
@@ -169,7 +189,10 @@ func TestHeldHolderKilled(t *testing.T) {
 	o := heldOptions(t, dir, gate)
 	detach := make(chan struct{})
 	pid := 0
-	o.OnStart = func(p int) { pid = p }
+	o.OnStart = func(p int) {
+		pid = p
+		endAtCleanup(t, dir)(p)
+	}
 	var once sync.Once
 	o.OnEvent = func(Event) { once.Do(func() { close(detach) }) }
 	o.Detach = detach
