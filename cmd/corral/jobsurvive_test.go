@@ -192,6 +192,11 @@ func TestJobEndsWhileNoDaemonRuns(t *testing.T) {
 	if types, _ := streamTypes(t, jobStream(t, e, p.ID, 2)); strings.Join(types, ",") != "assistant:after" {
 		t.Errorf("its events from the third on: %v", types)
 	}
+	// Removed, its folder goes: the next daemon does not show it again.
+	e.must("rm", "j")
+	if _, err := os.Stat(filepath.Join(e.dir, "state", "jobs", p.ID)); !os.IsNotExist(err) {
+		t.Errorf("the removed job's folder: %v", err)
+	}
 }
 
 // jobStream reads a job's whole stream from event from.
