@@ -79,11 +79,10 @@ type job struct {
 	// fleet: the fleet job it runs (nil for none).
 	fleet *api.FleetJob
 
-	// A held job (see jobstore.go): its folder, its row there, and the
-	// detach that lets it go on for the next daemon (ran is closed once
-	// its Run has returned).
+	// A held job (see jobstore.go): its folder, what keeps its outcome
+	// there, and the detach that lets it go on for the next daemon (ran is
+	// closed once its Run has returned).
 	spool    string
-	rec      *jobRecord
 	onEnd    func(headless.Outcome, time.Time)
 	detach   chan struct{}
 	detached sync.Once
