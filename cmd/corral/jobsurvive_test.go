@@ -299,3 +299,43 @@ func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
 		})
 	}
 }
+
+// A held job blocked on a permission request when its daemon is killed is
+// blocked on it under the next daemon, and corral answer there reaches
+// the agent's stdin, kept by its holder.
+func TestHeldJobAnsweredAfterDaemonKill(t *testing.T) {
+	e := newEnv(t)
+	script := `read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
+		`case "$reply" in *'"behavior":"allow"'*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"allowed"}]}}';; ` +
+		`*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"denied"}]}}';; esac; echo '` + resultJSON + `'; cat >/dev/null`
+	cmd := exec.Command(corralBin, "exec", "--name", "relay", "--agent", "claude", "--prompt", "clean up", "--", "sh", "-c", script)
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	endJobAtCleanup(t, script)
+	waitFor(t, 10*time.Second, "the job", func() bool { return strings.Contains(e.must("ls"), "relay") })
+	e.must("wait", "relay", "--state", "blocked", "--timeout", "10s")
+	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
+	e.must("wait", "relay", "--state", "blocked", "--timeout", "10s") // the next daemon
+	if p := e.pane("relay"); p.Kind != "permission" || p.Message != "approve Bash: rm -rf build" {
+		t.Fatalf("the job under the next daemon: %+v", p)
+	}
+	e.must("answer", "relay", "yes")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || strings.Count(out.String(), "assistant: allowed") != 1 || !strings.Contains(out.String(), "allowed Bash: rm -rf build (corral answer yes)") {
+			t.Fatalf("exec: %v\n%s", err, out.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("exec did not end:\n%s", out.String())
+	}
+	if p := e.pane("relay"); p.State != "done" {
+		t.Fatalf("the job after the answer: %+v", p)
+	}
+}
