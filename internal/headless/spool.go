@@ -142,7 +142,10 @@ func HoldMain(args []string, stdout, stderr io.Writer) int {
 		os.Remove(sock)
 		return 127
 	}
-	h := &jobHolder{pid: cmd.Process.Pid, group: procs.Group{Root: cmd.Process.Pid, Mark: spec.Mark}, stdin: stdin, conns: map[net.Conn]bool{}}
+	h := &jobHolder{pid: cmd.Process.Pid, group: procs.Group{Root: cmd.Process.Pid, Mark: spec.Mark}, conns: map[net.Conn]bool{}}
+	// Written from a goroutine of its own: an agent that does not read its
+	// stdin must not hold the holder's requests (a kill among them).
+	h.write, h.closeIn = stdinWriter(stdin)
 	if len(spec.Opening) > 0 {
 		h.write(spec.Opening)
 	}
@@ -167,31 +170,14 @@ type HoldReady struct {
 }
 
 type jobHolder struct {
-	pid    int
-	group  procs.Group
-	inMu   sync.Mutex // orders writes to stdin
-	stdin  io.WriteCloser
-	mu     sync.Mutex // guards what follows
-	conns  map[net.Conn]bool
-	ended  bool // the program has exited: its pid may be another's
-	closed bool // the exit status is written: connections are hung up
-}
-
-func (h *jobHolder) write(b []byte) {
-	h.inMu.Lock()
-	defer h.inMu.Unlock()
-	if h.stdin != nil {
-		_, _ = h.stdin.Write(b)
-	}
-}
-
-func (h *jobHolder) closeIn() {
-	h.inMu.Lock()
-	defer h.inMu.Unlock()
-	if h.stdin != nil {
-		_ = h.stdin.Close()
-		h.stdin = nil
-	}
+	pid     int
+	group   procs.Group
+	write   func([]byte) // queues bytes for the program's stdin
+	closeIn func()       // closes it once what is queued is written
+	mu      sync.Mutex   // guards what follows
+	conns   map[net.Conn]bool
+	ended   bool // the program has exited: its pid may be another's
+	closed  bool // the exit status is written: connections are hung up
 }
 
 // serve takes requests from daemons of this user.
