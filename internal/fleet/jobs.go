@@ -470,10 +470,23 @@ func (m *Member) streamJob(pub *jobPublisher, local string, resumed bool) {
 			event++
 		}
 	}
+	if !sawOutcome && sc.Err() == nil && m.localRunning(local) {
+		// The daemon let the job go on for the next one (a hand-over),
+		// which reports it again: no outcome is known, none is told.
+		pr.Close()
+		return
+	}
 	if !sawOutcome {
 		pub.publish(outcomeLine("error", fmt.Sprintf("host %s lost the job's stream: %v", m.o.Name, sc.Err()), 1), -1)
 	}
 	pr.Close()
+}
+
+// localRunning reports whether this host's job id has not ended.
+func (m *Member) localRunning(id string) bool {
+	status, body := m.local("GET", "/v1/panes/"+url.PathEscape(id), nil)
+	var p api.Pane
+	return status/100 == 2 && json.Unmarshal(body, &p) == nil && p.ExitCode == nil
 }
 
 // fellBehind begins the line a job's stream adds when it missed events
