@@ -46,7 +46,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"tmuxwatch":     {"pane", "tmuxctl", "osproc"},
 		"board":         {"api", "term"},
 		"cli":           {"agentdef", "agents", "api", "buildinfo", "client", "doctor", "fleet", "headless", "holder", "lab", "lab/fakeagent", "procs", "replay", "rules", "server", "status", "tty", "tui", "verify"},
-		"headless":      {"procs", "rules", "safefile", "term", "tomlfile"},
+		"headless":      {"osproc", "procs", "rules", "safefile", "term", "tomlfile"},
 		"tomlfile":      nil,
 		"safefile":      nil,
 		"buildinfo":     nil,

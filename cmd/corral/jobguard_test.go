@@ -10,15 +10,17 @@ import (
 	"github.com/corral-dev/corral/internal/proctest"
 )
 
-// A headless job ends with the daemon that runs it, however the daemon
-// ends: a daemon killed with SIGKILL leaves no job behind, not even a
-// process that ignores SIGTERM and SIGHUP in a session of its own (under a
-// fleet --retry it would otherwise run twice).
+// A headless job that cannot be held (pty-lite mode: its stream is read
+// from a terminal, not a file; see jobsurvive_test.go for the held ones)
+// ends with the daemon that runs it, however the daemon ends: a daemon
+// killed with SIGKILL leaves no job behind, not even a process that
+// ignores SIGTERM and SIGHUP in a session of its own (under a fleet
+// --retry it would otherwise run twice).
 func TestJobEndsWithItsDaemon(t *testing.T) {
 	e := newEnv(t)
 	script := "echo '" + initJSON + "'; setsid sh -c \"trap '' TERM HUP; exec sleep 1031\" & " +
 		"trap '' TERM HUP INT; sleep 1032"
-	cmd := exec.Command(corralBin, "exec", "--name", "j", "--agent", "claude", "--", "sh", "-c", script)
+	cmd := exec.Command(corralBin, "exec", "--mode", "pty-lite", "--name", "j", "--agent", "claude", "--", "sh", "-c", script)
 	cmd.Env, cmd.Dir = e.vars, e.dir
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -47,6 +47,8 @@ type Pane struct {
 	HooksIgnored int `json:"hooks_ignored"`
 	// SessionID is a headless job's agent session, once known.
 	SessionID string `json:"session_id,omitempty"`
+	// Fleet is the fleet job a headless job runs, if it runs one.
+	Fleet *FleetJob `json:"fleet,omitempty"`
 	// Policy is the policy file deciding the pane's permission requests
 	// ("" for none); Approval is its latest decision.
 	Policy   string    `json:"policy,omitempty"`
@@ -281,4 +283,17 @@ type ExecRequest struct {
 	// CallerEnv is the caller's whole environment: the job's starts from
 	// it (Env added), not from the daemon's. Absent, the daemon's is used.
 	CallerEnv []string `json:"caller_env,omitempty"`
+
+	// Fleet is the fleet job this job runs (set by the host's fleet
+	// worker, never by a caller): kept with the job, so that the fleet
+	// job is tied to it again after a daemon restart, never run twice.
+	Fleet *FleetJob `json:"fleet,omitempty"`
+}
+
+// FleetJob names the fleet job a host's job runs: its id, the host that
+// queued it, and the attempt this host took.
+type FleetJob struct {
+	ID      string `json:"id"`
+	From    string `json:"from"`
+	Attempt int    `json:"attempt"`
 }

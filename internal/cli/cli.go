@@ -132,8 +132,9 @@ func init() {
 		{name: "docs man", group: grpSub, args: "DIR", summary: "write one man page per command into DIR (section 1)", example: "corral docs man ~/.local/share/man/man1", run: docsMan},
 		{name: "docs markdown", group: grpSub, args: "DIR", summary: "write the CLI reference as Markdown into DIR, one file per command", example: "corral docs markdown docs/cli", run: docsMarkdown},
 		{name: "fake-agent", args: "[--osc7501] [--command CMD]", run: raw(runFakeAgent), rawArgs: true}, // demos and tests
-		{name: "hold", run: raw(runHold), rawArgs: true},   // a pane's holder, started by the daemon
-		{name: "guard", run: raw(runGuard), rawArgs: true}, // a headless job's guard, started by the daemon
+		{name: "hold", run: raw(runHold), rawArgs: true},       // a pane's holder, started by the daemon
+		{name: "guard", run: raw(runGuard), rawArgs: true},     // a headless job's guard, started by the daemon
+		{name: "jobhold", run: raw(runJobHold), rawArgs: true}, // a held headless job's holder, started by the daemon
 	}
 }
 
@@ -190,7 +191,7 @@ func Run(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "%s\nRun corral help for the commands.\n", msg)
 		return 2
 	}
-	if name == "hold" || name == "guard" {
+	if name == "hold" || name == "guard" || name == "jobhold" {
 		// The daemon starts these, and a holder lives as long as its
 		// panes: without the command tree (every command's flags, help
 		// and completion), which would stay on its heap all that while.

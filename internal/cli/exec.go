@@ -3,12 +3,15 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/server"
 	"github.com/spf13/pflag"
 )
 
@@ -158,19 +162,40 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 	if err != nil {
 		return apiError(err)
 	}
-	defer body.Close()
 	lines := make(chan []byte)
 	go func() {
 		defer close(lines)
-		r := headless.NewLines(body)
+		seen := 0 // events received: where a stream taken again goes on
 		for {
-			line, _, err := r.Next()
-			if err != nil {
+			ended := false
+			r := headless.NewLines(body)
+			for {
+				line, _, err := r.Next()
+				if err != nil {
+					break
+				}
+				var probe struct{ Type, Line string }
+				_ = json.Unmarshal(line, &probe)
+				switch {
+				case probe.Type == "outcome":
+					ended = true
+				case probe.Type != string(headless.EventDiagnostic) || !strings.HasPrefix(probe.Line, server.FellBehind):
+					seen++
+				}
+				select {
+				case lines <- append([]byte(nil), line...):
+				case <-sctx.Done():
+					body.Close()
+					return
+				}
+			}
+			body.Close()
+			if ended || isFleetJob(id) {
 				return
 			}
-			select {
-			case lines <- append([]byte(nil), line...):
-			case <-sctx.Done():
+			// The daemon went (killed, restarted) before the outcome: a
+			// held job goes on, and the next daemon has its events.
+			if body = reopenStream(sctx, id, seen); body == nil {
 				return
 			}
 		}
@@ -299,6 +324,36 @@ read:
 	}
 	if code != 0 {
 		return &exitError{code: code, err: fmt.Errorf("")}
+	}
+	return nil
+}
+
+// ExecReconnectWait bounds how long corral exec tries to take a job's
+// stream again after its daemon went away mid-job.
+const ExecReconnectWait = 30 * time.Second
+
+// reopenStream takes a job's stream again from event number from, on the
+// daemon that runs now (starting one if none does); nil when the job is
+// gone or no daemon answers within ExecReconnectWait.
+func reopenStream(ctx context.Context, id string, from int) io.ReadCloser {
+	deadline := time.Now().Add(ExecReconnectWait)
+	for time.Now().Before(deadline) {
+		c, err := connect(ctx)
+		if err == nil {
+			body, err := c.Stream(ctx, jobPath(id, "stream")+"?from="+strconv.Itoa(from))
+			if err == nil {
+				return body
+			}
+			var ce *client.Error
+			if errors.As(err, &ce) && ce.Status == http.StatusNotFound {
+				return nil // the next daemon does not have it: it ended with the last
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	return nil
 }

@@ -48,8 +48,20 @@ const HandoverWait = 15 * time.Second
 // between.
 func handOver(ctx context.Context, recv *server.Receiver) (bool, *server.Inherited, error) {
 	c := clientNoStart()
-	if c.Ping(ctx) != nil {
+	var old struct {
+		PID int `json:"pid"`
+	}
+	if c.Do(ctx, "GET", "/v1/status", nil, &old) != nil {
 		return false, nil, nil
+	}
+	// stopped: the old daemon no longer answers, or another one does (a
+	// client, corral exec taking its job's stream again, may start one
+	// the moment the old one has gone).
+	stopped := func() bool {
+		var st struct {
+			PID int `json:"pid"`
+		}
+		return c.Do(ctx, "GET", "/v1/status", nil, &st) != nil || st.PID != old.PID
 	}
 	req := map[string]string{}
 	if recv != nil {
@@ -74,7 +86,7 @@ func handOver(ctx context.Context, recv *server.Receiver) (bool, *server.Inherit
 		fmt.Fprintf(os.Stderr, "corral: %v\n", err)
 	}
 	deadline := time.Now().Add(HandoverWait)
-	for c.Ping(ctx) == nil {
+	for !stopped() {
 		if time.Now().After(deadline) {
 			return true, nil, fmt.Errorf("the running daemon did not stop within %v of the hand-over", HandoverWait)
 		}

@@ -36,6 +36,11 @@ type JobRequest struct {
 
 const hdrAttempt = "Corral-Attempt"
 
+// hdrEvent numbers a job's event lines from its start (the job's own
+// numbering): a caller drops the lines it has had already, when a host
+// reports its job again after a daemon restart.
+const hdrEvent = "Corral-Event"
+
 // worker state.
 type worker struct {
 	mu        sync.Mutex
@@ -67,7 +72,59 @@ func (m *Member) startWorker() {
 		m.setErr(err)
 	}
 	w.sub = sub
+	m.reattachJobs()
 	m.goLoop(m.workLoop)
+}
+
+// reattachRecent is how long after its end a fleet job this host ran is
+// reported again by a daemon that starts: its caller may still wait.
+const reattachRecent = time.Minute
+
+// reattachJobs reports again the fleet jobs this host's last daemon ran
+// and this one took over (held jobs outlive their daemon): their callers
+// hear them go on under the same attempt, and nothing runs twice.
+func (m *Member) reattachJobs() {
+	for _, p := range m.localJobs() {
+		f := p.Fleet
+		if p.ExitCode != nil {
+			at, err := time.Parse(time.RFC3339Nano, p.Since)
+			if err != nil || time.Since(at) > reattachRecent {
+				continue
+			}
+		}
+		m.jobs.Add(1)
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			defer m.jobDone()
+			m.reportJob(JobRequest{ID: f.ID, Attempt: f.Attempt, From: f.From}, p.ID)
+		}()
+	}
+}
+
+// localJobs are this host's jobs that run fleet jobs.
+func (m *Member) localJobs() []api.Pane {
+	status, body := m.local("GET", "/v1/panes", nil)
+	var ps []api.Pane
+	if status/100 != 2 || json.Unmarshal(body, &ps) != nil {
+		return nil
+	}
+	out := ps[:0]
+	for _, p := range ps {
+		if p.Backend == "headless" && p.Fleet != nil && p.Fleet.ID != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// jobDone frees a job's place.
+func (m *Member) jobDone() {
+	m.jobs.Add(-1)
+	select {
+	case m.worker.freed <- struct{}{}:
+	default:
+	}
 }
 
 func (m *Member) stopWorker() {
@@ -250,54 +307,76 @@ func (m *Member) takeJob(msg jetstream.Msg) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		defer func() {
-			m.jobs.Add(-1)
-			select {
-			case m.worker.freed <- struct{}{}:
-			default:
-			}
-		}()
+		defer m.jobDone()
 		m.runJob(jr)
 	}()
 }
 
-// runJob runs a fleet job as a local one and streams its lines back.
-func (m *Member) runJob(jr JobRequest) {
+// jobPublisher publishes a fleet job's lines to its caller.
+type jobPublisher struct {
+	m       *Member
+	jr      JobRequest
+	subject string
+	nonce   string // this publisher's: another's lines are never taken for duplicates of its own
+	mu      sync.Mutex
+	n       int
+}
+
+func (m *Member) publisher(jr JobRequest) *jobPublisher {
 	// The output goes back to the caller only: only it may read
 	// corral.jobout.CALLER.>.
-	subject := subjJobOut + jr.From + "." + m.o.Name + "." + jr.ID
-	var pubMu sync.Mutex
-	n := 0
-	publish := func(line []byte) {
-		pubMu.Lock()
-		defer pubMu.Unlock()
-		n++
-		msg := nats.NewMsg(subject)
-		msg.Data = line
-		msg.Header.Set(hdrAttempt, strconv.Itoa(jr.Attempt))
-		id := fmt.Sprintf("%s:%d:%d", jr.ID, jr.Attempt, n)
-		for try := 0; try < 20 && m.ctx.Err() == nil; try++ {
-			ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
-			_, err := m.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id))
-			cancel()
-			if err == nil {
-				return
-			}
-			time.Sleep(250 * time.Millisecond)
+	return &jobPublisher{m: m, jr: jr, subject: subjJobOut + jr.From + "." + m.o.Name + "." + jr.ID, nonce: secret()[:8]}
+}
+
+// publish sends a line; event, when not negative, is the job's number for
+// an event line.
+func (p *jobPublisher) publish(line []byte, event int) {
+	m, jr := p.m, p.jr
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	msg := nats.NewMsg(p.subject)
+	msg.Data = line
+	msg.Header.Set(hdrAttempt, strconv.Itoa(jr.Attempt))
+	if event >= 0 {
+		msg.Header.Set(hdrEvent, strconv.Itoa(event))
+	}
+	id := fmt.Sprintf("%s:%d:%s:%d", jr.ID, jr.Attempt, p.nonce, p.n)
+	for try := 0; try < 20 && m.ctx.Err() == nil; try++ {
+		ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
+		_, err := m.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (p *jobPublisher) control(v map[string]any) {
+	v["host"] = p.m.o.Name
+	b, _ := json.Marshal(v)
+	p.publish(b, -1)
+}
+
+// runJob runs a fleet job as a local one and streams its lines back. A
+// job this host runs already (its daemon restarted, and the caller queued
+// it again) is tied to the message, never run twice.
+func (m *Member) runJob(jr JobRequest) {
+	pub := m.publisher(jr)
+	pub.control(map[string]any{"type": "taken", "attempt": jr.Attempt})
+	for _, p := range m.localJobs() {
+		if p.Fleet.ID == jr.ID {
+			m.reportJob(jr, p.ID)
+			return
 		}
 	}
-	control := func(v map[string]any) {
-		v["host"] = m.o.Name
-		b, _ := json.Marshal(v)
-		publish(b)
-	}
-	control(map[string]any{"type": "taken", "attempt": jr.Attempt})
 	w := m.worker
 	w.mu.Lock()
 	_, cancelled := w.cancelled[jr.ID]
 	w.mu.Unlock()
 	if cancelled {
-		publish(outcomeLine("error", "the job was cancelled before it started", 130))
+		pub.publish(outcomeLine("error", "the job was cancelled before it started", 130), -1)
 		return
 	}
 	req := jr.Exec
@@ -307,25 +386,46 @@ func (m *Member) runJob(jr JobRequest) {
 	if st, err := os.Stat(req.Cwd); err != nil || !st.IsDir() {
 		req.Cwd, _ = os.UserHomeDir()
 	}
+	req.Fleet = &api.FleetJob{ID: jr.ID, From: jr.From, Attempt: jr.Attempt}
 	body, _ := json.Marshal(req)
 	status, resp := m.local("POST", "/v1/jobs", body)
 	if status/100 != 2 {
 		var e api.Error
 		_ = json.Unmarshal(resp, &e)
-		publish(outcomeLine("error", fmt.Sprintf("host %s could not start the job: %s", m.o.Name, e.Error), 127))
+		pub.publish(outcomeLine("error", fmt.Sprintf("host %s could not start the job: %s", m.o.Name, e.Error), 127), -1)
 		return
 	}
 	var p api.Pane
 	_ = json.Unmarshal(resp, &p)
+	m.streamJob(pub, p.ID, false)
+}
+
+// reportJob streams back a job this host runs already for jr (tied to it
+// again): from its first event, which the caller drops if it has it.
+func (m *Member) reportJob(jr JobRequest, local string) {
+	m.streamJob(m.publisher(jr), local, true)
+}
+
+// streamJob says the local job runs, and streams its lines back until its
+// outcome, with a word every second that the host is alive.
+func (m *Member) streamJob(pub *jobPublisher, local string, resumed bool) {
+	jr := pub.jr
+	w := m.worker
 	w.mu.Lock()
-	w.running[jr.ID] = p.ID
+	w.running[jr.ID] = local
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
-		delete(w.running, jr.ID)
+		if w.running[jr.ID] == local {
+			delete(w.running, jr.ID)
+		}
 		w.mu.Unlock()
 	}()
-	control(map[string]any{"type": "started", "job": p.ID})
+	started := map[string]any{"type": "started", "job": local}
+	if resumed {
+		started["resumed"] = true
+	}
+	pub.control(started)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -338,7 +438,7 @@ func (m *Member) runJob(jr JobRequest) {
 			case <-m.ctx.Done():
 				return
 			case <-t.C:
-				control(map[string]any{"type": "alive"})
+				pub.control(map[string]any{"type": "alive"})
 			}
 		}
 	}()
@@ -347,25 +447,51 @@ func (m *Member) runJob(jr JobRequest) {
 	sctx, scancel := context.WithCancel(m.ctx)
 	defer scancel()
 	go func() {
-		req, _ := http.NewRequestWithContext(sctx, "GET", "http://corral/v1/jobs/"+url.PathEscape(p.ID)+"/stream", nil)
+		req, _ := http.NewRequestWithContext(sctx, "GET", "http://corral/v1/jobs/"+url.PathEscape(local)+"/stream", nil)
 		m.o.Local.Handler().ServeHTTP(&pipeWriter{w: pw, header: http.Header{}}, req)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
 	sc.Buffer(make([]byte, 64<<10), MaxMessage-4096)
 	sawOutcome := false
+	event := 0
 	for sc.Scan() {
 		line := append([]byte(nil), sc.Bytes()...)
-		publish(line)
-		if bytes.Contains(line, []byte(`"type":"outcome"`)) {
+		var probe struct{ Type, Line string }
+		_ = json.Unmarshal(line, &probe)
+		switch {
+		case probe.Type == "outcome":
 			sawOutcome = true
+			pub.publish(line, -1)
+		case probe.Type == "diagnostic" && strings.HasPrefix(probe.Line, fellBehind):
+			pub.publish(line, -1)
+		default:
+			pub.publish(line, event)
+			event++
 		}
 	}
+	if !sawOutcome && sc.Err() == nil && m.localRunning(local) {
+		// The daemon let the job go on for the next one (a hand-over),
+		// which reports it again: no outcome is known, none is told.
+		pr.Close()
+		return
+	}
 	if !sawOutcome {
-		publish(outcomeLine("error", fmt.Sprintf("host %s lost the job's stream: %v", m.o.Name, sc.Err()), 1))
+		pub.publish(outcomeLine("error", fmt.Sprintf("host %s lost the job's stream: %v", m.o.Name, sc.Err()), 1), -1)
 	}
 	pr.Close()
 }
+
+// localRunning reports whether this host's job id has not ended.
+func (m *Member) localRunning(id string) bool {
+	status, body := m.local("GET", "/v1/panes/"+url.PathEscape(id), nil)
+	var p api.Pane
+	return status/100 == 2 && json.Unmarshal(body, &p) == nil && p.ExitCode == nil
+}
+
+// fellBehind begins the line a job's stream adds when it missed events
+// (server.FellBehind; fleet does not import server).
+const fellBehind = "corral: this stream fell"
 
 func outcomeLine(state, reason string, code int) []byte {
 	b, _ := json.Marshal(map[string]any{"type": "outcome", "outcome": map[string]any{"state": state, "reason": reason, "exit_code": code, "diagnostics": 0}})
@@ -441,6 +567,10 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 		return err
 	}
 	taker, lastWord, queued := "", time.Now(), time.Now()
+	// nextEvent: the job's events up to it were emitted. A host that
+	// reports its job again (its daemon restarted; the job went on under
+	// its holder) sends them from the first: those are dropped.
+	nextEvent := 0
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -458,8 +588,9 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				continue
 			}
 			var probe struct {
-				Type string `json:"type"`
-				Job  string `json:"job"`
+				Type    string `json:"type"`
+				Job     string `json:"job"`
+				Resumed bool   `json:"resumed"`
 			}
 			_ = json.Unmarshal(msg.Data, &probe)
 			if taker == "" && probe.Type == "taken" {
@@ -474,10 +605,22 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			case "alive", "taken":
 				continue
 			case "started":
-				b, _ := json.Marshal(map[string]string{"type": FleetLineType, "runs_on": taker, "job": probe.Job,
-					"text": fmt.Sprintf("host %s runs the job as %s:%s (answer its permission requests with corral answer %s:%s yes|no)", taker, taker, probe.Job, taker, probe.Job)})
+				text := fmt.Sprintf("host %s runs the job as %s:%s (answer its permission requests with corral answer %s:%s yes|no)", taker, taker, probe.Job, taker, probe.Job)
+				if probe.Resumed {
+					text = fmt.Sprintf("host %s runs the job as %s:%s still (its daemon restarted; the job went on, and runs once)", taker, taker, probe.Job)
+				} else {
+					nextEvent = 0 // a run of its own, from its start
+				}
+				b, _ := json.Marshal(map[string]string{"type": FleetLineType, "runs_on": taker, "job": probe.Job, "text": text})
 				emit(b)
 				continue
+			}
+			if h := msg.Header.Get(hdrEvent); h != "" {
+				n, err := strconv.Atoi(h)
+				if err == nil && n < nextEvent {
+					continue // had already
+				}
+				nextEvent = n + 1
 			}
 			emit(msg.Data)
 			if probe.Type == "outcome" {

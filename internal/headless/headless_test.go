@@ -29,6 +29,12 @@ const (
 
 // The test binary doubles as a fake headless agent.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "jobhold" { // the job holder of held_test.go
+		os.Exit(HoldMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if os.Getenv("FAKE_HELD") != "" {
+		os.Exit(fakeHeld())
+	}
 	if mode := os.Getenv("FAKE_STREAM"); mode != "" {
 		os.Exit(fake(mode))
 	}
@@ -262,13 +268,19 @@ func TestDeafAgentCannotHoldTheRun(t *testing.T) {
 		name    string
 		timeout time.Duration
 		cancel  bool
-	}{{"timeout", 300 * time.Millisecond, false}, {"cancel", 0, true}} {
+		held    bool // under a job holder, which must not be held either
+	}{{"timeout", 300 * time.Millisecond, false, false}, {"cancel", 0, true, false},
+		{"timeout held", 300 * time.Millisecond, false, true}, {"cancel held", 0, true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			asked := make(chan func(bool, string), 1)
 			o := Options{Agent: "claude", Argv: []string{os.Args[0]}, Env: []string{"FAKE_STREAM=deaf"}, Prompt: "go",
 				Timeout: tc.timeout, OnPermission: func(_ Event, answer func(bool, string)) { asked <- answer }}
+			if tc.held {
+				o.Spool, o.Hold = t.TempDir(), []string{os.Args[0], "jobhold"}
+				o.OnStart = endAtCleanup(t, o.Spool)
+			}
 			ended := make(chan Outcome, 1)
 			start := time.Now()
 			go func() {
@@ -298,7 +310,8 @@ func TestDeafAgentCannotHoldTheRun(t *testing.T) {
 				t.Fatalf("the run neither asked nor ended: stuck writing to the agent's stdin")
 			}
 			{
-				if out.State != "error" || out.ExitCode == 0 {
+				if out.State != "error" || out.ExitCode == 0 || tc.cancel && !strings.Contains(out.Reason, "cancelled") ||
+					!tc.cancel && out.ExitCode != ExitTimeout {
 					t.Fatalf("outcome %+v", out)
 				}
 				t.Logf("ended in %v: %s", time.Since(start), out.Reason)

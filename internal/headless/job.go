@@ -60,6 +60,20 @@ type Options struct {
 	// BaseEnv, when not nil, is the environment Env is added to instead of
 	// corral's own (a job runs with its caller's).
 	BaseEnv []string
+
+	// Spool, when set, is the job's folder: the run is held there by a job
+	// holder (Hold, the command that starts one; see HoldMain) and
+	// outlives the daemon. Adopt follows a run held there already, from
+	// the events its journal holds on; Started is when it began (its
+	// timeout counts from then). Detach, once closed, lets the run go on
+	// unread (Run returns ErrDetached). Replayed is called once the
+	// journal's events have gone to OnEvent.
+	Spool    string
+	Hold     []string
+	Adopt    bool
+	Started  time.Time
+	Detach   <-chan struct{}
+	Replayed func()
 }
 
 // DrainWait bounds how long the end of a run's output is read once every
@@ -84,6 +98,8 @@ type Outcome struct {
 type rawLine struct {
 	line      []byte
 	truncated bool
+	off       int64 // where it begins in a held run's file
+	skip      int   // its first events were emitted already (a held run adopted)
 }
 
 // Exit statuses of a run, besides the agent's own non-zero status (or
@@ -124,7 +140,15 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 	defer j.close()
 	out, end := j.relay(ctx)
-	j.finish(&out)
+	if end.detached {
+		j.held.stopFollowing()
+		return Outcome{}, ErrDetached
+	}
+	if j.held != nil {
+		j.finishHeld(&out, &end)
+	} else {
+		j.finish(&out)
+	}
 	return outcome(out, end, o.Timeout), nil
 }
 
@@ -157,11 +181,20 @@ type job struct {
 	ended   bool
 	send    func([]byte)
 	closeIn func()
+
+	// A held run (Options.Spool): its holder, the stderr lines of its
+	// file, and what the journal said when it was adopted.
+	held    *heldRun
+	errHeld chan rawLine
+	resume  *resumeState
 }
 
 // start checks o, starts the agent in its own process group and begins
 // reading its stdout and stderr.
 func start(o Options) (*job, error) {
+	if o.Adopt {
+		return adoptHeld(o)
+	}
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
@@ -176,6 +209,15 @@ func start(o Options) (*job, error) {
 	}
 	if o.Mode == "pty-lite" && (o.Prompt != "" || o.Agent == "acp") {
 		return nil, errors.New("pty-lite mode has no stdin, so no permission relay; use pipe mode")
+	}
+	if o.Spool != "" {
+		if o.Mode == "pty-lite" || o.Agent == "acp" {
+			return nil, errors.New("a held run reads a stream in pipe mode, not pty-lite or ACP")
+		}
+		if o.Mark != "" {
+			env = append(env, o.Mark)
+		}
+		return startHeld(o, path, env)
 	}
 	cmd := exec.Command(path, o.Argv[1:]...)
 	cmd.Args[0] = o.Argv[0]
@@ -293,20 +335,42 @@ func (j *job) read(stdout io.Reader) {
 
 // kill ends every process of the run.
 func (j *job) kill() {
+	if j.held != nil {
+		j.held.kill(syscall.SIGKILL) // its holder ends what the run left, and tells
+		return
+	}
 	_ = syscall.Kill(-j.pgid, syscall.SIGKILL)
 	j.group.KillAll(5 * time.Second)
 }
 
-func (j *job) emit(ev Event) {
+func (j *job) emit(ev Event) { j.emitAt(ev, origin{}) }
+
+// emitAt emits an event that came from at; a held run's journal keeps it
+// first.
+func (j *job) emitAt(ev Event, at origin) {
 	j.emitMu.Lock()
 	defer j.emitMu.Unlock()
-	if j.o.OnEvent != nil && !j.ended {
+	if j.ended {
+		return
+	}
+	if j.held != nil {
+		j.held.record(ev, at)
+	}
+	if j.o.OnEvent != nil {
 		j.o.OnEvent(ev)
 	}
 }
 
 // close ends stdin and the events, and frees the pty.
 func (j *job) close() {
+	if j.held != nil {
+		// A held run's stdin is its holder's: a run let go keeps it.
+		j.emitMu.Lock()
+		j.ended = true
+		j.emitMu.Unlock()
+		j.held.close()
+		return
+	}
 	if j.closeIn != nil {
 		j.closeIn()
 	}
@@ -328,6 +392,10 @@ type ending struct {
 	// plain: no agent was named (auto) and the stream held no event, only
 	// lines of text: a plain program, judged by its exit status.
 	plain bool
+	// detached: a held run let go (Options.Detach); lost: why a held
+	// run's end is not known.
+	detached bool
+	lost     string
 }
 
 // watchdog is a run's timers: the timeout, and the stall timer that each
@@ -375,7 +443,7 @@ func (w *watchdog) stop() {
 // permission requests, and watches for the timeout, a stall and ctx.
 func (j *job) relay(ctx context.Context) (Outcome, ending) {
 	o := j.o
-	if o.Prompt != "" && o.Agent != "acp" {
+	if o.Prompt != "" && o.Agent != "acp" && j.held == nil { // a holder sends it itself
 		j.send(RelayOpening(o.Agent, o.Prompt))
 	}
 	var acp *acpClient
@@ -415,15 +483,48 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 
 	var out Outcome
 	end := ending{plain: o.Agent == "auto" && acp == nil}
-	wd := newWatchdog(o.Timeout, o.Stall)
+	timeout := o.Timeout
+	began := time.Now()
+	if !o.Started.IsZero() {
+		began = o.Started
+		if timeout > 0 {
+			timeout = max(timeout-time.Since(began), time.Millisecond)
+		}
+	}
+	wd := newWatchdog(timeout, o.Stall)
 	defer wd.stop()
 	parser := NewParser(o.Agent)
-	began := time.Now()
 	toolCalls := 0
+	if r := j.resume; r != nil { // a held run adopted: what its journal says
+		out, toolCalls = r.out, r.toolCalls
+		end.plain = end.plain && !r.someEvent
+		if r.result {
+			j.closeIn()
+			wd.result()
+		}
+		for _, req := range r.pending {
+			permission(req)
+		}
+	}
 	lastErr := ""       // the last line on stderr, to say why a run is quiet
 	var recent []string // the last lines that were not events, for prompt recognition
+	onStderr := func(l string, at origin, skip int) {
+		if ev, ok := StderrEvent(l); ok && skip == 0 {
+			j.emitAt(ev, at)
+		}
+		if n := notableStderr(l); n != "" {
+			lastErr = n
+		}
+	}
+	errHeld := j.errHeld
 	for {
 		select {
+		case raw, ok := <-errHeld:
+			if !ok {
+				errHeld = nil
+				continue
+			}
+			onStderr(string(raw.line), origin{s: "e", off: raw.off}, raw.skip)
 		case raw, ok := <-j.lines:
 			if !ok {
 				return out, end
@@ -437,7 +538,10 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 			default:
 				evs = parser.Parse(raw.line)
 			}
-			for _, ev := range evs {
+			for k, ev := range evs {
+				if k < raw.skip {
+					continue // emitted by the daemon before, and acted on
+				}
 				if ev.Type != EventDiagnostic {
 					end.plain = false
 				}
@@ -463,7 +567,7 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 						out.SessionID = ev.SessionID
 					}
 				}
-				j.emit(ev)
+				j.emitAt(ev, origin{s: "o", off: raw.off})
 				if o.PromptRules != nil && ev.Type == EventDiagnostic {
 					recent = append(recent, ev.Line)
 					if len(recent) > 12 {
@@ -488,12 +592,7 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 		case <-j.activity:
 			wd.output()
 		case l := <-j.errLines:
-			if ev, ok := StderrEvent(l); ok {
-				j.emit(ev)
-			}
-			if n := notableStderr(l); n != "" {
-				lastErr = n
-			}
+			onStderr(l, origin{}, 0)
 		case <-wd.stall:
 			j.emit(Event{Type: EventStall, Text: stallText(o.Stall, lastErr), Duration: o.Stall.Milliseconds()})
 			if o.OnStall != nil {
@@ -502,6 +601,9 @@ func (j *job) relay(ctx context.Context) (Outcome, ending) {
 		case <-wd.timeout:
 			end.timedOut = true
 			j.kill()
+			return out, end
+		case <-o.Detach:
+			end.detached = true
 			return out, end
 		case <-ctx.Done():
 			end.cancelled = true
@@ -547,6 +649,8 @@ func (j *job) finish(out *Outcome) {
 // agent named, no event in its output) by its exit status alone.
 func outcome(out Outcome, end ending, timeout time.Duration) Outcome {
 	switch {
+	case end.lost != "":
+		out.State, out.Reason = "error", end.lost
 	case end.prompted != "":
 		// Ended by corral for asking: 1, whatever the kill made of it.
 		out.State, out.Reason, out.ExitCode = "error", end.prompted, ExitFailed

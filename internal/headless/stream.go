@@ -92,7 +92,8 @@ const clipLine = 2048
 // writer died mid-line) is returned too. A line over MaxLine is returned
 // cut, with truncated set.
 type Lines struct {
-	r *bufio.Reader
+	r   *bufio.Reader
+	off int64 // bytes consumed: where the next line begins
 }
 
 // NewLines reads lines from r.
@@ -103,6 +104,7 @@ func (l *Lines) Next() (line []byte, truncated bool, err error) {
 	var buf []byte
 	for {
 		chunk, err := l.r.ReadSlice('\n')
+		l.off += int64(len(chunk))
 		if len(buf)+len(chunk) > MaxLine {
 			room := MaxLine - len(buf)
 			if room > 0 {
@@ -124,6 +126,10 @@ func (l *Lines) Next() (line []byte, truncated bool, err error) {
 		}
 	}
 }
+
+// Offset is the number of bytes consumed so far: where the next line
+// begins, counted from where reading began.
+func (l *Lines) Offset() int64 { return l.off }
 
 // Formats are the stream formats corral reads: Claude Code's stream-json
 // (which Qwen Code writes too), codex exec --json, and Gemini CLI's

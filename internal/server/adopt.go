@@ -159,6 +159,9 @@ func (s *Server) endUnit(u unit) {
 		if p, ok := u.(*pane.Pane); ok && p.Detach() {
 			return
 		}
+		if j, ok := u.(*job); ok && j.letGo() {
+			return
+		}
 	}
 	u.Close(s.opts.KillGrace)
 }

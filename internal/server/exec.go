@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,7 +86,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 			o.Argv, o.Prompt = argv, prompt
 		}
 	}
-	j, err := s.startJob(req.Name, o)
+	j, err := s.startJob(req.Name, o, jobKeep{Policy: req.Policy, PolicySource: req.PolicySource, Fleet: req.Fleet})
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
@@ -115,11 +116,14 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 		return enc.Encode(v) == nil && rc.Flush() == nil
 	}
 	_ = rc.Flush() // the headers, at once: the client waits for them with a deadline
-	next := 0
+	// from: the number of the first event wanted (a client that lost its
+	// stream, to a restarted daemon, asks for what it missed).
+	next, _ := strconv.Atoi(r.URL.Query().Get("from"))
+	next = max(next, 0)
 	for {
 		evs, after, missed, more, ended := j.Since(next)
 		if missed > 0 {
-			line := fmt.Sprintf("corral: this stream fell %d events behind the job and missed them", missed)
+			line := fmt.Sprintf("%s %d events behind the job and missed them", FellBehind, missed)
 			if !send(headless.Event{Type: headless.EventDiagnostic, Line: line}) {
 				return
 			}
@@ -135,12 +139,18 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-more:
+		case <-j.detach: // let go for the next daemon: the client takes the stream from it
+			return
 		case <-r.Context().Done():
 			return
 		}
 	}
 	send(map[string]any{"type": "outcome", "outcome": j.Outcome()})
 }
+
+// FellBehind begins the diagnostic a job's stream adds when it missed
+// events: a line that is none of the job's events.
+const FellBehind = "corral: this stream fell"
 
 // streamWriteWait bounds one write of a stream to its reader.
 const streamWriteWait = 10 * time.Second

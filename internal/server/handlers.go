@@ -699,7 +699,7 @@ func paneJSON(e *entry) api.Pane {
 		Integration: integration, IntegrationError: problem, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
 	switch u := e.p.(type) {
 	case *job:
-		out.SessionID, out.Backend = u.Session(), "headless"
+		out.SessionID, out.Backend, out.Fleet = u.Session(), "headless", u.fleet
 	case *pane.Pane:
 		_, out.Backend = u.Outside()
 	}

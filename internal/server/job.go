@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/headless"
@@ -71,6 +72,21 @@ type job struct {
 	// asks: its permission requests come to the person (no policy, and a
 	// stdin to answer them on).
 	asks bool
+	// quiet: events replayed from a held job's journal are not changes to
+	// log again.
+	quiet bool
+
+	// fleet: the fleet job it runs (nil for none).
+	fleet *api.FleetJob
+
+	// A held job (see jobstore.go): its folder, what keeps its outcome
+	// there, and the detach that lets it go on for the next daemon (ran is
+	// closed once its Run has returned).
+	spool    string
+	onEnd    func(headless.Outcome, time.Time)
+	detach   chan struct{}
+	detached sync.Once
+	ran      chan struct{}
 }
 
 type permissionAsk struct {
@@ -81,12 +97,26 @@ type permissionAsk struct {
 // ErrNoInput refuses typing into a job.
 var ErrNoInput = errors.New("a headless job takes no input")
 
-// startJob runs a headless job; changes of state go to onChange.
-func startJob(id, name string, o headless.Options, onChange func(detect.Change)) *job {
+// startJob runs a headless job; changes of state go to onChange. A held
+// job (o.Spool) calls onEnd once its outcome is known.
+func startJob(id, name string, o headless.Options, onChange func(detect.Change), onEnd func(headless.Outcome, time.Time)) *job {
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &job{id: id, name: name, agent: o.Agent, argv: o.Argv, dir: o.Dir, started: time.Now(), cancel: cancel,
 		done: make(chan struct{}), onChange: onChange, grew: make(chan struct{}),
-		decision: combine.Decision{State: combine.Working, Source: combine.SourceStream}}
+		decision: combine.Decision{State: combine.Working, Source: combine.SourceStream},
+		spool:    o.Spool, onEnd: onEnd, detach: make(chan struct{}), ran: make(chan struct{})}
+	if !o.Started.IsZero() {
+		j.started = o.Started
+	}
+	o.Detach = j.detach
+	if o.Adopt {
+		j.quiet = true
+		o.Replayed = func() {
+			j.mu.Lock()
+			j.quiet = false
+			j.mu.Unlock()
+		}
+	}
 	j.since = j.started
 	o.OnEvent = j.event
 	o.OnStart = func(pid int) {
@@ -103,13 +133,39 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change))
 		j.set(combine.Decision{State: combine.Working, Kind: KindStalled, Source: combine.SourceStream, Message: fmt.Sprintf("stalled: no output for %v", quiet)})
 	}
 	go func() {
+		defer close(j.ran)
 		out, err := headless.Run(ctx, o)
+		if errors.Is(err, headless.ErrDetached) {
+			return // it goes on under its holder; the next daemon follows it
+		}
 		if err != nil {
 			out = headless.Outcome{State: "error", Reason: err.Error(), ExitCode: 127}
 		}
 		j.finish(out)
 	}()
 	return j
+}
+
+// letGo stops following a held job and leaves it running, for the next
+// daemon (a hand-over). It reports false for a job that is not held or
+// has ended: that one is ended or over as before.
+func (j *job) letGo() bool {
+	if j.spool == "" {
+		return false
+	}
+	select {
+	case <-j.done:
+		return false
+	default:
+	}
+	j.detached.Do(func() { close(j.detach) })
+	<-j.ran
+	select {
+	case <-j.done:
+		return false // it ended first
+	default:
+		return true
+	}
 }
 
 func (j *job) ID() string            { return j.id }
@@ -250,16 +306,25 @@ func (j *job) set(d combine.Decision) {
 	if changed {
 		j.since = now
 	}
+	quiet := j.quiet
 	j.mu.Unlock()
-	if changed && j.onChange != nil {
+	if changed && j.onChange != nil && !quiet {
 		j.onChange(detect.Change{At: now, Previous: prev, Decision: d})
 	}
 }
 
 func (j *job) finish(out headless.Outcome) {
+	j.finishAt(out, time.Now())
+}
+
+// finishAt ends the job with its outcome, at when.
+func (j *job) finishAt(out headless.Outcome, when time.Time) {
+	if j.onEnd != nil {
+		j.onEnd(out, when) // kept before anyone learns it
+	}
 	j.mu.Lock()
 	j.outcome = &out
-	j.endedAt = time.Now()
+	j.endedAt = when
 	close(j.grew)
 	j.grew = make(chan struct{})
 	j.mu.Unlock()
@@ -307,6 +372,7 @@ func (j *job) Since(next int) (evs []headless.Event, after, missed int, more <-c
 	if next < j.base {
 		missed, next = j.base-next, j.base
 	}
+	next = min(next, j.base+len(j.events)) // a number from the future starts at the end
 	evs = append([]headless.Event(nil), j.events[next-j.base:]...)
 	return evs, j.base + len(j.events), missed, j.grew, j.outcome != nil
 }

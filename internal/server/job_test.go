@@ -28,7 +28,7 @@ echo '{"type":"result","status":"success","stats":{}}'`
 		{"with a relay", "hi", "answer its permission requests with corral answer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := startJob("jt", "view", headless.Options{Agent: "gemini", Argv: []string{"sh", "-c", script}, Prompt: tc.prompt}, func(detect.Change) {})
+			j := startJob("jt", "view", headless.Options{Agent: "gemini", Argv: []string{"sh", "-c", script}, Prompt: tc.prompt}, func(detect.Change) {}, nil)
 			select {
 			case <-j.Done():
 			case <-time.After(10 * time.Second):

@@ -259,6 +259,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	go s.reapLoop()
 	scrubEnv()
 	s.adoptAll()
+	s.adoptJobs()
 	s.mu.Lock()
 	keep := make(map[string]bool, len(s.panes))
 	for id := range s.panes {
@@ -369,6 +370,9 @@ func (s *Server) stop() {
 		wg.Wait()
 		if !s.handingOver.Load() {
 			s.endLeft(s.table.KeptByHolders(nil), "when it ended")
+			for _, e := range s.list() {
+				s.forgetJob(e) // jobs end with a shutdown, and are forgotten, as they always were
+			}
 		}
 		s.stopTmux()
 		s.stopFleet(false)
@@ -717,8 +721,10 @@ func (e *entry) ansi() string {
 	return strings.Join(e.p.Snapshot().Lines, "\r\n")
 }
 
-// startJob registers and runs a headless job.
-func (s *Server) startJob(name string, o headless.Options) (*job, error) {
+// startJob registers and runs a headless job: held (it outlives the
+// daemon, see jobstore.go) when it can be, otherwise guarded (it ends
+// with the daemon).
+func (s *Server) startJob(name string, o headless.Options, keep jobKeep) (*job, error) {
 	id, _, err := s.reserve(name)
 	if err != nil {
 		return nil, err
@@ -727,7 +733,17 @@ func (s *Server) startJob(name string, o headless.Options) (*job, error) {
 	o.Mark = "CORRAL_JOB=" + id
 	o.Env = append(o.Env[:len(o.Env):len(o.Env)], "CORRAL_SOCKET="+s.opts.Socket)
 	o.Guard = []string{holderExe, "guard"}
-	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) })
+	var onEnd func(headless.Outcome, time.Time)
+	if heldMode(o) {
+		rec, err := s.holdJob(id, name, &o, keep)
+		if err != nil {
+			s.opts.Logf("job %s: %v; it runs guarded, and ends with this daemon", id, err)
+		} else {
+			onEnd = s.keepOutcome(o.Spool, rec)
+		}
+	}
+	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) }, onEnd)
+	j.fleet = keep.Fleet
 	if !s.register(id, &entry{p: j, name: name}) {
 		return nil, errors.New("the daemon is shutting down")
 	}
@@ -768,6 +784,7 @@ func (s *Server) remove(ref string, force bool) error {
 	}
 	s.mu.Unlock()
 	s.notify.Forget(id)
+	s.forgetJob(e)
 	in := e.p.Info()
 	ev := eventlog.Event{Time: time.Now(), Pane: id, Name: e.name, Agent: in.Agent, State: StateRemoved,
 		Previous: string(in.Decision.State), PreviousKind: in.Decision.Kind}

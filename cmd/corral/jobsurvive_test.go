@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// heldScript is a job's program: its init line and a text, then, once the
+// file gate exists, another text and (with result) a result; it exits
+// with code.
+func heldScript(gate string, result bool, code int) string {
+	s := "echo '" + initJSON + "'; echo '" + textJSON("before") + "'; " +
+		"while [ ! -e " + gate + " ]; do sleep 0.02; done; echo '" + textJSON("after") + "'; "
+	if result {
+		s += "echo '" + resultJSON + "'; "
+	}
+	return s + "exit " + strconv.Itoa(code)
+}
+
+func textJSON(text string) string {
+	return `{"type":"assistant","message":{"content":[{"type":"text","text":"` + text + `"}]}}`
+}
+
+// startExec runs corral exec --json on a job running script.
+func startExec(t *testing.T, e *env, name, script string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(corralBin, "exec", "--json", "--name", name, "--agent", "claude", "--", "sh", "-c", script)
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	endJobAtCleanup(t, script)
+	waitFor(t, 10*time.Second, "the job's first text", func() bool { return strings.Contains(out.String(), `"text":"before"`) })
+	return cmd, out
+}
+
+// streamTypes is the types of a job stream's lines ("assistant:TEXT" for
+// texts), and its outcome.
+func streamTypes(t *testing.T, ndjson string) ([]string, map[string]any) {
+	t.Helper()
+	var types []string
+	var outcome map[string]any
+	sc := bufio.NewScanner(strings.NewReader(ndjson))
+	for sc.Scan() {
+		var l struct {
+			Type    string
+			Text    string
+			Outcome map[string]any
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue // corral exec's own words, on stderr
+		}
+		switch {
+		case l.Type == "outcome":
+			outcome = l.Outcome
+		case l.Type == "fleet":
+			// the fleet's word on which host runs it
+		case l.Type == "assistant":
+			types = append(types, "assistant:"+l.Text)
+		default:
+			types = append(types, l.Type)
+		}
+	}
+	return types, outcome
+}
+
+// endJobAtCleanup ends the job running script when the test ends: a test
+// that failed with no daemon running leaves no job (nor its holder, which
+// ends with it) behind.
+func endJobAtCleanup(t *testing.T, script string) {
+	t.Cleanup(func() {
+		for _, pid := range withArg(script) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// jobHolders returns the live job holders of e.
+func (e *env) jobHolders() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) >= 3 && args[1] == "jobhold" && strings.HasPrefix(args[2], e.dir) && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// A job keeps running when its daemon is killed with SIGKILL or restarted;
+// corral exec takes its stream again from the next daemon and prints each
+// event once, and the job's outcome is complete.
+func TestJobOutlivesItsDaemon(t *testing.T) {
+	for _, how := range []string{"kill -9", "restart"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t)
+			gate := filepath.Join(e.dir, "gate")
+			script := heldScript(gate, true, 0)
+			cmd, out := startExec(t, e, "j", script)
+			switch how {
+			case "kill -9":
+				syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
+			case "restart":
+				e.must("restart")
+			}
+			if len(withArg(script)) == 0 {
+				t.Fatalf("the job did not outlive its daemon (%s)", how)
+			}
+			os.WriteFile(gate, nil, 0o600)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("corral exec: %v\n%s", err, out.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("corral exec did not end:\n%s", out.String())
+			}
+			types, outcome := streamTypes(t, out.String())
+			if got := strings.Join(types, ","); got != "init,assistant:before,assistant:after,result" {
+				t.Errorf("corral exec printed %s:\n%s", got, out.String())
+			}
+			if outcome["state"] != "done" || outcome["session_id"] != "s-1" {
+				t.Errorf("outcome %v", outcome)
+			}
+			p := e.pane("j")
+			if p.State != "done" || p.ExitCode == nil || *p.ExitCode != 0 {
+				t.Errorf("the job after its daemon went: %+v", p)
+			}
+			noneLeft(t, "after the job ended", script)
+		})
+	}
+}
+
+// A job that ends while no daemon runs has its outcome (its exit status
+// kept by its holder) and all its events when the next daemon starts.
+func TestJobEndsWhileNoDaemonRuns(t *testing.T) {
+	e := newEnv(t)
+	gate := filepath.Join(e.dir, "gate")
+	script := heldScript(gate, false, 3)
+	cmd, _ := startExec(t, e, "j", script)
+	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
+	cmd.Process.Kill() // nothing starts the next daemon before the job ends
+	cmd.Wait()
+	os.WriteFile(gate, nil, 0o600)
+	waitFor(t, 10*time.Second, "the job to end", func() bool { return len(withArg(script)) == 0 && len(e.jobHolders()) == 0 })
+	p := e.pane("j") // starts the next daemon
+	if p.State != "error" || p.ExitCode == nil || *p.ExitCode != 3 || !strings.Contains(p.Message, "exit status 3") {
+		t.Errorf("the job that ended with no daemon: %+v", p)
+	}
+	types, outcome := streamTypes(t, jobStream(t, e, p.ID, 0))
+	if got := strings.Join(types, ","); got != "init,assistant:before,assistant:after" {
+		t.Errorf("its events: %s", got)
+	}
+	if outcome["exit_code"] != float64(3) {
+		t.Errorf("its outcome: %v", outcome)
+	}
+	// A stream taken again from an event on has the rest only.
+	if types, _ := streamTypes(t, jobStream(t, e, p.ID, 2)); strings.Join(types, ",") != "assistant:after" {
+		t.Errorf("its events from the third on: %v", types)
+	}
+	// Removed, its folder goes: the next daemon does not show it again.
+	e.must("rm", "j")
+	if _, err := os.Stat(filepath.Join(e.dir, "state", "jobs", p.ID)); !os.IsNotExist(err) {
+		t.Errorf("the removed job's folder: %v", err)
+	}
+}
+
+// jobStream reads a job's whole stream from event from.
+func jobStream(t *testing.T, e *env, id string, from int) string {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", filepath.Join(e.dir, "s.sock"))
+	}}, Timeout: 10 * time.Second}
+	resp, err := c.Get("http://corral/v1/jobs/" + id + "/stream?from=" + strconv.Itoa(from))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+	}
+	return b.String()
+}
+
+// A job the next daemon took again is ended by corral kill, and corral
+// shutdown ends held jobs and forgets them: nothing is left running.
+func TestHeldJobKillAndShutdown(t *testing.T) {
+	e := newEnv(t)
+	gate := filepath.Join(e.dir, "gate")
+	killed, stopped := heldScript(gate, true, 0), heldScript(gate+"2", true, 0)
+	startExec(t, e, "killed", killed)
+	startExec(t, e, "stopped", stopped)
+	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
+	e.must("kill", "killed") // the next daemon, which took both again
+	waitFor(t, 10*time.Second, "the killed job to end", func() bool { return len(withArg(killed)) == 0 })
+	if p := e.pane("killed"); p.State != "error" || !strings.Contains(p.Message, "cancelled") {
+		t.Errorf("the killed job: %+v", p)
+	}
+	if p := e.pane("stopped"); p.State != "working" {
+		t.Errorf("the other job: %+v", p)
+	}
+	e.must("shutdown")
+	noneLeft(t, "after corral shutdown", stopped)
+	if h := e.jobHolders(); len(h) > 0 {
+		t.Errorf("job holders left after corral shutdown: %v", h)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.dir, "state", "jobs")); len(ents) > 0 {
+		t.Errorf("job folders left after corral shutdown: %v", ents)
+	}
+}
+
+// A fleet job whose host's daemon is killed mid-job, or restarted, runs
+// once: the job goes on under its holder, and the host's next daemon
+// reports it again (at once, or tied to the caller's --retry queued when
+// the host went silent); the caller gets each event once.
+func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
+	for _, when := range []string{"at once", "after the retry was queued", "corral restart"} {
+		t.Run(when, func(t *testing.T) {
+			hub, b := fleetPair(t)
+			gate, runs := filepath.Join(b.dir, "gate"), filepath.Join(b.dir, "runs")
+			script := "echo run >> " + runs + "; " + heldScript(gate, true, 0)
+			cmd := exec.Command(corralBin, "exec", "--json", "--fleet", "--host", "b", "--retry", "2", "--agent", "claude", "--", "sh", "-c", script)
+			cmd.Env, cmd.Dir = hub.vars, hub.dir
+			out := &lockedBuffer{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			endJobAtCleanup(t, script)
+			waitFor(t, 15*time.Second, "the job's first text", func() bool { return strings.Contains(out.String(), `"text":"before"`) })
+			switch when {
+			case "corral restart":
+				b.must("restart")
+			case "after the retry was queued":
+				syscall.Kill(b.daemonPID(), syscall.SIGKILL)
+				waitFor(t, 15*time.Second, "the caller to queue the job again", func() bool { return strings.Contains(out.String(), "queued again") })
+			default:
+				syscall.Kill(b.daemonPID(), syscall.SIGKILL)
+			}
+			b.must("fleet", "status") // b's next daemon, and its fleet
+			os.WriteFile(gate, nil, 0o600)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("corral exec --fleet: %v\n%s", err, out.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("corral exec --fleet did not end:\n%s", out.String())
+			}
+			types, outcome := streamTypes(t, out.String())
+			if got := strings.Join(types, ","); got != "init,assistant:before,assistant:after,result" {
+				t.Errorf("the caller printed %s:\n%s", got, out.String())
+			}
+			if outcome["state"] != "done" {
+				t.Errorf("outcome %v", outcome)
+			}
+			if b, _ := os.ReadFile(runs); string(b) != "run\n" {
+				t.Errorf("the job ran %d times", strings.Count(string(b), "run"))
+			}
+		})
+	}
+}
+
+// A held job blocked on a permission request when its daemon is killed is
+// blocked on it under the next daemon, and corral answer there reaches
+// the agent's stdin, kept by its holder.
+func TestHeldJobAnsweredAfterDaemonKill(t *testing.T) {
+	e := newEnv(t)
+	script := `read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
+		`case "$reply" in *'"behavior":"allow"'*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"allowed"}]}}';; ` +
+		`*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"denied"}]}}';; esac; echo '` + resultJSON + `'; cat >/dev/null`
+	cmd := exec.Command(corralBin, "exec", "--name", "relay", "--agent", "claude", "--prompt", "clean up", "--", "sh", "-c", script)
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	endJobAtCleanup(t, script)
+	waitFor(t, 10*time.Second, "the job", func() bool { return strings.Contains(e.must("ls"), "relay") })
+	e.must("wait", "relay", "--state", "blocked", "--timeout", "10s")
+	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
+	e.must("wait", "relay", "--state", "blocked", "--timeout", "10s") // the next daemon
+	if p := e.pane("relay"); p.Kind != "permission" || p.Message != "approve Bash: rm -rf build" {
+		t.Fatalf("the job under the next daemon: %+v", p)
+	}
+	e.must("answer", "relay", "yes")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || strings.Count(out.String(), "assistant: allowed") != 1 || !strings.Contains(out.String(), "allowed Bash: rm -rf build (corral answer yes)") {
+			t.Fatalf("exec: %v\n%s", err, out.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("exec did not end:\n%s", out.String())
+	}
+	if p := e.pane("relay"); p.State != "done" {
+		t.Fatalf("the job after the answer: %+v", p)
+	}
+}
