@@ -210,7 +210,7 @@ type Member struct {
 }
 
 // pubAckWait is how long a pane write waits for the stream to take it.
-const pubAckWait = 5 * time.Second
+const pubAckWait = 2 * time.Second
 
 // MaxQueue bounds the events a member keeps while the fleet is away.
 const MaxQueue = 100000
