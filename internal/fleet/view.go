@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -287,7 +288,9 @@ func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone
 		restart := m.rewatch
 		m.mu.Unlock()
 		started := time.Now()
-		updates, cancel, err := m.newWatcher(bucket, restart)
+		updates, cancel, err := m.newWatcher(func(ctx context.Context) (<-chan jetstream.KeyValueEntry, error) {
+			return m.kvWatch(ctx, bucket, "", false)
+		}, restart)
 		if err != nil {
 			select {
 			case <-m.ctx.Done():
@@ -350,10 +353,10 @@ const (
 	createAttempts = 4
 )
 
-// newWatcher makes a watcher of a bucket (kvWatch) and returns it with
-// the function that stops it; it gives up when the watchdog asks for a
-// new watcher meanwhile. Attempts answered later are stopped at once.
-func (m *Member) newWatcher(bucket string, restart <-chan struct{}) (<-chan jetstream.KeyValueEntry, context.CancelFunc, error) {
+// newWatcher makes a watcher with mk (kvWatch on a bucket) and returns
+// it with the function that stops it; it gives up when the watchdog asks
+// for a new watcher meanwhile. Attempts answered later are stopped at once.
+func (m *Member) newWatcher(mk func(context.Context) (<-chan jetstream.KeyValueEntry, error), restart <-chan struct{}) (<-chan jetstream.KeyValueEntry, context.CancelFunc, error) {
 	type made struct {
 		ch     <-chan jetstream.KeyValueEntry
 		cancel context.CancelFunc
@@ -365,7 +368,7 @@ func (m *Member) newWatcher(bucket string, restart <-chan struct{}) (<-chan jets
 		ctx, cancel := context.WithCancel(m.ctx)
 		pending++
 		go func() {
-			ch, err := m.kvWatch(ctx, bucket, "", false)
+			ch, err := mk(ctx)
 			results <- made{ch, cancel, err}
 		}()
 	}
@@ -395,12 +398,14 @@ func (m *Member) newWatcher(bucket string, restart <-chan struct{}) (<-chan jets
 				attempt()
 			}
 		case <-restart:
-			return nil, nil, fmt.Errorf("watch the fleet's %s: made again", bucket)
+			return nil, nil, errRewatch
 		case <-m.ctx.Done():
 			return nil, nil, m.ctx.Err()
 		}
 	}
 }
+
+var errRewatch = errors.New("the watcher is made again")
 
 // watchdog restarts the watchers when this host's own heartbeat has not
 // come back through them for a while although the connection is up.
