@@ -206,7 +206,10 @@ type Member struct {
 	// job queue for what it may not have.
 	rightsAsked chan struct{}
 	paneCount   atomic.Int64
-	lastErr     atomic.Pointer[string]
+	// replicas is Replicas as last read by the loop ReplicasNow starts.
+	replicas     atomic.Int32
+	replicasOnce sync.Once
+	lastErr      atomic.Pointer[string]
 }
 
 // pubAckWait is how long a pane write waits for the stream to take it.
