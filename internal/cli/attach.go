@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -44,8 +45,12 @@ func runAttach(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		var p api.Pane
-		if err := c.Do(ctx, "GET", panePath(pos[0], ""), nil, &p); err != nil {
-			return apiError(err)
+		// Another host's pane is looked up in the fleet's view first: an
+		// observe-only host may watch it but not ask its host about it.
+		if !remote || !viewedPane(ctx, c, pos[0], &p) {
+			if err := c.Do(ctx, "GET", panePath(pos[0], ""), nil, &p); err != nil {
+				return apiError(err)
+			}
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -141,6 +146,23 @@ func runAttach(fs *pflag.FlagSet) runFunc {
 		fmt.Fprintf(std.Stderr, "\r\n[%s from %s]\r\n", reason, pos[0])
 		return nil
 	}
+}
+
+// viewedPane finds HOST:REF (an id or a name) among the panes of the
+// fleet's view.
+func viewedPane(ctx context.Context, c *client.Client, ref string, p *api.Pane) bool {
+	host, id, _ := strings.Cut(ref, ":")
+	var panes []api.Pane
+	if c.Do(ctx, "GET", "/v1/fleet/panes?host="+url.QueryEscape(host), nil, &panes) != nil {
+		return false
+	}
+	for _, q := range panes {
+		if q.Host == host && (q.ID == id || q.Name != "" && q.Name == id) {
+			*p = q
+			return true
+		}
+	}
+	return false
 }
 
 func indexByte(b []byte, c byte) int {

@@ -324,3 +324,38 @@ func (m *Member) Replicas(ctx context.Context) int {
 	}
 	return fewest
 }
+
+// replicasEvery is how often ReplicasNow's loop reads Replicas.
+const replicasEvery = 2 * time.Second
+
+// ReplicasNow is Replicas as read at most replicasEvery ago (the first
+// call waits for the first reading). Reading it waits up to 2 s while the
+// cluster elects its leaders: fleet status, and ls --fleet and the boards
+// that ask it each time, once waited so at every call, seconds after a
+// hub went, with fresh views.
+func (m *Member) ReplicasNow() int {
+	m.replicasOnce.Do(func() {
+		first := make(chan struct{})
+		m.goLoop(func() {
+			t := time.NewTicker(replicasEvery)
+			defer t.Stop()
+			read := first
+			for {
+				ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+				m.replicas.Store(int32(m.Replicas(ctx)))
+				cancel()
+				if read != nil {
+					close(read)
+					read = nil
+				}
+				select {
+				case <-m.ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		})
+		<-first
+	})
+	return int(m.replicas.Load())
+}

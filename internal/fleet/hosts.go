@@ -129,6 +129,7 @@ func (h *Hub) tidy(now time.Time) {
 			}
 		}
 	}
+	h.forgetHeadless(hbs)
 	forgetAfter := time.Duration(h.forgetAfter.Load())
 	for name, s := range hbs {
 		why := ""
@@ -151,6 +152,44 @@ func (h *Hub) tidy(now time.Time) {
 		}
 		h.logf("fleet: host %s is forgotten: %s", name, why)
 	}
+}
+
+// forgetHeadless forgets the hosts that have records in the pane bucket
+// but no heartbeat, and are not connected, at the second look in a row:
+// the views show them reachable never, and nothing else removes them (a
+// host forgotten while connected once wrote its panes again, then went
+// before its next heartbeat). A connected host's heartbeat may be on its
+// way, hence the second look.
+func (h *Hub) forgetHeadless(hbs map[string]heartbeatSeen) {
+	k := h.keeper
+	if hbs == nil || !k.following.Load() {
+		return
+	}
+	var headless []string
+	k.mu.Lock()
+	for name, u := range k.hosts {
+		if _, ok := hbs[name]; !ok && u.records > 0 && !u.cutting {
+			headless = append(headless, name)
+		}
+	}
+	k.mu.Unlock()
+	seen := map[string]bool{}
+	for _, name := range headless {
+		if h.connected(name) {
+			continue
+		}
+		if !k.headless[name] {
+			seen[name] = true
+			continue
+		}
+		if err := h.forget(name, false); err != nil {
+			seen[name] = true
+			h.logf("fleet: forget host %s (records without a heartbeat): %v", name, err)
+			continue
+		}
+		h.logf("fleet: host %s is forgotten: its records had no heartbeat", name)
+	}
+	k.headless = seen
 }
 
 // Forget removes a host's panes and heartbeat from the fleet: every view

@@ -19,6 +19,10 @@ import (
 // the permissions allow a member only the subject that binds the filter.
 // The jetstream package always names consumer and filter.
 
+// watchHeartbeat is how often a bucket's watcher hears from its
+// consumer when nothing changes.
+const watchHeartbeat = time.Second
+
 // kvEntry is a bucket's record as an ordered consumer delivers it.
 type kvEntry struct {
 	bucket, key string
@@ -45,12 +49,18 @@ func (m *Member) kvWatch(ctx context.Context, bucket, prefix string, headersOnly
 	if prefix != "" {
 		filter = subjPrefix + prefix + ">"
 	}
+	// One attempt at each consumer (re)creation: the library's own
+	// retries back off to 10 s between attempts, so a watcher made during
+	// a stream leader's election came back seconds after the new leader.
+	// The caller makes a new watcher at once instead (watch).
 	cons, err := m.js.OrderedConsumer(ctx, "KV_"+bucket, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
-		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, HeadersOnly: headersOnly})
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, HeadersOnly: headersOnly, MaxResetAttempts: 1})
 	if err != nil {
 		return nil, fmt.Errorf("watch the fleet's %s: %w", bucket, err)
 	}
-	it, err := cons.Messages()
+	// A consumer gone with its server is noticed by its missing
+	// heartbeats: two of them (the library's default is 5 s each).
+	it, err := cons.Messages(jetstream.PullHeartbeat(watchHeartbeat))
 	if err != nil {
 		return nil, fmt.Errorf("watch the fleet's %s: %w", bucket, err)
 	}

@@ -206,11 +206,14 @@ type Member struct {
 	// job queue for what it may not have.
 	rightsAsked chan struct{}
 	paneCount   atomic.Int64
-	lastErr     atomic.Pointer[string]
+	// replicas is Replicas as last read by the loop ReplicasNow starts.
+	replicas     atomic.Int32
+	replicasOnce sync.Once
+	lastErr      atomic.Pointer[string]
 }
 
 // pubAckWait is how long a pane write waits for the stream to take it.
-const pubAckWait = 5 * time.Second
+const pubAckWait = 2 * time.Second
 
 // MaxQueue bounds the events a member keeps while the fleet is away.
 const MaxQueue = 100000
@@ -772,7 +775,15 @@ func (m *Member) record(p api.Pane, subject string) ([]byte, bool) {
 }
 
 // syncAll writes every pane and deletes the host's keys of panes gone.
+// The heartbeat goes first: a host forgotten while connected writes its
+// panes again, and its heartbeat was removed with them. Were the panes
+// in first and the host gone before its next heartbeat, the views (which
+// drop a host at its heartbeat's removal) would keep its panes with no
+// heartbeat to age: never shown unreachable, never forgotten by time.
 func (m *Member) syncAll() error {
+	if err := m.beat(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
 	defer cancel()
 	have := map[string]bool{}
@@ -942,7 +953,7 @@ func (m *Member) heartbeatLoop() {
 	t := time.NewTicker(HeartbeatEvery)
 	defer t.Stop()
 	for {
-		m.beat()
+		_ = m.beat() // counted in the member's last error
 		select {
 		case <-m.ctx.Done():
 			return
@@ -951,7 +962,7 @@ func (m *Member) heartbeatLoop() {
 	}
 }
 
-func (m *Member) beat() {
+func (m *Member) beat() error {
 	panes := int(m.paneCount.Load())
 	hb := Heartbeat{Host: m.o.Name, HostID: m.o.HostID, Version: m.o.Version, Panes: panes, Jobs: int(m.jobs.Load()),
 		MaxJobs: m.jobLimit(), Sent: time.Now().UTC()}
@@ -961,12 +972,17 @@ func (m *Member) beat() {
 	b, _ := json.Marshal(hb)
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
 	defer cancel()
-	if _, err := m.hosts.Put(ctx, m.o.Name, b); err != nil && m.ctx.Err() == nil {
-		m.setErr(fmt.Errorf("heartbeat: %w", err))
+	if _, err := m.hosts.Put(ctx, m.o.Name, b); err != nil {
+		err = fmt.Errorf("heartbeat: %w", err)
+		if m.ctx.Err() == nil {
+			m.setErr(err)
+		}
+		return err
 	}
 	if m.o.Watch {
 		_, _ = m.panes.Put(ctx, m.key(aliveKey), []byte(hb.Sent.Format(time.RFC3339Nano)))
 	}
+	return nil
 }
 
 // Close leaves the connection (the host shows unreachable); with forget,

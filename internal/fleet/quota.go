@@ -45,6 +45,9 @@ type keeper struct {
 	// following is set once the keeper has read the bucket and follows it.
 	following atomic.Bool
 	cutOffs   atomic.Int64
+	// headless is the hosts the last tidy found with records and no
+	// heartbeat (tidy's own: no lock).
+	headless map[string]bool
 }
 
 // hostUse is a host's share of the pane bucket.

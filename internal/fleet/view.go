@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -283,23 +284,24 @@ func (m *Member) watchHosts() {
 // told the keys of the initial values, to forget those gone meanwhile.
 func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone func(keys map[string]bool)) {
 	for m.ctx.Err() == nil {
-		ctx, cancel := context.WithCancel(m.ctx)
-		updates, err := m.kvWatch(ctx, bucket, "", false)
-		if err != nil {
-			cancel()
-			select {
-			case <-m.ctx.Done():
-				return
-			case <-time.After(time.Second):
-				continue
-			}
-		}
 		m.mu.Lock()
 		restart := m.rewatch
 		m.mu.Unlock()
+		started := time.Now()
+		updates, cancel, err := m.newWatcher(func(ctx context.Context) (<-chan jetstream.KeyValueEntry, error) {
+			return m.kvWatch(ctx, bucket, "", false)
+		}, restart)
+		if err != nil {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-time.After(rewatchEvery - time.Since(started)):
+				continue
+			}
+		}
 		keys := map[string]bool{}
 		initial := true
-		started, failed := time.Now(), false
+		failed := false
 	read:
 		for {
 			select {
@@ -325,7 +327,7 @@ func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone
 		}
 		cancel()
 		// A consumer that fails at once is not made again at once.
-		if wait := time.Second - time.Since(started); failed && wait > 0 {
+		if wait := rewatchEvery - time.Since(started); failed && wait > 0 {
 			select {
 			case <-m.ctx.Done():
 				return
@@ -334,6 +336,76 @@ func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone
 		}
 	}
 }
+
+// rewatchEvery is the least time between two makings of a bucket's
+// watcher: while a stream has no leader (an election after a hub went),
+// every attempt fails, and the first after the election succeeds.
+const rewatchEvery = 250 * time.Millisecond
+
+// A watcher's consumer is asked of a server that may not answer (while
+// a cluster elects its leaders a request is dropped, and fails only at
+// its timeout, 10 s): another attempt starts every createRetry while
+// none has answered, up to createAttempts at once, and the first watcher
+// made is taken. Waiting out each attempt put seconds between the
+// election and a fresh view.
+const (
+	createRetry    = time.Second
+	createAttempts = 4
+)
+
+// newWatcher makes a watcher with mk (kvWatch on a bucket) and returns
+// it with the function that stops it; it gives up when the watchdog asks
+// for a new watcher meanwhile. Attempts answered later are stopped at once.
+func (m *Member) newWatcher(mk func(context.Context) (<-chan jetstream.KeyValueEntry, error), restart <-chan struct{}) (<-chan jetstream.KeyValueEntry, context.CancelFunc, error) {
+	type made struct {
+		ch     <-chan jetstream.KeyValueEntry
+		cancel context.CancelFunc
+		err    error
+	}
+	results := make(chan made, createAttempts)
+	pending := 0
+	attempt := func() {
+		ctx, cancel := context.WithCancel(m.ctx)
+		pending++
+		go func() {
+			ch, err := mk(ctx)
+			results <- made{ch, cancel, err}
+		}()
+	}
+	defer func() {
+		go func(n int) {
+			for range n {
+				(<-results).cancel()
+			}
+		}(pending)
+	}()
+	attempt()
+	tick := time.NewTicker(createRetry)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-results:
+			pending--
+			if r.err == nil {
+				return r.ch, r.cancel, nil
+			}
+			r.cancel()
+			if pending == 0 {
+				return nil, nil, r.err
+			}
+		case <-tick.C:
+			if pending < createAttempts {
+				attempt()
+			}
+		case <-restart:
+			return nil, nil, errRewatch
+		case <-m.ctx.Done():
+			return nil, nil, m.ctx.Err()
+		}
+	}
+}
+
+var errRewatch = errors.New("the watcher is made again")
 
 // watchdog restarts the watchers when this host's own heartbeat has not
 // come back through them for a while although the connection is up.

@@ -602,9 +602,7 @@ func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
 		st := m.Stats()
 		out.Member = &st
 		if n.hub != nil && n.hub.Clustered() {
-			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-			out.Replicas = m.Replicas(ctx)
-			cancel()
+			out.Replicas = m.ReplicasNow()
 		}
 	}
 	reply(w, out)

@@ -6,6 +6,7 @@
 package tui
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -203,18 +205,77 @@ func (b *Board) key(k string) (tea.Model, tea.Cmd) {
 	case "x":
 		return b, b.kill()
 	case "enter":
-		if b.sel != "" {
-			cmd := exec.Command(b.exe, "attach", b.sel)
-			cmd.Env = os.Environ()
-			return b, tea.ExecProcess(cmd, func(err error) tea.Msg {
-				if err != nil {
-					return statusMsg("attach: " + err.Error())
-				}
-				return statusMsg("detached")
-			})
+		if cmd := b.attach(); cmd != nil {
+			return b, cmd
 		}
 	}
 	return b, b.fetch()
+}
+
+// attach runs corral attach on the selected pane, this terminal its own
+// until it detaches; another host's pane (HOST:ID) is attached through the
+// fleet, read-only when this host's credential is observe-only. What
+// attach said last (why it ended, or why it could not start) becomes
+// the status line: the board's screen hides what it printed.
+func (b *Board) attach() tea.Cmd {
+	p := b.selected()
+	if p == nil {
+		return nil
+	}
+	if p.Unreachable {
+		b.status = fmt.Sprintf("%s: host %s is unreachable; its pane can be attached once it is back", p.ID, p.Host)
+		return nil
+	}
+	cmd := exec.Command(b.exe, "attach", p.ID)
+	cmd.Env = os.Environ()
+	said := &lastLine{}
+	cmd.Stderr = said
+	return tea.ExecProcess(cmd, func(err error) tea.Msg {
+		if s := said.String(); s != "" {
+			return statusMsg(s)
+		}
+		if err != nil {
+			return statusMsg("attach: " + err.Error())
+		}
+		return statusMsg("detached")
+	})
+}
+
+// lastLine keeps the last line written to it, without brackets and
+// blanks ("[detached from b:fp]" is "detached from b:fp").
+type lastLine struct {
+	mu   sync.Mutex
+	line string
+	part []byte
+}
+
+func (l *lastLine) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.part = append(l.part, b...)
+	for {
+		i := bytes.IndexAny(l.part, "\r\n")
+		if i < 0 {
+			break
+		}
+		if s := strings.Trim(string(l.part[:i]), " []"); s != "" {
+			l.line = s
+		}
+		l.part = l.part[i+1:]
+	}
+	if len(l.part) > 4096 {
+		l.part = l.part[len(l.part)-4096:]
+	}
+	return len(b), nil
+}
+
+func (l *lastLine) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := strings.Trim(string(l.part), " []"); s != "" {
+		return s
+	}
+	return l.line
 }
 
 func (b *Board) answer(choice string) tea.Cmd {
