@@ -624,12 +624,24 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				}
 				return
 			}
-			if e.Seq <= after {
-				continue
-			}
-			after = e.Seq
-			if err := enc.Encode(e); err != nil {
-				return
+			// What is queued goes out with it, in one flush: a write a
+			// change fell behind a thousand panes changing at once. (A
+			// close meanwhile is seen at the next receive.)
+			for {
+				if e.Seq > after {
+					after = e.Seq
+					if err := enc.Encode(e); err != nil {
+						return
+					}
+				}
+				var more bool
+				select {
+				case e, more = <-sub.C:
+				default:
+				}
+				if !more {
+					break
+				}
 			}
 			if flusher != nil {
 				flusher.Flush()
