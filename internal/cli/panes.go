@@ -70,19 +70,8 @@ func paneAction(ctx context.Context, std IO, ref, action string, body, out any, 
 
 func afterMillis(n int) <-chan time.Time { return time.After(time.Duration(n) * time.Millisecond) }
 
-// lsRow is what corral ls prints of a pane (api.Pane's names).
-type lsRow struct {
-	ID               string `json:"id"`
-	Name             string `json:"name"`
-	Agent            string `json:"agent"`
-	State            string `json:"state"`
-	Kind             string `json:"kind"`
-	Message          string `json:"message"`
-	Since            string `json:"since"`
-	Source           string `json:"source"`
-	ExitCode         *int   `json:"exit_code"`
-	IntegrationError string `json:"integration_error"`
-}
+// lsRow is what corral ls prints of a pane.
+type lsRow = api.PaneRow
 
 // printRawJSON prints JSON as printJSON would print its value decoded.
 func printRawJSON(std IO, raw json.RawMessage) error {
@@ -283,9 +272,10 @@ func runLs(fs *pflag.FlagSet) runFunc {
 			}
 			return printRawJSON(std, raw)
 		}
-		// Only the columns printed are decoded.
+		// Only the columns printed are asked for (a daemon of an earlier
+		// build answers whole panes: the same columns are decoded).
 		var panes []lsRow
-		if err := c.Do(ctx, "GET", "/v1/panes", nil, &panes); err != nil {
+		if err := c.Do(ctx, "GET", "/v1/panes?view=ls", nil, &panes); err != nil {
 			return apiError(err)
 		}
 		return printLs(std.Stdout, panes)
