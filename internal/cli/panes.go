@@ -77,10 +77,15 @@ type lsRow = api.PaneRow
 func printRawJSON(std IO, raw json.RawMessage) error {
 	var b bytes.Buffer
 	b.Grow(len(raw) + len(raw)/2)
-	// Indent keeps trailing white space (the daemon's encoder ends with a
-	// newline): printJSON ends with exactly one.
-	if err := json.Indent(&b, bytes.TrimRight(raw, " \t\r\n"), "", "  "); err != nil {
-		return fmt.Errorf("the daemon's answer is not JSON: %w", err)
+	// The daemon's encoder ends with a newline, which Indent would keep:
+	// printJSON ends with exactly one.
+	raw = bytes.TrimRight(raw, " \t\r\n")
+	if indentCompact(&b, raw) != nil {
+		// Not compact, or broken: json.Indent says which.
+		b.Reset()
+		if err := json.Indent(&b, raw, "", "  "); err != nil {
+			return fmt.Errorf("the daemon's answer is not JSON: %w", err)
+		}
 	}
 	b.WriteByte('\n')
 	_, err := std.Stdout.Write(b.Bytes())
