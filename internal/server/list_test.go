@@ -139,6 +139,14 @@ func TestListViewLs(t *testing.T) {
 		t.Cleanup(func() { p.Close(time.Second) })
 		t.Cleanup(src.free)
 		p.ApplyHook(detect.Hook{State: combine.Blocked, Kind: "permission", Message: "approve Bash: make " + id})
+		// Settled before the two answers are compared.
+		deadline := time.Now().Add(5 * time.Second)
+		for p.Info().Decision.State != combine.Blocked {
+			if time.Now().After(deadline) {
+				t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
 		s.panes[id] = &entry{p: p, name: "name-" + id}
 		s.order = append(s.order, id)
 	}
