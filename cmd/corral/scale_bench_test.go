@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +64,7 @@ func BenchmarkScale(b *testing.B) {
 				b.ReportMetric(co.cpu, "cpu-%")
 				b.ReportMetric(co.end.Seconds(), "shutdown-s")
 				b.ReportMetric(co.readopt.Seconds(), "readopt-s")
+				b.ReportMetric(ms(co.events.lagP99), "events-lag-p99-ms")
 			}
 		})
 	}
@@ -74,16 +78,192 @@ type scaleResult struct {
 	cpu                    float64 // % of one core over the window
 	end                    time.Duration
 	readopt, restart       time.Duration // corral only
+	events                 eventsResult  // corral only
+}
+
+// eventsResult is what a corral events --follow stream got while every
+// pane changed state at once, several times.
+type eventsResult struct {
+	logged, delivered int           // state changes the daemon logged in the window, and those the stream printed
+	loggedRate        float64       // logged a second, from the first to the last logged
+	deliveredRate     float64       // printed a second, from the first to the last read
+	lagP50, lagP99    time.Duration // an event's time (the daemon's) to its line read here
+	lagMax            time.Duration
+}
+
+// eventRounds is how many times every pane changes state in eventsUnderLoad.
+const eventRounds = 6
+
+// eventsUnderLoad follows corral events (the whole command, its stdout
+// read line by line) while every pane turns blocked, then working again,
+// eventRounds times: each round waits until the stream has printed the
+// change of every pane, or 30 s. Lag is from the event's time, which the
+// daemon stamps when it records it, to the line read here (milliseconds:
+// the event's time has no finer grain).
+func eventsUnderLoad(b *testing.B, e *env, fifo string, n int) eventsResult {
+	// From a time before the stream starts: the daemon subscribes it
+	// before it reads the log, so no change after warm is missed while
+	// the command starts.
+	warm := time.Now().Truncate(time.Millisecond)
+	cmd := exec.Command(corralBin, "events", "--follow", "--since", warm.UTC().Format(time.RFC3339Nano))
+	cmd.Env, cmd.Dir = e.vars, e.dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	type got struct {
+		seq       uint64
+		state     string
+		at, recvd time.Time
+	}
+	var mu sync.Mutex
+	var seen []got
+	count := func(state string, since time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		k := 0
+		for _, g := range seen {
+			if g.state == state && !g.at.Before(since) {
+				k++
+			}
+		}
+		return k
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			now := time.Now()
+			var ev struct {
+				Seq   uint64 `json:"seq"`
+				Time  string `json:"time"`
+				State string `json:"state"`
+			}
+			if json.Unmarshal(sc.Bytes(), &ev) != nil {
+				continue
+			}
+			at, _ := time.Parse(time.RFC3339Nano, ev.Time)
+			mu.Lock()
+			seen = append(seen, got{ev.Seq, ev.State, at, now})
+			mu.Unlock()
+		}
+	}()
+	flag := blockedFlag(fifo)
+	toggle := func(blocked bool) {
+		if blocked {
+			if err := os.WriteFile(flag, nil, 0o600); err != nil {
+				b.Fatal(err)
+			}
+		} else if err := os.Remove(flag); err != nil {
+			b.Fatal(err)
+		}
+	}
+	round := func(state string, since time.Time) bool {
+		deadline := time.Now().Add(30 * time.Second)
+		for count(state, since) < n {
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return true
+	}
+	// A first round, outside the window.
+	toggle(true)
+	if !round("blocked", warm) {
+		b.Errorf("corral events printed %d of %d panes turning blocked within 30 s", count("blocked", warm), n)
+	}
+	toggle(false)
+	round("working", warm)
+	start := time.Now().Truncate(time.Millisecond) // the events' grain
+	for i := 0; i < eventRounds; i++ {
+		state := "blocked"
+		if i%2 == 1 {
+			state = "working"
+		}
+		since := time.Now().Truncate(time.Millisecond)
+		toggle(state == "blocked")
+		if !round(state, since) {
+			b.Errorf("round %d: corral events printed %d of %d panes turning %s within 30 s", i, count(state, since), n, state)
+		}
+	}
+	if eventRounds%2 == 1 {
+		toggle(false)
+	}
+	// What the daemon logged in the window, asked once it is over.
+	logged := e.must("events", "--since", start.UTC().Format(time.RFC3339Nano))
+	var r eventsResult
+	var first, last time.Time
+	loggedSeqs := map[uint64]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(logged), "\n") {
+		var ev struct {
+			Seq   uint64 `json:"seq"`
+			Time  string `json:"time"`
+			State string `json:"state"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil || (ev.State != "blocked" && ev.State != "working") {
+			continue
+		}
+		at, _ := time.Parse(time.RFC3339Nano, ev.Time)
+		if at.Before(start) {
+			continue
+		}
+		loggedSeqs[ev.Seq] = true
+		if first.IsZero() {
+			first = at
+		}
+		last = at
+	}
+	r.logged = len(loggedSeqs)
+	if d := last.Sub(first); d > 0 {
+		r.loggedRate = float64(r.logged) / d.Seconds()
+	}
+	mu.Lock()
+	var lags []time.Duration
+	var rfirst, rlast time.Time
+	for _, g := range seen {
+		if !loggedSeqs[g.seq] {
+			continue
+		}
+		r.delivered++
+		lags = append(lags, g.recvd.Sub(g.at))
+		if rfirst.IsZero() {
+			rfirst = g.recvd
+		}
+		rlast = g.recvd
+	}
+	mu.Unlock()
+	if d := rlast.Sub(rfirst); d > 0 {
+		r.deliveredRate = float64(r.delivered) / d.Seconds()
+	}
+	if len(lags) > 0 {
+		slices.Sort(lags)
+		r.lagP50 = lags[len(lags)/2]
+		r.lagP99 = lags[(len(lags)*99)/100]
+		r.lagMax = lags[len(lags)-1]
+	}
+	return r
 }
 
 // cpuWindow is how long CPU is counted with every pane spinning.
 const cpuWindow = 10 * time.Second
 
-// spinner is a pane's program: 200 lines, then a spinner at 2 Hz.
+// spinner is a pane's program: 200 lines, then a spinner at 2 Hz. At each
+// tick it reports its state through OSC 7501 when that changed: blocked
+// while the file blockedFlag(fifo) exists, else working (a test of the
+// shell, no process).
 func spinner(fifo string) string {
 	return `for i in $(seq 1 200); do echo "line $i of the scrollback"; done; exec 3<>` + fifo +
-		`; i=0; s='|/-\'; while :; do printf '\r\033[K%s working (%d)' "${s:$((i%4)):1}" $i; i=$((i+1)); read -t 0.5 -u 3; done`
+		`; i=0; s='|/-\'; was=; while :; do if [ -e ` + blockedFlag(fifo) + ` ]; then st=blocked:kind=question; else st=working; fi; ` +
+		`[ "$st" = "$was" ] || { printf '\033]7501;state=%s\033\\' "$st"; was=$st; }; ` +
+		`printf '\r\033[K%s working (%d)' "${s:$((i%4)):1}" $i; i=$((i+1)); read -t 0.5 -u 3; done`
 }
+
+func blockedFlag(fifo string) string { return fifo + ".blocked" }
 
 func scaleCorral(b *testing.B, n int) scaleResult {
 	e := newEnv(b)
@@ -116,6 +296,7 @@ func scaleCorral(b *testing.B, n int) scaleResult {
 	ours := func() []int { return pidsOfExe(corralBin) }
 	r.cpu = cpuOver(ours(), cpuWindow)
 	r.pssKB, r.procs = pssOf(ours())
+	r.events = eventsUnderLoad(b, e, fifo, n)
 	// The daemon killed: the next command starts a daemon that adopts
 	// every pane again.
 	daemon := servingPID(b)
@@ -127,7 +308,10 @@ func scaleCorral(b *testing.B, n int) scaleResult {
 	}
 	r.readopt = time.Since(start)
 	start = time.Now()
-	e.must("restart")
+	if _, errs, code := e.run("restart"); code != 0 {
+		log, _ := os.ReadFile(filepath.Join(e.dir, "state", "daemon.log"))
+		b.Fatalf("corral restart: exit %d: %s\nthe daemon's log ends:\n%s", code, errs, tail(string(log), 3000))
+	}
 	r.restart = time.Since(start)
 	all := append(ours(), pidsWith(fifo)...)
 	start = time.Now()
@@ -180,6 +364,14 @@ func raiseLimits(b *testing.B) {
 			b.Logf("open files stay at %d: %v", l.Cur, err)
 		}
 	}
+}
+
+// tail is the end of s, at most n bytes.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
 
 func meanOf(k int, f func()) time.Duration {
@@ -326,5 +518,9 @@ func scaleTable(n int, co, tm scaleResult) string {
 	row("end everything (shutdown / kill-server)", fmt.Sprintf("%.2f s", co.end.Seconds()), fmt.Sprintf("%.2f s", tm.end.Seconds()), ratio(co.end.Seconds(), tm.end.Seconds()))
 	row("kill -9 of the daemon: all re-adopted", fmt.Sprintf("%.2f s", co.readopt.Seconds()), "", "")
 	row("corral restart", fmt.Sprintf("%.2f s", co.restart.Seconds()), "", "")
+	ev := co.events
+	row(fmt.Sprintf("events: state changes logged, every pane %d times", eventRounds), fmt.Sprintf("%d (%.0f/s)", ev.logged, ev.loggedRate), "", "")
+	row("events: printed by corral events --follow", fmt.Sprintf("%d (%.0f/s)", ev.delivered, ev.deliveredRate), "", "")
+	row("events: lag p50 / p99 / max", fmt.Sprintf("%.0f / %.0f / %.0f ms", ms(ev.lagP50), ms(ev.lagP99), ms(ev.lagMax)), "", "")
 	return sb.String()
 }

@@ -14,6 +14,28 @@ import (
 // Version is the API version in every path: /v1/….
 const Version = "v1"
 
+// PaneRow is what GET /v1/panes?view=ls answers of each pane: the
+// columns corral ls prints, under Pane's names (an older daemon answers
+// whole panes, which decode the same).
+type PaneRow struct {
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	Agent            string `json:"agent"`
+	State            string `json:"state"`
+	Kind             string `json:"kind"`
+	Message          string `json:"message"`
+	Since            string `json:"since"`
+	Source           string `json:"source"`
+	ExitCode         *int   `json:"exit_code"`
+	IntegrationError string `json:"integration_error"`
+}
+
+// Row is the pane's PaneRow.
+func (p Pane) Row() PaneRow {
+	return PaneRow{ID: p.ID, Name: p.Name, Agent: p.Agent, State: p.State, Kind: p.Kind, Message: p.Message, Since: p.Since,
+		Source: p.Source, ExitCode: p.ExitCode, IntegrationError: p.IntegrationError}
+}
+
 // Pane is one pane in `corral ls --json` and GET /v1/panes.
 type Pane struct {
 	ID         string   `json:"id"`

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
+	"text/tabwriter"
 
 	"github.com/corral-dev/corral/internal/api"
 )
@@ -37,11 +39,16 @@ func TestLsJSONPrintsTheDaemonsAnswer(t *testing.T) {
 		printJSON(IO{Stdout: &want}, decoded)
 		var raw json.RawMessage
 		json.Unmarshal(wire.Bytes(), &raw)
-		if err := printRawJSON(IO{Stdout: &got}, raw); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() {
-			t.Fatalf("raw:\n%s\ndecoded:\n%s", got.String(), want.String())
+		// As decoded into a RawMessage, and as the bytes came (the
+		// encoder's newline at the end).
+		for _, in := range []json.RawMessage{raw, wire.Bytes()} {
+			got.Reset()
+			if err := printRawJSON(IO{Stdout: &got}, in); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Fatalf("raw:\n%s\ndecoded:\n%s", got.String(), want.String())
+			}
 		}
 	}
 	if err := printRawJSON(IO{Stdout: &bytes.Buffer{}}, json.RawMessage(`[{"id":`)); err == nil {
@@ -86,6 +93,108 @@ func BenchmarkLsJSON(b *testing.B) {
 		for b.Loop() {
 			var panes []api.Pane
 			json.Unmarshal(wire.Bytes(), &panes)
+		}
+	})
+}
+
+// countingWriter counts the writes it is given.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// corral ls prints its table in a few large writes, each a system call
+// on a pipe, and prints what a tabwriter straight on stdout printed.
+func TestLsWritesInFewWrites(t *testing.T) {
+	for _, n := range []int{0, 3, 1000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			rows := lsRows(t, n)
+			rows = append(rows, lsRow{ID: "p9999", Agent: "codex", State: "idle", IntegrationError: "hooks.json is not writable"})
+			var want bytes.Buffer
+			tw := tabwriter.NewWriter(&want, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tFOR\tSOURCE\tMESSAGE")
+			for _, p := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, paneState(api.Pane{State: p.State, Kind: p.Kind, ExitCode: p.ExitCode}), age(p.Since), p.Source, p.Message)
+			}
+			tw.Flush()
+			want.WriteString("p9999: no hooks: hooks.json is not writable\n")
+			var got countingWriter
+			if err := printLs(&got, rows); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Fatalf("printed:\n%s\nwant:\n%s", got.String(), want.String())
+			}
+			if max := want.Len()/(64<<10) + 1; got.writes > max {
+				t.Fatalf("%d writes for %d bytes, want at most %d", got.writes, want.Len(), max)
+			}
+		})
+	}
+}
+
+// lsRows is what corral ls decodes of n panes, their age left unknown (a
+// second passing between two prints would change it).
+func lsRows(t testing.TB, n int) []lsRow {
+	var wire bytes.Buffer
+	json.NewEncoder(&wire).Encode(manyPanes(n))
+	var rows []lsRow
+	if err := json.Unmarshal(wire.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		rows[i].Since = ""
+	}
+	return rows
+}
+
+// BenchmarkLs: the CLI's side of corral ls at 1,000 panes, from the
+// daemon's bytes to the table written to a file (a system call a write,
+// as on a pipe).
+func BenchmarkLs(b *testing.B) {
+	var wire bytes.Buffer
+	json.NewEncoder(&wire).Encode(manyPanes(1000))
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer null.Close()
+	b.Run("ls", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var rows []lsRow
+			if err := json.NewDecoder(bytes.NewReader(wire.Bytes())).Decode(&rows); err != nil {
+				b.Fatal(err)
+			}
+			if err := printLs(null, rows); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ls-unbuffered", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var rows []lsRow
+			if err := json.NewDecoder(bytes.NewReader(wire.Bytes())).Decode(&rows); err != nil {
+				b.Fatal(err)
+			}
+			tw := tabwriter.NewWriter(null, 0, 4, 2, ' ', 0)
+			for _, p := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.Name), p.Agent, paneState(api.Pane{State: p.State, Kind: p.Kind, ExitCode: p.ExitCode}), age(p.Since), p.Source, p.Message)
+			}
+			tw.Flush()
+		}
+	})
+	b.Run("ls-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := printRawJSON(IO{Stdout: null}, wire.Bytes()); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

@@ -87,6 +87,26 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
+// Raw sends a request without a body and returns the answer's bytes as
+// they came, unchecked: for a caller that passes JSON on, a decode would
+// only scan it once more.
+func (c *Client) Raw(ctx context.Context, method, path string) ([]byte, error) {
+	resp, done, err := c.send(ctx, method, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		if errors.Is(context.Cause(resp.Request.Context()), ErrNoAnswer) {
+			return nil, c.noAnswer(method, path)
+		}
+		return nil, fmt.Errorf("reading the daemon's answer to %s %s: %w", method, path, err)
+	}
+	return b, nil
+}
+
 // Stream sends a GET and returns the body for the caller to read. The
 // daemon must start answering within the client's Timeout; the body then
 // takes as long as it takes.

@@ -56,6 +56,7 @@ func TestDaemonThatDoesNotAnswer(t *testing.T) {
 	}{
 		{"request", func() error { return c.Do(context.Background(), "POST", "/stuck", map[string]string{}, nil) }},
 		{"stream", func() error { _, err := c.Stream(context.Background(), "/stuck"); return err }},
+		{"raw", func() error { _, err := c.Raw(context.Background(), "GET", "/stuck"); return err }},
 		{"ensure", func() error {
 			return c.EnsureDaemon(context.Background(), "/nonexistent/corral", filepath.Join(dir, "log"))
 		}},
@@ -79,6 +80,35 @@ func TestDaemonThatDoesNotAnswer(t *testing.T) {
 	n, err := body.Read(b)
 	if string(b[:n]) != "late\n" {
 		t.Fatalf("a stream past the client's timeout: %q %v", b[:n], err)
+	}
+}
+
+// Raw gives the answer's bytes as they came, and the daemon's error as
+// Do does.
+func TestRaw(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := "[" + strings.Repeat(`{"id":"p1"},`, 50000) + `{"id":"p2"}]` + "\n"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(big)) })
+	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"error":"no pane p3","code":"not_found"}`))
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c := New(sock)
+	got, err := c.Raw(context.Background(), "GET", "/big")
+	if err != nil || string(got) != big {
+		t.Fatalf("Raw: %d bytes, %v; want %d bytes", len(got), err, len(big))
+	}
+	var ce *Error
+	if _, err := c.Raw(context.Background(), "GET", "/gone"); !errors.As(err, &ce) || ce.Code() != "not_found" || ce.Error() != "no pane p3" {
+		t.Fatalf("Raw of an error: %v", err)
 	}
 }
 

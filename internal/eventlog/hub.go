@@ -1,6 +1,9 @@
 package eventlog
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // Hub hands events to subscribers. Publishing never blocks: each
 // subscriber has a bounded queue, and one that falls behind is dropped with
@@ -15,8 +18,10 @@ type Hub struct {
 // sequence number.
 const RecentSize = 1024
 
-// QueueSize bounds each subscriber's queue.
-const QueueSize = 256
+// QueueSize bounds each subscriber's queue: a thousand panes changing
+// state at once, and as many as the hub keeps for resuming (a stream
+// dropped then has lost more than a resume could give back).
+const QueueSize = RecentSize
 
 // Subscription receives events on C until it is closed; Reason says why
 // when the hub closed it.
@@ -42,7 +47,7 @@ func (h *Hub) Publish(e Event) {
 		select {
 		case s.C <- e:
 		default:
-			s.closeLocked("too far behind: more than 256 events unread")
+			s.closeLocked(fmt.Sprintf("too far behind: more than %d events unread", QueueSize))
 		}
 	}
 }

@@ -56,7 +56,7 @@ func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	if err := procs.Subreaper(); err != nil {
 		logger.Printf("%v", err)
 	}
-	g := &group{logf: logger.Printf, out: stdout, panes: map[string]*holder{}, over: make(chan struct{})}
+	g := &group{logf: logger.Printf, out: stdout, panes: map[string]*holder{}, over: make(chan struct{}), exits: newExitWatch()}
 	go g.reapOrphans()
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -88,6 +88,8 @@ const releaseWait = 10 * time.Second
 type group struct {
 	logf func(string, ...any)
 	out  io.Writer // Ready lines; written by serveRequests only
+	// exits waits for the panes' programs: one SIGCHLD wait for all.
+	exits *exitWatch
 
 	mu       sync.Mutex // guards what follows
 	panes    map[string]*holder
@@ -203,7 +205,7 @@ func (g *group) start(cfg Config) {
 	name := strings.TrimSuffix(filepath.Base(cfg.Socket), ".sock")
 	logf := func(format string, args ...any) { g.logf("pane "+name+": "+format, args...) }
 	g.released.Add(1)
-	h, err := start(cfg, logf, g.remove, g.released.Done)
+	h, err := start(cfg, logf, g.remove, g.released.Done, g.exits)
 	r := Ready{PID: os.Getpid()}
 	if err != nil {
 		g.released.Done()

@@ -493,7 +493,7 @@ func TestStartLetsGoOfEnvironment(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	cfg := paneConfig(dir, "env", `echo "$CORRAL_PANE $0" > `+out+`; exec sleep 1051`)
 	cfg.Argv[0] = "named"
-	h, err := start(cfg, t.Logf, nil, nil)
+	h, err := start(cfg, t.Logf, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,9 @@ type holder struct {
 	stray    bool // ended as a stray: no daemon may connect any more
 }
 
-func start(cfg Config, logf func(string, ...any), onFinish func(*holder), onRelease func()) (*holder, error) {
+// start starts a pane's program; exits waits for its end (nil: a wait of
+// its own).
+func start(cfg Config, logf func(string, ...any), onFinish func(*holder), onRelease func(), exits *exitWatch) (*holder, error) {
 	if len(cfg.Argv) == 0 || cfg.Path == "" || cfg.Socket == "" || len(cfg.Secret) < 32 {
 		return nil, errors.New("the holder's config lacks a program, a socket or a secret")
 	}
@@ -165,7 +167,11 @@ func start(cfg Config, logf func(string, ...any), onFinish func(*holder), onRele
 		finished: make(chan struct{}), onFinish: onFinish, onRelease: onRelease, sockIno: sockIno}
 	h.group = procs.Group{Root: h.pid, Mark: cfg.Mark}
 	go h.readWithoutDaemon()
-	go h.reap()
+	if exits != nil {
+		exits.add(h.pid, h.reapExited)
+	} else {
+		go h.reap()
+	}
 	go h.acceptLoop()
 	return h, nil
 }
@@ -185,10 +191,15 @@ func bareNonBlocking(m *os.File) (int, error) {
 	return fd, nil
 }
 
-// reap waits for the program, ends every process it left, and keeps its
-// exit status for a daemon.
+// reap waits for the program, then reapExited.
 func (h *holder) reap() {
 	procs.WaitExit(h.pid)
+	h.reapExited()
+}
+
+// reapExited, once the program has exited, ends every process it left,
+// collects its exit status and keeps it for a daemon.
+func (h *holder) reapExited() {
 	killGroup(h.pid, syscall.SIGHUP)
 	killGroup(h.pid, syscall.SIGKILL)
 	sweeps.hangUpAndKill(h.group, 5*time.Second)

@@ -221,15 +221,22 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 // pane's end (reapHeld): one goroutine a pane for both.
 func (p *Pane) heldLoop() {
 	var end *heldEnd
+	var out []byte
+	done := make(chan struct{}, 1)
+	feed := func() { // on a shared goroutine, as readLoop's
+		p.mu.Lock()
+		p.queueLocked(p.engine.Feed(time.Now(), out))
+		p.scheduleLocked()
+		p.forwardLocked(out)
+		p.unlock()
+		p.kick()
+	}
 	err := p.hc.Run(func(m holder.Msg) bool {
 		if len(m.Output) > 0 {
 			p.outputAt.Store(time.Now().UnixNano())
-			p.mu.Lock()
-			p.queueLocked(p.engine.Feed(time.Now(), m.Output))
-			p.scheduleLocked()
-			p.forwardLocked(m.Output)
-			p.unlock()
-			p.kick()
+			out = m.Output
+			onDeepStack(feed, done)
+			out = nil
 		}
 		if m.Exit {
 			end = &heldEnd{code: m.Code}

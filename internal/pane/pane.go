@@ -350,9 +350,11 @@ func (p *Pane) readLoop() {
 	if err != nil {
 		return
 	}
-	// reap sets stopRead when it gives up on the end of the output.
-	rawio.ReadTerminal(rc, &p.stopRead, func(b []byte) {
-		p.outputAt.Store(time.Now().UnixNano())
+	// The work on each read runs on a shared goroutine (onDeepStack):
+	// this one, waiting for the next, keeps a small stack.
+	var b []byte
+	done := make(chan struct{}, 1)
+	feed := func() {
 		p.mu.Lock()
 		if p.ring != nil {
 			// Under a holder that shares its ring: before the engine, so
@@ -368,6 +370,13 @@ func (p *Pane) readLoop() {
 		p.forwardLocked(b)
 		p.unlock()
 		p.kick()
+	}
+	// reap sets stopRead when it gives up on the end of the output.
+	rawio.ReadTerminal(rc, &p.stopRead, func(read []byte) {
+		p.outputAt.Store(time.Now().UnixNano())
+		b = read
+		onDeepStack(feed, done)
+		b = nil
 	})
 }
 

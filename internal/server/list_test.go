@@ -120,3 +120,58 @@ func TestListAnswersWhilePanesAreStuck(t *testing.T) {
 		})
 	}
 }
+
+// GET /v1/panes?view=ls answers each pane's columns for corral ls, the
+// same values as the whole answer, and nothing else.
+func TestListViewLs(t *testing.T) {
+	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	s := &Server{panes: map[string]*entry{}, table: panestore.New(t.TempDir(), t.Logf, nil)}
+	for i := range 3 {
+		id := fmt.Sprintf("p%d", i)
+		src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}
+		p, _, err := pane.Open(pane.Config{ID: id, Rules: set, Agent: "claude-code", Sweep: time.Hour}, src, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close(time.Second) })
+		t.Cleanup(src.free)
+		p.ApplyHook(detect.Hook{State: combine.Blocked, Kind: "permission", Message: "approve Bash: make " + id})
+		// Settled before the two answers are compared.
+		deadline := time.Now().Add(5 * time.Second)
+		for p.Info().Decision.State != combine.Blocked {
+			if time.Now().After(deadline) {
+				t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		s.panes[id] = &entry{p: p, name: "name-" + id}
+		s.order = append(s.order, id)
+	}
+	get := func(path string) []byte {
+		rec := httptest.NewRecorder()
+		s.handleList(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Body.Bytes()
+	}
+	var whole []api.Pane
+	if err := json.Unmarshal(get("/v1/panes"), &whole); err != nil || len(whole) != 3 {
+		t.Fatalf("whole: %v, %d panes", err, len(whole))
+	}
+	rowsJSON := get("/v1/panes?view=ls")
+	var rows []api.PaneRow
+	if err := json.Unmarshal(rowsJSON, &rows); err != nil || len(rows) != len(whole) {
+		t.Fatalf("rows: %v, %d", err, len(rows))
+	}
+	var keys []map[string]any
+	json.Unmarshal(rowsJSON, &keys)
+	for i, p := range whole {
+		if got, want := fmt.Sprint(rows[i]), fmt.Sprint(p.Row()); got != want {
+			t.Errorf("row %d: %s, want %s", i, got, want)
+		}
+		if len(keys[i]) != 10 {
+			t.Errorf("row %d has %d fields: %v", i, len(keys[i]), keys[i])
+		}
+	}
+}

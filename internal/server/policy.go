@@ -515,11 +515,7 @@ func (s *Server) recordDecision(e *entry, ap api.Approval, now time.Time) {
 	ev := eventlog.Event{Time: now, Pane: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind,
 		Message: ap.Text, Source: SourcePolicy, Rule: fmt.Sprintf("%s rule %d", ap.Policy, ap.Rule),
 		Previous: string(d.State), PreviousKind: d.Kind}
-	ev, err := s.log.Append(ev)
-	if err != nil {
-		s.opts.Logf("event log: %v", err)
-	}
-	s.hub.Publish(ev)
+	s.logEvent(ev)
 }
 
 func (a *approver) latest() *api.Approval {

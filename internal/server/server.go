@@ -57,9 +57,14 @@ type Options struct {
 
 // Server is the daemon.
 type Server struct {
-	opts   Options
-	log    *eventlog.Log
-	hub    *eventlog.Hub
+	opts Options
+	log  *eventlog.Log
+	hub  *eventlog.Hub
+	// evMu makes an event's number and its publishing one step: numbered
+	// by one goroutine and published by another in between, events
+	// reached the hub out of order, and a stream (which skips a number
+	// below the last it sent, for resuming) lost them.
+	evMu   sync.Mutex
 	notify *notify.Notifier
 	http   *http.Server
 	ln     net.Listener
@@ -666,11 +671,7 @@ func (s *Server) record(id, name, agent string, c detect.Change) {
 		code := d.ExitCode
 		ev.ExitCode = &code
 	}
-	ev, err := s.log.Append(ev)
-	if err != nil {
-		s.opts.Logf("event log: %v", err)
-	}
-	s.hub.Publish(ev)
+	ev = s.logEvent(ev)
 	s.table.Touch(id)
 	if !s.policyTakes(id, ev) {
 		s.notify.Event(ev)
@@ -788,12 +789,21 @@ func (s *Server) remove(ref string, force bool) error {
 	in := e.p.Info()
 	ev := eventlog.Event{Time: time.Now(), Pane: id, Name: e.name, Agent: in.Agent, State: StateRemoved,
 		Previous: string(in.Decision.State), PreviousKind: in.Decision.Kind}
-	ev, err = s.log.Append(ev)
+	s.logEvent(ev)
+	return nil
+}
+
+// logEvent numbers an event, writes it to the log and publishes it, in
+// the order of the numbers.
+func (s *Server) logEvent(ev eventlog.Event) eventlog.Event {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	ev, err := s.log.Append(ev)
 	if err != nil {
 		s.opts.Logf("event log: %v", err)
 	}
 	s.hub.Publish(ev)
-	return nil
+	return ev
 }
 
 // StateRemoved is the state of the event that says a pane or job was
