@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // The terminal board in a real tmux: it lists the panes, puts a blocked
@@ -33,17 +35,11 @@ func TestTerminalBoardInTmux(t *testing.T) {
 	screen := func() string { return tm("capture-pane", "-p") }
 	await := func(what string, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			s := screen()
-			if ok(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("board never showed %s:\n%s", what, s)
-			}
-			time.Sleep(20 * time.Millisecond)
+		var s string
+		if !proctest.WaitFor(15*time.Second, func() bool { s = screen(); return ok(s) }) {
+			t.Fatalf("board never showed %s:\n%s", what, s)
 		}
+		return s
 	}
 	await("both panes", func(s string) bool {
 		return strings.Contains(s, "2 panes") && strings.Contains(s, "alpha") && strings.Contains(s, "beta")
@@ -63,15 +59,10 @@ func TestTerminalBoardInTmux(t *testing.T) {
 	e.must("wait", "beta", "--state", "done,idle", "--timeout", "10s")
 	await("no pane blocked", func(s string) bool { return strings.Contains(s, "0 blocked") })
 	tm("send-keys", "q")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !proctest.WaitFor(10*time.Second, func() bool {
 		out, _ := exec.Command(tmux, "-S", sock, "list-sessions").CombinedOutput()
-		if !strings.Contains(string(out), "windows") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("board did not quit:\n%s", screen())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return !strings.Contains(string(out), "windows")
+	}) {
+		t.Fatalf("board did not quit:\n%s", screen())
 	}
 }

@@ -51,6 +51,7 @@ func TestRealClaudeCode(t *testing.T) {
 	if _, errs, code := e.run("wait", "cc", "--state", "idle", "--timeout", "5s"); code != 0 {
 		t.Fatalf("seen done never became idle (%s)", errs)
 	}
+	// A window watched on purpose: nothing may change during it.
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
 		if ps[0].State != "idle" {

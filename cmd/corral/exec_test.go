@@ -246,16 +246,12 @@ func TestExecSlowReaderMissesNothing(t *testing.T) {
 	defer cmd.Process.Kill()
 	// Read nothing until the job has ended: its events pile up behind a
 	// full pipe.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out, _, _ := e.run("ls", "--json")
-		if strings.Contains(out, `"state": "done"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job did not end:\n%s", out)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var out string
+	if !proctest.WaitFor(20*time.Second, func() bool {
+		out, _, _ = e.run("ls", "--json")
+		return strings.Contains(out, `"state": "done"`)
+	}) {
+		t.Fatalf("the job did not end:\n%s", out)
 	}
 	all, _ := io.ReadAll(stdout)
 	if err := cmd.Wait(); err != nil {

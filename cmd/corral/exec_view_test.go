@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // A job's readable output and its screen: streamed text pieces on one
@@ -45,23 +47,19 @@ func TestExecRetryingJob(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var p *paneJSON
+		if !proctest.WaitFor(10*time.Second, func() bool {
 			var ps []paneJSON
 			json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
-			var p *paneJSON
+			p = nil
 			for i := range ps {
 				if ps[i].Name == c.name {
 					p = &ps[i]
 				}
 			}
-			if p != nil && p.State == "working" && p.Kind == "retrying" && p.Message == c.message {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: never retrying in corral ls: %+v", c.name, p)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return p != nil && p.State == "working" && p.Kind == "retrying" && p.Message == c.message
+		}) {
+			t.Fatalf("%s: never retrying in corral ls: %+v", c.name, p)
 		}
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("%s: %v", c.name, err)

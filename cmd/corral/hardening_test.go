@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -171,7 +172,12 @@ func TestKillStoppedPane(t *testing.T) {
 	e := newEnv(t)
 	e.must("run", "--name", "stopped", "--", "sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.1; done")
 	e.must("kill", "stopped", "--signal", "STOP")
-	time.Sleep(200 * time.Millisecond)
+	pid := e.pane("stopped").PID
+	waitFor(t, 5*time.Second, "the pane's program to stop", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		i := bytes.LastIndexByte(b, ')')
+		return i > 0 && i+2 < len(b) && b[i+2] == 'T'
+	})
 	e.must("kill", "stopped", "--signal", "TERM")
 	if _, errs, code := e.run("wait", "stopped", "--state", "exited", "--timeout", "5s"); code != 0 {
 		t.Fatalf("a stopped pane outlived kill (%s)", errs)
@@ -302,6 +308,8 @@ func TestBoardIdleConnectionsDoNotStarveTheDaemon(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
+	// A measured window: what the daemon took in of the 1000 connections
+	// within it is counted, not waited for.
 	time.Sleep(200 * time.Millisecond)
 	if n := fds(); n > before+300 {
 		t.Fatalf("the daemon holds %d descriptors (%d before): the board's connections are not capped", n, before)

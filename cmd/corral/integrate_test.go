@@ -45,17 +45,11 @@ func (e *env) integration(ref string) integrationJSON {
 // expected.
 func (e *env) waitIntegration(ref string, ok func(integrationJSON) bool) integrationJSON {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		p := e.integration(ref)
-		if ok(p) {
-			return p
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("pane %s: %+v\n%s", ref, p, e.must("screen", ref))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var p integrationJSON
+	if !proctest.WaitFor(10*time.Second, func() bool { p = e.integration(ref); return ok(p) }) {
+		e.t.Fatalf("pane %s: %+v\n%s", ref, p, e.must("screen", ref))
 	}
+	return p
 }
 
 // A pane whose agent is started by a script of the user's gets no hooks

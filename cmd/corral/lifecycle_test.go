@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,19 +57,15 @@ func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 // waiter's) until no process holds one of words, and fails otherwise.
 func noneLeft(t *testing.T, when string, words ...string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		var left []int
+	var left []int
+	if !proctest.WaitFor(2*time.Second, func() bool {
+		left = left[:0]
 		for _, w := range words {
 			left = append(left, withArg(w)...)
 		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: processes left behind: %v", when, left)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(left) == 0
+	}) {
+		t.Fatalf("%s: processes left behind: %v", when, left)
 	}
 }
 
@@ -299,7 +296,18 @@ func TestSlowSpawnHoldsNothing(t *testing.T) {
 		}
 		run.Wait()
 	}()
-	time.Sleep(300 * time.Millisecond) // the run request reaches the daemon
+	// The spawn is stuck once a thread of the daemon waits in the FIFO's
+	// open for a writer.
+	daemon := daemonPID(t, e)
+	waitFor(t, 10*time.Second, "the spawn to open the FIFO", func() bool {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", daemon))
+		for _, w := range tasks {
+			if b, _ := os.ReadFile(w); string(b) == "wait_for_partner" {
+				return true
+			}
+		}
+		return false
+	})
 	start := time.Now()
 	e.runWithin(5*time.Second, "ls")
 	t.Logf("corral ls during a stuck spawn took %v", time.Since(start))

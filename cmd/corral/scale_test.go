@@ -48,7 +48,7 @@ func timeShutdown(t testing.TB, e *env) time.Duration {
 	}
 	start := time.Now()
 	e.must("shutdown")
-	until(t, 30*time.Second, "every process of the daemon and its panes gone", func() bool { return left() == 0 })
+	waitFor(t, 30*time.Second, "every process of the daemon and its panes gone", func() bool { return left() == 0 })
 	return time.Since(start)
 }
 

@@ -75,13 +75,11 @@ func TestWebBoardInChromium(t *testing.T) {
 	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))
 	e.must("board")
 	var target string
-	for deadline := time.Now().Add(10 * time.Second); target == ""; time.Sleep(20 * time.Millisecond) {
+	waitFor(t, 10*time.Second, "corral board to run xdg-open", func() bool {
 		b, _ := os.ReadFile(opened)
 		target = string(b)
-		if time.Now().After(deadline) {
-			t.Fatal("corral board never ran xdg-open")
-		}
-	}
+		return target != ""
+	})
 	if !strings.HasPrefix(target, "http") {
 		target = "file://" + target
 	}
@@ -375,15 +373,11 @@ func TestWebBoardCredentials(t *testing.T) {
 
 	e.must("board")
 	var args []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(opened); err == nil {
-			args = strings.Fields(string(b))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("corral board never ran xdg-open")
-		}
-	}
+	waitFor(t, 10*time.Second, "corral board to run xdg-open", func() bool {
+		b, err := os.ReadFile(opened)
+		args = strings.Fields(string(b))
+		return err == nil
+	})
 	// Anyone can read a command line (/proc/PID/cmdline); the opener gets
 	// a file only the user can read.
 	if len(args) != 1 || strings.Contains(args[0], "?") {
