@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // fakeLocal is a daemon with panes whose states a test sets.
@@ -125,12 +126,8 @@ func (l *fakeLocal) Subscribe(after uint64) (<-chan eventlog.Event, []eventlog.E
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	d *= waitSlack
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !proctest.WaitFor(d, cond) {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
 }
 
@@ -343,7 +340,7 @@ func TestFleetRefusesBadInput(t *testing.T) {
 	}
 	// Expired.
 	etok, _ := f.hub.Invite("e", true, time.Millisecond)
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // the credential's 1 ms lifetime passes: a clock, not a condition
 	if _, err := Join(context.Background(), MemberOptions{Name: "e", URLs: []string{url}, Token: etok}); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("expired credential: %v", err)
 	}
@@ -519,7 +516,7 @@ func TestFleetJobs(t *testing.T) {
 		done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude"}, "dies", 0, func(b []byte) { lines = append(lines, string(b)) })
 	}()
 	waitFor(t, 5*time.Second, "the job started on dies", func() bool { return dead.jobs.Load() == 1 })
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // pacing: the host dies a while into the job, not as it takes it
 	start := time.Now()
 	dead.cancel()
 	dead.nc.Close()
