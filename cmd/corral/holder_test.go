@@ -45,6 +45,23 @@ func (e *env) holders() []int {
 	return out
 }
 
+// reboot kills at once, as a reboot would, the daemon, every holder of e
+// and every program whose command line holds one of words, and waits until
+// none of those programs is left.
+func (e *env) reboot(t *testing.T, words ...string) {
+	t.Helper()
+	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
+	for _, h := range e.holders() {
+		syscall.Kill(h, syscall.SIGKILL)
+	}
+	for _, w := range words {
+		for _, pid := range withArg(w) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	noneLeft(t, "the reboot", words...)
+}
+
 type eventJSON struct {
 	Seq   uint64
 	Pane  string
@@ -302,16 +319,7 @@ func TestRestoreAfterReboot(t *testing.T) {
 		return strings.Contains(b, "sess-42") && strings.Contains(b, "thr-7")
 	})
 	// The reboot: the daemon, every holder and every program die at once.
-	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
-	for _, h := range e.holders() {
-		syscall.Kill(h, syscall.SIGKILL)
-	}
-	for _, w := range []string{"1017", "1018"} {
-		for _, pid := range withArg(w) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	noneLeft(t, "the reboot", "1017", "1018")
+	e.reboot(t, "1017", "1018")
 	// Lost, and shown so: state lost, with what brings them back.
 	lostList := e.panes()
 	if len(lostList) != 3 {
@@ -398,7 +406,7 @@ func TestRestoreAfterReboot(t *testing.T) {
 // gone, and a table that is not one; never adopted, never a panic.
 func TestAdoptRefusesBadInput(t *testing.T) {
 	e := newEnv(t)
-	e.must("run", "--name", "good", "--", "sh", "-c", "echo good-pane; exec sleep 1019")
+	e.must("run", "--name", "good", "--", "sh", "-c", "echo good-pane; exec sleep 1063")
 	waitFor(t, 10*time.Second, "good", func() bool { return strings.Contains(e.must("screen", "good"), "good-pane") })
 	good := e.pane("good")
 	state := filepath.Join(e.dir, "state")
@@ -489,7 +497,7 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 	for _, h := range e.holders() {
 		syscall.Kill(h, syscall.SIGTERM)
 	}
-	noneLeft(t, "the holder's SIGTERM", "1019")
+	noneLeft(t, "the holder's SIGTERM", "1063")
 	waitFor(t, 5*time.Second, "the holder to end", func() bool { return len(e.holders()) == 0 })
 }
 

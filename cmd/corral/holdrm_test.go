@@ -49,7 +49,7 @@ func TestAdoptRemovesExitedRmPane(t *testing.T) {
 // panes the table names are adopted as ever.
 func TestStrayHolderEnded(t *testing.T) {
 	e := newEnv(t)
-	e.must("run", "--name", "kept", "--", "sleep", "1031")
+	e.must("run", "--name", "kept", "--", "sleep", "1065")
 	e.must("run", "--name", "stray", "--", "sleep", "1033")
 	stray := e.pane("stray")
 	state := filepath.Join(e.dir, "state")
@@ -81,5 +81,5 @@ func TestStrayHolderEnded(t *testing.T) {
 		t.Error("the stray holder's socket is still there")
 	}
 	e.must("shutdown")
-	noneLeft(t, "shutdown", "1031")
+	noneLeft(t, "shutdown", "1065")
 }
