@@ -13,6 +13,7 @@ import (
 // The terminal board in a real tmux: it lists the panes, puts a blocked
 // one first, jumps to it with g, answers it with y, and quits with q.
 func TestTerminalBoardInTmux(t *testing.T) {
+	t.Parallel()
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		need(t, "tmux (apt-get install tmux)")

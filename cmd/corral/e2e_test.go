@@ -7,10 +7,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +41,15 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build corral: %v\n%s", err, out)
 		os.Exit(1)
+	}
+	// The end-to-end tests mostly wait on daemons, terminals and timers, not
+	// on a core: more of them run at once than there are cores, unless
+	// -parallel says how many.
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -118,6 +129,7 @@ func (e *env) pane(ref string) paneJSON {
 }
 
 func TestAgentLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := strings.TrimSpace(e.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "ls -la /tmp"))
 	if len(id) != 5 {
@@ -173,6 +185,7 @@ func TestAgentLifecycle(t *testing.T) {
 
 // The event log outlives the daemon: a new daemon serves the old events.
 func TestDaemonRestartKeepsEvents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "a", "--agent", "claude-code", "--", corralBin, "fake-agent")
 	e.must("send", "a", "work 0.3", "--enter")
@@ -195,6 +208,7 @@ func TestDaemonRestartKeepsEvents(t *testing.T) {
 
 // kill and shutdown end every process of every pane: none left in /proc.
 func TestKillAndShutdownLeaveNoOrphans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "k", "--", "sh", "-c", "sleep 300 & sleep 301 & echo ready; sleep 302")
 	e.must("run", "--name", "s", "--", "sh", "-c", "sleep 303 & echo ready; sleep 304")
@@ -225,6 +239,7 @@ func TestKillAndShutdownLeaveNoOrphans(t *testing.T) {
 
 // SIGTERM to the daemon ends every pane too.
 func TestDaemonSIGTERM(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "x", "--", "sh", "-c", "sleep 305 & sleep 306")
 	pgid := e.pane("x").PID
@@ -238,6 +253,7 @@ func TestDaemonSIGTERM(t *testing.T) {
 
 // A crashed daemon leaves its socket; the next command replaces it.
 func TestStaleSocketReplaced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls")
 	daemon := daemonPID(t, e)
@@ -255,9 +271,7 @@ func TestStaleSocketReplaced(t *testing.T) {
 // A pane printing 100 MB of random bytes leaves the daemon and other
 // panes responsive.
 func TestFloodLeavesOthersResponsive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100 MB")
-	}
+	slow(t, "100 MB, about 10 s")
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		t.Skip("100 MB through a race-built daemon takes too long; the plain run covers it")
 	}
@@ -281,21 +295,35 @@ func TestFloodLeavesOthersResponsive(t *testing.T) {
 
 func daemonPID(t *testing.T, e *env) int {
 	t.Helper()
-	out, err := exec.Command("sh", "-c", "for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^"+corralBin+" serve'; then if grep -q 'CORRAL_SOCKET="+filepath.Join(e.dir, "s.sock")+"' $p/environ 2>/dev/null; then basename $p; fi; fi; done").Output()
-	if err != nil {
-		t.Fatal(err)
+	// Read in-process: a shell's loop over /proc costs a few processes per
+	// process, seconds while other tests run theirs.
+	entries, _ := os.ReadDir("/proc")
+	var found []int
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err != nil || !bytes.HasPrefix(cmdline, []byte(corralBin+"\x00serve")) {
+			continue
+		}
+		environ, _ := os.ReadFile("/proc/" + d.Name() + "/environ")
+		if bytes.Contains(environ, []byte("\x00CORRAL_SOCKET="+filepath.Join(e.dir, "s.sock")+"\x00")) ||
+			bytes.HasPrefix(environ, []byte("CORRAL_SOCKET="+filepath.Join(e.dir, "s.sock")+"\x00")) {
+			found = append(found, pid)
+		}
 	}
-	fields := strings.Fields(string(out))
-	if len(fields) != 1 {
-		t.Fatalf("daemons found: %q", fields)
+	if len(found) != 1 {
+		t.Fatalf("daemons found: %v", found)
 	}
-	pid, _ := strconv.Atoi(fields[0])
-	return pid
+	return found[0]
 }
 
 // A hook report from inside a pane drives its state; one with a wrong
 // token is refused and counted, and never breaks the caller.
 func TestHooks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	payload := `{"hook_event_name":"PermissionRequest","session_id":"s1","tool_name":"Bash","tool_input":{"command":"ls -la /tmp"}}`
 	// Reports that must decide nothing: a payload of the wrong shape, an
@@ -331,6 +359,7 @@ func TestHooks(t *testing.T) {
 // block rings their bell and runs the user's notification command, and
 // the detach key leaves the pane running.
 func TestAttachAndNotify(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	notified := filepath.Join(e.dir, "notified")
 	os.MkdirAll(filepath.Join(e.dir, "config", "corral"), 0o700)
@@ -419,6 +448,7 @@ func (l *lockedBuffer) String() string {
 
 // The WebSocket event stream carries each state change as a JSON message.
 func TestEventsWebSocket(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls") // start the daemon
 	c := client.New(filepath.Join(e.dir, "s.sock"))
@@ -451,6 +481,7 @@ func TestEventsWebSocket(t *testing.T) {
 // (Claude Code does); keys typed then are lost. An answer waits for the
 // prompt on screen, and for the manifest's answer_settle after it.
 func TestAnswerWaitsForThePrompt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := `echo '{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make"}}' | ` + corralBin + ` hook --agent claude-code
 sleep 0.5
@@ -550,6 +581,8 @@ func TestStuckPanesAnswerInBoundedTime(t *testing.T) {
 // send --enter looks again before the Enter: a program that draws a
 // dialog when it reads the text must not take the Enter as its answer.
 func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
+	// Not in parallel: the dialog is seen before the Enter within a
+	// settle window that load would stretch.
 	e := newEnv(t)
 	e.must("run", "--name", "d", "--", "bash", "-c",
 		`stty raw -echo; printf 'ready> '; IFS= read -rsn1 c; printf '\r\nDelete everything? [y/n] '; IFS= read -rsn1 k; printf '\r\ngot:%q\r\n' "$k"; sleep 600`)
@@ -572,6 +605,8 @@ func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
 // The same dialog drawn a moment after the program reads the text (60 and
 // 100 ms): the Enter waits for the screen to settle and is refused.
 func TestSendEnterRefusedWhenADialogOpensLate(t *testing.T) {
+	// Not in parallel: the dialog is seen before the Enter within a
+	// settle window that load would stretch.
 	e := newEnv(t)
 	for _, delay := range []string{"0.06", "0.1"} {
 		name := "late" + strings.ReplaceAll(delay, ".", "")
@@ -584,7 +619,7 @@ func TestSendEnterRefusedWhenADialogOpensLate(t *testing.T) {
 		if code != 3 || !strings.Contains(errs, "the text was typed but Enter was not") {
 			t.Fatalf("dialog after %ss: send --enter: exit %d %q\n%s", delay, code, errs, e.must("screen", name))
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // a window for a wrong Enter to show
 		if screen := e.must("screen", name); strings.Contains(screen, "got:") {
 			t.Fatalf("dialog after %ss took the Enter:\n%s", delay, screen)
 		}
@@ -650,6 +685,7 @@ func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
 // paste to a TUI, whose Enter does not submit. send --enter types the
 // Enter only once the program has read the text.
 func TestSendEnterArrivesOnItsOwn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := `stty raw -echo; sleep 1; a=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); ` +
 		`b=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); printf 'first:%s\r\nsecond:%s\r\n' "$a" "$b"; sleep 60`

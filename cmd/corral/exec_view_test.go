@@ -14,6 +14,7 @@ import (
 // line, no line for events corral does not use, and the stream's own
 // format whatever --agent said.
 func TestExecReadableOutputAndScreen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := `echo '{"type":"init","session_id":"g-1","model":"m"}'
 echo '{"type":"message","role":"user","content":"hi"}'
@@ -34,6 +35,7 @@ echo '{"type":"result","status":"success","stats":{"duration_ms":42,"tool_calls"
 // A job whose agent retries the model API says so in corral ls until the
 // run goes on; retries it prints on stderr only count too.
 func TestExecRetryingJob(t *testing.T) {
+	t.Parallel()
 	slow(t, "about 6 s")
 	e := newEnv(t)
 	for _, c := range []struct{ name, agent, script, message string }{

@@ -95,11 +95,13 @@ func hostSeqs(t *testing.T, e *env, host string) []uint64 {
 // in every remaining view, events keep flowing with none lost, a command
 // to another host is answered, a job runs.
 func TestFleetHubClusterSurvivesAKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three hub clusters, about 25 s each")
-	}
+	slow(t, "three hub clusters, about 25 s each")
+	t.Parallel()
 	for victim := range 3 {
-		t.Run(fmt.Sprintf("h%d", victim+1), func(t *testing.T) { hubKill(t, victim) })
+		t.Run(fmt.Sprintf("h%d", victim+1), func(t *testing.T) {
+			t.Parallel() // each kill has its own cluster of daemons
+			hubKill(t, victim)
+		})
 	}
 }
 

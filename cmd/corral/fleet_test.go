@@ -40,6 +40,7 @@ func (e *env) fleetHosts() map[string]fleetHost {
 // A hub and two members as separate daemons: listing, cross-host
 // wait/answer/send refusal, a fleet job, a member killed.
 func TestFleetThreeDaemons(t *testing.T) {
+	t.Parallel()
 	hub, a, b := newEnv(t), newEnv(t), newEnv(t)
 	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -157,6 +158,7 @@ func (e *env) daemonPID() int {
 // A member keeps its events while the hub restarts and sends them after:
 // none twice, none lost.
 func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t, "--tls") // the restarted hub keeps its CA
 	if !strings.Contains(hub.must("fleet", "status"), "tls://") {
 		t.Fatal("the hub does not serve TLS")
@@ -223,6 +225,7 @@ func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
 // A member killed mid-job: unreachable within 5 s, and its job ends in
 // error saying so.
 func TestFleetMemberKilledMidJob(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	cmd := exec.Command(corralBin, "exec", "--fleet", "--host", "b", "--agent", "auto", "--", "sleep", "6")
 	cmd.Env = hub.vars
@@ -256,6 +259,7 @@ func TestFleetMemberKilledMidJob(t *testing.T) {
 // The web board of a daemon in a fleet shows every host's panes, each
 // with its host, and answers another host's prompt through the fleet.
 func TestFleetWebBoard(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent")
 	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
@@ -355,6 +359,7 @@ func TestFleetWebBoard(t *testing.T) {
 // With --notify-fleet, a block on another host runs this host's
 // notification command, naming the host.
 func TestFleetNotifications(t *testing.T) {
+	t.Parallel()
 	hub := newEnv(t)
 	notified := filepath.Join(hub.dir, "notified")
 	os.MkdirAll(filepath.Join(hub.dir, "config", "corral"), 0o700)
@@ -378,6 +383,7 @@ func TestFleetNotifications(t *testing.T) {
 // A fleet job's permission request is answered from another host, and
 // the caller sees what a local run shows.
 func TestFleetJobPermissionRelay(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	script := `read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
 		`case "$reply" in *'"behavior":"allow"'*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"allowed"}]}}';; ` +
@@ -414,6 +420,7 @@ func TestFleetJobPermissionRelay(t *testing.T) {
 // Without a fleet configured the daemon listens on no TCP port, and the
 // fleet's commands say how to make one.
 func TestNoFleetNoListener(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, errs, code := e.run("fleet", "status")
 	if code == 0 || !strings.Contains(errs, "corral fleet init") {
@@ -460,6 +467,7 @@ func tcpListeners(t *testing.T, pid int) int {
 // One job on each matching host, the fleet's jobs listed, panes
 // filtered by host and state, and a host gone for good forgotten.
 func TestFleetEverywhere(t *testing.T) {
+	t.Parallel()
 	hub, w1, w2 := newEnv(t), newEnv(t), newEnv(t)
 	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -586,6 +594,7 @@ func TestFleetEverywhere(t *testing.T) {
 // A terminal here joined to another host's pane: its screen, keys that
 // reach the agent, and the detach key.
 func TestFleetAttach(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "make test")
 	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
@@ -630,6 +639,7 @@ func TestFleetAttach(t *testing.T) {
 // the fleet; a plain program runs as a fleet job and ends with its exit
 // status, as it does locally; fleet init on loopback warns.
 func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
+	t.Parallel()
 	hub, b := newEnv(t), newEnv(t)
 	out, errs, code := hub.run("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
 	if code != 0 || !strings.Contains(errs, "works on this machine only") || !strings.Contains(errs, "--listen 0.0.0.0:7422") {
@@ -722,6 +732,7 @@ func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
 // fleet status says which hosts are observe-only and which take jobs for
 // any host; an observe-only host takes jobs only when invited to.
 func TestFleetStatusAccess(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	invite := func(name string, flags ...string) *env {
 		out := hub.must(append([]string{"fleet", "invite", name, "--observe-only"}, flags...)...)

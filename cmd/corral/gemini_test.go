@@ -17,6 +17,7 @@ import (
 // the turn. Opt-in: runs when a `gemini` binary is found ($CORRAL_GEMINI,
 // or on PATH), skipped otherwise.
 func TestRealGeminiCLI(t *testing.T) {
+	t.Parallel()
 	gemini := realCLI(t, "CORRAL_GEMINI", "gemini", "@google/gemini-cli")
 	model, err := mockmodel.StartGemini("ls -la")
 	if err != nil {

@@ -227,6 +227,7 @@ func TestDaemonCrashLosesNothing(t *testing.T) {
 // An upgrade: serve --replace from another build takes the panes over,
 // then corral restart hands them back; nothing ends.
 func TestReplaceHandsOver(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	names, screens, pids := crowd(t, e, 20)
 	before := e.events()
@@ -285,6 +286,7 @@ func TestReplaceHandsOver(t *testing.T) {
 // the panes again in their folders, with their names and sizes, resuming
 // the agents' conversations corral saw; a shell starts fresh and says so.
 func TestRestoreAfterReboot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bin := filepath.Join(e.dir, "bin")
 	os.MkdirAll(bin, 0o755)
@@ -405,6 +407,7 @@ func TestRestoreAfterReboot(t *testing.T) {
 // pane's holder, one that sends a frame over the limit, a holder that is
 // gone, and a table that is not one; never adopted, never a panic.
 func TestAdoptRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "good", "--", "sh", "-c", "echo good-pane; exec sleep 1063")
 	waitFor(t, 10*time.Second, "good", func() bool { return strings.Contains(e.must("screen", "good"), "good-pane") })
@@ -440,7 +443,7 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 					return
 				}
 				c.Write(reply)
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // the fake holder lingers before it hangs up
 				c.Close()
 			}
 		}()
@@ -505,6 +508,7 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 // them are no longer in the holder's ring, and its hook token: a hook
 // from inside it after the crash still drives its state.
 func TestAdoptKeepsRecordsAndToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	payload := `{"hook_event_name":"PermissionRequest","session_id":"s1","tool_name":"Bash","tool_input":{"command":"make"}}`
 	script := fmt.Sprintf(`%s status working --id build --msg compiling --app make; head -c 400000 /dev/zero | tr '\0' x; echo; echo done-rec; read x; echo '%s' | %s hook --agent claude-code; exec sleep 1023`,

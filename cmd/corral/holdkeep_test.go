@@ -17,6 +17,7 @@ import (
 // daemon that adopts it after a kill -9, and a restore after a reboot,
 // keep both (ls shows them, and the policy still decides its requests).
 func TestAdoptAndRestoreKeepPolicyAndWorktree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := filepath.Join(e.dir, "app")
 	gitRepo(t, repo, "a.txt")
@@ -85,6 +86,7 @@ func TestAdoptAndRestoreKeepPolicyAndWorktree(t *testing.T) {
 // them, and the time it got blocked, when the next daemon adopts it after
 // a kill -9: no event for a change that did not happen.
 func TestAdoptKeepsHookMessage(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		// The hook's word stands 1 s (detect.HookGrace) before the idle
 		// screen ends it; a race-built send often takes longer to bring

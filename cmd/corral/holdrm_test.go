@@ -16,6 +16,7 @@ import (
 // A --rm pane whose program exits while no daemon runs is removed once
 // the next daemon has adopted it.
 func TestAdoptRemovesExitedRmPane(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	flag := filepath.Join(e.dir, "end")
 	e.must("run", "--rm", "--name", "gone", "--", "sh", "-c", "while [ ! -e "+flag+" ]; do sleep 0.05; done # 1029")
@@ -48,6 +49,7 @@ func TestAdoptRemovesExitedRmPane(t *testing.T) {
 // saved): the next daemon ends it and its program, and says so; the
 // panes the table names are adopted as ever.
 func TestStrayHolderEnded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "kept", "--", "sleep", "1065")
 	e.must("run", "--name", "stray", "--", "sleep", "1033")

@@ -91,8 +91,10 @@ func (e *env) has(ref string) bool {
 // shutdown and SIGTERM to the daemon end it all the same, at once.
 func TestSetsidGrandchildLeftBehindNowhere(t *testing.T) {
 	slow(t, "about 7 s")
+	t.Parallel()
 	for _, how := range []string{"kill", "shutdown", "sigterm"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel() // each has its own daemon and its own sleeps' words
 			e := newEnv(t)
 			a, b := "15.1"+strconv.Itoa(len(how)), "15.2"+strconv.Itoa(len(how))
 			e.must("run", "--name", "x", "--", "sh", "-c", "setsid sleep "+a+" & sleep "+b)
@@ -122,6 +124,7 @@ func TestSetsidGrandchildLeftBehindNowhere(t *testing.T) {
 // corral exec --timeout ends the run on time even when a grandchild holds
 // its output, and leaves no process behind, in whatever group or session.
 func TestExecTimeoutLeavesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := "echo '" + initJSON + "'; setsid sleep 16.1 & perl -e 'setpgrp(0,0); exec @ARGV' sleep 16.2 & sleep 16.3"
 	start := time.Now()
@@ -140,6 +143,7 @@ func TestExecTimeoutLeavesNothing(t *testing.T) {
 // A program that exits leaves nothing behind either; the orphans the
 // daemon adopts are reaped, not left as zombies.
 func TestExitedPaneLeavesNoZombies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "z", "--", "sh", "-c", "setsid sh -c 'sleep 0.2' & setsid sleep 17.1 & sleep 0.5")
 	e.must("wait", "z", "--state", "exited", "--timeout", "5s")
@@ -155,6 +159,7 @@ func TestExitedPaneLeavesNoZombies(t *testing.T) {
 // ends a running one first; run --rm removes a pane when its program
 // exits; each removal is an event.
 func TestRemovePanes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "t1", "--", "sh", "-c", "exit 3")
 	e.must("wait", "t1", "--state", "exited", "--timeout", "5s")
@@ -197,6 +202,7 @@ func TestRemovePanes(t *testing.T) {
 
 // Exited panes are pruned after [panes] prune_after.
 func TestPruneExitedPanes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	conf := filepath.Join(e.dir, "config", "corral")
 	if err := os.MkdirAll(conf, 0o700); err != nil {
@@ -225,6 +231,7 @@ func TestPruneExitedPanes(t *testing.T) {
 // corral run -- ./script.sh runs the caller's script, from the caller's
 // folder (or --cwd), with the caller's PATH.
 func TestRunResolvesWhereTyped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls") // the daemon starts elsewhere, with another PATH
 	work := filepath.Join(e.dir, "work")
@@ -273,6 +280,7 @@ func TestRunResolvesWhereTyped(t *testing.T) {
 // for corral's extension) holds no other request: corral ls answers
 // meanwhile.
 func TestSlowSpawnHoldsNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls")
 	home := filepath.Join(e.dir, "fifohome")

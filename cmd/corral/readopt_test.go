@@ -11,6 +11,7 @@ import (
 // A daemon killed while Claude Code is blocked: the re-adopted pane says
 // what it said (the hook's words, not the screen's), and adds no event.
 func TestReadoptedBlockKeepsItsWords(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	claude := fakeClaude(t, e)
 	e.must("run", "--name", "cc", "--", claude)

@@ -18,6 +18,7 @@ import (
 // with `codex resume TITLE-THREAD`: Codex exits 1 with "No saved session
 // found with ID …" and the pane is lost.
 func TestRestoreIgnoresCodexTitleThread(t *testing.T) {
+	t.Parallel()
 	payload, err := os.ReadFile("../../testdata/hooks/codex-title-thread.json")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // fresh") while it resumed the old one: a conversation started since
 // (/clear, /new) is never resumed.
 func TestRestoreTwiceResumesTheNewest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bin := filepath.Join(e.dir, "bin")
 	os.MkdirAll(bin, 0o755)

@@ -56,9 +56,7 @@ func timeShutdown(t testing.TB, e *env) time.Duration {
 // already there (the pane table once made every run rewrite all of it):
 // a guard against O(n²) creeping back, as a ratio within one run.
 func TestScaleRunCostFlat(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts 220 panes")
-	}
+	slow(t, "starts 220 panes, about 15 s")
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		// A ratio of timings means nothing under the race detector, and 220
 		// panes through a race-built daemon take minutes.
@@ -121,6 +119,7 @@ func BenchmarkRunAt200(b *testing.B) {
 
 // The daemon's profiles are on its unix socket, for go tool pprof.
 func TestDaemonProfiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls")
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -120,7 +120,7 @@ func watchScreen(ts *tmuxServer, target string, texts ...string) *screenWatch {
 			before := time.Now()
 			out, err := ts.run("capture-pane", "-p", "-t", target)
 			if err != nil {
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // the sampler's pace
 				continue
 			}
 			w.mu.Lock()
@@ -140,7 +140,8 @@ func watchScreen(ts *tmuxServer, target string, texts ...string) *screenWatch {
 				}
 			}
 			w.mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // the sampler's pace
+
 		}
 	}()
 	return w
@@ -208,6 +209,7 @@ type realTurn struct {
 // is on tmux's screen corral's blocked event comes. Opt-in like
 // TestRealClaudeCode ($CORRAL_CLAUDE or claude on PATH).
 func TestRealClaudeCodeInTmux(t *testing.T) {
+	t.Parallel()
 	e, f := claudeFixture(t)
 	ts := newTmux(t, e)
 	hookLog := filepath.Join(e.dir, "hooks.ndjson") // every hook's payload, with its time
@@ -321,7 +323,7 @@ func TestRealClaudeCodeInTmux(t *testing.T) {
 		if _, errs, code := e.run("wait", target, "--state", "idle", "--timeout", "15s"); code != 0 {
 			fail(target, "Claude Code's ready screen is not idle (%s)", errs)
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // a window: the ready screen must stay idle through it
 		p, _ := row(target)
 		if p.State != "idle" || p.Backend != "tmux" || p.Foreground != "claude" || p.Cols != 120 || p.Rows != 32 {
 			fail(target, "before the turn: %+v, want claude-code idle on the tmux backend, 120x32", p)
@@ -473,7 +475,7 @@ func TestRealClaudeCodeInTmux(t *testing.T) {
 				rowSources[p.State+"/"+p.Source] = true
 				srcMu.Unlock()
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // the sampler's pace
 		}
 	}()
 	// Before the daemon's shutdown: ls would start another daemon.

@@ -87,6 +87,7 @@ func (e *env) tmuxPane(target string) (tmuxPaneJSON, bool) {
 // pane shows the answer. Panes added and killed while watched, the watch
 // kept across a daemon restart, and the user's windows never resized.
 func TestTmuxWatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ts := newTmux(t, e)
 	// A "fake Claude Code": corral's fake agent under the name claude, so
@@ -252,15 +253,15 @@ func TestTmuxWatch(t *testing.T) {
 
 // A flooding tmux pane does not keep another from being answered.
 func TestTmuxWatchFlood(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the 100 MB flood")
-	}
+	slow(t, "the 100 MB flood, about 10 s")
 	e := newEnv(t)
 	ts := newTmux(t, e)
 	ts.must("new-session", "-d", "-s", "f", "-x", "120", "-y", "30", "sh", "-c", "sleep 1; head -c 75000000 /dev/urandom | base64; echo flood-done; sleep 600")
 	ts.must("new-window", "-t", "f", "sh", "-c", `printf 'Continue? [y/N] '; read a; echo "answer:$a"; sleep 600`)
 	e.must("tmux", "watch", "-S", ts.sock)
-	time.Sleep(1500 * time.Millisecond) // the flood is under way
+	waitFor(t, 10*time.Second, "the flood under way", func() bool {
+		return strings.TrimSpace(ts.must("capture-pane", "-p", "-t", "f:0.0")) != ""
+	})
 	start := time.Now()
 	e.must("wait", "f:1.0", "--state", "blocked", "--timeout", "20s")
 	e.must("answer", "f:1.0", "yes")

@@ -21,6 +21,7 @@ type verifyJSON struct {
 // take, and is right at all of them; --record saves a recording that
 // loads and judges the same way.
 func TestVerifyFakeAgent(t *testing.T) {
+	t.Parallel()
 	slow(t, "about 20 s")
 	e := newEnv(t)
 	rec := filepath.Join(e.dir, "rec")
@@ -64,6 +65,7 @@ func TestVerifyFakeAgent(t *testing.T) {
 // It fails when a step corral got right in the checked-in recording
 // (testdata/live/verify/AGENT) is wrong now.
 func TestVerifyRealAgents(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CORRAL_VERIFY") != "1" {
 		t.Skip("set CORRAL_VERIFY=1 to verify the real agent CLIs")
 	}

@@ -302,6 +302,7 @@ func (fleetBackend) Hosts() []board.Host {
 // In a fleet the web board shows each host under its heading, the
 // unreachable one marked, and each host's panes grouped, blocked first.
 func TestWebBoardFleetHosts(t *testing.T) {
+	t.Parallel()
 	chromium(t)
 	s, err := board.Start("127.0.0.1:0", false, fleetBackend{})
 	if err != nil {

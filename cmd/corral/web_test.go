@@ -58,6 +58,7 @@ func need(t testing.TB, what string) {
 // a page on another port of the same host gets no cookie, cannot open the
 // WebSocket and cannot lock the user out with failed sign-ins.
 func TestWebBoardInChromium(t *testing.T) {
+	t.Parallel()
 	exe := chromium(t)
 	e := newEnv(t)
 	xss := `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>`
@@ -364,6 +365,7 @@ func lsMedian(e *env, n int) time.Duration {
 // another host name (DNS rebinding) and from another scheme; failed
 // attempts never lock out the board's user.
 func TestWebBoardCredentials(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bin := filepath.Join(e.dir, "bin")
 	os.Mkdir(bin, 0o755)
@@ -456,6 +458,7 @@ func TestWebBoardCredentials(t *testing.T) {
 // With --listen-any the board prints an address per interface address a
 // browser can open, never the wildcard.
 func TestWebBoardListenAny(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	out := e.must("board", "--no-browser", "--listen-any", "--addr", ":0")
 	addrs, _ := net.InterfaceAddrs()

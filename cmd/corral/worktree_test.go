@@ -66,6 +66,7 @@ func (e *env) worktreeOf(ref string) (cwd string, wt *worktreeJSON) {
 // an existing one), ls shows its branch, ahead/behind and dirty state,
 // and corral rm --worktree removes it only when clean, keeping its branch.
 func TestRunInWorktree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := filepath.Join(e.dir, "app")
 	gitRepo(t, repo, filepath.Join("src", "a.txt"))
@@ -141,6 +142,7 @@ func TestRunInWorktree(t *testing.T) {
 // TestWorktreeFolderFromConfig: config.toml's [panes] worktrees names the
 // folder beside the repository.
 func TestWorktreeFolderFromConfig(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
@@ -160,6 +162,7 @@ func TestWorktreeFolderFromConfig(t *testing.T) {
 // A PROJECT.worktrees link placed beside the repository (another user's,
 // pointing at her folder) is refused: the checkout never lands there.
 func TestWorktreeFolderLinkRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := filepath.Join(e.dir, "app")
 	gitRepo(t, repo, "a.txt")

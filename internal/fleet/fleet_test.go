@@ -195,6 +195,7 @@ func hostReachable(m *Member, host string) (bool, bool) {
 }
 
 func TestFleetStatesCommandsAndReachability(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	la, lb := newFakeLocal("p1", "p2"), newFakeLocal("q1")
 	a := f.join("a", la, 0)
@@ -238,6 +239,7 @@ func TestFleetStatesCommandsAndReachability(t *testing.T) {
 }
 
 func TestFleetRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	url := f.hub.URL()
 	// A wrong token.
@@ -385,6 +387,7 @@ func collect(t *testing.T, m *Member, host string) []Event {
 // a real fleet has (TLS, the member enrolled with its own credential, the
 // hub serving enrolments, watchers on both sides).
 func TestEventsResumeAfterHubRestart(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		tls      bool
@@ -493,6 +496,7 @@ func eventsResumeAfterHubRestart(t *testing.T, withTLS, enrolled, busy bool) {
 }
 
 func TestFleetJobs(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	lw := newFakeLocal()
 	f.join("w", lw, 1)
@@ -536,6 +540,7 @@ func TestFleetJobs(t *testing.T) {
 }
 
 func TestClusterLosesANode(t *testing.T) {
+	t.Parallel()
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	ports := []string{"127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"}
 	_ = ports
@@ -653,6 +658,7 @@ func copyFile(t *testing.T, from, to string) {
 }
 
 func TestFleetTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h, err := StartHub(HubOptions{Dir: dir, Listen: "127.0.0.1:0", TLS: true, ServerName: "hub"})
 	if err != nil {
@@ -688,6 +694,7 @@ func TestFleetTLS(t *testing.T) {
 }
 
 func TestFleetJobRetry(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	lh := newFakeLocal()
 	lh.jobHang = true
@@ -757,6 +764,7 @@ func TestFleetCommandFailuresSayWhy(t *testing.T) {
 
 // A TLS address without the hub's CA fingerprint names the flag to give.
 func TestJoinTLSNeedsFingerprint(t *testing.T) {
+	t.Parallel()
 	_, err := Join(context.Background(), MemberOptions{Name: "x", URLs: []string{"tls://192.0.2.1:7422"}, Token: "cft_x"})
 	if err == nil || !strings.Contains(err.Error(), "--ca-fingerprint") {
 		t.Fatalf("join tls:// without a fingerprint: %v", err)
