@@ -7,12 +7,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,14 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The end-to-end tests mostly wait on daemons, terminals and timers, not
-	// on a core: more of them run at once than there are cores, unless
-	// -parallel says how many.
-	flag.Parse()
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
-	}
+	// on a core.
+	proctest.MoreParallel(4)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -271,7 +263,8 @@ func TestStaleSocketReplaced(t *testing.T) {
 // A pane printing 100 MB of random bytes leaves the daemon and other
 // panes responsive.
 func TestFloodLeavesOthersResponsive(t *testing.T) {
-	slow(t, "100 MB, about 10 s")
+	proctest.Slow(t, "100 MB, about 15 s")
+	t.Parallel() // its bounds are 20 s a step: other tests' load does not matter
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		t.Skip("100 MB through a race-built daemon takes too long; the plain run covers it")
 	}
@@ -631,7 +624,7 @@ func TestSendEnterRefusedWhenADialogOpensLate(t *testing.T) {
 // corral events, send to a pane whose state keeps changing answers in
 // less than one such read takes (it once waited for all of them in turn).
 func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
-	slow(t, "about 10 s")
+	proctest.Slow(t, "about 10 s")
 	e := newEnv(t)
 	state := filepath.Join(e.dir, "state")
 	if err := os.MkdirAll(state, 0o700); err != nil {

@@ -36,7 +36,7 @@ echo '{"type":"result","status":"success","stats":{"duration_ms":42,"tool_calls"
 // run goes on; retries it prints on stderr only count too.
 func TestExecRetryingJob(t *testing.T) {
 	t.Parallel()
-	slow(t, "about 6 s")
+	proctest.Slow(t, "about 6 s")
 	e := newEnv(t)
 	for _, c := range []struct{ name, agent, script, message string }{
 		{"codex-retry", "codex", `echo '{"type":"thread.started","thread_id":"t1"}'; echo '{"type":"error","message":"Reconnecting... 1/5 (stream disconnected)"}'; sleep 3; echo '{"type":"turn.completed"}'`,

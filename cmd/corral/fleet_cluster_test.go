@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 func freeLoopback(t *testing.T) string {
@@ -95,7 +96,7 @@ func hostSeqs(t *testing.T, e *env, host string) []uint64 {
 // in every remaining view, events keep flowing with none lost, a command
 // to another host is answered, a job runs.
 func TestFleetHubClusterSurvivesAKill(t *testing.T) {
-	slow(t, "three hub clusters, about 25 s each")
+	proctest.Slow(t, "three hub clusters, about 25 s each")
 	t.Parallel()
 	for victim := range 3 {
 		t.Run(fmt.Sprintf("h%d", victim+1), func(t *testing.T) {

@@ -90,7 +90,7 @@ func (e *env) has(ref string) bool {
 // A grandchild that left with setsid keeps the terminal open; kill,
 // shutdown and SIGTERM to the daemon end it all the same, at once.
 func TestSetsidGrandchildLeftBehindNowhere(t *testing.T) {
-	slow(t, "about 7 s")
+	proctest.Slow(t, "about 7 s")
 	t.Parallel()
 	for _, how := range []string{"kill", "shutdown", "sigterm"} {
 		t.Run(how, func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // runMany starts n panes, each a shell that waits, and returns the mean
@@ -56,7 +58,7 @@ func timeShutdown(t testing.TB, e *env) time.Duration {
 // already there (the pane table once made every run rewrite all of it):
 // a guard against O(n²) creeping back, as a ratio within one run.
 func TestScaleRunCostFlat(t *testing.T) {
-	slow(t, "starts 220 panes, about 15 s")
+	proctest.Slow(t, "starts 220 panes, about 15 s")
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		// A ratio of timings means nothing under the race detector, and 220
 		// panes through a race-built daemon take minutes.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/verify"
 )
 
@@ -22,7 +23,7 @@ type verifyJSON struct {
 // loads and judges the same way.
 func TestVerifyFakeAgent(t *testing.T) {
 	t.Parallel()
-	slow(t, "about 20 s")
+	proctest.Slow(t, "about 20 s")
 	e := newEnv(t)
 	rec := filepath.Join(e.dir, "rec")
 	out, errs, code := e.run("verify", "--json", "--record", rec, "--", corralBin, "fake-agent", "--osc7501")

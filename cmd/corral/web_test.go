@@ -23,6 +23,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/board"
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/server"
 )
 
@@ -256,7 +257,7 @@ func boardWS(ctx context.Context, c *http.Client, base string) (*websocket.Conn,
 // The numbers are logged (go test -run TestBoardManyClients -v); the
 // bounds are generous.
 func TestBoardManyClients(t *testing.T) {
-	slow(t, "about 7 s")
+	proctest.Slow(t, "about 7 s")
 	e := newEnv(t)
 	// Full, coloured screens that change all the time.
 	for i := 0; i < 4; i++ {
@@ -489,7 +490,7 @@ func TestWebBoardListenAny(t *testing.T) {
 // client that reads; each is dropped once its queue fills; the daemon
 // serves at most server.MaxEventSockets at once.
 func TestEventSocketsSlowReaders(t *testing.T) {
-	slow(t, "about 9 s")
+	proctest.Slow(t, "about 9 s")
 	e := newEnv(t)
 	e.must("ls") // start the daemon
 	c := client.New(filepath.Join(e.dir, "s.sock"))

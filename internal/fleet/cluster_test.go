@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 func freeAddr(t *testing.T) string {
@@ -23,6 +25,7 @@ func freeAddr(t *testing.T) string {
 // hub); routes over TLS; one hub goes and the fleet goes on, a host
 // enrolled on one hub known to the others.
 func TestHubClusterJoinHub(t *testing.T) {
+	proctest.Slow(t, "hub clusters joined and killed, about 30 s")
 	t.Parallel()
 	type node struct {
 		dir string

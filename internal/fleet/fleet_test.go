@@ -21,6 +21,12 @@ import (
 	"github.com/corral-dev/corral/internal/proctest"
 )
 
+// The fleet's tests mostly wait on NATS servers and timers, not on a core.
+func TestMain(m *testing.M) {
+	proctest.MoreParallel(4)
+	os.Exit(m.Run())
+}
+
 // fakeLocal is a daemon with panes whose states a test sets.
 type fakeLocal struct {
 	mu    sync.Mutex
@@ -387,6 +393,7 @@ func collect(t *testing.T, m *Member, host string) []Event {
 // a real fleet has (TLS, the member enrolled with its own credential, the
 // hub serving enrolments, watchers on both sides).
 func TestEventsResumeAfterHubRestart(t *testing.T) {
+	proctest.Slow(t, "a hub away for 7 s, three times")
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
@@ -398,7 +405,10 @@ func TestEventsResumeAfterHubRestart(t *testing.T) {
 		{"tls-enrolled-busy", true, true, true},
 		{"tls-enrolled", true, true, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) { eventsResumeAfterHubRestart(t, tc.tls, tc.enrolled, tc.busy) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each has its own hub and folder
+			eventsResumeAfterHubRestart(t, tc.tls, tc.enrolled, tc.busy)
+		})
 	}
 }
 
@@ -540,6 +550,7 @@ func TestFleetJobs(t *testing.T) {
 }
 
 func TestClusterLosesANode(t *testing.T) {
+	proctest.Slow(t, "a cluster of three hubs loses one, about 10 s")
 	t.Parallel()
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	ports := []string{"127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"}
