@@ -26,8 +26,7 @@ func freeAddr(t *testing.T) string {
 // enrolled on one hub known to the others.
 func TestHubClusterJoinHub(t *testing.T) {
 	proctest.Slow(t, "hub clusters joined and killed, about 30 s")
-	// Not in parallel: a starved JetStream cluster misses its elections'
-	// deadlines (it did under -race with the other tests).
+	clusterParallel(t)
 	type node struct {
 		dir string
 		hub *Hub

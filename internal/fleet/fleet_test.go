@@ -27,6 +27,18 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// raceBuild is set by race_test.go under -race.
+var raceBuild bool
+
+// clusterParallel runs a hub-cluster test in parallel but under -race: a
+// JetStream cluster starved by the race detector and the other tests
+// misses its elections' deadlines.
+func clusterParallel(t *testing.T) {
+	if !raceBuild {
+		t.Parallel()
+	}
+}
+
 // fakeLocal is a daemon with panes whose states a test sets.
 type fakeLocal struct {
 	mu    sync.Mutex
@@ -551,8 +563,7 @@ func TestFleetJobs(t *testing.T) {
 
 func TestClusterLosesANode(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs loses one, about 10 s")
-	// Not in parallel: a starved JetStream cluster misses its elections'
-	// deadlines.
+	clusterParallel(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	ports := []string{"127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"}
 	_ = ports
