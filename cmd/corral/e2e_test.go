@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -288,25 +287,14 @@ func TestFloodLeavesOthersResponsive(t *testing.T) {
 
 func daemonPID(t *testing.T, e *env) int {
 	t.Helper()
-	// Read in-process: a shell's loop over /proc costs a few processes per
-	// process, seconds while other tests run theirs.
-	entries, _ := os.ReadDir("/proc")
-	var found []int
-	for _, d := range entries {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
+	sock := []byte("CORRAL_SOCKET=" + filepath.Join(e.dir, "s.sock") + "\x00")
+	found := procsWhere(func(pid int, cmdline []byte) bool {
+		if !bytes.HasPrefix(cmdline, []byte(corralBin+"\x00serve")) {
+			return false
 		}
-		cmdline, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-		if err != nil || !bytes.HasPrefix(cmdline, []byte(corralBin+"\x00serve")) {
-			continue
-		}
-		environ, _ := os.ReadFile("/proc/" + d.Name() + "/environ")
-		if bytes.Contains(environ, []byte("\x00CORRAL_SOCKET="+filepath.Join(e.dir, "s.sock")+"\x00")) ||
-			bytes.HasPrefix(environ, []byte("CORRAL_SOCKET="+filepath.Join(e.dir, "s.sock")+"\x00")) {
-			found = append(found, pid)
-		}
-	}
+		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		return bytes.HasPrefix(environ, sock) || bytes.Contains(environ, append([]byte{0}, sock...))
+	})
 	if len(found) != 1 {
 		t.Fatalf("daemons found: %v", found)
 	}

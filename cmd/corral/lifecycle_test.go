@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,15 @@ import (
 // withArg returns the live processes whose command line holds word (a
 // word no other process uses: a sleep's unique duration).
 func withArg(word string) []int {
+	return procsWhere(func(pid int, cmdline []byte) bool {
+		return slices.ContainsFunc(bytes.Split(cmdline, []byte{0}), func(a []byte) bool { return string(a) == word }) && proctest.Alive(pid)
+	})
+}
+
+// procsWhere returns the processes whose pid and command line match, read
+// in-process (a shell's loop over /proc costs a few processes per process,
+// seconds while other tests run theirs).
+func procsWhere(match func(pid int, cmdline []byte) bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range entries {
@@ -31,15 +41,8 @@ func withArg(word string) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		for _, a := range bytes.Split(b, []byte{0}) {
-			if string(a) == word && proctest.Alive(pid) {
-				out = append(out, pid)
-				break
-			}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && match(pid, b) {
+			out = append(out, pid)
 		}
 	}
 	return out
