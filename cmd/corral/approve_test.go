@@ -38,6 +38,7 @@ decision = "allow"
 // question or a request without its input prints nothing, which leaves it
 // to the person.
 func TestPanePolicyDecidesHookRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfgDir := filepath.Join(e.dir, "config", "corral")
 	os.MkdirAll(cfgDir, 0o700)
@@ -170,6 +171,7 @@ func TestPanePolicyDecidesHookRequests(t *testing.T) {
 // and the turn ends. A policy without a matching rule leaves the dialog to
 // the person. Opt-in like TestRealClaudeCode.
 func TestRealClaudeCodePolicy(t *testing.T) {
+	t.Parallel()
 	e, f := claudeFixture(t)
 	allowLs := filepath.Join(e.dir, "allow.toml")
 	os.WriteFile(allowLs, []byte("[[rule]]\ntool = \"Bash\"\ninput = \"^ls -la /tmp$\"\ndecision = \"allow\"\n"), 0o600)
@@ -239,6 +241,7 @@ func TestRealClaudeCodePolicy(t *testing.T) {
 // the manifest's keys once the prompt shows the command; no matching rule
 // leaves it blocked for the person.
 func TestPanePolicyDecidesReportedRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	policy := filepath.Join(e.dir, "p.toml")
 	os.WriteFile(policy, []byte(approvePolicy), 0o600)
@@ -300,6 +303,7 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 // the decision is an event. One the policy leaves to the person reads
 // blocked as soon as the hook says so.
 func TestPolicyApprovedNeverBlocked(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	policy := filepath.Join(e.dir, "p.toml")
 	os.WriteFile(policy, []byte(approvePolicy), 0o600)
@@ -323,7 +327,7 @@ func TestPolicyApprovedNeverBlocked(t *testing.T) {
 				_, _, code := e.run("wait", c.name, "--state", "blocked", "--timeout", "6s")
 				done <- code
 			}()
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // pacing: the waiter listens well before the prompt it must (not) see; the event log checks the same below
 			e.must("send", c.name, "ask", "--enter")
 			blockedCode = <-done
 			events := e.must("events", "--since", "1h")

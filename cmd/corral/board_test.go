@@ -6,11 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // The terminal board in a real tmux: it lists the panes, puts a blocked
 // one first, jumps to it with g, answers it with y, and quits with q.
 func TestTerminalBoardInTmux(t *testing.T) {
+	t.Parallel()
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		need(t, "tmux (apt-get install tmux)")
@@ -33,17 +36,11 @@ func TestTerminalBoardInTmux(t *testing.T) {
 	screen := func() string { return tm("capture-pane", "-p") }
 	await := func(what string, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			s := screen()
-			if ok(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("board never showed %s:\n%s", what, s)
-			}
-			time.Sleep(20 * time.Millisecond)
+		var s string
+		if !proctest.WaitFor(15*time.Second, func() bool { s = screen(); return ok(s) }) {
+			t.Fatalf("board never showed %s:\n%s", what, s)
 		}
+		return s
 	}
 	await("both panes", func(s string) bool {
 		return strings.Contains(s, "2 panes") && strings.Contains(s, "alpha") && strings.Contains(s, "beta")
@@ -63,16 +60,11 @@ func TestTerminalBoardInTmux(t *testing.T) {
 	e.must("wait", "beta", "--state", "done,idle", "--timeout", "10s")
 	await("no pane blocked", func(s string) bool { return strings.Contains(s, "0 blocked") })
 	tm("send-keys", "q")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !proctest.WaitFor(10*time.Second, func() bool {
 		out, _ := exec.Command(tmux, "-S", sock, "list-sessions").CombinedOutput()
-		if !strings.Contains(string(out), "windows") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("board did not quit:\n%s", screen())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return !strings.Contains(string(out), "windows")
+	}) {
+		t.Fatalf("board did not quit:\n%s", screen())
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 // and sees the turn end. Opt-in: it runs when a `claude` binary is found
 // ($CORRAL_CLAUDE, or on PATH) and is skipped otherwise.
 func TestRealClaudeCode(t *testing.T) {
+	t.Parallel()
 	e, f := claudeFixture(t)
 	claude, home, work, key, model := f.claude, f.home, f.work, f.key, f.model
 
@@ -51,6 +52,7 @@ func TestRealClaudeCode(t *testing.T) {
 	if _, errs, code := e.run("wait", "cc", "--state", "idle", "--timeout", "5s"); code != 0 {
 		t.Fatalf("seen done never became idle (%s)", errs)
 	}
+	// A window watched on purpose: nothing may change during it.
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
 		if ps[0].State != "idle" {
@@ -69,6 +71,7 @@ func TestRealClaudeCode(t *testing.T) {
 // control protocol, blocks the job, and corral answer allows it. Opt-in
 // like TestRealClaudeCode.
 func TestRealClaudeCodeHeadless(t *testing.T) {
+	t.Parallel()
 	e, f := claudeFixture(t)
 	claude, home, work, key, model := f.claude, f.home, f.work, f.key, f.model
 
@@ -155,6 +158,7 @@ func claudeFixture(t *testing.T) (*env, claudeSetup) {
 // own: the pane says what it says, and is done once that turn ends.
 // Opt-in like TestRealClaudeCode.
 func TestRealClaudeCodeBackground(t *testing.T) {
+	t.Parallel()
 	e, f := claudeFixture(t)
 	e.must("run", "--name", "cc", "--cwd", f.work, "--size", "120x32",
 		"--env", "HOME="+f.home, "--env", "ANTHROPIC_BASE_URL="+f.model.URL, "--env", "ANTHROPIC_API_KEY="+f.key,

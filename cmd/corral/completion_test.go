@@ -53,6 +53,7 @@ end
 }
 
 func TestShellCompletion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	builder := strings.TrimSpace(e.must("run", "--name", "builder", "--", "sleep", "60"))
 	id := strings.TrimSpace(e.must("run", "--", "sleep", "60"))

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +39,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build corral: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// The end-to-end tests mostly wait on daemons, terminals and timers, not
+	// on a core.
+	proctest.MoreParallel(4)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -118,6 +120,7 @@ func (e *env) pane(ref string) paneJSON {
 }
 
 func TestAgentLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := strings.TrimSpace(e.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "ls -la /tmp"))
 	if len(id) != 5 {
@@ -173,6 +176,7 @@ func TestAgentLifecycle(t *testing.T) {
 
 // The event log outlives the daemon: a new daemon serves the old events.
 func TestDaemonRestartKeepsEvents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "a", "--agent", "claude-code", "--", corralBin, "fake-agent")
 	e.must("send", "a", "work 0.3", "--enter")
@@ -195,6 +199,7 @@ func TestDaemonRestartKeepsEvents(t *testing.T) {
 
 // kill and shutdown end every process of every pane: none left in /proc.
 func TestKillAndShutdownLeaveNoOrphans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "k", "--", "sh", "-c", "sleep 300 & sleep 301 & echo ready; sleep 302")
 	e.must("run", "--name", "s", "--", "sh", "-c", "sleep 303 & echo ready; sleep 304")
@@ -225,6 +230,7 @@ func TestKillAndShutdownLeaveNoOrphans(t *testing.T) {
 
 // SIGTERM to the daemon ends every pane too.
 func TestDaemonSIGTERM(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "x", "--", "sh", "-c", "sleep 305 & sleep 306")
 	pgid := e.pane("x").PID
@@ -238,6 +244,7 @@ func TestDaemonSIGTERM(t *testing.T) {
 
 // A crashed daemon leaves its socket; the next command replaces it.
 func TestStaleSocketReplaced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls")
 	daemon := daemonPID(t, e)
@@ -255,9 +262,8 @@ func TestStaleSocketReplaced(t *testing.T) {
 // A pane printing 100 MB of random bytes leaves the daemon and other
 // panes responsive.
 func TestFloodLeavesOthersResponsive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100 MB")
-	}
+	proctest.Slow(t, "100 MB, about 15 s")
+	t.Parallel() // its bounds are 20 s a step: other tests' load does not matter
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		t.Skip("100 MB through a race-built daemon takes too long; the plain run covers it")
 	}
@@ -281,21 +287,24 @@ func TestFloodLeavesOthersResponsive(t *testing.T) {
 
 func daemonPID(t *testing.T, e *env) int {
 	t.Helper()
-	out, err := exec.Command("sh", "-c", "for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^"+corralBin+" serve'; then if grep -q 'CORRAL_SOCKET="+filepath.Join(e.dir, "s.sock")+"' $p/environ 2>/dev/null; then basename $p; fi; fi; done").Output()
-	if err != nil {
-		t.Fatal(err)
+	sock := []byte("CORRAL_SOCKET=" + filepath.Join(e.dir, "s.sock") + "\x00")
+	found := procsWhere(func(pid int, cmdline []byte) bool {
+		if !bytes.HasPrefix(cmdline, []byte(corralBin+"\x00serve")) {
+			return false
+		}
+		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		return bytes.HasPrefix(environ, sock) || bytes.Contains(environ, append([]byte{0}, sock...))
+	})
+	if len(found) != 1 {
+		t.Fatalf("daemons found: %v", found)
 	}
-	fields := strings.Fields(string(out))
-	if len(fields) != 1 {
-		t.Fatalf("daemons found: %q", fields)
-	}
-	pid, _ := strconv.Atoi(fields[0])
-	return pid
+	return found[0]
 }
 
 // A hook report from inside a pane drives its state; one with a wrong
 // token is refused and counted, and never breaks the caller.
 func TestHooks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	payload := `{"hook_event_name":"PermissionRequest","session_id":"s1","tool_name":"Bash","tool_input":{"command":"ls -la /tmp"}}`
 	// Reports that must decide nothing: a payload of the wrong shape, an
@@ -331,6 +340,7 @@ func TestHooks(t *testing.T) {
 // block rings their bell and runs the user's notification command, and
 // the detach key leaves the pane running.
 func TestAttachAndNotify(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	notified := filepath.Join(e.dir, "notified")
 	os.MkdirAll(filepath.Join(e.dir, "config", "corral"), 0o700)
@@ -419,6 +429,7 @@ func (l *lockedBuffer) String() string {
 
 // The WebSocket event stream carries each state change as a JSON message.
 func TestEventsWebSocket(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls") // start the daemon
 	c := client.New(filepath.Join(e.dir, "s.sock"))
@@ -451,6 +462,7 @@ func TestEventsWebSocket(t *testing.T) {
 // (Claude Code does); keys typed then are lost. An answer waits for the
 // prompt on screen, and for the manifest's answer_settle after it.
 func TestAnswerWaitsForThePrompt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := `echo '{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make"}}' | ` + corralBin + ` hook --agent claude-code
 sleep 0.5
@@ -550,6 +562,8 @@ func TestStuckPanesAnswerInBoundedTime(t *testing.T) {
 // send --enter looks again before the Enter: a program that draws a
 // dialog when it reads the text must not take the Enter as its answer.
 func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
+	// Not in parallel: the dialog is seen before the Enter within a
+	// settle window that load would stretch.
 	e := newEnv(t)
 	e.must("run", "--name", "d", "--", "bash", "-c",
 		`stty raw -echo; printf 'ready> '; IFS= read -rsn1 c; printf '\r\nDelete everything? [y/n] '; IFS= read -rsn1 k; printf '\r\ngot:%q\r\n' "$k"; sleep 600`)
@@ -572,6 +586,8 @@ func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
 // The same dialog drawn a moment after the program reads the text (60 and
 // 100 ms): the Enter waits for the screen to settle and is refused.
 func TestSendEnterRefusedWhenADialogOpensLate(t *testing.T) {
+	// Not in parallel: the dialog is seen before the Enter within a
+	// settle window that load would stretch.
 	e := newEnv(t)
 	for _, delay := range []string{"0.06", "0.1"} {
 		name := "late" + strings.ReplaceAll(delay, ".", "")
@@ -584,7 +600,7 @@ func TestSendEnterRefusedWhenADialogOpensLate(t *testing.T) {
 		if code != 3 || !strings.Contains(errs, "the text was typed but Enter was not") {
 			t.Fatalf("dialog after %ss: send --enter: exit %d %q\n%s", delay, code, errs, e.must("screen", name))
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // a window for a wrong Enter to show
 		if screen := e.must("screen", name); strings.Contains(screen, "got:") {
 			t.Fatalf("dialog after %ss took the Enter:\n%s", delay, screen)
 		}
@@ -596,7 +612,7 @@ func TestSendEnterRefusedWhenADialogOpensLate(t *testing.T) {
 // corral events, send to a pane whose state keeps changing answers in
 // less than one such read takes (it once waited for all of them in turn).
 func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
-	slow(t, "about 10 s")
+	proctest.Slow(t, "about 10 s")
 	e := newEnv(t)
 	state := filepath.Join(e.dir, "state")
 	if err := os.MkdirAll(state, 0o700); err != nil {
@@ -650,6 +666,7 @@ func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
 // paste to a TUI, whose Enter does not submit. send --enter types the
 // Enter only once the program has read the text.
 func TestSendEnterArrivesOnItsOwn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := `stty raw -echo; sleep 1; a=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); ` +
 		`b=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); printf 'first:%s\r\nsecond:%s\r\n' "$a" "$b"; sleep 60`

@@ -14,6 +14,7 @@ import (
 // (a pipeline sets OPENAI_BASE_URL or PATH before corral exec); --env adds
 // to it.
 func TestExecUsesTheCallersEnvironment(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.vars = append(e.vars, "CORRAL_TEST_WHO=daemon", "CORRAL_TEST_DAEMON_ONLY=daemon")
 	e.must("ls") // the daemon starts with this environment

@@ -18,6 +18,7 @@ import (
 // $CORRAL_GEMINI, $CORRAL_QWEN, or on PATH) and is skipped otherwise.
 // docs/agents.md (Headless) has the table.
 func TestRealExec(t *testing.T) {
+	t.Parallel()
 	envVars := map[string]string{"claude-code": "CORRAL_CLAUDE", "codex": "CORRAL_CODEX", "gemini": "CORRAL_GEMINI", "qwen-code": "CORRAL_QWEN"}
 	for _, a := range verify.HeadlessAgents {
 		t.Run(a.Profile, func(t *testing.T) {

@@ -22,6 +22,7 @@ const (
 // A headless job is a daemon job: it shows in corral ls and the event log,
 // ends in done or error, and corral exec exits with its status.
 func TestExecJobs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	out := e.must("exec", "--name", "ok", "--agent", "claude", "--json", "--", "sh", "-c",
 		"echo '"+initJSON+"'; echo 'not json'; echo '"+resultJSON+"'")
@@ -67,6 +68,7 @@ func TestExecJobs(t *testing.T) {
 
 // A permission request blocks the job until corral answer says yes.
 func TestExecPermissionRelay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// A fake Claude Code speaking the control protocol on stdin/stdout.
 	script := `read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
@@ -109,6 +111,7 @@ func TestExecPermissionRelay(t *testing.T) {
 // An ACP agent as a job: its permission request blocks the job until
 // corral answer, like Claude Code's.
 func TestExecACP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// A minimal ACP agent in sh: answers initialize and session/new,
 	// asks permission during session/prompt, and ends the turn.
@@ -149,6 +152,7 @@ func TestExecACP(t *testing.T) {
 // Every way a run fails ends corral exec with a non-zero status, and the
 // stream carries corral's own job events (a stall) as well as the agent's.
 func TestExecExitStatuses(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, tc := range []struct {
 		name, script string
@@ -184,6 +188,7 @@ func TestExecExitStatuses(t *testing.T) {
 // An interrupted corral exec kills its job and exits only once the daemon
 // confirms the job ended, with 128+signal; SIGHUP counts too.
 func TestExecInterrupted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		name := strings.ToLower(strings.TrimPrefix(sig.String(), "SIG"))
@@ -226,6 +231,7 @@ func TestExecInterrupted(t *testing.T) {
 // A reader of corral exec that falls behind the job loses none of its
 // events: the stream reads the job's kept events at the reader's pace.
 func TestExecSlowReaderMissesNothing(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		// 5000 events through a race-built daemon sometimes take longer
 		// than the test's bound; the plain pass runs it with -race.
@@ -246,16 +252,12 @@ func TestExecSlowReaderMissesNothing(t *testing.T) {
 	defer cmd.Process.Kill()
 	// Read nothing until the job has ended: its events pile up behind a
 	// full pipe.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out, _, _ := e.run("ls", "--json")
-		if strings.Contains(out, `"state": "done"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job did not end:\n%s", out)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var out string
+	if !proctest.WaitFor(20*time.Second, func() bool {
+		out, _, _ = e.run("ls", "--json")
+		return strings.Contains(out, `"state": "done"`)
+	}) {
+		t.Fatalf("the job did not end:\n%s", out)
 	}
 	all, _ := io.ReadAll(stdout)
 	if err := cmd.Wait(); err != nil {
@@ -268,6 +270,7 @@ func TestExecSlowReaderMissesNothing(t *testing.T) {
 
 // corral exec | head -1: the reader goes away, and the job goes with it.
 func TestExecReaderGoneEndsTheJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cmd := exec.Command(corralBin, "exec", "--name", "piped", "--agent", "claude", "--json", "--", "sh", "-c",
 		"echo '"+initJSON+"'; while sleep 0.05; do echo '{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"more\"}]}}'; done")

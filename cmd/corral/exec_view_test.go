@@ -6,12 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // A job's readable output and its screen: streamed text pieces on one
 // line, no line for events corral does not use, and the stream's own
 // format whatever --agent said.
 func TestExecReadableOutputAndScreen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := `echo '{"type":"init","session_id":"g-1","model":"m"}'
 echo '{"type":"message","role":"user","content":"hi"}'
@@ -32,7 +35,8 @@ echo '{"type":"result","status":"success","stats":{"duration_ms":42,"tool_calls"
 // A job whose agent retries the model API says so in corral ls until the
 // run goes on; retries it prints on stderr only count too.
 func TestExecRetryingJob(t *testing.T) {
-	slow(t, "about 6 s")
+	t.Parallel()
+	proctest.Slow(t, "about 6 s")
 	e := newEnv(t)
 	for _, c := range []struct{ name, agent, script, message string }{
 		{"codex-retry", "codex", `echo '{"type":"thread.started","thread_id":"t1"}'; echo '{"type":"error","message":"Reconnecting... 1/5 (stream disconnected)"}'; sleep 3; echo '{"type":"turn.completed"}'`,
@@ -45,23 +49,19 @@ func TestExecRetryingJob(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var p *paneJSON
+		if !proctest.WaitFor(10*time.Second, func() bool {
 			var ps []paneJSON
 			json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
-			var p *paneJSON
+			p = nil
 			for i := range ps {
 				if ps[i].Name == c.name {
 					p = &ps[i]
 				}
 			}
-			if p != nil && p.State == "working" && p.Kind == "retrying" && p.Message == c.message {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: never retrying in corral ls: %+v", c.name, p)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return p != nil && p.State == "working" && p.Kind == "retrying" && p.Message == c.message
+		}) {
+			t.Fatalf("%s: never retrying in corral ls: %+v", c.name, p)
 		}
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("%s: %v", c.name, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 func freeLoopback(t *testing.T) string {
@@ -95,11 +96,13 @@ func hostSeqs(t *testing.T, e *env, host string) []uint64 {
 // in every remaining view, events keep flowing with none lost, a command
 // to another host is answered, a job runs.
 func TestFleetHubClusterSurvivesAKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three hub clusters, about 25 s each")
-	}
+	proctest.Slow(t, "three hub clusters, about 25 s each")
+	t.Parallel()
 	for victim := range 3 {
-		t.Run(fmt.Sprintf("h%d", victim+1), func(t *testing.T) { hubKill(t, victim) })
+		t.Run(fmt.Sprintf("h%d", victim+1), func(t *testing.T) {
+			t.Parallel() // each kill has its own cluster of daemons
+			hubKill(t, victim)
+		})
 	}
 }
 
@@ -135,7 +138,7 @@ func hubKill(t *testing.T, victim int) {
 	if n := len(strings.Split(info3.URL, ",")); n < 2 {
 		t.Fatalf("the third hub's join command names %d hubs: %s", n, info3.Join)
 	}
-	until(t, 60*time.Second, "the fleet's buckets and streams at 3 replicas", func() bool {
+	waitFor(t, 60*time.Second, "the fleet's buckets and streams at 3 replicas", func() bool {
 		return h3.fleetStatusFull().Replicas == 3
 	})
 	var urls []string
@@ -143,7 +146,7 @@ func hubKill(t *testing.T, victim int) {
 		urls = append(urls, strings.Split(i.URL, ",")[0])
 	}
 	m.must("fleet", "join", strings.Join(urls, ","), "--token", info.Token, "--name", "m", "--max-jobs", "1")
-	until(t, 30*time.Second, "m on every hub", func() bool {
+	waitFor(t, 30*time.Second, "m on every hub", func() bool {
 		for _, h := range hubs {
 			if !h.fleetHosts()["m"].Reachable {
 				return false
@@ -153,7 +156,7 @@ func hubKill(t *testing.T, victim int) {
 	})
 	m.must("run", "--name", "before", "--", "sh", "-c", "exit 3")
 	m.must("wait", "before", "--state", "exited", "--timeout", "10s")
-	until(t, 30*time.Second, "m's pane on every hub", func() bool {
+	waitFor(t, 30*time.Second, "m's pane on every hub", func() bool {
 		for _, h := range hubs {
 			if !strings.Contains(h.must("ls", "--fleet"), "before") {
 				return false
@@ -191,7 +194,7 @@ func hubKill(t *testing.T, victim int) {
 	m.must("run", "--name", "fresh", "--", "sh", "-c", "exit 4")
 	views := append(slices.Clone(left), m)
 	fresh := make([]time.Duration, len(views))
-	until(t, 60*time.Second, "m's pane made after the kill in every view left", func() bool {
+	waitFor(t, 60*time.Second, "m's pane made after the kill in every view left", func() bool {
 		all := true
 		for i, e := range views {
 			if fresh[i] == 0 && strings.Contains(e.must("ls", "--fleet"), "fresh") {
@@ -210,7 +213,7 @@ func hubKill(t *testing.T, victim int) {
 		m.must("wait", name, "--state", "exited", "--timeout", "10s")
 	}
 	m.must("run", "--name", "after", "--", "sh", "-c", "exit 4")
-	until(t, 60*time.Second, "m's last pane in every view left", func() bool {
+	waitFor(t, 60*time.Second, "m's last pane in every view left", func() bool {
 		for _, e := range left {
 			if !strings.Contains(e.must("ls", "--fleet"), "after") {
 				return false
@@ -218,7 +221,7 @@ func hubKill(t *testing.T, victim int) {
 		}
 		return true
 	})
-	until(t, 60*time.Second, "m reachable from every hub left", func() bool {
+	waitFor(t, 60*time.Second, "m reachable from every hub left", func() bool {
 		for _, e := range left {
 			if !e.fleetHosts()["m"].Reachable {
 				return false
@@ -231,7 +234,7 @@ func hubKill(t *testing.T, victim int) {
 	left[1].must("wait", "m:after", "--state", "exited", "--timeout", "20s")
 	// A job for any host runs on m.
 	var jobOut, jobErr string
-	until(t, 60*time.Second, "a fleet job run by m after a hub was killed", func() bool {
+	waitFor(t, 60*time.Second, "a fleet job run by m after a hub was killed", func() bool {
 		jobOut, jobErr, _ = left[0].run("exec", "--fleet", "--agent", "claude", "--", corralBin, "fake-agent", "--help")
 		if !strings.Contains(jobOut+jobErr, "host m runs the job") {
 			t.Logf("a fleet job after a hub was killed:\nstdout %q\nstderr %q", jobOut, jobErr)
@@ -250,7 +253,7 @@ func hubKill(t *testing.T, victim int) {
 		local = append(local, ev.Seq)
 	}
 	var seqs []uint64
-	until(t, 30*time.Second, "m's events all in the fleet's stream", func() bool {
+	waitFor(t, 30*time.Second, "m's events all in the fleet's stream", func() bool {
 		seqs = hostSeqs(t, left[1], "m")
 		return len(seqs) >= len(local)
 	})

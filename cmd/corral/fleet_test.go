@@ -37,20 +37,10 @@ func (e *env) fleetHosts() map[string]fleetHost {
 	return out
 }
 
-func until(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // A hub and two members as separate daemons: listing, cross-host
 // wait/answer/send refusal, a fleet job, a member killed.
 func TestFleetThreeDaemons(t *testing.T) {
+	t.Parallel()
 	hub, a, b := newEnv(t), newEnv(t), newEnv(t)
 	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -79,7 +69,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 		t.Fatalf("wrong token: exit %d %q", code, errs)
 	}
 	a.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent")
-	until(t, 10*time.Second, "a:fp on the hub's list", func() bool {
+	waitFor(t, 10*time.Second, "a:fp on the hub's list", func() bool {
 		return strings.Contains(hub.must("ls", "--fleet"), "a:")
 	})
 	// Hosts without panes have their line too.
@@ -123,11 +113,11 @@ func TestFleetThreeDaemons(t *testing.T) {
 		t.Fatalf("local exit %d, fleet exit %d", lcode, code)
 	}
 	// A member killed: unreachable within 5 s.
-	until(t, 5*time.Second, "b reachable", func() bool { return hub.fleetHosts()["b"].Reachable })
+	waitFor(t, 5*time.Second, "b reachable", func() bool { return hub.fleetHosts()["b"].Reachable })
 	_ = local
 	b.must("shutdown")
 	start := time.Now()
-	until(t, 5*time.Second, "b unreachable", func() bool { h, ok := hub.fleetHosts()["b"]; return ok && !h.Reachable })
+	waitFor(t, 5*time.Second, "b unreachable", func() bool { h, ok := hub.fleetHosts()["b"]; return ok && !h.Reachable })
 	t.Logf("b unreachable %v after its daemon stopped", time.Since(start).Round(time.Millisecond))
 	// The hub's members see an observe-only credential refused commands.
 	hub.must("fleet", "invite", "obs", "--observe-only")
@@ -135,7 +125,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 		t.Fatalf("revoke: %q", errs)
 	}
 	a.must("fleet", "leave")
-	until(t, 5*time.Second, "a's panes gone from the fleet", func() bool { return !strings.Contains(hub.must("ls", "--fleet"), "a:") })
+	waitFor(t, 5*time.Second, "a's panes gone from the fleet", func() bool { return !strings.Contains(hub.must("ls", "--fleet"), "a:") })
 }
 
 // fleetPair starts a hub and one member b (taking jobs) and returns them.
@@ -149,7 +139,7 @@ func fleetPair(t *testing.T, initFlags ...string) (hub, b *env) {
 		t.Fatalf("the last line is not the join command: %q", out)
 	}
 	b.must(append(append([]string{"fleet"}, join[2:]...), "--name", "b", "--max-jobs", "1")...)
-	until(t, 5*time.Second, "b on the hub", func() bool { return hub.fleetHosts()["b"].Reachable })
+	waitFor(t, 5*time.Second, "b on the hub", func() bool { return hub.fleetHosts()["b"].Reachable })
 	return hub, b
 }
 
@@ -168,6 +158,7 @@ func (e *env) daemonPID() int {
 // A member keeps its events while the hub restarts and sends them after:
 // none twice, none lost.
 func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t, "--tls") // the restarted hub keeps its CA
 	if !strings.Contains(hub.must("fleet", "status"), "tls://") {
 		t.Fatal("the hub does not serve TLS")
@@ -177,7 +168,7 @@ func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
 	hub.must("shutdown")
 	// Commands for the fleet say at once that the hub is gone (exit 69),
 	// and that the job was not queued.
-	until(t, 10*time.Second, "b to see the hub gone", func() bool {
+	waitFor(t, 10*time.Second, "b to see the hub gone", func() bool {
 		_, errs, code := b.run("exec", "--fleet", "--agent", "claude", "--", "sh", "-c", "true")
 		return code == 69 && strings.Contains(errs, "hub is unreachable") && strings.Contains(errs, "not queued")
 	})
@@ -204,7 +195,7 @@ func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
 		local = append(local, ev)
 	}
 	var seqs []uint64
-	until(t, 15*time.Second, "b's events all in the fleet's stream", func() bool {
+	waitFor(t, 15*time.Second, "b's events all in the fleet's stream", func() bool {
 		seqs = nil
 		for _, l := range strings.Split(strings.TrimSpace(hub.must("events", "b", "--since", "1h")), "\n") {
 			var ev struct {
@@ -234,6 +225,7 @@ func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
 // A member killed mid-job: unreachable within 5 s, and its job ends in
 // error saying so.
 func TestFleetMemberKilledMidJob(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	cmd := exec.Command(corralBin, "exec", "--fleet", "--host", "b", "--agent", "auto", "--", "sleep", "6")
 	cmd.Env = hub.vars
@@ -244,13 +236,13 @@ func TestFleetMemberKilledMidJob(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	until(t, 10*time.Second, "the job running on b", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
+	waitFor(t, 10*time.Second, "the job running on b", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
 	pid := b.daemonPID()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	until(t, 5*time.Second, "b unreachable", func() bool { h, ok := hub.fleetHosts()["b"]; return ok && !h.Reachable })
+	waitFor(t, 5*time.Second, "b unreachable", func() bool { h, ok := hub.fleetHosts()["b"]; return ok && !h.Reachable })
 	t.Logf("b unreachable %v after SIGKILL", time.Since(killed).Round(time.Millisecond))
 	select {
 	case err := <-done:
@@ -267,6 +259,7 @@ func TestFleetMemberKilledMidJob(t *testing.T) {
 // The web board of a daemon in a fleet shows every host's panes, each
 // with its host, and answers another host's prompt through the fleet.
 func TestFleetWebBoard(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent")
 	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
@@ -366,6 +359,7 @@ func TestFleetWebBoard(t *testing.T) {
 // With --notify-fleet, a block on another host runs this host's
 // notification command, naming the host.
 func TestFleetNotifications(t *testing.T) {
+	t.Parallel()
 	hub := newEnv(t)
 	notified := filepath.Join(hub.dir, "notified")
 	os.MkdirAll(filepath.Join(hub.dir, "config", "corral"), 0o700)
@@ -380,7 +374,7 @@ func TestFleetNotifications(t *testing.T) {
 	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
 	b.must("send", "fp", "ask", "--enter")
 	b.must("wait", "fp", "--state", "blocked", "--timeout", "10s")
-	until(t, 10*time.Second, "the hub's notification naming b:fp", func() bool {
+	waitFor(t, 10*time.Second, "the hub's notification naming b:fp", func() bool {
 		data, _ := os.ReadFile(notified)
 		return strings.Contains(string(data), "b:fp")
 	})
@@ -389,6 +383,7 @@ func TestFleetNotifications(t *testing.T) {
 // A fleet job's permission request is answered from another host, and
 // the caller sees what a local run shows.
 func TestFleetJobPermissionRelay(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	script := `read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
 		`case "$reply" in *'"behavior":"allow"'*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"allowed"}]}}';; ` +
@@ -402,7 +397,7 @@ func TestFleetJobPermissionRelay(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	until(t, 10*time.Second, "the job on b", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "relay") })
+	waitFor(t, 10*time.Second, "the job on b", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "relay") })
 	hub.must("wait", "b:relay", "--state", "blocked", "--timeout", "10s")
 	if _, errs, code := hub.run("send", "b:relay", "hello"); code != 3 {
 		t.Fatalf("send to a blocked job on another host: exit %d %q", code, errs)
@@ -425,6 +420,7 @@ func TestFleetJobPermissionRelay(t *testing.T) {
 // Without a fleet configured the daemon listens on no TCP port, and the
 // fleet's commands say how to make one.
 func TestNoFleetNoListener(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, errs, code := e.run("fleet", "status")
 	if code == 0 || !strings.Contains(errs, "corral fleet init") {
@@ -471,13 +467,14 @@ func tcpListeners(t *testing.T, pid int) int {
 // One job on each matching host, the fleet's jobs listed, panes
 // filtered by host and state, and a host gone for good forgotten.
 func TestFleetEverywhere(t *testing.T) {
+	t.Parallel()
 	hub, w1, w2 := newEnv(t), newEnv(t), newEnv(t)
 	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	join := strings.Fields(lines[len(lines)-1])
 	w1.must(append(append([]string{"fleet"}, join[2:]...), "--name", "web-1", "--max-jobs", "1")...)
 	w2.must(append(append([]string{"fleet"}, join[2:]...), "--name", "web-2", "--max-jobs", "1")...)
-	until(t, 10*time.Second, "both hosts on the hub", func() bool {
+	waitFor(t, 10*time.Second, "both hosts on the hub", func() bool {
 		h := hub.fleetHosts()
 		return h["web-1"].Reachable && h["web-2"].Reachable
 	})
@@ -527,7 +524,7 @@ func TestFleetEverywhere(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	until(t, 15*time.Second, "the job listed as running on web-1", func() bool {
+	waitFor(t, 15*time.Second, "the job listed as running on web-1", func() bool {
 		var rows []struct {
 			Host     string `json:"host"`
 			State    string `json:"state"`
@@ -550,7 +547,7 @@ func TestFleetEverywhere(t *testing.T) {
 	w2.must("run", "--name", "x", "--", "sh", "-c", "exit 3")
 	w2.must("wait", "x", "--state", "exited", "--timeout", "10s")
 	var panes []struct{ Host, Name, State string }
-	until(t, 10*time.Second, "web-2:x exited, alone in the filtered list", func() bool {
+	waitFor(t, 10*time.Second, "web-2:x exited, alone in the filtered list", func() bool {
 		panes = nil
 		_ = json.Unmarshal([]byte(hub.must("ls", "--fleet", "--host", "web-2", "--state", "exited", "--json")), &panes)
 		return len(panes) == 1 && panes[0].Name == "x"
@@ -563,7 +560,7 @@ func TestFleetEverywhere(t *testing.T) {
 		t.Fatalf("forget a connected host: exit %d %q", code, errs)
 	}
 	w2.must("shutdown")
-	until(t, 10*time.Second, "web-2 unreachable, for how long", func() bool {
+	waitFor(t, 10*time.Second, "web-2 unreachable, for how long", func() bool {
 		return strings.Contains(hub.must("fleet", "status"), "false, for ") &&
 			strings.Contains(hub.must("ls", "--fleet"), "\n# web-2  unreachable for ")
 	})
@@ -575,7 +572,7 @@ func TestFleetEverywhere(t *testing.T) {
 		}
 	}
 	hub.must("fleet", "forget", "web-2")
-	until(t, 10*time.Second, "web-2 gone from the hub's views", func() bool {
+	waitFor(t, 10*time.Second, "web-2 gone from the hub's views", func() bool {
 		_, ok := hub.fleetHosts()["web-2"]
 		return !ok && !strings.Contains(hub.must("ls", "--fleet"), "web-2")
 	})
@@ -588,7 +585,7 @@ func TestFleetEverywhere(t *testing.T) {
 		t.Fatalf("the hub's config: %s %v", cfg, err)
 	}
 	w1.must("shutdown")
-	until(t, 15*time.Second, "web-1 forgotten once unreachable over 1s", func() bool {
+	waitFor(t, 15*time.Second, "web-1 forgotten once unreachable over 1s", func() bool {
 		_, ok := hub.fleetHosts()["web-1"]
 		return !ok
 	})
@@ -597,10 +594,11 @@ func TestFleetEverywhere(t *testing.T) {
 // A terminal here joined to another host's pane: its screen, keys that
 // reach the agent, and the detach key.
 func TestFleetAttach(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "make test")
 	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
-	until(t, 10*time.Second, "b:fp on the hub", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
+	waitFor(t, 10*time.Second, "b:fp on the hub", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
 	cmd := exec.Command(corralBin, "attach", "b:fp")
 	cmd.Env, cmd.Dir = hub.vars, hub.dir
 	r, in, _ := os.Pipe()
@@ -613,10 +611,10 @@ func TestFleetAttach(t *testing.T) {
 	defer in.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	until(t, 15*time.Second, "b:fp's screen through the fleet", func() bool { return strings.Contains(out.String(), "? for shortcuts") })
+	waitFor(t, 15*time.Second, "b:fp's screen through the fleet", func() bool { return strings.Contains(out.String(), "? for shortcuts") })
 	in.WriteString("ask\r")
 	b.must("wait", "fp", "--state", "blocked", "--timeout", "15s")
-	until(t, 10*time.Second, "the prompt on the attached terminal", func() bool { return strings.Contains(out.String(), "proceed?") })
+	waitFor(t, 10*time.Second, "the prompt on the attached terminal", func() bool { return strings.Contains(out.String(), "proceed?") })
 	in.WriteString("1")
 	b.must("wait", "fp", "--state", "done,idle", "--timeout", "15s")
 	in.WriteString("\x1c")
@@ -641,6 +639,7 @@ func TestFleetAttach(t *testing.T) {
 // the fleet; a plain program runs as a fleet job and ends with its exit
 // status, as it does locally; fleet init on loopback warns.
 func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
+	t.Parallel()
 	hub, b := newEnv(t), newEnv(t)
 	out, errs, code := hub.run("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
 	if code != 0 || !strings.Contains(errs, "works on this machine only") || !strings.Contains(errs, "--listen 0.0.0.0:7422") {
@@ -665,7 +664,7 @@ func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
 		}
 		return -1
 	}
-	until(t, 5*time.Second, "b on the hub", func() bool { return maxJobs() == 0 })
+	waitFor(t, 5*time.Second, "b on the hub", func() bool { return maxJobs() == 0 })
 	pid := b.daemonPID()
 
 	// A job for any host waits while no host takes jobs, and runs once b does.
@@ -684,7 +683,7 @@ func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
 			<-done
 		}
 	}()
-	until(t, 10*time.Second, "the job queued", func() bool { return strings.Contains(hub.must("jobs", "--fleet"), "queued") })
+	waitFor(t, 10*time.Second, "the job queued", func() bool { return strings.Contains(hub.must("jobs", "--fleet"), "queued") })
 	if set := b.must("fleet", "set", "--max-jobs", "1"); !strings.Contains(set, "up to 1 fleet job") {
 		t.Fatalf("fleet set --max-jobs 1: %q", set)
 	}
@@ -696,7 +695,7 @@ func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the job was not taken after fleet set --max-jobs 1\nstdout %q\nstderr %q", jobOut.String(), jobErr.String())
 	}
-	until(t, 5*time.Second, "b's max_jobs 1 in fleet status", func() bool { return maxJobs() == 1 })
+	waitFor(t, 5*time.Second, "b's max_jobs 1 in fleet status", func() bool { return maxJobs() == 1 })
 	if cfg, err := os.ReadFile(filepath.Join(b.dir, "state", "fleet", "config.json")); err != nil || !strings.Contains(string(cfg), `"max_jobs": 1`) {
 		t.Fatalf("b's fleet config after fleet set: %s %v", cfg, err)
 	}
@@ -718,7 +717,7 @@ func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
 
 	// Back to none: the hub refuses a job addressed to b.
 	b.must("fleet", "set", "--max-jobs", "0")
-	until(t, 5*time.Second, "b's max_jobs 0 in fleet status", func() bool { return maxJobs() == 0 })
+	waitFor(t, 5*time.Second, "b's max_jobs 0 in fleet status", func() bool { return maxJobs() == 0 })
 	if _, errs, code := hub.run("exec", "--fleet", "--host", "b", "--", "true"); code == 0 || !strings.Contains(errs, "takes no fleet jobs") {
 		t.Fatalf("a job for b at --max-jobs 0: exit %d %q", code, errs)
 	}
@@ -733,6 +732,7 @@ func TestFleetSetMaxJobsAndPlainJobs(t *testing.T) {
 // fleet status says which hosts are observe-only and which take jobs for
 // any host; an observe-only host takes jobs only when invited to.
 func TestFleetStatusAccess(t *testing.T) {
+	t.Parallel()
 	hub, b := fleetPair(t)
 	invite := func(name string, flags ...string) *env {
 		out := hub.must(append([]string{"fleet", "invite", name, "--observe-only"}, flags...)...)
@@ -757,7 +757,7 @@ func TestFleetStatusAccess(t *testing.T) {
 		"o":   {"o", true, 0, "observe-only", false},
 		"p":   {"p", true, 1, "observe-only+jobs", true},
 	}
-	until(t, 10*time.Second, "every host's access in fleet status", func() bool {
+	waitFor(t, 10*time.Second, "every host's access in fleet status", func() bool {
 		var rows []row
 		if err := json.Unmarshal([]byte(b.must("fleet", "status", "--json")), &rows); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/lab/mockmodel"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // TestRealGeminiCLI runs the real Gemini CLI in a pane against a scripted
@@ -16,6 +17,7 @@ import (
 // the turn. Opt-in: runs when a `gemini` binary is found ($CORRAL_GEMINI,
 // or on PATH), skipped otherwise.
 func TestRealGeminiCLI(t *testing.T) {
+	t.Parallel()
 	gemini := realCLI(t, "CORRAL_GEMINI", "gemini", "@google/gemini-cli")
 	model, err := mockmodel.StartGemini("ls -la")
 	if err != nil {
@@ -46,12 +48,8 @@ func TestRealGeminiCLI(t *testing.T) {
 	}
 	e.must("run", "--name", "gm", "--cwd", work, "--env", "HOME="+agentHome, "--env", "GEMINI_API_KEY=test-key",
 		"--env", "GOOGLE_GEMINI_BASE_URL="+model.URL, "--", gemini)
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(e.must("screen", "gm"), "Type your message") {
-		if time.Now().After(deadline) {
-			t.Fatalf("Gemini CLI never showed its input box:\n%s", e.must("screen", "gm"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !proctest.WaitFor(60*time.Second, func() bool { return strings.Contains(e.must("screen", "gm"), "Type your message") }) {
+		t.Fatalf("Gemini CLI never showed its input box:\n%s", e.must("screen", "gm"))
 	}
 	e.must("send", "gm", "please list the files", "--enter")
 	// Gemini CLI drops an Enter that arrives while it is still starting up:

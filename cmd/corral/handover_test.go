@@ -20,6 +20,7 @@ import (
 // daemon of its own (which would make --replace give up), none fails, and
 // the panes stay.
 func TestReplaceWhileCommandsRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "a", "--", "sleep", "1037")
 	e.must("run", "--name", "b", "--", "sleep", "1037")

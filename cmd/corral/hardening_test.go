@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -42,6 +43,7 @@ func (e *env) runWithin(d time.Duration, args ...string) (string, int) {
 // reading forever; the daemon starts, serves and reloads; and rules list
 // says what the daemon really has in force when a user file breaks.
 func TestRulesFolderSpecialFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := filepath.Join(e.dir, "config", "corral", "rules")
 	os.MkdirAll(dir, 0o700)
@@ -88,6 +90,7 @@ func TestRulesFolderSpecialFiles(t *testing.T) {
 // With no XDG_RUNTIME_DIR, the socket folder in the temporary directory is
 // refused when it is not the user's own private folder.
 func TestSocketFolderHijack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tmp := filepath.Join(e.dir, "tmp")
 	os.MkdirAll(tmp, 0o777)
@@ -125,6 +128,7 @@ func TestSocketFolderHijack(t *testing.T) {
 // A pane's program inherits nothing of the daemon's: no other pane's
 // terminal, no socket, no log. Only its own terminal, as 0, 1 and 2.
 func TestPaneInheritsNoDescriptors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.runWithin(15*time.Second, "run", "--name", "first", "--", "sleep", "60")
 	// A job's pipes, open while the probe runs (corral exec follows the job
@@ -168,10 +172,16 @@ func TestPaneInheritsNoDescriptors(t *testing.T) {
 // A stopped pane still ends when killed: the signal is followed by
 // SIGCONT.
 func TestKillStoppedPane(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "stopped", "--", "sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.1; done")
 	e.must("kill", "stopped", "--signal", "STOP")
-	time.Sleep(200 * time.Millisecond)
+	pid := e.pane("stopped").PID
+	waitFor(t, 5*time.Second, "the pane's program to stop", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		i := bytes.LastIndexByte(b, ')')
+		return i > 0 && i+2 < len(b) && b[i+2] == 'T'
+	})
 	e.must("kill", "stopped", "--signal", "TERM")
 	if _, errs, code := e.run("wait", "stopped", "--state", "exited", "--timeout", "5s"); code != 0 {
 		t.Fatalf("a stopped pane outlived kill (%s)", errs)
@@ -181,6 +191,7 @@ func TestKillStoppedPane(t *testing.T) {
 // Every size and field entering through the API is bounded, as the CLI's
 // flags are.
 func TestAPIBoundsNewPanes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls") // start the daemon
 	c := client.New(filepath.Join(e.dir, "s.sock"))
@@ -216,6 +227,7 @@ func TestAPIBoundsNewPanes(t *testing.T) {
 
 // corral version tells the client's build from the daemon's.
 func TestVersionAgainstTheDaemon(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if out, _ := e.runWithin(10*time.Second, "--version"); !strings.Contains(out, "daemon: not running") {
 		t.Fatalf("no daemon:\n%s", out)
@@ -246,6 +258,7 @@ func TestVersionAgainstTheDaemon(t *testing.T) {
 // A planted fleet config that is a FIFO or a link to /dev/zero does not
 // hold the daemon: it starts, says why it is in no fleet, and answers.
 func TestFleetConfigSpecialFiles(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"fifo", "zero"} {
 		e := newEnv(t)
 		dir := filepath.Join(e.dir, "state", "fleet")
@@ -277,6 +290,7 @@ func TestFleetConfigSpecialFiles(t *testing.T) {
 // daemon: the board keeps at most board.MaxConns, and ls, run and board
 // still answer on the unix socket.
 func TestBoardIdleConnectionsDoNotStarveTheDaemon(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	addr := strings.TrimSpace(strings.SplitN(e.must("board", "--no-browser"), "\n", 2)[0])
 	u, err := url.Parse(addr)
@@ -302,6 +316,8 @@ func TestBoardIdleConnectionsDoNotStarveTheDaemon(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
+	// A measured window: what the daemon took in of the 1000 connections
+	// within it is counted, not waited for.
 	time.Sleep(200 * time.Millisecond)
 	if n := fds(); n > before+300 {
 		t.Fatalf("the daemon holds %d descriptors (%d before): the board's connections are not capped", n, before)
@@ -317,6 +333,7 @@ func TestBoardIdleConnectionsDoNotStarveTheDaemon(t *testing.T) {
 // docker stop does); --signal sends exactly one signal and says when the
 // program lives on; kill of an ended pane says nothing is running.
 func TestKillEscalatesAfterGrace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "stubborn", "--", "sh", "-c", `trap "" TERM; echo ready; while :; do sleep 1; done`)
 	waitFor(t, 10*time.Second, "ready", func() bool { return strings.Contains(e.must("screen", "stubborn"), "ready") })

@@ -45,6 +45,23 @@ func (e *env) holders() []int {
 	return out
 }
 
+// reboot kills at once, as a reboot would, the daemon, every holder of e
+// and every program whose command line holds one of words, and waits until
+// none of those programs is left.
+func (e *env) reboot(t *testing.T, words ...string) {
+	t.Helper()
+	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
+	for _, h := range e.holders() {
+		syscall.Kill(h, syscall.SIGKILL)
+	}
+	for _, w := range words {
+		for _, pid := range withArg(w) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	noneLeft(t, "the reboot", words...)
+}
+
 type eventJSON struct {
 	Seq   uint64
 	Pane  string
@@ -210,6 +227,7 @@ func TestDaemonCrashLosesNothing(t *testing.T) {
 // An upgrade: serve --replace from another build takes the panes over,
 // then corral restart hands them back; nothing ends.
 func TestReplaceHandsOver(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	names, screens, pids := crowd(t, e, 20)
 	before := e.events()
@@ -268,6 +286,7 @@ func TestReplaceHandsOver(t *testing.T) {
 // the panes again in their folders, with their names and sizes, resuming
 // the agents' conversations corral saw; a shell starts fresh and says so.
 func TestRestoreAfterReboot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bin := filepath.Join(e.dir, "bin")
 	os.MkdirAll(bin, 0o755)
@@ -302,16 +321,7 @@ func TestRestoreAfterReboot(t *testing.T) {
 		return strings.Contains(b, "sess-42") && strings.Contains(b, "thr-7")
 	})
 	// The reboot: the daemon, every holder and every program die at once.
-	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
-	for _, h := range e.holders() {
-		syscall.Kill(h, syscall.SIGKILL)
-	}
-	for _, w := range []string{"1017", "1018"} {
-		for _, pid := range withArg(w) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	noneLeft(t, "the reboot", "1017", "1018")
+	e.reboot(t, "1017", "1018")
 	// Lost, and shown so: state lost, with what brings them back.
 	lostList := e.panes()
 	if len(lostList) != 3 {
@@ -397,8 +407,9 @@ func TestRestoreAfterReboot(t *testing.T) {
 // pane's holder, one that sends a frame over the limit, a holder that is
 // gone, and a table that is not one; never adopted, never a panic.
 func TestAdoptRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	e.must("run", "--name", "good", "--", "sh", "-c", "echo good-pane; exec sleep 1019")
+	e.must("run", "--name", "good", "--", "sh", "-c", "echo good-pane; exec sleep 1063")
 	waitFor(t, 10*time.Second, "good", func() bool { return strings.Contains(e.must("screen", "good"), "good-pane") })
 	good := e.pane("good")
 	state := filepath.Join(e.dir, "state")
@@ -432,7 +443,7 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 					return
 				}
 				c.Write(reply)
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // the fake holder lingers before it hangs up
 				c.Close()
 			}
 		}()
@@ -489,7 +500,7 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 	for _, h := range e.holders() {
 		syscall.Kill(h, syscall.SIGTERM)
 	}
-	noneLeft(t, "the holder's SIGTERM", "1019")
+	noneLeft(t, "the holder's SIGTERM", "1063")
 	waitFor(t, 5*time.Second, "the holder to end", func() bool { return len(e.holders()) == 0 })
 }
 
@@ -497,6 +508,7 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 // them are no longer in the holder's ring, and its hook token: a hook
 // from inside it after the crash still drives its state.
 func TestAdoptKeepsRecordsAndToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	payload := `{"hook_event_name":"PermissionRequest","session_id":"s1","tool_name":"Bash","tool_input":{"command":"make"}}`
 	script := fmt.Sprintf(`%s status working --id build --msg compiling --app make; head -c 400000 /dev/zero | tr '\0' x; echo; echo done-rec; read x; echo '%s' | %s hook --agent claude-code; exec sleep 1023`,

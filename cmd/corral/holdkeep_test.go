@@ -17,16 +17,10 @@ import (
 // daemon that adopts it after a kill -9, and a restore after a reboot,
 // keep both (ls shows them, and the policy still decides its requests).
 func TestAdoptAndRestoreKeepPolicyAndWorktree(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	t.Parallel()
 	e := newEnv(t)
 	repo := filepath.Join(e.dir, "app")
-	os.MkdirAll(repo, 0o755)
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644)
-	gitIn(t, repo, "add", ".")
-	gitIn(t, repo, "commit", "-qm", "first")
+	gitRepo(t, repo, "a.txt")
 	own := filepath.Join(e.dir, "own.toml")
 	os.WriteFile(own, []byte("[[rule]]\ntool = \"Write\"\ndecision = \"allow\"\n"), 0o600)
 	payload, err := filepath.Abs("../../testdata/hooks/claude-write.json")
@@ -77,14 +71,7 @@ func TestAdoptAndRestoreKeepPolicyAndWorktree(t *testing.T) {
 	ask("2")
 
 	// A reboot: everything killed, then corral restore.
-	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
-	for _, h := range e.holders() {
-		syscall.Kill(h, syscall.SIGKILL)
-	}
-	for _, pid := range withArg("1027") {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	noneLeft(t, "the reboot", "1027")
+	e.reboot(t, "1027")
 	var res []struct{ ID, Error string }
 	if err := json.Unmarshal([]byte(e.must("restore", "--json")), &res); err != nil || len(res) != 1 || res[0].Error != "" {
 		t.Fatalf("restore: %v %+v", err, res)
@@ -99,6 +86,7 @@ func TestAdoptAndRestoreKeepPolicyAndWorktree(t *testing.T) {
 // them, and the time it got blocked, when the next daemon adopts it after
 // a kill -9: no event for a change that did not happen.
 func TestAdoptKeepsHookMessage(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		// The hook's word stands 1 s (detect.HookGrace) before the idle
 		// screen ends it; a race-built send often takes longer to bring

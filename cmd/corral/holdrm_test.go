@@ -16,6 +16,7 @@ import (
 // A --rm pane whose program exits while no daemon runs is removed once
 // the next daemon has adopted it.
 func TestAdoptRemovesExitedRmPane(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	flag := filepath.Join(e.dir, "end")
 	e.must("run", "--rm", "--name", "gone", "--", "sh", "-c", "while [ ! -e "+flag+" ]; do sleep 0.05; done # 1029")
@@ -48,8 +49,9 @@ func TestAdoptRemovesExitedRmPane(t *testing.T) {
 // saved): the next daemon ends it and its program, and says so; the
 // panes the table names are adopted as ever.
 func TestStrayHolderEnded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	e.must("run", "--name", "kept", "--", "sleep", "1031")
+	e.must("run", "--name", "kept", "--", "sleep", "1065")
 	e.must("run", "--name", "stray", "--", "sleep", "1033")
 	stray := e.pane("stray")
 	state := filepath.Join(e.dir, "state")
@@ -81,5 +83,5 @@ func TestStrayHolderEnded(t *testing.T) {
 		t.Error("the stray holder's socket is still there")
 	}
 	e.must("shutdown")
-	noneLeft(t, "shutdown", "1031")
+	noneLeft(t, "shutdown", "1065")
 }

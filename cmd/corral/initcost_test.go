@@ -53,6 +53,7 @@ func initBytes(t *testing.T, args ...string) map[string]int {
 // use, 736 KiB and 82 KiB. The caps leave room for a dependency's update,
 // not for eager work to come back.
 func TestHolderInitHeap(t *testing.T) {
+	t.Parallel()
 	const (
 		capAll = 850 << 10 // every package, the runtime's and dependencies' included
 		capOwn = 128 << 10 // corral's own packages

@@ -45,17 +45,11 @@ func (e *env) integration(ref string) integrationJSON {
 // expected.
 func (e *env) waitIntegration(ref string, ok func(integrationJSON) bool) integrationJSON {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		p := e.integration(ref)
-		if ok(p) {
-			return p
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("pane %s: %+v\n%s", ref, p, e.must("screen", ref))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var p integrationJSON
+	if !proctest.WaitFor(10*time.Second, func() bool { p = e.integration(ref); return ok(p) }) {
+		e.t.Fatalf("pane %s: %+v\n%s", ref, p, e.must("screen", ref))
 	}
+	return p
 }
 
 // A pane whose agent is started by a script of the user's gets no hooks
@@ -63,6 +57,7 @@ func (e *env) waitIntegration(ref string, ok func(integrationJSON) bool) integra
 // says so, once the agent is recognised from its process; through env,
 // which corral sees through, the hooks are added.
 func TestIntegrationThroughWrapper(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bin := filepath.Join(e.dir, "bin")
 	os.MkdirAll(bin, 0o755)
@@ -98,6 +93,7 @@ func TestIntegrationThroughWrapper(t *testing.T) {
 // folder) and Gemini CLI refuses it anyway, its warning on the screen
 // turns the claimed integration into an integration error.
 func TestGeminiRefusalOnScreen(t *testing.T) {
+	t.Parallel()
 	if os.Getuid() != 0 {
 		t.Skip("the system defaults route is root's only")
 	}
@@ -135,6 +131,7 @@ func TestGeminiRefusalOnScreen(t *testing.T) {
 // it has no hooks and why; with it, the hooks report the turn. Opt-in:
 // runs when a `gemini` binary is found ($CORRAL_GEMINI, or on PATH).
 func TestRealGeminiExtension(t *testing.T) {
+	t.Parallel()
 	gemini := realCLI(t, "CORRAL_GEMINI", "gemini", "@google/gemini-cli")
 	model, err := mockmodel.StartGemini("ls -la")
 	if err != nil {
@@ -270,6 +267,7 @@ func copyFile(t *testing.T, from, to string) {
 // A Gemini CLI pane in a folder Gemini CLI does not trust says why its
 // hooks are off until the first hook report proves otherwise.
 func TestGeminiUntrustedFolderSaysWhy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	home, work := t.TempDir(), t.TempDir()
 	dir, err := agents.InstallGemini(home)

@@ -17,6 +17,7 @@ import (
 // ignores SIGTERM and SIGHUP in a session of its own (under a fleet
 // --retry it would otherwise run twice).
 func TestJobEndsWithItsDaemon(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := "echo '" + initJSON + "'; setsid sh -c \"trap '' TERM HUP; exec sleep 1031\" & " +
 		"trap '' TERM HUP INT; sleep 1032"
@@ -53,6 +54,7 @@ func TestJobEndsWithItsDaemon(t *testing.T) {
 // program left (a shell that ignores SIGHUP, a setsid grandchild) is found
 // and ended by the next daemon, and the pane is kept as lost.
 func TestNextDaemonEndsWhatAPaneLeft(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "stubborn", "--", "sh", "-c",
 		"trap '' HUP TERM; setsid sh -c \"trap '' HUP TERM; exec sleep 1051\" & echo started; sleep 1052")
@@ -80,6 +82,7 @@ func TestNextDaemonEndsWhatAPaneLeft(t *testing.T) {
 // A pane whose holder was killed while the daemon ran leaves nothing
 // running after corral shutdown.
 func TestShutdownEndsWhatAPaneLeft(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "stubborn", "--", "sh", "-c",
 		"trap '' HUP TERM; setsid sh -c \"trap '' HUP TERM; exec sleep 1053\" & echo started; sleep 1054")

@@ -9,6 +9,7 @@ import (
 
 // Every --json prints one JSON value: an object or an array.
 func TestJSONShapesAndStatesAfterActions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "sleeper", "--", "sleep", "60")
 	e.must("run", "--name", "quick", "--", "sh", "-c", "exit 3")

@@ -7,9 +7,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +25,15 @@ import (
 // withArg returns the live processes whose command line holds word (a
 // word no other process uses: a sleep's unique duration).
 func withArg(word string) []int {
+	return procsWhere(func(pid int, cmdline []byte) bool {
+		return slices.ContainsFunc(bytes.Split(cmdline, []byte{0}), func(a []byte) bool { return string(a) == word }) && proctest.Alive(pid)
+	})
+}
+
+// procsWhere returns the processes whose pid and command line match, read
+// in-process (a shell's loop over /proc costs a few processes per process,
+// seconds while other tests run theirs).
+func procsWhere(match func(pid int, cmdline []byte) bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range entries {
@@ -30,15 +41,8 @@ func withArg(word string) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		for _, a := range bytes.Split(b, []byte{0}) {
-			if string(a) == word && proctest.Alive(pid) {
-				out = append(out, pid)
-				break
-			}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && match(pid, b) {
+			out = append(out, pid)
 		}
 	}
 	return out
@@ -56,19 +60,15 @@ func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 // waiter's) until no process holds one of words, and fails otherwise.
 func noneLeft(t *testing.T, when string, words ...string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		var left []int
+	var left []int
+	if !proctest.WaitFor(2*time.Second, func() bool {
+		left = left[:0]
 		for _, w := range words {
 			left = append(left, withArg(w)...)
 		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: processes left behind: %v", when, left)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(left) == 0
+	}) {
+		t.Fatalf("%s: processes left behind: %v", when, left)
 	}
 }
 
@@ -93,9 +93,11 @@ func (e *env) has(ref string) bool {
 // A grandchild that left with setsid keeps the terminal open; kill,
 // shutdown and SIGTERM to the daemon end it all the same, at once.
 func TestSetsidGrandchildLeftBehindNowhere(t *testing.T) {
-	slow(t, "about 7 s")
+	proctest.Slow(t, "about 7 s")
+	t.Parallel()
 	for _, how := range []string{"kill", "shutdown", "sigterm"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel() // each has its own daemon and its own sleeps' words
 			e := newEnv(t)
 			a, b := "15.1"+strconv.Itoa(len(how)), "15.2"+strconv.Itoa(len(how))
 			e.must("run", "--name", "x", "--", "sh", "-c", "setsid sleep "+a+" & sleep "+b)
@@ -125,6 +127,7 @@ func TestSetsidGrandchildLeftBehindNowhere(t *testing.T) {
 // corral exec --timeout ends the run on time even when a grandchild holds
 // its output, and leaves no process behind, in whatever group or session.
 func TestExecTimeoutLeavesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := "echo '" + initJSON + "'; setsid sleep 16.1 & perl -e 'setpgrp(0,0); exec @ARGV' sleep 16.2 & sleep 16.3"
 	start := time.Now()
@@ -143,6 +146,7 @@ func TestExecTimeoutLeavesNothing(t *testing.T) {
 // A program that exits leaves nothing behind either; the orphans the
 // daemon adopts are reaped, not left as zombies.
 func TestExitedPaneLeavesNoZombies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "z", "--", "sh", "-c", "setsid sh -c 'sleep 0.2' & setsid sleep 17.1 & sleep 0.5")
 	e.must("wait", "z", "--state", "exited", "--timeout", "5s")
@@ -158,6 +162,7 @@ func TestExitedPaneLeavesNoZombies(t *testing.T) {
 // ends a running one first; run --rm removes a pane when its program
 // exits; each removal is an event.
 func TestRemovePanes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "t1", "--", "sh", "-c", "exit 3")
 	e.must("wait", "t1", "--state", "exited", "--timeout", "5s")
@@ -200,6 +205,7 @@ func TestRemovePanes(t *testing.T) {
 
 // Exited panes are pruned after [panes] prune_after.
 func TestPruneExitedPanes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	conf := filepath.Join(e.dir, "config", "corral")
 	if err := os.MkdirAll(conf, 0o700); err != nil {
@@ -228,6 +234,7 @@ func TestPruneExitedPanes(t *testing.T) {
 // corral run -- ./script.sh runs the caller's script, from the caller's
 // folder (or --cwd), with the caller's PATH.
 func TestRunResolvesWhereTyped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls") // the daemon starts elsewhere, with another PATH
 	work := filepath.Join(e.dir, "work")
@@ -276,6 +283,7 @@ func TestRunResolvesWhereTyped(t *testing.T) {
 // for corral's extension) holds no other request: corral ls answers
 // meanwhile.
 func TestSlowSpawnHoldsNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls")
 	home := filepath.Join(e.dir, "fifohome")
@@ -299,7 +307,18 @@ func TestSlowSpawnHoldsNothing(t *testing.T) {
 		}
 		run.Wait()
 	}()
-	time.Sleep(300 * time.Millisecond) // the run request reaches the daemon
+	// The spawn is stuck once a thread of the daemon waits in the FIFO's
+	// open for a writer.
+	daemon := daemonPID(t, e)
+	waitFor(t, 10*time.Second, "the spawn to open the FIFO", func() bool {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", daemon))
+		for _, w := range tasks {
+			if b, _ := os.ReadFile(w); string(b) == "wait_for_partner" {
+				return true
+			}
+		}
+		return false
+	})
 	start := time.Now()
 	e.runWithin(5*time.Second, "ls")
 	t.Logf("corral ls during a stuck spawn took %v", time.Since(start))

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -19,6 +18,7 @@ import (
 // with `codex resume TITLE-THREAD`: Codex exits 1 with "No saved session
 // found with ID …" and the pane is lost.
 func TestRestoreIgnoresCodexTitleThread(t *testing.T) {
+	t.Parallel()
 	payload, err := os.ReadFile("../../testdata/hooks/codex-title-thread.json")
 	if err != nil {
 		t.Fatal(err)
@@ -54,14 +54,7 @@ func TestRestoreIgnoresCodexTitleThread(t *testing.T) {
 		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
 		return len(ps) == 1 && ps[0].HooksIgnored > 0
 	})
-	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
-	for _, h := range e.holders() {
-		syscall.Kill(h, syscall.SIGKILL)
-	}
-	for _, pid := range withArg("1019") {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	noneLeft(t, "the reboot", "1019")
+	e.reboot(t, "1019")
 	var res []struct{ Resumed, Note, Error string }
 	out := e.must("restore", "--json")
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 1 {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -19,6 +18,7 @@ import (
 // fresh") while it resumed the old one: a conversation started since
 // (/clear, /new) is never resumed.
 func TestRestoreTwiceResumesTheNewest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bin := filepath.Join(e.dir, "bin")
 	os.MkdirAll(bin, 0o755)
@@ -46,14 +46,7 @@ exec sleep 1021
 		waitFor(t, 5*time.Second, "the session in the pane table", func() bool {
 			return strings.Contains(tableText(state), fmt.Sprintf(`"sess-%d"`, n))
 		})
-		syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
-		for _, h := range e.holders() {
-			syscall.Kill(h, syscall.SIGKILL)
-		}
-		for _, pid := range withArg("1021") {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		noneLeft(t, "the reboot", "1021")
+		e.reboot(t, "1021")
 		var res []struct{ Resumed, Note, Error string }
 		out := e.must("restore", "--json")
 		if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 1 {

@@ -11,6 +11,7 @@ import (
 // CSI reach ls, ls --json and the errors as visible escapes, and JSON stays
 // JSON that means the same.
 func TestPrintedTextIsSafeForATerminal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	evil := "x\x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07"
 	e.must("run", "--name", evil, "--", "sh", "-c", `printf 'Delete all? \033[2J\302\2332J [y/n] '; sleep 600`)

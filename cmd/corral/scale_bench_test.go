@@ -281,7 +281,7 @@ func scaleCorral(b *testing.B, n int) scaleResult {
 		b.Fatalf("corral ls lists %d panes, want %d", got, n)
 	}
 	// Every pane has printed its lines and spins.
-	until(b, 2*time.Minute, "every pane spinning", func() bool { return len(pidsWith(fifo)) >= n })
+	waitFor(b, 2*time.Minute, "every pane spinning", func() bool { return len(pidsWith(fifo)) >= n })
 	r.ls = meanOf(5, func() { e.must("ls") })
 	r.lsJSON = meanOf(5, func() { e.must("ls", "--json") })
 	hc := unixClient(filepath.Join(e.dir, "s.sock"))
@@ -301,7 +301,7 @@ func scaleCorral(b *testing.B, n int) scaleResult {
 	// every pane again.
 	daemon := servingPID(b)
 	_ = syscall.Kill(daemon, syscall.SIGKILL)
-	until(b, 10*time.Second, "the killed daemon gone", func() bool { return syscall.Kill(daemon, 0) != nil })
+	waitFor(b, 10*time.Second, "the killed daemon gone", func() bool { return syscall.Kill(daemon, 0) != nil })
 	start = time.Now()
 	if got := strings.Count(e.must("ls"), "\n") - 1; got != n {
 		b.Errorf("after kill -9, corral ls lists %d panes, want %d", got, n)
@@ -316,7 +316,7 @@ func scaleCorral(b *testing.B, n int) scaleResult {
 	all := append(ours(), pidsWith(fifo)...)
 	start = time.Now()
 	e.must("shutdown")
-	until(b, 60*time.Second, "every process of corral and its panes gone", func() bool { return !anyRuns(all) })
+	waitFor(b, 60*time.Second, "every process of corral and its panes gone", func() bool { return !anyRuns(all) })
 	r.end = time.Since(start)
 	if left := append(ours(), pidsWith(fifo)...); len(left) > 0 {
 		b.Errorf("processes left after corral shutdown: %v", left)
@@ -338,7 +338,7 @@ func scaleTmux(b *testing.B, n int) scaleResult {
 		ts.must("new-window", "-d", "-t", "s0", "bash", "-c", spinner(fifo))
 	}
 	r.start = time.Since(start) / time.Duration(n)
-	until(b, 2*time.Minute, "every pane spinning", func() bool { return len(pidsWith(fifo)) >= n })
+	waitFor(b, 2*time.Minute, "every pane spinning", func() bool { return len(pidsWith(fifo)) >= n })
 	r.ls = meanOf(5, func() { ts.must("list-panes", "-a") })
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.must("display-message", "-p", "#{pid}")))
 	if err != nil {
@@ -349,7 +349,7 @@ func scaleTmux(b *testing.B, n int) scaleResult {
 	all := append(pidsWith(fifo), pid)
 	start = time.Now()
 	ts.must("kill-server")
-	until(b, 60*time.Second, "the tmux server and its panes gone", func() bool { return !anyRuns(all) })
+	waitFor(b, 60*time.Second, "the tmux server and its panes gone", func() bool { return !anyRuns(all) })
 	r.end = time.Since(start)
 	return r
 }

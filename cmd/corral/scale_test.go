@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // runMany starts n panes, each a shell that waits, and returns the mean
@@ -48,7 +50,7 @@ func timeShutdown(t testing.TB, e *env) time.Duration {
 	}
 	start := time.Now()
 	e.must("shutdown")
-	until(t, 30*time.Second, "every process of the daemon and its panes gone", func() bool { return left() == 0 })
+	waitFor(t, 30*time.Second, "every process of the daemon and its panes gone", func() bool { return left() == 0 })
 	return time.Since(start)
 }
 
@@ -56,9 +58,7 @@ func timeShutdown(t testing.TB, e *env) time.Duration {
 // already there (the pane table once made every run rewrite all of it):
 // a guard against O(n²) creeping back, as a ratio within one run.
 func TestScaleRunCostFlat(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts 220 panes")
-	}
+	proctest.Slow(t, "starts 220 panes, about 15 s")
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		// A ratio of timings means nothing under the race detector, and 220
 		// panes through a race-built daemon take minutes.
@@ -121,6 +121,7 @@ func BenchmarkRunAt200(b *testing.B) {
 
 // The daemon's profiles are on its unix socket, for go tool pprof.
 func TestDaemonProfiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("ls")
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -25,6 +25,7 @@ func fakeClaude(t *testing.T, e *env) string {
 // The agent drops what is typed before its input box is up, as Claude Code
 // and Qwen Code do.
 func TestStartingAgentTakesItsFirstTask(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	claude := fakeClaude(t, e)
 	const startup = 1500 * time.Millisecond
@@ -63,6 +64,7 @@ func TestStartingAgentTakesItsFirstTask(t *testing.T) {
 // pressed once more; one that is not taken twice is reported (exit 3),
 // never lost silently.
 func TestSendEnterNotTaken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	claude := fakeClaude(t, e)
 	e.must("run", "--name", "once", "--", claude, "--drop-enter", "1")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // claudeDialog is the question of Claude Code's permission dialog.
@@ -119,7 +120,7 @@ func watchScreen(ts *tmuxServer, target string, texts ...string) *screenWatch {
 			before := time.Now()
 			out, err := ts.run("capture-pane", "-p", "-t", target)
 			if err != nil {
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // the sampler's pace
 				continue
 			}
 			w.mu.Lock()
@@ -139,7 +140,8 @@ func watchScreen(ts *tmuxServer, target string, texts ...string) *screenWatch {
 				}
 			}
 			w.mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // the sampler's pace
+
 		}
 	}()
 	return w
@@ -207,6 +209,7 @@ type realTurn struct {
 // is on tmux's screen corral's blocked event comes. Opt-in like
 // TestRealClaudeCode ($CORRAL_CLAUDE or claude on PATH).
 func TestRealClaudeCodeInTmux(t *testing.T) {
+	t.Parallel()
 	e, f := claudeFixture(t)
 	ts := newTmux(t, e)
 	hookLog := filepath.Join(e.dir, "hooks.ndjson") // every hook's payload, with its time
@@ -222,15 +225,13 @@ func TestRealClaudeCodeInTmux(t *testing.T) {
 	var shells []int
 	t.Cleanup(func() {
 		ts.run("kill-server")
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		proctest.WaitFor(10*time.Second, func() bool {
 			left := 0
 			for _, sid := range shells {
 				left += len(sessionProcs(sid))
 			}
-			if left == 0 {
-				return
-			}
-		}
+			return left == 0
+		})
 	})
 	events := followEvents(t, e)
 	start := time.Now()
@@ -248,19 +249,17 @@ func TestRealClaudeCodeInTmux(t *testing.T) {
 		ts.must("new-session", "-d", "-s", session, "-x", "120", "-y", "32", "-c", f.work)
 		pid, _ := strconv.Atoi(strings.TrimSpace(ts.must("display-message", "-p", "-t", session+":0.0", "#{pane_pid}")))
 		shells = append(shells, pid)
-		until(t, 10*time.Second, "the shell's prompt in tmux "+session, func() bool {
+		waitFor(t, 10*time.Second, "the shell's prompt in tmux "+session, func() bool {
 			return strings.TrimSpace(ts.must("capture-pane", "-p", "-t", session+":0.0")) != ""
 		})
 		// The shell is a login shell: its profile may set PATH again, so
 		// claude is typed by its path.
 		ts.must("send-keys", "-t", session+":0.0", "-l", f.claude+" --permission-mode default")
 		ts.must("send-keys", "-t", session+":0.0", "Enter")
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(ts.must("capture-pane", "-p", "-t", session+":0.0"), "? for shortcuts") {
-			if time.Now().After(deadline) {
-				t.Fatalf("Claude Code never showed its input box in tmux %s:\n%s", session, ts.must("capture-pane", "-p", "-t", session+":0.0"))
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !proctest.WaitFor(60*time.Second, func() bool {
+			return strings.Contains(ts.must("capture-pane", "-p", "-t", session+":0.0"), "? for shortcuts")
+		}) {
+			t.Fatalf("Claude Code never showed its input box in tmux %s:\n%s", session, ts.must("capture-pane", "-p", "-t", session+":0.0"))
 		}
 	}
 
@@ -317,14 +316,14 @@ func TestRealClaudeCodeInTmux(t *testing.T) {
 	// is Claude Code's start, not corral's reading of it.
 	readyFor := func(target string) paneRow {
 		t.Helper()
-		until(t, 15*time.Second, target+" recognised as claude-code", func() bool {
+		waitFor(t, 15*time.Second, target+" recognised as claude-code", func() bool {
 			p, ok := row(target)
 			return ok && p.Agent == "claude-code"
 		})
 		if _, errs, code := e.run("wait", target, "--state", "idle", "--timeout", "15s"); code != 0 {
 			fail(target, "Claude Code's ready screen is not idle (%s)", errs)
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // a window: the ready screen must stay idle through it
 		p, _ := row(target)
 		if p.State != "idle" || p.Backend != "tmux" || p.Foreground != "claude" || p.Cols != 120 || p.Rows != 32 {
 			fail(target, "before the turn: %+v, want claude-code idle on the tmux backend, 120x32", p)
@@ -357,7 +356,7 @@ func TestRealClaudeCodeInTmux(t *testing.T) {
 		if _, errs, code := e.run("wait", target, "--state", "working", "--timeout", "10s"); code != 0 {
 			fail(target, "not working while the tool runs (%s)", errs)
 		}
-		until(t, 30*time.Second, "the dialog gone from tmux and the reply shown", func() bool {
+		waitFor(t, 30*time.Second, "the dialog gone from tmux and the reply shown", func() bool {
 			tm := ts.must("capture-pane", "-p", "-t", target)
 			return !strings.Contains(tm, claudeDialog) && strings.Contains(tm, claudeReply)
 		})
@@ -476,7 +475,7 @@ func TestRealClaudeCodeInTmux(t *testing.T) {
 				rowSources[p.State+"/"+p.Source] = true
 				srcMu.Unlock()
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // the sampler's pace
 		}
 	}()
 	// Before the daemon's shutdown: ls would start another daemon.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // tmuxServer is a private tmux server for a test, with no user config.
@@ -87,6 +88,7 @@ func (e *env) tmuxPane(target string) (tmuxPaneJSON, bool) {
 // pane shows the answer. Panes added and killed while watched, the watch
 // kept across a daemon restart, and the user's windows never resized.
 func TestTmuxWatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ts := newTmux(t, e)
 	// A "fake Claude Code": corral's fake agent under the name claude, so
@@ -108,7 +110,7 @@ func TestTmuxWatch(t *testing.T) {
 		t.Fatalf("tmux watch said %q", out)
 	}
 	var p tmuxPaneJSON
-	until(t, 10*time.Second, "both tmux panes listed", func() bool {
+	waitFor(t, 10*time.Second, "both tmux panes listed", func() bool {
 		_, ok0 := e.tmuxPane("work:0.0")
 		_, ok1 := e.tmuxPane("work:1.0")
 		return ok0 && ok1
@@ -127,12 +129,12 @@ func TestTmuxWatch(t *testing.T) {
 		t.Fatalf("send to a blocked tmux pane: exit %d, want 3", code)
 	}
 	e.must("answer", "work:0.0", "yes")
-	until(t, 10*time.Second, "the tmux pane shows the answer", func() bool {
+	waitFor(t, 10*time.Second, "the tmux pane shows the answer", func() bool {
 		return strings.Contains(ts.must("capture-pane", "-p", "-t", "work:0.0"), "got:y")
 	})
 
 	// The agent in the second window is recognised from its process.
-	until(t, 10*time.Second, "claude-code recognised", func() bool {
+	waitFor(t, 10*time.Second, "claude-code recognised", func() bool {
 		p, _ := e.tmuxPane("work:1.0")
 		return p.Agent == "claude-code"
 	})
@@ -157,7 +159,7 @@ func TestTmuxWatch(t *testing.T) {
 		return string(out)
 	}
 	hook(claudePane.Tmux.Pane)
-	until(t, 5*time.Second, "the hook's report in force", func() bool {
+	waitFor(t, 5*time.Second, "the hook's report in force", func() bool {
 		var ps []struct{ Name, Source string }
 		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
 		for _, p := range ps {
@@ -178,7 +180,7 @@ func TestTmuxWatch(t *testing.T) {
 
 	// Panes added and killed while watched.
 	ts.must("split-window", "-t", "work:0", "sh", "-c", "echo split-pane; sleep 600")
-	until(t, 10*time.Second, "the new pane listed", func() bool { _, ok := e.tmuxPane("work:0.1"); return ok })
+	waitFor(t, 10*time.Second, "the new pane listed", func() bool { _, ok := e.tmuxPane("work:0.1"); return ok })
 	split, _ := e.tmuxPane("work:0.1")
 	ts.must("kill-pane", "-t", split.Tmux.Pane)
 	e.must("wait", split.ID, "--state", "exited", "--timeout", "10s")
@@ -195,7 +197,7 @@ func TestTmuxWatch(t *testing.T) {
 
 	// A daemon restart: the server is watched again, its panes listed.
 	e.must("shutdown")
-	until(t, 10*time.Second, "the panes back after a daemon restart", func() bool {
+	waitFor(t, 10*time.Second, "the panes back after a daemon restart", func() bool {
 		_, ok := e.tmuxPane("work:1.0")
 		return ok
 	})
@@ -211,20 +213,20 @@ func TestTmuxWatch(t *testing.T) {
 	if err := syscall.Kill(daemonPID(t, e), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	until(t, 10*time.Second, "no control client left after kill -9", func() bool {
+	waitFor(t, 10*time.Second, "no control client left after kill -9", func() bool {
 		return strings.TrimSpace(ts.must("list-clients")) == ""
 	})
 	if after := ts.sizes(); after != before {
 		t.Fatalf("window sizes changed after kill -9:\nbefore %s\nafter  %s", before, after)
 	}
-	until(t, 10*time.Second, "the panes back after kill -9", func() bool {
+	waitFor(t, 10*time.Second, "the panes back after kill -9", func() bool {
 		_, ok := e.tmuxPane("work:1.0")
 		return ok
 	})
 
 	// The tmux server ends: its panes exit; it comes back: watched again.
 	ts.must("kill-server")
-	until(t, 10*time.Second, "every tmux pane exited", func() bool {
+	waitFor(t, 10*time.Second, "every tmux pane exited", func() bool {
 		for _, p := range e.tmuxPanes() {
 			if p.Backend == "tmux" && p.ExitCode == nil {
 				return false
@@ -233,7 +235,7 @@ func TestTmuxWatch(t *testing.T) {
 		return true
 	})
 	ts.must("new-session", "-d", "-s", "again", "-x", "100", "-y", "30", "sh", "-c", "echo back; sleep 600")
-	until(t, 15*time.Second, "the server's new pane listed", func() bool { _, ok := e.tmuxPane("again:0.0"); return ok })
+	waitFor(t, 15*time.Second, "the server's new pane listed", func() bool { _, ok := e.tmuxPane("again:0.0"); return ok })
 
 	// Unwatch: the panes leave corral, tmux keeps them, no client stays.
 	e.must("tmux", "unwatch", "-S", ts.sock)
@@ -252,19 +254,20 @@ func TestTmuxWatch(t *testing.T) {
 
 // A flooding tmux pane does not keep another from being answered.
 func TestTmuxWatchFlood(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the 100 MB flood")
-	}
+	proctest.Slow(t, "the 100 MB flood, about 25 s")
+	t.Parallel() // its bounds are 20 s and 120 s: other tests' load does not matter
 	e := newEnv(t)
 	ts := newTmux(t, e)
 	ts.must("new-session", "-d", "-s", "f", "-x", "120", "-y", "30", "sh", "-c", "sleep 1; head -c 75000000 /dev/urandom | base64; echo flood-done; sleep 600")
 	ts.must("new-window", "-t", "f", "sh", "-c", `printf 'Continue? [y/N] '; read a; echo "answer:$a"; sleep 600`)
 	e.must("tmux", "watch", "-S", ts.sock)
-	time.Sleep(1500 * time.Millisecond) // the flood is under way
+	waitFor(t, 10*time.Second, "the flood under way", func() bool {
+		return strings.TrimSpace(ts.must("capture-pane", "-p", "-t", "f:0.0")) != ""
+	})
 	start := time.Now()
 	e.must("wait", "f:1.0", "--state", "blocked", "--timeout", "20s")
 	e.must("answer", "f:1.0", "yes")
-	until(t, 20*time.Second, "the answer shown while the other pane floods", func() bool {
+	waitFor(t, 20*time.Second, "the answer shown while the other pane floods", func() bool {
 		return strings.Contains(ts.must("capture-pane", "-p", "-t", "f:1.0"), "answer:y")
 	})
 	t.Logf("answered in %v while the other pane flooded", time.Since(start))
@@ -273,7 +276,7 @@ func TestTmuxWatchFlood(t *testing.T) {
 	if !ok {
 		t.Fatal("the flooding pane is not listed")
 	}
-	until(t, 120*time.Second, "the end of the flood on corral's screen", func() bool {
+	waitFor(t, 120*time.Second, "the end of the flood on corral's screen", func() bool {
 		return strings.Contains(e.must("screen", flood.ID), "flood-done")
 	})
 	if out := ts.must("list-windows", "-t", "f", "-F", "#{window_width}x#{window_height}"); strings.TrimSpace(out) != "120x30\n120x30" && strings.Count(out, "120x30") != 2 {
@@ -292,7 +295,7 @@ func BenchmarkTmuxLs200(b *testing.B) {
 		ts.must("new-window", "-d", "-t", "s0", "sh", "-c", "echo ready; sleep 3600")
 	}
 	e.must("tmux", "watch", "-S", ts.sock)
-	until(b, 60*time.Second, "200 panes listed", func() bool { return len(e.tmuxPanes()) == 200 })
+	waitFor(b, 60*time.Second, "200 panes listed", func() bool { return len(e.tmuxPanes()) == 200 })
 	timeIt := func(name string, run func()) {
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/verify"
 )
 
@@ -21,7 +22,8 @@ type verifyJSON struct {
 // take, and is right at all of them; --record saves a recording that
 // loads and judges the same way.
 func TestVerifyFakeAgent(t *testing.T) {
-	slow(t, "about 20 s")
+	t.Parallel()
+	proctest.Slow(t, "about 20 s")
 	e := newEnv(t)
 	rec := filepath.Join(e.dir, "rec")
 	out, errs, code := e.run("verify", "--json", "--record", rec, "--", corralBin, "fake-agent", "--osc7501")
@@ -64,6 +66,7 @@ func TestVerifyFakeAgent(t *testing.T) {
 // It fails when a step corral got right in the checked-in recording
 // (testdata/live/verify/AGENT) is wrong now.
 func TestVerifyRealAgents(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CORRAL_VERIFY") != "1" {
 		t.Skip("set CORRAL_VERIFY=1 to verify the real agent CLIs")
 	}

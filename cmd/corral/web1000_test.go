@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/board"
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/term"
 )
 
@@ -109,7 +110,7 @@ const groupsJS = `[...document.querySelectorAll("#groups .group[data-group]")].f
 // and Esc clears, and a pane that blocks changes its own card only: every
 // other card on the page stays the same element.
 func TestWebBoardAtTwoHundred(t *testing.T) {
-	slow(t, "starts 200 panes")
+	proctest.Slow(t, "starts 200 panes")
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		t.Skip("200 panes through a race-built daemon take minutes")
 	}
@@ -302,6 +303,7 @@ func (fleetBackend) Hosts() []board.Host {
 // In a fleet the web board shows each host under its heading, the
 // unreachable one marked, and each host's panes grouped, blocked first.
 func TestWebBoardFleetHosts(t *testing.T) {
+	t.Parallel()
 	chromium(t)
 	s, err := board.Start("127.0.0.1:0", false, fleetBackend{})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/board"
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/server"
 )
 
@@ -58,6 +59,7 @@ func need(t testing.TB, what string) {
 // a page on another port of the same host gets no cookie, cannot open the
 // WebSocket and cannot lock the user out with failed sign-ins.
 func TestWebBoardInChromium(t *testing.T) {
+	t.Parallel()
 	exe := chromium(t)
 	e := newEnv(t)
 	xss := `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>`
@@ -75,13 +77,11 @@ func TestWebBoardInChromium(t *testing.T) {
 	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))
 	e.must("board")
 	var target string
-	for deadline := time.Now().Add(10 * time.Second); target == ""; time.Sleep(20 * time.Millisecond) {
+	waitFor(t, 10*time.Second, "corral board to run xdg-open", func() bool {
 		b, _ := os.ReadFile(opened)
 		target = string(b)
-		if time.Now().After(deadline) {
-			t.Fatal("corral board never ran xdg-open")
-		}
-	}
+		return target != ""
+	})
 	if !strings.HasPrefix(target, "http") {
 		target = "file://" + target
 	}
@@ -257,7 +257,7 @@ func boardWS(ctx context.Context, c *http.Client, base string) (*websocket.Conn,
 // The numbers are logged (go test -run TestBoardManyClients -v); the
 // bounds are generous.
 func TestBoardManyClients(t *testing.T) {
-	slow(t, "about 7 s")
+	proctest.Slow(t, "about 7 s")
 	e := newEnv(t)
 	// Full, coloured screens that change all the time.
 	for i := 0; i < 4; i++ {
@@ -366,6 +366,7 @@ func lsMedian(e *env, n int) time.Duration {
 // another host name (DNS rebinding) and from another scheme; failed
 // attempts never lock out the board's user.
 func TestWebBoardCredentials(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bin := filepath.Join(e.dir, "bin")
 	os.Mkdir(bin, 0o755)
@@ -375,15 +376,11 @@ func TestWebBoardCredentials(t *testing.T) {
 
 	e.must("board")
 	var args []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(opened); err == nil {
-			args = strings.Fields(string(b))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("corral board never ran xdg-open")
-		}
-	}
+	waitFor(t, 10*time.Second, "corral board to run xdg-open", func() bool {
+		b, err := os.ReadFile(opened)
+		args = strings.Fields(string(b))
+		return err == nil
+	})
 	// Anyone can read a command line (/proc/PID/cmdline); the opener gets
 	// a file only the user can read.
 	if len(args) != 1 || strings.Contains(args[0], "?") {
@@ -462,6 +459,7 @@ func TestWebBoardCredentials(t *testing.T) {
 // With --listen-any the board prints an address per interface address a
 // browser can open, never the wildcard.
 func TestWebBoardListenAny(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	out := e.must("board", "--no-browser", "--listen-any", "--addr", ":0")
 	addrs, _ := net.InterfaceAddrs()
@@ -492,7 +490,7 @@ func TestWebBoardListenAny(t *testing.T) {
 // client that reads; each is dropped once its queue fills; the daemon
 // serves at most server.MaxEventSockets at once.
 func TestEventSocketsSlowReaders(t *testing.T) {
-	slow(t, "about 9 s")
+	proctest.Slow(t, "about 9 s")
 	e := newEnv(t)
 	e.must("ls") // start the daemon
 	c := client.New(filepath.Join(e.dir, "s.sock"))

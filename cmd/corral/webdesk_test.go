@@ -17,6 +17,7 @@ import (
 // the agent's hook, a screen-only menu its choices read from the screen,
 // and a permission prompt only its manifest's answers.
 func TestWebBoardOnADesktop(t *testing.T) {
+	t.Parallel()
 	exe := chromium(t)
 	e := newEnv(t)
 	src, _ := filepath.Abs("../../testdata/hooks/claude-question.json")

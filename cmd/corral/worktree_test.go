@@ -22,6 +22,20 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// gitRepo makes a repository at dir whose first commit holds file (a
+// path inside it), and skips the test where git is missing.
+func gitRepo(t *testing.T, dir, file string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755)
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(dir, file), []byte("a\n"), 0o644)
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "-qm", "first")
+}
+
 type worktreeJSON struct {
 	Path, Repo, Branch, Base string
 	Ahead, Behind            int
@@ -52,16 +66,10 @@ func (e *env) worktreeOf(ref string) (cwd string, wt *worktreeJSON) {
 // an existing one), ls shows its branch, ahead/behind and dirty state,
 // and corral rm --worktree removes it only when clean, keeping its branch.
 func TestRunInWorktree(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	t.Parallel()
 	e := newEnv(t)
 	repo := filepath.Join(e.dir, "app")
-	os.MkdirAll(filepath.Join(repo, "src"), 0o755)
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(repo, "src", "a.txt"), []byte("a\n"), 0o644)
-	gitIn(t, repo, "add", ".")
-	gitIn(t, repo, "commit", "-qm", "first")
+	gitRepo(t, repo, filepath.Join("src", "a.txt"))
 	gitIn(t, repo, "branch", "feat")
 
 	// A new branch named after the pane, the pane in the same subfolder.
@@ -134,6 +142,7 @@ func TestRunInWorktree(t *testing.T) {
 // TestWorktreeFolderFromConfig: config.toml's [panes] worktrees names the
 // folder beside the repository.
 func TestWorktreeFolderFromConfig(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
@@ -153,16 +162,10 @@ func TestWorktreeFolderFromConfig(t *testing.T) {
 // A PROJECT.worktrees link placed beside the repository (another user's,
 // pointing at her folder) is refused: the checkout never lands there.
 func TestWorktreeFolderLinkRefused(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	t.Parallel()
 	e := newEnv(t)
 	repo := filepath.Join(e.dir, "app")
-	os.MkdirAll(repo, 0o755)
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644)
-	gitIn(t, repo, "add", ".")
-	gitIn(t, repo, "commit", "-qm", "first")
+	gitRepo(t, repo, "a.txt")
 	hers := filepath.Join(e.dir, "hers")
 	os.MkdirAll(hers, 0o777)
 	if err := os.Symlink(hers, filepath.Join(e.dir, "app.worktrees")); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/term"
 )
 
@@ -280,15 +281,15 @@ func TestClientCap(t *testing.T) {
 		t.Fatalf("client %d: %v %v", MaxClients+1, err, resp)
 	}
 	conns[0].CloseNow()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		ws, _, err := dial()
-		if err == nil {
+	var err error
+	if !proctest.WaitFor(10*time.Second, func() bool {
+		var ws *websocket.Conn
+		if ws, _, err = dial(); err == nil {
 			conns[0] = ws
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a closed client's place was not freed: %v", err)
-		}
+		return err == nil
+	}) {
+		t.Fatalf("a closed client's place was not freed: %v", err)
 	}
 }
 
@@ -422,10 +423,7 @@ func TestBoardConnectionCaps(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for l.Refused() < 7 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitFor(5*time.Second, func() bool { return l.Refused() >= 7 })
 	if got := l.Refused(); got != 7 {
 		t.Fatalf("refused %d of 10 from one peer, want 7 (3 kept)", got)
 	}
@@ -433,17 +431,13 @@ func TestBoardConnectionCaps(t *testing.T) {
 		c.Close()
 	}
 	// Closed connections give their places back.
-	deadline = time.Now().Add(5 * time.Second)
-	for {
+	var open int
+	if !proctest.WaitFor(5*time.Second, func() bool {
 		l.mu.Lock()
-		open := l.open
+		open = l.open
 		l.mu.Unlock()
-		if open == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still counted", open)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return open == 0
+	}) {
+		t.Fatalf("%d connections still counted", open)
 	}
 }

@@ -42,7 +42,7 @@ func TestResolve(t *testing.T) {
 // A binary built with -ldflags -X says the stamped version and commit.
 func TestStampedBuild(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds a binary")
+		t.Skip("builds a binary; runs without -short")
 	}
 	dir := t.TempDir()
 	main := filepath.Join(dir, "main.go")

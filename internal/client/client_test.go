@@ -35,7 +35,7 @@ func TestDaemonThatDoesNotAnswer(t *testing.T) {
 	mux.HandleFunc("/slow-body", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
 		w.(http.Flusher).Flush()
-		time.Sleep(600 * time.Millisecond)
+		time.Sleep(600 * time.Millisecond) // the slow body under test
 		w.Write([]byte("late\n"))
 	})
 	mux.HandleFunc("/v1/status", func(w http.ResponseWriter, r *http.Request) {

@@ -44,7 +44,7 @@ func TestSinceDoesNotHoldAppend(t *testing.T) {
 			t.Fatal(err)
 		}
 		longest = max(longest, time.Since(t0))
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // pacing: the appends spread over the read
 	}
 	wg.Wait()
 	t.Logf("%d events; reading them took %v; the longest Append meanwhile took %v", l.seq, readTook.Round(time.Millisecond), longest.Round(time.Millisecond))

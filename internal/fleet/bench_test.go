@@ -225,6 +225,7 @@ func (h *hubProcess) memory(b *testing.B) (rss, peak float64) {
 // TestHubProcess runs a hub for BenchmarkFleetBoard in its own process
 // (only when that benchmark starts it).
 func TestHubProcess(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("CORRAL_FLEET_HUB_DIR")
 	if dir == "" {
 		t.Skip("run by BenchmarkFleetBoard")

@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 func freeAddr(t *testing.T) string {
@@ -23,6 +25,8 @@ func freeAddr(t *testing.T) string {
 // hub); routes over TLS; one hub goes and the fleet goes on, a host
 // enrolled on one hub known to the others.
 func TestHubClusterJoinHub(t *testing.T) {
+	proctest.Slow(t, "hub clusters joined and killed, about 30 s")
+	clusterParallel(t)
 	type node struct {
 		dir string
 		hub *Hub
@@ -174,6 +178,7 @@ func TestHubClusterJoinHub(t *testing.T) {
 // panes change, then acknowledges again, and the host's later changes
 // must still reach the bucket.
 func TestPaneWritesGoOnAfterUnacknowledgedOnes(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	la := newFakeLocal("p1", "p2", "p3")
 	a := f.join("a", la, 0)

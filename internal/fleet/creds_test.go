@@ -107,6 +107,7 @@ func (n *teamNATS) creds(t *testing.T, signer nkeys.KeyPair, name string, perms 
 // with credentials files whose users carry the per-host permissions; the
 // fleet works, and the server enforces those permissions.
 func TestTeamNATSWithCreds(t *testing.T) {
+	t.Parallel()
 	n := startTeamNATS(t)
 	url := n.srv.ClientURL()
 	// The team's admin makes the buckets and streams once.
@@ -166,6 +167,7 @@ func TestTeamNATSWithCreds(t *testing.T) {
 // JWTs): --creds takes the user's seed file, and the user's permissions
 // are the server's.
 func TestNkeyUsersWithSeedFile(t *testing.T) {
+	t.Parallel()
 	seedFile := func(name string) (string, string) {
 		kp, _ := nkeys.CreateUser()
 		pub, _ := kp.PublicKey()

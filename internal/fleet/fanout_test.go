@@ -12,6 +12,7 @@ import (
 )
 
 func TestWithHost(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{`{"type":"x"}`, `{"host":"h","type":"x"}`},
 		{`{}`, `{"host":"h"}`},
@@ -28,6 +29,7 @@ func TestWithHost(t *testing.T) {
 // One job on each matching host: every line says its host, each host's
 // outcome comes, and the run's outcome has the worst exit code.
 func TestFleetJobOnEachHost(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	w1, w2, db := newFakeLocal(), newFakeLocal(), newFakeLocal()
 	w2.jobExit = 3

@@ -18,7 +18,26 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/proctest"
 )
+
+// The fleet's tests mostly wait on NATS servers and timers, not on a core.
+func TestMain(m *testing.M) {
+	proctest.MoreParallel(4)
+	os.Exit(m.Run())
+}
+
+// raceBuild is set by race_test.go under -race.
+var raceBuild bool
+
+// clusterParallel runs a hub-cluster test in parallel but under -race: a
+// JetStream cluster starved by the race detector and the other tests
+// misses its elections' deadlines.
+func clusterParallel(t *testing.T) {
+	if !raceBuild {
+		t.Parallel()
+	}
+}
 
 // fakeLocal is a daemon with panes whose states a test sets.
 type fakeLocal struct {
@@ -125,12 +144,8 @@ func (l *fakeLocal) Subscribe(after uint64) (<-chan eventlog.Event, []eventlog.E
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	d *= waitSlack
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !proctest.WaitFor(d, cond) {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
 }
 
@@ -198,6 +213,7 @@ func hostReachable(m *Member, host string) (bool, bool) {
 }
 
 func TestFleetStatesCommandsAndReachability(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	la, lb := newFakeLocal("p1", "p2"), newFakeLocal("q1")
 	a := f.join("a", la, 0)
@@ -241,6 +257,7 @@ func TestFleetStatesCommandsAndReachability(t *testing.T) {
 }
 
 func TestFleetRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	url := f.hub.URL()
 	// A wrong token.
@@ -343,7 +360,7 @@ func TestFleetRefusesBadInput(t *testing.T) {
 	}
 	// Expired.
 	etok, _ := f.hub.Invite("e", true, time.Millisecond)
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // the credential's 1 ms lifetime passes: a clock, not a condition
 	if _, err := Join(context.Background(), MemberOptions{Name: "e", URLs: []string{url}, Token: etok}); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("expired credential: %v", err)
 	}
@@ -388,6 +405,8 @@ func collect(t *testing.T, m *Member, host string) []Event {
 // a real fleet has (TLS, the member enrolled with its own credential, the
 // hub serving enrolments, watchers on both sides).
 func TestEventsResumeAfterHubRestart(t *testing.T) {
+	proctest.Slow(t, "a hub away for 7 s, three times")
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		tls      bool
@@ -398,7 +417,10 @@ func TestEventsResumeAfterHubRestart(t *testing.T) {
 		{"tls-enrolled-busy", true, true, true},
 		{"tls-enrolled", true, true, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) { eventsResumeAfterHubRestart(t, tc.tls, tc.enrolled, tc.busy) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each has its own hub and folder
+			eventsResumeAfterHubRestart(t, tc.tls, tc.enrolled, tc.busy)
+		})
 	}
 }
 
@@ -496,6 +518,7 @@ func eventsResumeAfterHubRestart(t *testing.T, withTLS, enrolled, busy bool) {
 }
 
 func TestFleetJobs(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	lw := newFakeLocal()
 	f.join("w", lw, 1)
@@ -519,7 +542,7 @@ func TestFleetJobs(t *testing.T) {
 		done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude"}, "dies", 0, func(b []byte) { lines = append(lines, string(b)) })
 	}()
 	waitFor(t, 5*time.Second, "the job started on dies", func() bool { return dead.jobs.Load() == 1 })
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // pacing: the host dies a while into the job, not as it takes it
 	start := time.Now()
 	dead.cancel()
 	dead.nc.Close()
@@ -539,6 +562,8 @@ func TestFleetJobs(t *testing.T) {
 }
 
 func TestClusterLosesANode(t *testing.T) {
+	proctest.Slow(t, "a cluster of three hubs loses one, about 10 s")
+	clusterParallel(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	ports := []string{"127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"}
 	_ = ports
@@ -656,6 +681,7 @@ func copyFile(t *testing.T, from, to string) {
 }
 
 func TestFleetTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h, err := StartHub(HubOptions{Dir: dir, Listen: "127.0.0.1:0", TLS: true, ServerName: "hub"})
 	if err != nil {
@@ -691,6 +717,7 @@ func TestFleetTLS(t *testing.T) {
 }
 
 func TestFleetJobRetry(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	lh := newFakeLocal()
 	lh.jobHang = true
@@ -760,6 +787,7 @@ func TestFleetCommandFailuresSayWhy(t *testing.T) {
 
 // A TLS address without the hub's CA fingerprint names the flag to give.
 func TestJoinTLSNeedsFingerprint(t *testing.T) {
+	t.Parallel()
 	_, err := Join(context.Background(), MemberOptions{Name: "x", URLs: []string{"tls://192.0.2.1:7422"}, Token: "cft_x"})
 	if err == nil || !strings.Contains(err.Error(), "--ca-fingerprint") {
 		t.Fatalf("join tls:// without a fingerprint: %v", err)

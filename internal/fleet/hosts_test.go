@@ -33,6 +33,7 @@ func (f *testFleet) joinAs(name, hostID, token string, local Local) *Member {
 }
 
 func TestHostsComeAndGo(t *testing.T) {
+	t.Parallel()
 	t.Run("forget", func(t *testing.T) {
 		f := startFleet(t, "127.0.0.1:0")
 		a := f.joinAs("a", "", f.hub.FleetToken(), newFakeLocal("p1"))
@@ -153,6 +154,7 @@ func TestHostsComeAndGo(t *testing.T) {
 }
 
 func TestPaneFilter(t *testing.T) {
+	t.Parallel()
 	rec := func(host, state string) PaneRecord {
 		r := PaneRecord{Host: host}
 		r.State = state

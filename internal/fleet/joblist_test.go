@@ -11,6 +11,7 @@ import (
 // The hub lists the queued jobs; every member lists the running ones,
 // each with its host.
 func TestJobListing(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	lw := newFakeLocal()
 	w := f.join("w", lw, 0) // takes no jobs: one addressed to it stays queued

@@ -21,6 +21,7 @@ import (
 // snoop on the replies other hosts receive. Legitimate traffic of
 // non-admin members still works.
 func TestMembersCannotReadOrTakeOthers(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	lb := newFakeLocal("b1")
 	lb.jobHang = true
@@ -208,6 +209,7 @@ func TestMembersCannotReadOrTakeOthers(t *testing.T) {
 // its name (no member can connect as another host that joined); when the
 // host leaves, the name is free again.
 func TestFleetTokenEnrolls(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	m, err := Join(context.Background(), MemberOptions{Name: "b", URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(), Local: newFakeLocal("b1"), Watch: true})
 	if err != nil {

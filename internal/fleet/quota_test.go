@@ -183,6 +183,7 @@ func TestHostileHostIsBounded(t *testing.T) {
 // TestRevokeRemovesRecords: revoking a host removes what it wrote, its
 // panes, heartbeat and events, from the store, and every view forgets it.
 func TestRevokeRemovesRecords(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	g := f.join("g", newFakeLocal("g1"), 0)
 	tok, err := f.hub.Invite("o", false, 0)
@@ -292,6 +293,7 @@ func TestViewSkipsBadRecords(t *testing.T) {
 // TestKeeperSweepsMarkers: the markers of removed panes count in their
 // host's quota until the hub sweeps them; the live records stay.
 func TestKeeperSweepsMarkers(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	waitFor(t, 5*time.Second, "the hub follows the pane bucket", func() bool { return f.hub.keeper.following.Load() })
 	ctx := context.Background()
@@ -329,6 +331,7 @@ func TestKeeperSweepsMarkers(t *testing.T) {
 // TestFitPane: a pane whose free text is too long for a record is
 // published shortened; its identity stays whole.
 func TestFitPane(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 100<<10)
 	cmd := []string{"claude", "-p", long}
 	p := api.Pane{ID: "p1", Name: "n", State: "blocked", Message: long, Command: cmd,
@@ -360,6 +363,7 @@ func TestFitPane(t *testing.T) {
 // fleet's limits replace theirs, and the hub removes the records of the
 // host over its quota.
 func TestHubRecoversAFilledStore(t *testing.T) {
+	t.Parallel()
 	h, err := StartHub(HubOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", ServerName: "hub"})
 	if err != nil {
 		t.Fatal(err)
@@ -420,6 +424,7 @@ func TestHubRecoversAFilledStore(t *testing.T) {
 // TestHonestHostStaysWithinQuota: a member with more panes than its
 // quota takes publishes as many as fit, says so, and is not cut off.
 func TestHonestHostStaysWithinQuota(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	waitFor(t, 5*time.Second, "the hub follows the pane bucket", func() bool { return f.hub.keeper.following.Load() })
 	ids := make([]string, MaxHostRecords+50)

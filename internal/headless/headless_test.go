@@ -117,12 +117,8 @@ func fake(mode string) int {
 		if d, err := time.ParseDuration(os.Getenv("FAKE_WAIT")); err == nil {
 			wait = d
 		}
-		deadline := time.Now().Add(wait)
-		for os.Getenv("SEEN_FILE") != "" && time.Now().Before(deadline) {
-			if _, err := os.Stat(os.Getenv("SEEN_FILE")); err == nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		if seen := os.Getenv("SEEN_FILE"); seen != "" {
+			proctest.WaitFor(wait, func() bool { _, err := os.Stat(seen); return err == nil })
 		}
 		fmt.Fprintln(out, resultLine)
 		flush()

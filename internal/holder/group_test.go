@@ -75,12 +75,8 @@ func collect(t *testing.T, c *Conn) {
 
 func waitGone(t *testing.T, what string, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for proctest.Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still runs", what, pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(10*time.Second, func() bool { return !proctest.Alive(pid) }) {
+		t.Fatalf("%s (pid %d) still runs", what, pid)
 	}
 }
 
@@ -145,21 +141,14 @@ func TestPoolGroupsPanes(t *testing.T) {
 		t.Fatalf("end the stray: %v", err)
 	}
 	waitGone(t, "the stray's program", d.ProgramPID)
-	deadline := time.Now().Add(5 * time.Second)
-	for _, err := os.Stat(filepath.Join(dir, "d.sock")); err == nil; _, err = os.Stat(filepath.Join(dir, "d.sock")) {
-		if time.Now().After(deadline) {
-			t.Fatal("the stray's socket is still there")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(5*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "d.sock")); return err != nil }) {
+		t.Fatal("the stray's socket is still there")
 	}
 	if !proctest.Alive(c.ProgramPID) {
 		t.Fatal("ending the stray ended its neighbour")
 	}
-	for openFDs(c.PID) > fds {
-		if time.Now().After(deadline) {
-			t.Fatalf("the holder keeps %d descriptors, %d before the stray", openFDs(c.PID), fds)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(5*time.Second, func() bool { return openFDs(c.PID) <= fds }) {
+		t.Fatalf("the holder keeps %d descriptors, %d before the stray", openFDs(c.PID), fds)
 	}
 	cc.Kill(0) // still served
 	collect(t, cc)
@@ -405,16 +394,12 @@ func TestEndOnlyExitedAndPathReuse(t *testing.T) {
 	}
 	os.WriteFile(flag, nil, 0o600)
 	waitGone(t, "the program", st.ProgramPID)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := EndStray(cfg.Socket, true, time.Second)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, ErrStillRuns) || time.Now().After(deadline) {
-			t.Fatalf("end of an exited program: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The holder may not have seen the exit yet: ErrStillRuns until it has.
+	if !proctest.WaitFor(5*time.Second, func() bool {
+		err = EndStray(cfg.Socket, true, time.Second)
+		return !errors.Is(err, ErrStillRuns)
+	}) || err != nil {
+		t.Fatalf("end of an exited program: %v", err)
 	}
 	// Started again at once, at the same path, in the same process.
 	again := paneConfig(dir, "p", "exec sleep 1049")
@@ -422,7 +407,9 @@ func TestEndOnlyExitedAndPathReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // the old pane's end is done
+	// A window for the old pane's end to take the new pane's socket, were
+	// it to: a wrong removal cannot be waited for.
+	time.Sleep(300 * time.Millisecond)
 	c, err := DialStream(again.Socket, again.Secret, 5*time.Second)
 	if err != nil {
 		t.Fatalf("the new pane's socket: %v", err)
@@ -498,16 +485,9 @@ func TestStartLetsGoOfEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.end()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(out)
-		if string(b) == "env named\n" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the program wrote %q, want its mark and its name", b)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var b []byte
+	if !proctest.WaitFor(10*time.Second, func() bool { b, _ = os.ReadFile(out); return string(b) == "env named\n" }) {
+		t.Fatalf("the program wrote %q, want its mark and its name", b)
 	}
 	if h.cfg.Env != nil || h.cfg.Argv != nil || h.cmd.Env != nil || h.cmd.Args != nil {
 		t.Errorf("kept after the start: config env %q argv %q, command env %q args %q", h.cfg.Env, h.cfg.Argv, h.cmd.Env, h.cmd.Args)

@@ -212,9 +212,11 @@ func FuzzNext(f *testing.F) {
 	})
 }
 
-// connPair returns the daemon's side of a connection on a socket pair, and
-// the holder's end to write to.
+// connPair returns the daemon's side of a connection on a socket pair (no
+// terminal: its Close must not close descriptor 0), and the holder's end
+// to write to.
 func connPair(t testing.TB) (*Conn, *os.File) {
+	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0) // SOCK_CLOEXEC is Linux's
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +237,7 @@ func connPair(t testing.TB) (*Conn, *os.File) {
 	}
 	w := os.NewFile(uintptr(fds[1]), "holder")
 	t.Cleanup(func() { uc.Close(); w.Close() })
-	return &Conn{c: uc, rc: rc}, w
+	return &Conn{c: uc, rc: rc, pty: -1}, w
 }
 
 // Run hands over every frame however the bytes are cut, a frame bigger
@@ -286,7 +288,7 @@ func testRunFrames(t *testing.T, cut int) {
 				time.Sleep(time.Millisecond) // let the reader drain and wait
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the pause the next frame comes after
 		writeFrame(w, tOutput, []byte("after a pause"))
 		w.Close()
 	}()
@@ -352,7 +354,7 @@ func TestRunFrameBetweenCalls(t *testing.T) {
 		_, err := c.Next()
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // Next is most likely waiting by now; ending it either way is the point
 	c.c.Close()
 	select {
 	case err := <-done:

@@ -3,36 +3,10 @@ package holder
 import (
 	"bytes"
 	"errors"
-	"net"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 )
-
-// inboxPair is a Conn reading one end of a socket pair; the other end is
-// the holder's side.
-func inboxPair(t *testing.T) (*Conn, *os.File) {
-	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0) // no exec in a test: no CLOEXEC (not on every system)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := os.NewFile(uintptr(fds[0]), "daemon side")
-	nc, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	uc := nc.(*net.UnixConn)
-	rc, err := uc.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer := os.NewFile(uintptr(fds[1]), "holder side")
-	t.Cleanup(func() { uc.Close(); peer.Close() })
-	return &Conn{c: uc, rc: rc, pty: -1}, peer
-}
 
 // runUntilQuiet runs c until the holder has said nothing for a while (a
 // read deadline ends the wait that follows the last frame) and returns
@@ -69,7 +43,7 @@ func TestInboxHoldsNoBufferWhileQuiet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, peer := inboxPair(t)
+			c, peer := connPair(t)
 			var stream []byte
 			for _, o := range tc.outputs {
 				stream = appendFrame(stream, tOutput, o)

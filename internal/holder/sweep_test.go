@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/procs"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // The shared look finds, for each of several panes asking at once, what
@@ -47,11 +48,8 @@ func TestSweepFindsWhatGroupFinds(t *testing.T) {
 		}
 	})
 	// Each pane's processes: its sh, the sleep, the setsid sh's sleep.
-	deadline := time.Now().Add(10 * time.Second)
 	for _, g := range groups {
-		for len(g.Descendants()) < 3 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		proctest.WaitFor(10*time.Second, func() bool { return len(g.Descendants()) >= 3 })
 	}
 	var sw sweeper
 	found := make([]int, n)

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 // says "waiting" when the agent is not.
 func TestLabShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for about a minute")
+		t.Skip("runs for about a minute; runs without -short")
 	}
 	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 func TestParseTpgid(t *testing.T) {
@@ -151,13 +153,12 @@ func TestPeerInput(t *testing.T) {
 	}
 	defer unix.Close(peer)
 	var n int
-	deadline := time.Now().Add(5 * time.Second)
-	for n < 4 && time.Now().Before(deadline) {
+	proctest.WaitFor(5*time.Second, func() bool {
 		n, err = InputQueued(peer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return err != nil || n >= 4
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if n != 4 {
 		t.Fatalf("InputQueued = %d, want 4", n)

@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // A pane blocked on a prompt whose message came from the agent's hook (as
@@ -34,14 +35,11 @@ func TestAdoptKeepsHookMessageAndSince(t *testing.T) {
 	if err := p.Input([]byte("ask\r"), false); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	// Both the screen rule and the hook say blocked, as live.
-	for d := p.Info().Decision; d.State != combine.Blocked || d.Source != combine.SourceScreen || d.Message != msg; d = p.Info().Decision {
-		if time.Now().After(deadline) {
-			t.Fatalf("before: %+v, want blocked by the screen with the hook's message", d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	await(t, p, "blocked by the screen with the hook's message", func(in Info) bool {
+		d := in.Decision
+		return d.State == combine.Blocked && d.Source == combine.SourceScreen && d.Message == msg
+	})
 	before, hooks := p.Info(), p.Standing()
 	if !p.Detach() {
 		t.Fatal("not detached")
@@ -59,10 +57,8 @@ func TestAdoptKeepsHookMessageAndSince(t *testing.T) {
 	}
 	cleanup(t, q)
 	// The adopted pane's screen is classified within its sweep.
-	after := q.Info()
-	for deadline := time.Now().Add(2 * time.Second); after.Decision.State != combine.Blocked && time.Now().Before(deadline); after = q.Info() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	var after Info
+	proctest.WaitFor(2*time.Second, func() bool { after = q.Info(); return after.Decision.State == combine.Blocked })
 	if after.Decision.State != combine.Blocked || after.Decision.Kind != "permission" || after.Decision.Message != msg {
 		t.Errorf("adopted: %+v; want blocked/permission %q as before", after.Decision, msg)
 	}

@@ -103,13 +103,9 @@ func TestHeldPaneDetachAndAdopt(t *testing.T) {
 
 func waitGone(t *testing.T, pids ...int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range pids {
-		for proctest.Alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d left behind", pid)
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !proctest.WaitFor(5*time.Second, func() bool { return !proctest.Alive(pid) }) {
+			t.Fatalf("process %d left behind", pid)
 		}
 	}
 }
@@ -194,12 +190,8 @@ func TestHeldHolderKilled(t *testing.T) {
 	if in := p.Info(); !in.Exited || in.ExitCode != -1 || !strings.Contains(p.Lost(), "holder") {
 		t.Fatalf("after the holder died: %+v, %q", in, p.Lost())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for proctest.GroupMembers(pid) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes of the pane left", proctest.GroupMembers(pid))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !proctest.WaitFor(5*time.Second, func() bool { return proctest.GroupMembers(pid) == 0 }) {
+		t.Fatalf("%d processes of the pane left", proctest.GroupMembers(pid))
 	}
 }
 
@@ -264,7 +256,7 @@ func TestHeldSharedAndStreamHandOver(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Detach()
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // a gap with no daemon on purpose: the answer lands in it
 		hc, err := dial(h.Socket, h.Secret, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)

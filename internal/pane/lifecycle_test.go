@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // sleeping returns the live processes running sleep with this argument.
@@ -33,11 +35,8 @@ func TestCloseEndsSetsidGrandchild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); len(sleeping("33.1")) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the grandchild never started")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !proctest.WaitFor(5*time.Second, func() bool { return len(sleeping("33.1")) > 0 }) {
+		t.Fatal("the grandchild never started")
 	}
 	start := time.Now()
 	done := make(chan struct{})
@@ -51,11 +50,8 @@ func TestCloseEndsSetsidGrandchild(t *testing.T) {
 		t.Fatal("Close waited for the terminal's end of file")
 	}
 	t.Logf("Close took %v", time.Since(start))
-	for deadline := time.Now().Add(2 * time.Second); len(sleeping("33.1"))+len(sleeping("33.2")) > 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("left behind: %v %v", sleeping("33.1"), sleeping("33.2"))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !proctest.WaitFor(2*time.Second, func() bool { return len(sleeping("33.1"))+len(sleeping("33.2")) == 0 }) {
+		t.Fatalf("left behind: %v %v", sleeping("33.1"), sleeping("33.2"))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/combine"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // memSource is an outside terminal in memory: it records what the pane
@@ -55,13 +56,7 @@ const fakePrompt = "\x1b[H\x1b[2J" + "──────────────
 
 func waitState(t *testing.T, p *Pane, want combine.State) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Info().Decision.State != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("state %s, want %s (screen %q)", p.Info().Decision.State, want, p.Snapshot().Lines)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	await(t, p, "state "+string(want), inState(want))
 }
 
 // A pane of an outside terminal: its first screen is the terminal's as it
@@ -95,10 +90,7 @@ func TestOutsidePane(t *testing.T) {
 	if err != nil || keys != "1" {
 		t.Fatalf("answer: %q, %v", keys, err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for src.got() != "1" && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
+	proctest.WaitFor(2*time.Second, func() bool { return src.got() == "1" })
 	if got := src.got(); got != "1" {
 		t.Fatalf("typed %q, want the manifest's %q", got, "1")
 	}

@@ -88,17 +88,11 @@ func startFake(t *testing.T, agent string, args ...string) (*Pane, *recorder) {
 // await polls the pane until pred holds, failing after timeout.
 func await(t *testing.T, p *Pane, what string, pred func(Info) bool) Info {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		in := p.Info()
-		if pred(in) {
-			return in
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; pane is %+v\nscreen:\n%s", what, in.Decision, p.Snapshot().Text())
-		}
-		time.Sleep(5 * time.Millisecond)
+	var in Info
+	if !proctest.WaitFor(15*time.Second, func() bool { in = p.Info(); return pred(in) }) {
+		t.Fatalf("timed out waiting for %s; pane is %+v\nscreen:\n%s", what, in.Decision, p.Snapshot().Text())
 	}
+	return in
 }
 
 func inState(s combine.State) func(Info) bool {
@@ -107,12 +101,8 @@ func inState(s combine.State) func(Info) bool {
 
 func awaitScreen(t *testing.T, p *Pane, text string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(p.Snapshot().Text(), text) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %q on screen:\n%s", text, p.Snapshot().Text())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !proctest.WaitFor(15*time.Second, func() bool { return strings.Contains(p.Snapshot().Text(), text) }) {
+		t.Fatalf("timed out waiting for %q on screen:\n%s", text, p.Snapshot().Text())
 	}
 }
 
@@ -153,10 +143,7 @@ func TestFakeAgentTurnAndPrompt(t *testing.T) {
 	}
 	// No idle flashed between the answer and the work it allowed. Changes
 	// reach OnChange from their own goroutine: wait for the last one.
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.HasSuffix(rec.states(), ",done") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	proctest.WaitFor(5*time.Second, func() bool { return strings.HasSuffix(rec.states(), ",done") })
 	if got := rec.states(); !strings.Contains(got, "blocked,working,done") {
 		t.Fatalf("changes %s", got)
 	}
@@ -247,12 +234,8 @@ func TestKillLeavesNoOrphans(t *testing.T) {
 		t.Fatal("pane not reaped")
 	}
 	// The group got SIGKILL at the reap; dying takes the kernel a moment.
-	deadline := time.Now().Add(5 * time.Second)
-	for n := proctest.GroupMembers(pgid); n != 0; n = proctest.GroupMembers(pgid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes of group %d left behind", n, pgid)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !proctest.WaitFor(5*time.Second, func() bool { return proctest.GroupMembers(pgid) == 0 }) {
+		t.Fatalf("%d processes of group %d left behind", proctest.GroupMembers(pgid), pgid)
 	}
 	if in := p.Info(); in.Decision.State != combine.Exited || in.ExitCode != 128+int(syscall.SIGTERM) {
 		t.Fatalf("after kill: %+v", in.Decision)

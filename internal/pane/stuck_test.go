@@ -160,7 +160,7 @@ func TestHookWhileBusyIsKept(t *testing.T) {
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Errorf("the hook's caller waited %v", d)
 	}
-	time.Sleep(LockWait + 200*time.Millisecond)
+	time.Sleep(LockWait + 200*time.Millisecond) // the pane stays busy past LockWait: the window under test
 	p.mu.Unlock()
 	in := await(t, p, "blocked by the hook", inState(combine.Blocked))
 	if in.Decision.Source != combine.SourceHook || in.Decision.Message != "approve Bash: make" {

@@ -8,6 +8,7 @@ import (
 
 	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -59,12 +60,7 @@ func TestHeldLive(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the pane did not end")
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, ok := h.Live(p); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("an exited pane still has a row")
-		}
+	if !proctest.WaitFor(5*time.Second, func() bool { _, ok := h.Live(p); return !ok }) {
+		t.Fatal("an exited pane still has a row")
 	}
 }

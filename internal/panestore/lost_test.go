@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/combine"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 func ids(rows []Row) []string {
@@ -134,16 +135,15 @@ func TestStoreWritesTouchedRows(t *testing.T) {
 	mu.Unlock()
 	s.Touch("a1")
 	journal := filepath.Join(dir, journalName)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if b, _ := os.ReadFile(journal); strings.Contains(string(b), `"working"`) {
-			if strings.Count(string(b), "\n") != 1 || strings.Contains(string(b), `"b2"`) {
-				t.Fatalf("the journal holds more than the touched row: %s", b)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a touched row was not written")
-		}
+	var b []byte
+	if !proctest.WaitFor(5*time.Second, func() bool {
+		b, _ = os.ReadFile(journal)
+		return strings.Contains(string(b), `"working"`)
+	}) {
+		t.Fatal("a touched row was not written")
+	}
+	if strings.Count(string(b), "\n") != 1 || strings.Contains(string(b), `"b2"`) {
+		t.Fatalf("the journal holds more than the touched row: %s", b)
 	}
 	mu.Lock()
 	if !slices.ContainsFunc(asked, func(m map[string]bool) bool { return len(m) == 1 && m["a1"] }) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 func TestResumeArgv(t *testing.T) {
@@ -130,13 +132,8 @@ func TestProgramRuns(t *testing.T) {
 		}
 	}
 	bare.Process.Kill()
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if !ProgramRuns(Row{ID: "p2", PID: bare.Process.Pid, Holder: self}) {
-			break // a zombie is not running
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("an exited program counts as running")
-		}
-		time.Sleep(10 * time.Millisecond)
+	// A zombie is not running.
+	if !proctest.WaitFor(5*time.Second, func() bool { return !ProgramRuns(Row{ID: "p2", PID: bare.Process.Pid, Holder: self}) }) {
+		t.Fatal("an exited program counts as running")
 	}
 }

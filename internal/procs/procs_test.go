@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 func alive(pid int) bool {
@@ -35,17 +37,15 @@ func TestAdoptedOrphanFoundEndedReaped(t *testing.T) {
 	g := Group{Root: root, Mark: mark}
 	WaitExit(root)
 	var orphan int
-	deadline := time.Now().Add(5 * time.Second)
-	for orphan == 0 {
+	if !proctest.WaitFor(5*time.Second, func() bool {
 		for _, pid := range g.Descendants() {
 			if pid != root {
 				orphan = pid
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the setsid orphan was not found")
-		}
-		time.Sleep(5 * time.Millisecond)
+		return orphan != 0
+	}) {
+		t.Fatal("the setsid orphan was not found")
 	}
 	if pp := table()[orphan].PPID; pp != os.Getpid() {
 		t.Fatalf("orphan %d has parent %d, not the subreaper %d", orphan, pp, os.Getpid())
@@ -55,15 +55,12 @@ func TestAdoptedOrphanFoundEndedReaped(t *testing.T) {
 	if !g.KillAll(5 * time.Second) {
 		t.Fatal("processes survived KillAll")
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	if !proctest.WaitFor(5*time.Second, func() bool {
 		Reap()
-		if _, ok := table()[orphan]; !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("orphan %d is left (alive %v)", orphan, alive(orphan))
-		}
-		time.Sleep(5 * time.Millisecond)
+		_, ok := table()[orphan]
+		return !ok
+	}) {
+		t.Fatalf("orphan %d is left (alive %v)", orphan, alive(orphan))
 	}
 }
 

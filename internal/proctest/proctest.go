@@ -1,12 +1,16 @@
-// Package proctest helps tests wait on conditions, and reads /proc for
-// tests that check no process is left behind.
+// Package proctest helps tests wait on conditions, skip what is slow under
+// -short, run more at once, and read /proc for tests that check no process
+// is left behind.
 package proctest
 
 import (
+	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -58,4 +62,27 @@ func GroupMembers(pgid int) int {
 		}
 	}
 	return n
+}
+
+// Slow skips a test that takes seconds under -short, the inner loop
+// (go test -short ./...); go test without -short, as CI runs it, runs it.
+func Slow(t testing.TB, takes string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("takes %s; runs without -short", takes)
+	}
+}
+
+// MoreParallel lets perCore tests per core run at once, for a package whose
+// tests mostly wait on processes, sockets and timers, unless -parallel was
+// given. A TestMain calls it before m.Run.
+func MoreParallel(perCore int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(perCore*runtime.GOMAXPROCS(0)))
+	}
 }

@@ -79,7 +79,7 @@ func TestReadTerminalStops(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // pacing: the reader runs under the flood a while before the stop
 	stop.Store(true)
 	select {
 	case <-done:

@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -84,12 +85,8 @@ func TestListAnswersWhilePanesAreStuck(t *testing.T) {
 				t.Cleanup(src.free)
 				t.Cleanup(func() { close(release) })
 				p.ApplyHook(detect.Hook{State: combine.Blocked, Kind: "permission", Message: "approve Bash: make " + id})
-				deadline := time.Now().Add(5 * time.Second)
-				for p.Info().Decision.State != combine.Blocked {
-					if time.Now().After(deadline) {
-						t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
-					}
-					time.Sleep(2 * time.Millisecond)
+				if !proctest.WaitFor(5*time.Second, func() bool { return p.Info().Decision.State == combine.Blocked }) {
+					t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
 				}
 				tc.stick(p, src, consumer)
 				s.panes[id] = &entry{p: p, name: "name-" + id}

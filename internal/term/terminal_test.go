@@ -369,7 +369,7 @@ func TestHugeCountsDoNotStall(t *testing.T) {
 // heap within bounds.
 func TestRandomBytesBoundedMemory(t *testing.T) {
 	if testing.Short() {
-		t.Skip("feeds 2 MB")
+		t.Skip("feeds 2 MB; runs without -short")
 	}
 	term, _, _ := newTest(t, 120, 32)
 	chunk := make([]byte, 32<<10)

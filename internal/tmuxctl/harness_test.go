@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/osproc"
+	"github.com/corral-dev/corral/internal/proctest"
 	"golang.org/x/sys/unix"
 )
 
@@ -257,24 +258,18 @@ func (r *recorder) Closed(id string) {
 func (r *recorder) await(what string, d time.Duration, cond func() bool) {
 	r.t.Helper()
 	d *= slack
-	deadline := time.Now().Add(d)
-	for {
+	if !proctest.WaitFor(d, func() bool {
 		r.mu.Lock()
-		ok := cond()
-		r.mu.Unlock()
-		if ok {
-			return
+		defer r.mu.Unlock()
+		return cond()
+	}) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var b strings.Builder
+		for id, p := range r.panes {
+			fmt.Fprintf(&b, "\n  %s %+v added=%d closed=%v redraws=%d screen=%q output=%q", id, p.info, p.added, p.closed, p.redraws, clip(p.screen), clip(p.out.Bytes()))
 		}
-		if time.Now().After(deadline) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			var b strings.Builder
-			for id, p := range r.panes {
-				fmt.Fprintf(&b, "\n  %s %+v added=%d closed=%v redraws=%d screen=%q output=%q", id, p.info, p.added, p.closed, p.redraws, clip(p.screen), clip(p.out.Bytes()))
-			}
-			r.t.Fatalf("waited %v for %s; calls: %v; panes:%s", d, what, r.log, b.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+		r.t.Fatalf("waited %v for %s; calls: %v; panes:%s", d, what, r.log, b.String())
 	}
 }
 
@@ -315,12 +310,8 @@ const slack = 4
 func awaitFn(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	d *= slack
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(d, cond) {
+		t.Fatalf("waited %v for %s", d, what)
 	}
 }
 

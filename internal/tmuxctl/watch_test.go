@@ -502,7 +502,7 @@ func TestWatchErrors(t *testing.T) {
 // and nothing hangs.
 func TestFlood(t *testing.T) {
 	if testing.Short() {
-		t.Skip("floods a pane for seconds")
+		t.Skip("floods a pane for seconds; runs without -short")
 	}
 	s := newServer(t)
 	// NOTE: the flood ends by itself: before tmux 3.7, respawn-pane -k of
@@ -686,7 +686,7 @@ func TestAttachKeepsMostRecentSession(t *testing.T) {
 // Close: its clients are killed after 2 s, and SendKeys times out.
 func TestCloseWithServerStopped(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits for timeouts")
+		t.Skip("waits for timeouts; runs without -short")
 	}
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "one", echoLoop("stopped"))

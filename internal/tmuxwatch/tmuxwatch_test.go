@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // A watched tmux pane end to end at the package's edge: its first screen,
@@ -22,15 +23,13 @@ func TestWatchedPane(t *testing.T) {
 	states := make(chan combine.State, 64)
 	w := watchAll(t, ts, func(_ *pane.Pane, c detect.Change) { states <- c.Decision.State })
 	var p *Pane
-	deadline := time.Now().Add(10 * time.Second)
-	for p == nil {
+	if !proctest.WaitFor(10*time.Second, func() bool {
 		if ps := w.Panes(); len(ps) == 1 {
 			p = ps[0]
-		} else if time.Now().After(deadline) {
-			t.Fatal("the pane was not watched")
-		} else {
-			time.Sleep(10 * time.Millisecond)
 		}
+		return p != nil
+	}) {
+		t.Fatal("the pane was not watched")
 	}
 	if p.Target() != "w:0.0" || !strings.HasPrefix(p.TmuxID, "%") || p.Socket() != ts.srv.Socket {
 		t.Fatalf("pane %s %s %s", p.Target(), p.TmuxID, p.Socket())
@@ -54,12 +53,8 @@ func TestWatchedPane(t *testing.T) {
 	if _, err := p.Answer("yes"); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for !strings.Contains(ts.tmux("capture-pane", "-p", "-t", "w:0.0"), "typed:y") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the answer did not reach tmux:\n%s", ts.tmux("capture-pane", "-p", "-t", "w:0.0"))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(ts.tmux("capture-pane", "-p", "-t", "w:0.0"), "typed:y") }) {
+		t.Fatalf("the answer did not reach tmux:\n%s", ts.tmux("capture-pane", "-p", "-t", "w:0.0"))
 	}
 	if fg, err := p.src.Foreground(); err != nil || fg <= 0 {
 		t.Fatalf("foreground %d, %v", fg, err)

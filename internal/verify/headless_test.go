@@ -56,7 +56,7 @@ esac
 // cases come out right or wrong by exit status and output.
 func TestRunHeadless(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a daemon")
+		t.Skip("starts a daemon; runs without -short")
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // The probes measure, against installed agent CLIs, what one verify run
@@ -68,14 +69,10 @@ func (ss *session) corralCLI(ctx context.Context, args ...string) (string, int) 
 
 // heard waits until the model server has a request whose text holds mark.
 func heard(trace, mark string, within time.Duration) bool {
-	end := time.Now().Add(within)
-	for time.Now().Before(end) {
-		if b, _ := os.ReadFile(trace); strings.Contains(string(b), mark) {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
+	return proctest.WaitFor(within, func() bool {
+		b, _ := os.ReadFile(trace)
+		return strings.Contains(string(b), mark)
+	})
 }
 
 // readyWait is corral wait --state idle, with the profile's first-start
@@ -99,9 +96,7 @@ func (ss *session) readyWait(ctx context.Context, t *testing.T) (string, int) {
 		if out, code := ss.corralCLI(ctx, "answer", ss.pane, "yes"); code != 0 {
 			return out, code
 		}
-		for end := time.Now().Add(5 * time.Second); ss.cap.liveState().State == combine.Blocked && time.Now().Before(end); {
-			time.Sleep(20 * time.Millisecond)
-		}
+		proctest.WaitFor(5*time.Second, func() bool { return ss.cap.liveState().State != combine.Blocked })
 	}
 	return "still blocked", 3
 }
