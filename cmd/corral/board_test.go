@@ -114,7 +114,7 @@ func TestFleetTerminalBoardAttach(t *testing.T) {
 	hub, b := fleetPair(t)
 	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "make test")
 	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
-	until(t, 10*time.Second, "b:fp on the hub", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
+	waitFor(t, 10*time.Second, "b:fp on the hub", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
 
 	keys, await := boardInTmux(t, hub)
 	onBoard := func(s string) bool { return strings.Contains(s, "corral  ") && strings.Contains(s, "enter attach") }
