@@ -45,15 +45,7 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if s.fleetNode() != nil {
-		fail(w, http.StatusConflict, "in_fleet", errors.New("this daemon is in a fleet already; corral fleet status shows it, corral fleet leave leaves it"))
-		return
-	}
-	if req.Name == "" {
-		req.Name = fleet.DefaultName()
-	}
-	if err := fleet.CheckName(req.Name); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+	if !s.canEnterFleet(w, &req.Name, "this daemon is in a fleet already; corral fleet status shows it, corral fleet leave leaves it") {
 		return
 	}
 	if req.Listen == "" {
@@ -88,15 +80,7 @@ func (s *Server) handleFleetJoinHub(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if s.fleetNode() != nil {
-		fail(w, http.StatusConflict, "in_fleet", errors.New("this daemon is in a fleet already; corral fleet leave first"))
-		return
-	}
-	if req.Name == "" {
-		req.Name = fleet.DefaultName()
-	}
-	if err := fleet.CheckName(req.Name); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+	if !s.canEnterFleet(w, &req.Name, "this daemon is in a fleet already; corral fleet leave first") {
 		return
 	}
 	if req.ClusterListen == "" || len(req.URLs) == 0 || req.HubToken == "" {
@@ -143,15 +127,7 @@ func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if s.fleetNode() != nil {
-		fail(w, http.StatusConflict, "in_fleet", errors.New("this daemon is in a fleet already; corral fleet leave first"))
-		return
-	}
-	if req.Name == "" {
-		req.Name = fleet.DefaultName()
-	}
-	if err := fleet.CheckName(req.Name); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+	if !s.canEnterFleet(w, &req.Name, "this daemon is in a fleet already; corral fleet leave first") {
 		return
 	}
 	cfg := fleet.Config{Name: req.Name, URLs: req.URLs, Token: req.Token, Creds: req.Creds, CAFingerprint: req.CAFingerprint, MaxJobs: req.MaxJobs,
@@ -290,4 +266,21 @@ func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reply(w, req)
+}
+
+// canEnterFleet refuses a daemon in a fleet already (saying already) and a
+// bad host name; an empty name becomes the default one.
+func (s *Server) canEnterFleet(w http.ResponseWriter, name *string, already string) bool {
+	if s.fleetNode() != nil {
+		fail(w, http.StatusConflict, "in_fleet", errors.New(already))
+		return false
+	}
+	if *name == "" {
+		*name = fleet.DefaultName()
+	}
+	if err := fleet.CheckName(*name); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", err)
+		return false
+	}
+	return true
 }
