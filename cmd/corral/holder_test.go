@@ -22,27 +22,15 @@ import (
 
 // holders returns the pids of the environment's pane holders.
 func (e *env) holders() []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, d := range entries {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
+	sock := "CORRAL_SOCKET=" + filepath.Join(e.dir, "s.sock") + "\x00"
+	return procsWhere(func(pid int, cmdline []byte) bool {
+		args := strings.Split(string(cmdline), "\x00")
 		if len(args) < 2 || args[1] != "hold" || !proctest.Alive(pid) {
-			continue
+			return false
 		}
-		env, _ := os.ReadFile("/proc/" + d.Name() + "/environ")
-		if strings.Contains(string(env), "CORRAL_SOCKET="+filepath.Join(e.dir, "s.sock")+"\x00") {
-			out = append(out, pid)
-		}
-	}
-	return out
+		env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		return strings.Contains(string(env), sock)
+	})
 }
 
 // reboot kills at once, as a reboot would, the daemon, every holder of e

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // heldScript is a job's program: its init line and a text, then, once the
@@ -91,32 +93,10 @@ func endJobAtCleanup(t *testing.T, script string) {
 
 // jobHolders returns the live job holders of e.
 func (e *env) jobHolders() []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, d := range entries {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if len(args) >= 3 && args[1] == "jobhold" && strings.HasPrefix(args[2], e.dir) && alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && f[0] != "Z"
+	return procsWhere(func(pid int, cmdline []byte) bool {
+		args := strings.Split(string(cmdline), "\x00")
+		return len(args) >= 3 && args[1] == "jobhold" && strings.HasPrefix(args[2], e.dir) && proctest.Alive(pid)
+	})
 }
 
 // A job keeps running when its daemon is killed with SIGKILL or restarted;
