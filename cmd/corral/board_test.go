@@ -14,34 +14,10 @@ import (
 // one first, jumps to it with g, answers it with y, and quits with q.
 func TestTerminalBoardInTmux(t *testing.T) {
 	t.Parallel()
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		need(t, "tmux (apt-get install tmux)")
-	}
 	e := newEnv(t)
 	e.must("run", "--name", "alpha", "--agent", "claude-code", "--", corralBin, "fake-agent")
 	e.must("run", "--name", "beta", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "make deploy")
-	sock := filepath.Join(e.dir, "tmux.sock")
-	tm := func(args ...string) string {
-		cmd := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...)
-		cmd.Env = append(append([]string(nil), e.vars...), "TERM=xterm-256color")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v: %s", args, err, out)
-		}
-		return string(out)
-	}
-	tm("new-session", "-d", "-x", "120", "-y", "40", corralBin)
-	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
-	screen := func() string { return tm("capture-pane", "-p") }
-	await := func(what string, ok func(string) bool) string {
-		t.Helper()
-		var s string
-		if !proctest.WaitFor(15*time.Second, func() bool { s = screen(); return ok(s) }) {
-			t.Fatalf("board never showed %s:\n%s", what, s)
-		}
-		return s
-	}
+	keys, await, running := boardInTmux(t, e)
 	await("both panes", func(s string) bool {
 		return strings.Contains(s, "2 panes") && strings.Contains(s, "alpha") && strings.Contains(s, "beta")
 	})
@@ -52,25 +28,21 @@ func TestTerminalBoardInTmux(t *testing.T) {
 	if !strings.HasPrefix(strings.TrimSpace(lines[1]), "BLOCKED") || !strings.Contains(lines[2], "beta") || !strings.Contains(lines[2], "blocked/permission") {
 		t.Fatalf("blocked pane not first:\n%s", s)
 	}
-	tm("send-keys", "g")
+	keys("g")
 	await("beta selected with its preview", func(s string) bool {
 		return strings.Contains(s, "▸ ") && strings.Contains(s, "── beta") && strings.Contains(s, "make deploy")
 	})
-	tm("send-keys", "y")
+	keys("y")
 	e.must("wait", "beta", "--state", "done,idle", "--timeout", "10s")
 	await("no pane blocked", func(s string) bool { return strings.Contains(s, "0 blocked") })
-	tm("send-keys", "q")
-	if !proctest.WaitFor(10*time.Second, func() bool {
-		out, _ := exec.Command(tmux, "-S", sock, "list-sessions").CombinedOutput()
-		return !strings.Contains(string(out), "windows")
-	}) {
-		t.Fatalf("board did not quit:\n%s", screen())
-	}
+	keys("q")
+	waitFor(t, 10*time.Second, "the board to quit", func() bool { return !running() })
 }
 
 // boardInTmux starts e's terminal board in a tmux server of its own and
-// returns a way to type keys into it and to wait for its screen.
-func boardInTmux(t *testing.T, e *env) (keys func(...string), await func(what string, ok func(string) bool) string) {
+// returns a way to type keys into it, to wait for its screen, and to tell
+// whether it still runs.
+func boardInTmux(t *testing.T, e *env) (keys func(...string), await func(what string, ok func(string) bool) string, running func() bool) {
 	t.Helper()
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
@@ -91,19 +63,17 @@ func boardInTmux(t *testing.T, e *env) (keys func(...string), await func(what st
 	keys = func(k ...string) { tm(append([]string{"send-keys"}, k...)...) }
 	await = func(what string, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			s := tm("capture-pane", "-p")
-			if ok(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the terminal never showed %s:\n%s", what, s)
-			}
-			time.Sleep(20 * time.Millisecond)
+		var s string
+		if !proctest.WaitFor(15*time.Second, func() bool { s = tm("capture-pane", "-p"); return ok(s) }) {
+			t.Fatalf("the terminal never showed %s:\n%s", what, s)
 		}
+		return s
 	}
-	return keys, await
+	running = func() bool {
+		out, _ := exec.Command(tmux, "-S", sock, "list-sessions").CombinedOutput()
+		return strings.Contains(string(out), "windows")
+	}
+	return keys, await, running
 }
 
 // Enter on another host's pane in the terminal board attaches to it
@@ -116,7 +86,7 @@ func TestFleetTerminalBoardAttach(t *testing.T) {
 	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
 	waitFor(t, 10*time.Second, "b:fp on the hub", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
 
-	keys, await := boardInTmux(t, hub)
+	keys, await, _ := boardInTmux(t, hub)
 	onBoard := func(s string) bool { return strings.Contains(s, "corral  ") && strings.Contains(s, "enter attach") }
 	await("b:fp on the board", func(s string) bool { return onBoard(s) && strings.Contains(s, "b:fp") })
 	keys("/", "b:fp", "Enter")
@@ -140,7 +110,7 @@ func TestFleetTerminalBoardAttach(t *testing.T) {
 	join := strings.Fields(lines[len(lines)-1])
 	obs := newEnv(t)
 	obs.must(append([]string{"fleet"}, join[2:]...)...)
-	keys, await = boardInTmux(t, obs)
+	keys, await, _ = boardInTmux(t, obs)
 	await("b:fp on the observer's board", func(s string) bool { return onBoard(s) && strings.Contains(s, "b:fp") })
 	keys("/", "b:fp", "Enter")
 	await("b:fp selected", func(s string) bool { return strings.Contains(s, "── b:fp") })
