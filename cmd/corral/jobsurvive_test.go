@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -119,15 +120,8 @@ func TestJobOutlivesItsDaemon(t *testing.T) {
 				t.Fatalf("the job did not outlive its daemon (%s)", how)
 			}
 			os.WriteFile(gate, nil, 0o600)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("corral exec: %v\n%s", err, out.String())
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatalf("corral exec did not end:\n%s", out.String())
+			if err := waitExit(t, cmd, 20*time.Second, out); err != nil {
+				t.Fatalf("corral exec: %v\n%s", err, out.String())
 			}
 			types, outcome := streamTypes(t, out.String())
 			if got := strings.Join(types, ","); got != "init,assistant:before,assistant:after,result" {
@@ -256,15 +250,8 @@ func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
 			}
 			b.must("fleet", "status") // b's next daemon, and its fleet
 			os.WriteFile(gate, nil, 0o600)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("corral exec --fleet: %v\n%s", err, out.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("corral exec --fleet did not end:\n%s", out.String())
+			if err := waitExit(t, cmd, 30*time.Second, out); err != nil {
+				t.Fatalf("corral exec --fleet: %v\n%s", err, out.String())
 			}
 			types, outcome := streamTypes(t, out.String())
 			if got := strings.Join(types, ","); got != "init,assistant:before,assistant:after,result" {
@@ -305,17 +292,25 @@ func TestHeldJobAnsweredAfterDaemonKill(t *testing.T) {
 		t.Fatalf("the job under the next daemon: %+v", p)
 	}
 	e.must("answer", "relay", "yes")
+	if err := waitExit(t, cmd, 20*time.Second, &out); err != nil || strings.Count(out.String(), "assistant: allowed") != 1 || !strings.Contains(out.String(), "allowed Bash: rm -rf build (corral answer yes)") {
+		t.Fatalf("exec: %v\n%s", err, out.String())
+	}
+	if p := e.pane("relay"); p.State != "done" {
+		t.Fatalf("the job after the answer: %+v", p)
+	}
+}
+
+// waitExit waits for a started command to end and returns its error; the
+// test fails, showing out, when it has not ended within d.
+func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration, out fmt.Stringer) error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil || strings.Count(out.String(), "assistant: allowed") != 1 || !strings.Contains(out.String(), "allowed Bash: rm -rf build (corral answer yes)") {
-			t.Fatalf("exec: %v\n%s", err, out.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("exec did not end:\n%s", out.String())
-	}
-	if p := e.pane("relay"); p.State != "done" {
-		t.Fatalf("the job after the answer: %+v", p)
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s did not end within %v:\n%s", strings.Join(cmd.Args, " "), d, out.String())
+		return nil
 	}
 }
