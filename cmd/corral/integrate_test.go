@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/corral-dev/corral/internal/agents"
-	"github.com/corral-dev/corral/internal/proctest"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/proctest"
 
 	"github.com/corral-dev/corral/internal/lab/mockmodel"
 )

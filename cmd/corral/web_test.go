@@ -21,10 +21,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/board"
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/proctest"
-	"github.com/corral-dev/corral/internal/server"
 )
 
 // chromium finds a Chromium to drive, or skips.
@@ -488,7 +488,7 @@ func TestWebBoardListenAny(t *testing.T) {
 
 // Event WebSockets that never read do not slow a pane, corral ls or a
 // client that reads; each is dropped once its queue fills; the daemon
-// serves at most server.MaxEventSockets at once.
+// serves at most api.MaxEventSockets at once.
 func TestEventSocketsSlowReaders(t *testing.T) {
 	proctest.Slow(t, "about 9 s")
 	e := newEnv(t)
@@ -511,7 +511,7 @@ func TestEventSocketsSlowReaders(t *testing.T) {
 			ws.CloseNow()
 		}
 	}()
-	for len(conns) < server.MaxEventSockets-1 {
+	for len(conns) < api.MaxEventSockets-1 {
 		ws, err := dial()
 		if err != nil {
 			t.Fatalf("event stream %d: %v", len(conns)+2, err)
@@ -520,7 +520,7 @@ func TestEventSocketsSlowReaders(t *testing.T) {
 	}
 	if ws, err := dial(); err == nil {
 		ws.CloseNow()
-		t.Fatalf("event stream %d opened; the cap is %d", server.MaxEventSockets+1, server.MaxEventSockets)
+		t.Fatalf("event stream %d opened; the cap is %d", api.MaxEventSockets+1, api.MaxEventSockets)
 	}
 	// A pane that changes state 600 times.
 	const flips = 300

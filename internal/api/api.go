@@ -319,3 +319,10 @@ type FleetJob struct {
 	From    string `json:"from"`
 	Attempt int    `json:"attempt"`
 }
+
+// FellBehind begins the diagnostic a job's stream adds when it missed
+// events: a line that is none of the job's events.
+const FellBehind = "corral: this stream fell"
+
+// MaxEventSockets is how many event WebSockets the daemon serves at once.
+const MaxEventSockets = 128

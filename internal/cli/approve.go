@@ -11,8 +11,9 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/internal/agents"
+	"github.com/corral-dev/corral/internal/approval"
+	"github.com/corral-dev/corral/internal/config"
 	"github.com/corral-dev/corral/internal/headless"
-	"github.com/corral-dev/corral/internal/server"
 	"github.com/spf13/pflag"
 )
 
@@ -77,7 +78,7 @@ func policyExplain(fs *pflag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
 	return func(_ context.Context, std IO, pos []string) error {
 		if *file == "" {
-			cfg, err := server.LoadConfig(server.ConfigPath())
+			cfg, err := config.LoadConfig(config.ConfigPath())
 			if err != nil {
 				return err
 			}
@@ -86,7 +87,7 @@ func policyExplain(fs *pflag.FlagSet) runFunc {
 			}
 			*file = cfg.Panes.Policy
 			if !filepath.IsAbs(*file) && !strings.HasPrefix(*file, "~") {
-				*file = filepath.Join(filepath.Dir(server.ConfigPath()), *file)
+				*file = filepath.Join(filepath.Dir(config.ConfigPath()), *file)
 			}
 			if strings.HasPrefix(*file, "~/") {
 				home, _ := os.UserHomeDir()
@@ -137,7 +138,7 @@ func policyExplain(fs *pflag.FlagSet) runFunc {
 		default:
 			return usagef("need TOOL [INPUT], or --payload FILE")
 		}
-		ap, v := server.Explain(p, req)
+		ap, v := approval.Explain(p, req)
 		if v.Matched == nil {
 			v.Matched = make([]bool, len(p.Rules()))
 		}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
-	"github.com/corral-dev/corral/internal/server"
+	"github.com/corral-dev/corral/internal/config"
 	"github.com/corral-dev/corral/internal/tty"
 	tuiboard "github.com/corral-dev/corral/internal/tui"
 	"github.com/spf13/pflag"
@@ -99,7 +99,7 @@ func runWebBoard(ctx context.Context, std IO, addr string, noBrowser, listenAny,
 // folder only the user can read (the daemon's socket folder, or a new
 // private one) and returns its path.
 func launchPage(signIn string) (string, error) {
-	dir := filepath.Dir(server.SocketPath())
+	dir := filepath.Dir(config.SocketPath())
 	if !privateDir(dir) {
 		dir = filepath.Join(os.TempDir(), fmt.Sprintf("corral-board-%d", os.Getuid()))
 		_ = os.Mkdir(dir, 0o700)

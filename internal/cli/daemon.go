@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/corral-dev/corral/internal/client"
-	"github.com/corral-dev/corral/internal/server"
+	"github.com/corral-dev/corral/internal/config"
 )
 
 // Exit statuses scripts rely on.
@@ -25,11 +25,11 @@ const (
 
 // connect returns a client, starting the daemon if none answers.
 func connect(ctx context.Context) (*client.Client, error) {
-	sock, err := server.CheckSocketPath()
+	sock, err := config.CheckSocketPath()
 	if err != nil {
 		return nil, err
 	}
-	stateDir, err := server.CheckStateDir()
+	stateDir, err := config.CheckStateDir()
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/corral-dev/corral/internal/buildinfo"
+	"github.com/corral-dev/corral/internal/config"
 	"github.com/corral-dev/corral/internal/doctor"
-	"github.com/corral-dev/corral/internal/server"
 	"github.com/corral-dev/corral/internal/tty"
 	"github.com/spf13/pflag"
 )
@@ -29,7 +29,7 @@ func runDoctor(fs *pflag.FlagSet) runFunc {
 		if _, ok := std.Stdout.(*safeWriter); !ok {
 			std.Stdout = &safeWriter{w: std.Stdout}
 		}
-		env := doctor.Real(doctor.Paths{Socket: server.SocketPath(), State: server.StateDir(), Config: server.ConfigPath()})
+		env := doctor.Real(doctor.Paths{Socket: config.SocketPath(), State: config.StateDir(), Config: config.ConfigPath()})
 		env.StdoutTerminal = isTerminal(std.Stdout)
 		self := buildinfo.Self()
 		if Version != "dev" {
@@ -37,7 +37,7 @@ func runDoctor(fs *pflag.FlagSet) runFunc {
 		}
 		env.Self = self
 		env.Config = sync.OnceValues(func() (doctor.Notify, error) {
-			cfg, err := server.LoadConfig(env.ConfigPath)
+			cfg, err := config.LoadConfig(env.ConfigPath)
 			if err != nil {
 				return doctor.Notify{}, err
 			}

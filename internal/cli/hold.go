@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/handover"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/server"
@@ -46,7 +47,7 @@ const HandoverWait = 15 * time.Second
 // recv, the daemon passes its lock and listening socket on to recv
 // (returned; nil when it cannot), so that no other daemon can start in
 // between.
-func handOver(ctx context.Context, recv *server.Receiver) (bool, *server.Inherited, error) {
+func handOver(ctx context.Context, recv *handover.Receiver) (bool, *handover.Inherited, error) {
 	c := clientNoStart()
 	var old struct {
 		PID int `json:"pid"`

@@ -12,7 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
-	"github.com/corral-dev/corral/internal/server"
+	"github.com/corral-dev/corral/internal/config"
 	"github.com/spf13/pflag"
 )
 
@@ -53,7 +53,7 @@ func runHook(fs *pflag.FlagSet) runFunc {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		sock, err := server.CheckSocketPath()
+		sock, err := config.CheckSocketPath()
 		if err != nil {
 			fmt.Fprintf(std.Stderr, "corral hook: %v\n", err)
 			return nil

@@ -17,12 +17,12 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/config"
 
-	"github.com/corral-dev/corral/internal/server"
 	"github.com/spf13/pflag"
 )
 
-func clientNoStart() *client.Client { return client.New(server.SocketPath()) }
+func clientNoStart() *client.Client { return client.New(config.SocketPath()) }
 
 // panePath is the API path of a pane (by id or name), or of one of its actions.
 func panePath(ref, action string) string {

@@ -12,8 +12,9 @@ import (
 	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/config"
 	"github.com/corral-dev/corral/internal/rules"
-	"github.com/corral-dev/corral/internal/server"
+	"github.com/corral-dev/corral/internal/ruleswatch"
 	"github.com/spf13/pflag"
 )
 
@@ -106,13 +107,13 @@ func runRulesList(fs *pflag.FlagSet) runFunc {
 		where := "in force in the running daemon"
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		sock, err := server.CheckSocketPath()
+		sock, err := config.CheckSocketPath()
 		if err == nil {
 			err = client.New(sock).Do(dctx, "GET", "/v1/rules", nil, &list)
 		}
 		if err != nil {
 			set, errs := loader().Load(nil)
-			list = server.RulesJSON(set, server.RulesProblems(errs, "the built-in version is in force"))
+			list = ruleswatch.Describe(set, ruleswatch.Problems(errs, "the built-in version is in force"))
 			where = "no daemon running: what it would load now"
 		}
 		if *asJSON {

@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/internal/config"
+	"github.com/corral-dev/corral/internal/handover"
+	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/corral-dev/corral/internal/server"
 	"github.com/spf13/pflag"
 )
@@ -16,25 +19,25 @@ import (
 func runServe(fs *pflag.FlagSet) runFunc {
 	replace := fs.Bool("replace", false, "take over the running daemon's panes (it hands them over and exits)")
 	return func(ctx context.Context, std IO, _ []string) error {
-		server.CloseOnExecInherited()
+		osproc.CloseOnExecInherited()
 		server.TuneGC()
 		logger := log.New(std.Stderr, "corral: ", log.LstdFlags)
-		cfg, err := server.LoadConfig(server.ConfigPath())
+		cfg, err := config.LoadConfig(config.ConfigPath())
 		if err != nil {
 			return err
 		}
-		sock, err := server.CheckSocketPath()
+		sock, err := config.CheckSocketPath()
 		if err != nil {
 			return err
 		}
-		stateDir, err := server.CheckStateDir()
+		stateDir, err := config.CheckStateDir()
 		if err != nil {
 			return err
 		}
 		opts := server.Options{Socket: sock, StateDir: stateDir, Loader: loader(), Logf: logger.Printf, Config: cfg}
 		newServer := server.New
 		if *replace {
-			recv, err := server.NewReceiver(opts.StateDir)
+			recv, err := handover.NewReceiver(opts.StateDir)
 			if err != nil {
 				logger.Printf("%v; the old daemon's socket is taken once it has let go of it", err)
 			} else {
@@ -53,7 +56,7 @@ func runServe(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		logger.Printf("serving on %s (event log in %s)", sock, server.StateDir())
+		logger.Printf("serving on %s (event log in %s)", sock, config.StateDir())
 		err = srv.Serve(ctx)
 		<-srv.Done()
 		logger.Printf("stopped")
@@ -78,9 +81,9 @@ func runShutdown(fs *pflag.FlagSet) runFunc {
 		// then until the daemon lets go of its lock: a command run right after
 		// starts a new daemon, which needs it.
 		deadline := time.Now().Add(30 * time.Second)
-		for c.Ping(ctx) == nil || !lockFree(server.SocketPath()+".lock") {
+		for c.Ping(ctx) == nil || !lockFree(config.SocketPath()+".lock") {
 			if time.Now().After(deadline) {
-				return fmt.Errorf("the daemon has not ended 30 s after it was told to; see %s", filepath.Join(server.StateDir(), "daemon.log"))
+				return fmt.Errorf("the daemon has not ended 30 s after it was told to; see %s", filepath.Join(config.StateDir(), "daemon.log"))
 			}
 			select {
 			case <-ctx.Done():

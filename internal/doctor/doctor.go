@@ -109,7 +109,7 @@ type Env struct {
 	UID            int
 
 	// SocketPath, StateDir and ConfigPath are where corral puts them
-	// (server.SocketPath, StateDir, ConfigPath).
+	// (config.SocketPath, StateDir, ConfigPath).
 	SocketPath, StateDir, ConfigPath string
 	// Self is this binary's build.
 	Self buildinfo.Info

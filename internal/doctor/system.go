@@ -23,7 +23,7 @@ import (
 )
 
 // Paths are where corral keeps its things, as the caller resolves them
-// (server.SocketPath, StateDir, ConfigPath).
+// (config.SocketPath, StateDir, ConfigPath).
 type Paths struct {
 	Socket, State, Config string
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
 )
 
@@ -109,18 +110,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// MaxEventSockets is how many event WebSockets the daemon serves at once.
-const MaxEventSockets = 128
-
 // handleEventsWS streams new events over a WebSocket, one JSON event per
 // text message. The socket is the user's own (mode 0600), so any origin
 // that reached it is the user's. Each client has its own queue in the hub
 // and its own writer: one that stops reading is dropped when its queue
 // fills, and never holds up a pane or another client.
 func (s *Server) handleEventsWS(w http.ResponseWriter, r *http.Request) {
-	if s.eventSockets.Add(1) > MaxEventSockets {
+	if s.eventSockets.Add(1) > api.MaxEventSockets {
 		s.eventSockets.Add(-1)
-		fail(w, http.StatusServiceUnavailable, "busy", fmt.Errorf("the daemon serves %d event streams already; close some", MaxEventSockets))
+		fail(w, http.StatusServiceUnavailable, "busy", fmt.Errorf("the daemon serves %d event streams already; close some", api.MaxEventSockets))
 		return
 	}
 	defer s.eventSockets.Add(-1)

@@ -7,16 +7,6 @@ import (
 	"github.com/corral-dev/corral/internal/handover"
 )
 
-// Inherited, Receiver and NewReceiver are internal/handover's, named here
-// for the commands that start a daemon.
-type (
-	Inherited = handover.Inherited
-	Receiver  = handover.Receiver
-)
-
-// NewReceiver listens, in the state folder, for the old daemon.
-func NewReceiver(stateDir string) (*Receiver, error) { return handover.NewReceiver(stateDir) }
-
 // prepareHandover keeps a copy of the listening socket for passOn, and
 // keeps its file when the listener is closed.
 func (s *Server) prepareHandover(to string) error {

@@ -10,7 +10,9 @@ import (
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/approval"
 	"github.com/corral-dev/corral/internal/combine"
+	"github.com/corral-dev/corral/internal/config"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
@@ -58,14 +60,14 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 	}
 	a.mu.Lock()
 	recent := !a.decided.IsZero() && ev.Time.Sub(a.decided) < decidedQuiet && a.last != nil &&
-		a.last.Decision != "person" && sameRequest(ev.Message, a.last.Input)
+		a.last.Decision != "person" && approval.SameRequest(ev.Message, a.last.Input)
 	a.mu.Unlock()
 	if recent {
 		return true
 	}
 	a.mu.Lock()
 	leftToYou := !a.left.IsZero() && ev.Time.Sub(a.left) < decidedQuiet && a.last != nil &&
-		a.last.Decision == "person" && sameRequest(ev.Message, a.last.Input)
+		a.last.Decision == "person" && approval.SameRequest(ev.Message, a.last.Input)
 	a.mu.Unlock()
 	if leftToYou {
 		return false // held and left to the person already: notify at once
@@ -104,16 +106,16 @@ func (s *Server) decideReport(e *entry, a *approver, agent string, at time.Time)
 	if msg == "" {
 		return ap, "", false // screen-only: never decided for the person
 	}
-	req, whole := reportedRequest(msg)
+	req, whole := approval.ReportedRequest(msg)
 	// "./..." may be a whole Go package pattern or a cut: the screen tells.
-	dots := !whole && req.Input != "" && strings.HasSuffix(req.Input, "...") && len(msg) < maxReportMsg
+	dots := !whole && req.Input != "" && strings.HasSuffix(req.Input, "...") && len(msg) < approval.MaxReportMsg
 	if dots {
 		req.Whole, whole = true, true
 	}
-	ap = Decide(a.policy, req)
+	ap = approval.Decide(a.policy, req)
 	if !whole {
-		ap = api.Approval{Decision: "person", Policy: a.policy.Source, Tool: req.Tool, Input: clipInput(req.Input),
-			Text: "the request was not read whole (" + clipText(msg) + "): left to you"}
+		ap = api.Approval{Decision: "person", Policy: a.policy.Source, Tool: req.Tool, Input: approval.ClipInput(req.Input),
+			Text: "the request was not read whole (" + approval.ClipText(msg) + "): left to you"}
 	}
 	ap.Time = at.UTC().Format(eventlog.TimeFormat)
 	if ap.Decision == "person" {
@@ -121,21 +123,6 @@ func (s *Server) decideReport(e *entry, a *approver, agent string, at time.Time)
 		return ap, "", false
 	}
 	return ap, req.Input, true
-}
-
-// leftToPerson is a decision turned over to the person, saying why.
-func leftToPerson(ap api.Approval, why string) api.Approval {
-	ap.Decision, ap.Rule = "person", 0
-	ap.Text = why + ": left to you"
-	return ap
-}
-
-// answerChoice is the answer a rule's decision types.
-func answerChoice(ap api.Approval) string {
-	if ap.Decision == "deny" {
-		return "no"
-	}
-	return "yes"
 }
 
 // setLast records the newest decision.
@@ -201,7 +188,7 @@ func (s *Server) answerHeld(e *entry, p *pane.Pane, a *approver, ap api.Approval
 			return // answered, gone, or released: no longer held
 		}
 		now := time.Now()
-		if !h.Shown.IsZero() && showsWhole(h.Region, input) {
+		if !h.Shown.IsZero() && approval.ShowsWhole(h.Region, input) {
 			if ready := h.Shown.Add(h.Settle); now.Before(ready) {
 				time.Sleep(ready.Sub(now))
 				continue
@@ -209,7 +196,7 @@ func (s *Server) answerHeld(e *entry, p *pane.Pane, a *approver, ap api.Approval
 			break
 		}
 		if now.After(deadline) {
-			a.leave(leftToPerson(ap, "the prompt on screen does not show "+clipText(input)+" whole"), now)
+			a.leave(approval.LeftToPerson(ap, "the prompt on screen does not show "+approval.ClipText(input)+" whole"), now)
 			p.NoteUndecided()
 			return
 		}
@@ -217,36 +204,13 @@ func (s *Server) answerHeld(e *entry, p *pane.Pane, a *approver, ap api.Approval
 	}
 	now := time.Now()
 	a.noteDecided(ap, now)
-	if _, err := p.AnswerHeld(answerChoice(ap), ap.Text); err != nil {
-		a.leave(leftToPerson(ap, "could not answer ("+err.Error()+")"), now)
+	if _, err := p.AnswerHeld(approval.AnswerChoice(ap), ap.Text); err != nil {
+		a.leave(approval.LeftToPerson(ap, "could not answer ("+err.Error()+")"), now)
 		p.NoteUndecided()
 		return
 	}
 	s.recordDecision(e, ap, now)
 }
-
-// reportedRequest reads an OSC 7501 permission message, "approve TOOL:
-// INPUT" (Claude Code's words); whole is false for anything else, or for
-// a message that may have been cut (an ellipsis, the protocol's limit).
-func reportedRequest(msg string) (req agents.Permission, whole bool) {
-	rest, ok := strings.CutPrefix(msg, "approve ")
-	if !ok {
-		return req, false
-	}
-	tool, input, ok := strings.Cut(rest, ": ")
-	if !ok || tool == "" || strings.ContainsAny(tool, " \t") || input == "" {
-		return agents.Permission{Tool: tool}, false
-	}
-	req = agents.Permission{Tool: tool, Input: input}
-	if strings.HasSuffix(input, "…") || strings.HasSuffix(input, "...") || len(msg) >= maxReportMsg {
-		return req, false
-	}
-	req.Whole = true
-	return req, true
-}
-
-// maxReportMsg is OSC 7501's bound on a decoded msg: one this long may be cut.
-const maxReportMsg = 2048
 
 // answerReport carries out a rule's decision on a reported request by
 // typing the manifest's answer, once the prompt is on screen and shows the
@@ -267,11 +231,11 @@ func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input stri
 		if in.Decision.State != combine.Blocked || in.Decision.Kind != "permission" {
 			return // answered meanwhile
 		}
-		if region, ok := p.PromptRegion(); ok && !in.PromptShown.IsZero() && showsWhole(region, input) {
+		if region, ok := p.PromptRegion(); ok && !in.PromptShown.IsZero() && approval.ShowsWhole(region, input) {
 			break
 		}
 		if time.Now().After(deadline) {
-			a.setLast(leftToPerson(ap, "the prompt on screen does not show "+clipText(input)+" whole"))
+			a.setLast(approval.LeftToPerson(ap, "the prompt on screen does not show "+approval.ClipText(input)+" whole"))
 			s.notify.Event(ev)
 			return
 		}
@@ -279,66 +243,12 @@ func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input stri
 	}
 	now := time.Now()
 	a.noteDecided(ap, now)
-	if _, err := e.answer(answerChoice(ap)); err != nil {
-		a.setLast(leftToPerson(ap, "could not answer ("+err.Error()+")"))
+	if _, err := e.answer(approval.AnswerChoice(ap)); err != nil {
+		a.setLast(approval.LeftToPerson(ap, "could not answer ("+err.Error()+")"))
 		s.notify.Event(ev)
 		return
 	}
 	s.recordDecision(e, ap, now)
-}
-
-// sameRequest says whether a block's message may be about the request a
-// rule just decided: it names its input (or names nothing).
-func sameRequest(msg, input string) bool {
-	if msg == "" {
-		return true
-	}
-	in := strings.Join(strings.Fields(input), " ")
-	if r := []rune(in); len(r) > 40 {
-		in = string(r[:40])
-	}
-	return strings.Contains(strings.Join(strings.Fields(msg), " "), in)
-}
-
-// showsWhole says whether a prompt's text shows input as whole lines of
-// its own: one line, or consecutive lines a long command wrapped into
-// (joined at a space, or mid-word), equal to it with the indentation and
-// runs of spaces aside. Part of a line ("$ ls", "ls; rm -rf ~") is not it.
-func showsWhole(region, input string) bool {
-	want := strings.Join(strings.Fields(input), " ")
-	if want == "" {
-		return false
-	}
-	var lines []string
-	for _, l := range strings.Split(region, "\n") {
-		lines = append(lines, strings.TrimSpace(trimFrame(l)))
-	}
-	for i := range lines {
-		if lines[i] == "" {
-			continue
-		}
-		spaced, tight := "", ""
-		for j := i; j < len(lines) && lines[j] != "" && len(tight) <= len(input)+len(lines[j]); j++ {
-			if j == i {
-				spaced, tight = lines[j], lines[j]
-			} else {
-				spaced, tight = spaced+" "+lines[j], tight+lines[j]
-			}
-			if strings.Join(strings.Fields(spaced), " ") == want || strings.Join(strings.Fields(tight), " ") == want {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// trimFrame takes a dialog's box-drawing border off a line ("│ ls -la │").
-func trimFrame(l string) string {
-	l = strings.TrimSpace(l)
-	for _, b := range []string{"│", "┃", "║", "|"} {
-		l = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(l, b), b))
-	}
-	return l
 }
 
 // policyFor is the policy a new pane gets: the run's own, or config.toml's
@@ -357,7 +267,7 @@ func (s *Server) policyFor(req api.RunRequest) (*approver, error) {
 	}
 	file = expandHome(file)
 	if !filepath.IsAbs(file) {
-		file = filepath.Join(filepath.Dir(ConfigPath()), file)
+		file = filepath.Join(filepath.Dir(config.ConfigPath()), file)
 	}
 	text, err := safefile.Read(file, headless.MaxPolicyBytes)
 	if err != nil {
@@ -371,74 +281,6 @@ func (s *Server) policyFor(req api.RunRequest) (*approver, error) {
 		return nil, fmt.Errorf("config.toml's [panes] policy: %w (fix it, or run with --no-policy)", err)
 	}
 	return &approver{policy: p, text: text}, nil
-}
-
-// Decide is how a policy decides one permission request.
-func Decide(p *headless.Policy, req agents.Permission) api.Approval {
-	ap, _ := Explain(p, req)
-	return ap
-}
-
-// PolicyRequest is a permission request as a policy reads it.
-func PolicyRequest(req agents.Permission) headless.Request {
-	return headless.Request{Tool: req.Tool, Input: req.Input, InputKey: req.InputKey, Fields: req.Fields}
-}
-
-// Explain decides one permission request and says how: the verdict holds
-// every rule that matched and, for a shell command, the rule that took
-// each of its simple commands. A question, or a request not read whole,
-// is left to the person without a verdict.
-func Explain(p *headless.Policy, req agents.Permission) (api.Approval, headless.Verdict) {
-	ap := api.Approval{Policy: p.Source, Tool: req.Tool, Input: clipInput(req.Input), Decision: "person"}
-	what := req.Tool
-	if req.Input != "" {
-		what += ": " + clipText(req.Input)
-	}
-	switch {
-	case req.Question:
-		ap.Text = "a question for you, " + what + ": left to you"
-		return ap, headless.Verdict{Decision: headless.Person}
-	case !req.Whole:
-		ap.Text = "the request was not read whole (" + what + "): left to you"
-		return ap, headless.Verdict{Decision: headless.Person}
-	}
-	v := p.Explain(PolicyRequest(req))
-	switch v.Decision {
-	case headless.Allow:
-		ap.Decision, ap.Rule = "allow", v.Rule
-		if len(v.Rules) > 1 {
-			ap.Text = fmt.Sprintf("allowed by rules %s: %s", joinInts(v.Rules), what)
-		} else {
-			ap.Text = fmt.Sprintf("allowed by rule %d: %s", v.Rule, what)
-		}
-	case headless.Deny:
-		ap.Decision, ap.Rule = "deny", v.Rule
-		if v.Command != "" {
-			ap.Text = fmt.Sprintf("denied by rule %d (`%s`): %s", v.Rule, clipText(v.Command), what)
-		} else {
-			ap.Text = fmt.Sprintf("denied by rule %d: %s", v.Rule, what)
-		}
-	default:
-		switch {
-		case v.NoMatch && len(v.Commands) > 1 && v.Refused != "":
-			ap.Text = "no rule matches `" + clipText(v.Unmatched) + "` in " + what + ", and " + v.Refused + ": left to you"
-		case v.NoMatch && len(v.Commands) > 1:
-			ap.Text = "no rule matches `" + clipText(v.Unmatched) + "` in " + what + ": left to you"
-		case v.NoMatch || v.Refused == "":
-			ap.Text = "no rule matches " + what + ": left to you"
-		default:
-			ap.Text = what + ": " + v.Refused + ": left to you"
-		}
-	}
-	return ap, v
-}
-
-func joinInts(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = fmt.Sprint(n)
-	}
-	return strings.Join(s, ", ")
 }
 
 // decidePermission decides a PermissionRequest hook's request by the
@@ -457,7 +299,7 @@ func (s *Server) decidePermission(e *entry, rep agents.Report, payload []byte) *
 	if a == nil || !ok {
 		return nil
 	}
-	ap := Decide(a.policy, req)
+	ap := approval.Decide(a.policy, req)
 	now := time.Now()
 	ap.Time = now.UTC().Format(eventlog.TimeFormat)
 	a.mu.Lock()
@@ -490,21 +332,6 @@ func expandHome(p string) string {
 		}
 	}
 	return p
-}
-
-func clipText(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		return string(r[:200]) + "…"
-	}
-	return s
-}
-
-func clipInput(s string) string {
-	if r := []rune(s); len(r) > 2000 {
-		return string(r[:2000]) + "…"
-	}
-	return s
 }
 
 // recordDecision logs a rule's decision as an event naming the policy

@@ -1,36 +1,14 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 
-	"github.com/corral-dev/corral/internal/api"
-	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/ruleswatch"
 )
-
-// RulesProblems words a load's errors for a user, saying what is in force
-// instead.
-func RulesProblems(errs []error, instead string) []string {
-	out := make([]string, 0, len(errs))
-	for _, e := range errs {
-		out = append(out, fmt.Sprintf("%v (%s)", e, instead))
-	}
-	return out
-}
-
-// RulesJSON describes a set of manifests.
-func RulesJSON(set *rules.Set, problems []string) api.Rules {
-	out := api.Rules{Manifests: []api.Manifest{}, Problems: append([]string{}, problems...)}
-	for _, m := range set.All() {
-		out.Manifests = append(out.Manifests, api.Manifest{Name: m.Name, Rules: len(m.Rules),
-			Processes: append([]string{}, m.Processes...), Source: m.Source})
-	}
-	return out
-}
 
 func (s *Server) handleRules(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	set, problems := s.rules, s.rulesProblems
 	s.mu.Unlock()
-	reply(w, RulesJSON(set, problems))
+	reply(w, ruleswatch.Describe(set, problems))
 }

@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/board"
+	"github.com/corral-dev/corral/internal/config"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/handover"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
@@ -39,10 +41,10 @@ type Options struct {
 	// KillGrace is how long panes get between SIGHUP and SIGKILL at shutdown.
 	KillGrace time.Duration
 	// Config is the user's config (notifications).
-	Config Config
+	Config config.Config
 	// Inherit is the lock and listening socket the old daemon passed on at
 	// a hand-over (nil: take them).
-	Inherit *Inherited
+	Inherit *handover.Inherited
 }
 
 // Server is the daemon.
@@ -145,7 +147,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	set, errs := opts.Loader.Load(nil)
-	problems := RulesProblems(errs, "the built-in rules stay in force")
+	problems := ruleswatch.Problems(errs, "the built-in rules stay in force")
 	for _, p := range problems {
 		opts.Logf("rules: %s", p)
 	}
@@ -206,7 +208,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			return
 		}
 		err := ruleswatch.Watch(ctx, s.opts.Loader, s.currentRules(), 0, func(set *rules.Set, errs []error) {
-			problems := RulesProblems(errs, "the rules in force stay")
+			problems := ruleswatch.Problems(errs, "the rules in force stay")
 			for _, p := range problems {
 				s.opts.Logf("rules: %s", p)
 			}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/config"
 )
 
 // gitTimeout bounds each git command corral runs for a worktree.
@@ -111,7 +112,7 @@ func (s *Server) worktreeFor(req *api.RunRequest) (*worktree, error) {
 	}
 	// A folder another user placed (a link to hers, one she can write to)
 	// would receive the checkout.
-	if err := checkOwnedDir(folder); err != nil {
+	if err := config.CheckOwnedDir(folder); err != nil {
 		return nil, fmt.Errorf("refusing the worktree folder %s: %v; remove it (corral makes it), or set [panes] worktrees in config.toml to a folder of yours", folder, err)
 	}
 	wt := &worktree{path: path, repo: top, branch: branch, base: base}

@@ -1,10 +1,6 @@
-package server
+package osproc
 
-import (
-	"syscall"
-
-	"github.com/corral-dev/corral/internal/osproc"
-)
+import "syscall"
 
 // CloseOnExecInherited marks every descriptor above stderr close-on-exec.
 // The daemon is started from a user's shell, an editor or a CI runner,
@@ -12,7 +8,7 @@ import (
 // those on to every program it starts, so each pane's program would get
 // them. corral's own descriptors are close-on-exec already.
 func CloseOnExecInherited() {
-	fds, _ := osproc.OpenFDs()
+	fds, _ := OpenFDs()
 	for _, fd := range fds {
 		if fd > 2 {
 			syscall.CloseOnExec(fd)

@@ -1,4 +1,4 @@
-package server
+package approval
 
 import (
 	"testing"
@@ -58,7 +58,7 @@ func TestReportedRequest(t *testing.T) {
 		{"Do you want to proceed?", "", "", false},
 		{"", "", "", false},
 	} {
-		req, whole := reportedRequest(c.msg)
+		req, whole := ReportedRequest(c.msg)
 		if whole != c.whole || (c.whole && (req.Tool != c.tool || req.Input != c.input)) {
 			t.Errorf("%q: %+v %v", c.msg, req, whole)
 		}
@@ -75,8 +75,8 @@ func TestSameRequest(t *testing.T) {
 		{"approve Bash: rm -rf /", "ls -la /tmp", false},
 		{"Do you want to proceed?", "ls -la /tmp", false},
 	} {
-		if got := sameRequest(c.msg, c.input); got != c.want {
-			t.Errorf("sameRequest(%q, %q) = %v", c.msg, c.input, got)
+		if got := SameRequest(c.msg, c.input); got != c.want {
+			t.Errorf("SameRequest(%q, %q) = %v", c.msg, c.input, got)
 		}
 	}
 }
@@ -136,7 +136,7 @@ func TestDecideReadsShellCommands(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hook := hookRequest(t, "Bash", `{"command": "`+c.command+`", "description": "d"}`)
-			report, _ := reportedRequest("approve Bash: " + c.command)
+			report, _ := ReportedRequest("approve Bash: " + c.command)
 			report.Whole = true // "./..." is whole once the screen shows it so
 			for _, req := range []agents.Permission{hook, report} {
 				ap := Decide(p, req)
@@ -243,8 +243,8 @@ func TestShowsWhole(t *testing.T) {
 		{dialog, "", false},
 		{"", "ls", false},
 	} {
-		if got := showsWhole(c.region, c.input); got != c.want {
-			t.Errorf("showsWhole(%q, %q) = %v, want %v", c.region, c.input, got, c.want)
+		if got := ShowsWhole(c.region, c.input); got != c.want {
+			t.Errorf("ShowsWhole(%q, %q) = %v, want %v", c.region, c.input, got, c.want)
 		}
 	}
 }

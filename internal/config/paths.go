@@ -1,4 +1,7 @@
-package server
+// Package config is where corral keeps its things and what the user
+// configured: the daemon's socket and state folders (checked private), and
+// config.toml.
+package config
 
 import (
 	"errors"
@@ -90,12 +93,12 @@ func checkPrivate(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return checkOwnedDir(dir)
+	return CheckOwnedDir(dir)
 }
 
-// checkOwnedDir says what is wrong with dir as a folder of the user's:
+// CheckOwnedDir says what is wrong with dir as a folder of the user's:
 // a link or not a folder, another user's, or writable by others.
-func checkOwnedDir(dir string) error {
+func CheckOwnedDir(dir string) error {
 	info, err := os.Lstat(dir)
 	if err != nil {
 		return err
