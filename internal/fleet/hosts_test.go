@@ -185,3 +185,29 @@ func TestPaneFilter(t *testing.T) {
 		})
 	}
 }
+
+// A heartbeat a new watch replays counts from when it was written: a host
+// that stopped before the view was made reads unreachable Unreachable after
+// its last heartbeat, not Unreachable after the view saw it (as after a hub
+// went away and every watcher was made again).
+func TestReplayedHeartbeatKeepsItsAge(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	b := f.joinAs("b", "", f.hub.FleetToken(), newFakeLocal("p1"))
+	waitFor(t, 5*time.Second, "b reachable on the hub", func() bool { r, _ := hostReachable(f.hm, "b"); return r })
+	b.nc.Close() // as if its daemon died: no goodbye
+	b.cancel()
+	stopped := time.Now()
+	v := f.joinAs("v", "", f.hub.FleetToken(), newFakeLocal())
+	waitFor(t, 5*time.Second, "b in v's view", func() bool { _, ok := hostReachable(v, "b"); return ok })
+	v.view.mu.Lock()
+	seen := v.view.hosts["b"].seen
+	v.view.mu.Unlock()
+	if !seen.Before(stopped) {
+		t.Fatalf("b's replayed heartbeat counts as seen %v after b stopped; it was written before", seen.Sub(stopped))
+	}
+	waitFor(t, 5*time.Second, "b unreachable in v's view", func() bool { r, ok := hostReachable(v, "b"); return ok && !r })
+	if took := time.Since(stopped); took > Unreachable+time.Second {
+		t.Errorf("b read reachable %v after it stopped (its heartbeats came every %v; Unreachable is %v)", took.Round(time.Millisecond), HeartbeatEvery, Unreachable)
+	}
+}

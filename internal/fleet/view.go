@@ -148,7 +148,7 @@ func paneRecord(e jetstream.KeyValueEntry, host string) (PaneRecord, bool) {
 }
 
 func (m *Member) watchPanes() {
-	m.watch(PanesBucket, func(e jetstream.KeyValueEntry) {
+	m.watch(PanesBucket, func(e jetstream.KeyValueEntry, _ bool) {
 		host, id, _ := strings.Cut(e.Key(), ".")
 		v := m.view
 		if id == aliveKey {
@@ -218,7 +218,7 @@ func (m *Member) dropPane(key string) {
 }
 
 func (m *Member) watchHosts() {
-	m.watch(HostsBucket, func(e jetstream.KeyValueEntry) {
+	m.watch(HostsBucket, func(e jetstream.KeyValueEntry, initial bool) {
 		v := m.view
 		if e.Operation() != jetstream.KeyValuePut {
 			// The host left, or was revoked: its records go too (the
@@ -268,10 +268,13 @@ func (m *Member) watchHosts() {
 		}
 		h.problem = ""
 		h.hb = hb
-		// A heartbeat older than Unreachable (the initial values of the
-		// watch) does not make a host reachable.
+		// A heartbeat the watch replays (its initial values, as after a
+		// hub went away and the watcher was made again) counts from when
+		// it was written: a host that died with the hub must not read
+		// reachable for Unreachable more. One that comes live counts from
+		// now, whatever this clock's offset from the server's.
 		seen := time.Now()
-		if age := time.Since(e.Created()); age > Unreachable {
+		if age := time.Since(e.Created()); initial && age > 0 || age > Unreachable {
 			seen = seen.Add(-age)
 		}
 		h.seen = seen
@@ -282,7 +285,7 @@ func (m *Member) watchHosts() {
 // when the member's own heartbeat stops coming back through the hosts
 // watcher (its consumer was on a server that went away). initDone is
 // told the keys of the initial values, to forget those gone meanwhile.
-func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone func(keys map[string]bool)) {
+func (m *Member) watch(bucket string, fn func(e jetstream.KeyValueEntry, initial bool), initDone func(keys map[string]bool)) {
 	for m.ctx.Err() == nil {
 		m.mu.Lock()
 		restart := m.rewatch
@@ -320,7 +323,7 @@ func (m *Member) watch(bucket string, fn func(jetstream.KeyValueEntry), initDone
 				if initial {
 					keys[e.Key()] = true
 				}
-				fn(e)
+				fn(e, initial)
 			case <-restart:
 				break read
 			}

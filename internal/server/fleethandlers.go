@@ -60,6 +60,12 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 	if cfg.ClusterListen != "" {
 		cfg.Replicas = 1
 	}
+	s.startHub(w, cfg)
+}
+
+// startHub runs this daemon's hub (fleet init, join-hub) and answers with
+// the commands that join it.
+func (s *Server) startHub(w http.ResponseWriter, cfg fleet.Config, urls ...string) {
 	n, err := s.runFleet(cfg, false)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err)
@@ -72,7 +78,7 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
-	reply(w, joinInfo(n, req.Name, n.hub.FleetToken()))
+	reply(w, joinInfo(n, cfg.Name, n.hub.FleetToken(), urls...))
 }
 
 func (s *Server) handleFleetJoinHub(w http.ResponseWriter, r *http.Request) {
@@ -101,18 +107,7 @@ func (s *Server) handleFleetJoinHub(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: b.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
 		NotifyFleet: req.NotifyFleet, ClusterListen: req.ClusterListen, Routes: b.Routes, Replicas: min(b.Nodes+1, fleet.MaxReplicas)}
-	n, err := s.runFleet(cfg, false)
-	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
-		return
-	}
-	n.cfg.Listen = n.hub.Addr()
-	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
-		s.stopFleet(true)
-		fail(w, http.StatusInternalServerError, "internal", err)
-		return
-	}
-	reply(w, joinInfo(n, req.Name, n.hub.FleetToken(), req.URLs...))
+	s.startHub(w, cfg, req.URLs...)
 }
 
 func hostPort(u string) string {
