@@ -205,6 +205,17 @@ func (e *Engine) Standing() Standing {
 	return s
 }
 
+// HookSurvivedReplay gives a hook report that outlived the replayed screen
+// a fresh grace from now: the program is told to redraw its whole screen
+// (SIGWINCH after a re-adoption), and a frame of that redraw caught half
+// drawn must not end a report the finished screen agrees with. A report
+// the replayed screen had already outlived is gone and stays gone.
+func (e *Engine) HookSurvivedReplay(now time.Time) {
+	if e.hook != nil && e.hook.at.Before(now) {
+		e.hook.at = now
+	}
+}
+
 // RestoreStanding puts back what Standing returned, before the engine
 // classifies: the screen outlives the report as it would have (a report
 // older than HookGrace gives way to a screen showing another state).

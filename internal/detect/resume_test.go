@@ -54,3 +54,45 @@ func TestResumeAfterAdoption(t *testing.T) {
 		})
 	}
 }
+
+// A re-adopted pane's program redraws its screen (SIGWINCH): a frame of
+// that redraw caught half drawn does not end a hook's report the replayed
+// screen agreed with, while one the replay had outlived stays ended.
+func TestHookSurvivesTheRedrawAfterAdoption(t *testing.T) {
+	const hookMsg = "Tool Confirm Shell Command requires execution"
+	prompt := "\x1b[2J\x1b[HAllow running ls?\r\n"
+	idle := "\x1b[2J\x1b[H? for shortcuts\r\n"
+	standing := Standing{State: combine.Blocked, Kind: "permission", Message: hookMsg, At: at(100)}
+	for _, c := range []struct {
+		name      string
+		replayed  string
+		renew     bool
+		wantStand bool // the hook's report still stands after the redraw
+	}{
+		{"the hook kept through the redraw", prompt, true, true},
+		{"without a fresh grace the half frame ends it", prompt, false, false},
+		{"answered meanwhile: the hook stays ended", idle, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, _ := newToy(t)
+			e.Feed(at(4000), []byte(c.replayed))
+			now := at(5000)
+			e.RestoreStanding(standing, now)
+			e.Classify(now)
+			if c.renew {
+				e.HookSurvivedReplay(now)
+			}
+			// The redraw: the input box first, then the dialog.
+			e.Feed(at(5050), []byte(idle))
+			e.Classify(at(5200))
+			e.Feed(at(5250), []byte(prompt))
+			e.Classify(at(5400))
+			if d, _ := e.Decision(); d.State != combine.Blocked || c.wantStand && d.Message != hookMsg {
+				t.Errorf("after the redraw: %+v, want blocked with the hook's words", d)
+			}
+			if s := e.Standing(); (s.State == combine.Blocked) != c.wantStand {
+				t.Errorf("the hook's report after the redraw: %+v, want standing %v", s, c.wantStand)
+			}
+		})
+	}
+}

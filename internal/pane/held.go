@@ -180,6 +180,9 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	}
 	p.engine.RestoreStanding(a.Hooks, now)
 	p.engine.Classify(now)
+	if !exited {
+		p.engine.HookSurvivedReplay(now) // its redraw follows (SIGWINCH, below)
+	}
 	if d, _ := p.engine.Decision(); a.Last.State == combine.Idle && d.State == combine.Done {
 		// The replay ended the last turn again, but the last daemon saw
 		// it end: a new turn needs input, and only a daemon gives it.
