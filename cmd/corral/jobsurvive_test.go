@@ -38,7 +38,15 @@ func textJSON(text string) string {
 // startExec runs corral exec --json on a job running script.
 func startExec(t *testing.T, e *env, name, script string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(corralBin, "exec", "--json", "--name", name, "--agent", "claude", "--", "sh", "-c", script)
+	return startExecWith(t, e, 10*time.Second, script, "--name", name)
+}
+
+// startExecWith runs corral exec --json with flags on a Claude Code job
+// running script, and waits up to wait for its first text.
+func startExecWith(t *testing.T, e *env, wait time.Duration, script string, flags ...string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
+	args := append(append([]string{"exec", "--json", "--agent", "claude"}, flags...), "--", "sh", "-c", script)
+	cmd := exec.Command(corralBin, args...)
 	cmd.Env, cmd.Dir = e.vars, e.dir
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -47,7 +55,7 @@ func startExec(t *testing.T, e *env, name, script string) (*exec.Cmd, *lockedBuf
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
 	endJobAtCleanup(t, script)
-	waitFor(t, 10*time.Second, "the job's first text", func() bool { return strings.Contains(out.String(), `"text":"before"`) })
+	waitFor(t, wait, "the job's first text", func() bool { return strings.Contains(out.String(), `"text":"before"`) })
 	return cmd, out
 }
 
@@ -229,16 +237,7 @@ func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
 			hub, b := fleetPair(t)
 			gate, runs := filepath.Join(b.dir, "gate"), filepath.Join(b.dir, "runs")
 			script := "echo run >> " + runs + "; " + heldScript(gate, true, 0)
-			cmd := exec.Command(corralBin, "exec", "--json", "--fleet", "--host", "b", "--retry", "2", "--agent", "claude", "--", "sh", "-c", script)
-			cmd.Env, cmd.Dir = hub.vars, hub.dir
-			out := &lockedBuffer{}
-			cmd.Stdout, cmd.Stderr = out, out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
-			endJobAtCleanup(t, script)
-			waitFor(t, 15*time.Second, "the job's first text", func() bool { return strings.Contains(out.String(), `"text":"before"`) })
+			cmd, out := startExecWith(t, hub, 15*time.Second, script, "--fleet", "--host", "b", "--retry", "2")
 			switch when {
 			case "corral restart":
 				b.must("restart")
