@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/eventlog"
-	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -154,7 +154,7 @@ func (f found) id() string {
 // json is the pane or the job as the API shows it.
 func (f found) json() api.Pane {
 	if f.job != nil {
-		return jobJSON(f.job)
+		return f.job.json()
 	}
 	return paneJSON(f.pane)
 }
@@ -295,16 +295,17 @@ func (s *Server) remove(ref string, force bool) error {
 	}
 	s.mu.Unlock()
 	s.notify.Forget(id)
-	var in pane.Info
-	name := ""
-	if f.job != nil {
-		s.forgetJob(f.job)
-		in, name = f.job.Info(), f.job.name
+	var d combine.Decision
+	name, agent := "", ""
+	if j := f.job; j != nil {
+		s.forgetJob(j)
+		d, name, agent = j.Decision(), j.name, j.agent
 	} else {
-		in, name = f.pane.p.Info(), f.pane.name
+		in := f.pane.p.Info()
+		d, name, agent = in.Decision, f.pane.name, in.Agent
 	}
-	ev := eventlog.Event{Time: time.Now(), Pane: id, Name: name, Agent: in.Agent, State: StateRemoved,
-		Previous: string(in.Decision.State), PreviousKind: in.Decision.Kind}
+	ev := eventlog.Event{Time: time.Now(), Pane: id, Name: name, Agent: agent, State: StateRemoved,
+		Previous: string(d.State), PreviousKind: d.Kind}
 	s.logEvent(ev)
 	return nil
 }

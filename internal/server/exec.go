@@ -91,7 +91,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
-	reply(w, jobJSON(j))
+	reply(w, j.json())
 }
 
 // handleJobStream streams a job's events from its start, then its outcome.

@@ -50,7 +50,7 @@ func (l fleetLocal) Pane(id string) (api.Pane, bool) {
 	case isPane:
 		return paneJSON(e), true
 	case isJob:
-		return jobJSON(j), true
+		return j.json(), true
 	}
 	return api.Pane{}, false
 }

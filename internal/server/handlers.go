@@ -406,9 +406,12 @@ func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {
 // paneJSON is a pane as the API shows it.
 func paneJSON(e *entry) api.Pane {
 	in := e.p.Info()
-	out := infoJSON(in, e.name)
-	out.Integration, out.IntegrationError = e.integration(in.Agent)
-	out.HooksRefused = e.refused.Load()
+	d := in.Decision
+	integration, problem := e.integration(in.Agent)
+	out := api.Pane{ID: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
+		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
+		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
+		Integration: integration, IntegrationError: problem, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
 	_, out.Backend = e.p.Outside()
 	if t := e.tmux; t != nil {
 		out.Tmux = &api.TmuxPane{Socket: t.Socket(), Pane: t.TmuxID, Target: t.Target()}
@@ -419,25 +422,6 @@ func paneJSON(e *entry) api.Pane {
 	if wt := e.worktree.Load(); wt != nil {
 		out.Worktree = wt.status()
 	}
-	return out
-}
-
-// jobJSON is a headless job as the API shows it: a row beside the panes,
-// of backend "headless"; its stream is its report.
-func jobJSON(j *job) api.Pane {
-	out := infoJSON(j.Info(), j.name)
-	out.Integration = j.agent
-	out.SessionID, out.Backend, out.Fleet = j.Session(), "headless", j.fleet
-	return out
-}
-
-// infoJSON is what a pane's row and a job's share.
-func infoJSON(in pane.Info, name string) api.Pane {
-	d := in.Decision
-	out := api.Pane{ID: in.ID, Name: name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
-		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
-		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
-		HooksIgnored: in.HooksIgnored}
 	if in.Progress >= 0 {
 		v := in.Progress
 		out.Progress = &v

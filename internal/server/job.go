@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/term"
@@ -270,7 +271,7 @@ func (j *job) Answer(choice string) (string, error) {
 	j.pending = nil
 	j.mu.Unlock()
 	if p == nil {
-		return "", fmt.Errorf("%w (it is %s)", pane.ErrNotBlocked, j.Info().Decision.State)
+		return "", fmt.Errorf("%w (it is %s)", pane.ErrNotBlocked, j.Decision().State)
 	}
 	switch choice {
 	case "yes", "always", "1":
@@ -366,16 +367,28 @@ func (j *job) Since(next int) (evs []headless.Event, after, missed int, more <-c
 	return evs, j.base + len(j.events), missed, j.grew, j.outcome != nil
 }
 
-// Info is the job's state in the shape a pane's has, for the API's rows.
-func (j *job) Info() pane.Info {
+// Decision is the job's state.
+func (j *job) Decision() combine.Decision {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	in := pane.Info{ID: j.id, Name: j.name, Agent: j.agent, Argv: j.argv, Dir: j.dir, PID: j.pid, Started: j.started,
-		Decision: j.decision, Since: j.since, Progress: -1}
+	return j.decision
+}
+
+// json is the job as the API shows it: a row beside the panes, of backend
+// "headless", whose stream is its report (its integration).
+func (j *job) json() api.Pane {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	d := j.decision
+	out := api.Pane{ID: j.id, Name: j.name, Agent: j.agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
+		Since: j.since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: j.pid,
+		Cwd: j.dir, Command: j.argv, Records: []api.Record{}, Integration: j.agent,
+		SessionID: j.session, Backend: "headless", Fleet: j.fleet}
 	if j.outcome != nil {
-		in.Exited, in.ExitCode = true, j.outcome.ExitCode
+		code := j.outcome.ExitCode
+		out.ExitCode = &code
 	}
-	return in
+	return out
 }
 
 // Snapshot is the job's screen: its newest readable lines.
