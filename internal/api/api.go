@@ -312,6 +312,11 @@ type ExecRequest struct {
 	Fleet *FleetJob `json:"fleet,omitempty"`
 }
 
+// FellBehind begins the diagnostic line a job's stream (GET
+// /v1/jobs/{id}/stream) adds when it missed events: a line that is none of
+// the job's events.
+const FellBehind = "corral: this stream fell"
+
 // FleetJob names the fleet job a host's job runs: its id, the host that
 // queued it, and the attempt this host took.
 type FleetJob struct {

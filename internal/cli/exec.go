@@ -21,7 +21,6 @@ import (
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/headless"
-	"github.com/corral-dev/corral/internal/server"
 	"github.com/spf13/pflag"
 )
 
@@ -176,7 +175,7 @@ func followJob(ctx context.Context, std IO, c *client.Client, id string, sigs <-
 				switch {
 				case probe.Type == "outcome":
 					ended = true
-				case probe.Type != string(headless.EventDiagnostic) || !strings.HasPrefix(probe.Line, server.FellBehind):
+				case probe.Type != string(headless.EventDiagnostic) || !strings.HasPrefix(probe.Line, api.FellBehind):
 					seen++
 				}
 				select {

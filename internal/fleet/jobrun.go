@@ -170,7 +170,7 @@ func (m *Member) streamJob(pub *jobPublisher, local string, resumed bool) {
 		case probe.Type == "outcome":
 			sawOutcome = true
 			pub.publish(line, -1)
-		case probe.Type == "diagnostic" && strings.HasPrefix(probe.Line, fellBehind):
+		case probe.Type == "diagnostic" && strings.HasPrefix(probe.Line, api.FellBehind):
 			pub.publish(line, -1)
 		default:
 			pub.publish(line, event)
@@ -195,10 +195,6 @@ func (m *Member) localRunning(id string) bool {
 	var p api.Pane
 	return status/100 == 2 && json.Unmarshal(body, &p) == nil && p.ExitCode == nil
 }
-
-// fellBehind begins the line a job's stream adds when it missed events
-// (server.FellBehind; fleet does not import server).
-const fellBehind = "corral: this stream fell"
 
 func outcomeLine(state, reason string, code int) []byte {
 	b, _ := json.Marshal(map[string]any{"type": "outcome", "outcome": map[string]any{"state": state, "reason": reason, "exit_code": code, "diagnostics": 0}})

@@ -122,7 +122,7 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 	for {
 		evs, after, missed, more, ended := j.Since(next)
 		if missed > 0 {
-			line := fmt.Sprintf("%s %d events behind the job and missed them", FellBehind, missed)
+			line := fmt.Sprintf("%s %d events behind the job and missed them", api.FellBehind, missed)
 			if !send(headless.Event{Type: headless.EventDiagnostic, Line: line}) {
 				return
 			}
@@ -146,10 +146,6 @@ func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
 	}
 	send(map[string]any{"type": "outcome", "outcome": j.Outcome()})
 }
-
-// FellBehind begins the diagnostic a job's stream adds when it missed
-// events: a line that is none of the job's events.
-const FellBehind = "corral: this stream fell"
 
 // streamWriteWait bounds one write of a stream to its reader.
 const streamWriteWait = 10 * time.Second
