@@ -259,6 +259,13 @@ type Error struct {
 	Code string `json:"code"`
 }
 
+// StreamEnd is the last line of an event stream (GET /v1/events, GET
+// /v1/fleet/events) that the daemon ended, saying why: the log could not
+// be read, the stream fell behind, the daemon is shutting down.
+type StreamEnd struct {
+	End string `json:"end"`
+}
+
 // Event is a state change (the event stream's and `corral events`' lines).
 type Event = eventlog.Event
 

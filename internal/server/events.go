@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
 )
 
@@ -55,7 +57,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if sinceSet {
 		evs, _, err := s.log.Since(since)
 		if err != nil {
-			_ = enc.Encode(map[string]string{"end": err.Error()})
+			_ = enc.Encode(api.StreamEnd{End: err.Error()})
 			return
 		}
 		backlog = evs
@@ -79,7 +81,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case e, ok := <-sub.C:
 			if !ok {
 				if reason := sub.Reason(); reason != "" {
-					_ = enc.Encode(map[string]string{"end": reason})
+					_ = enc.Encode(api.StreamEnd{End: reason})
 				}
 				return
 			}
