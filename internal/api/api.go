@@ -259,6 +259,13 @@ type Error struct {
 	Code string `json:"code"`
 }
 
+// StreamEnd is the last line of an event stream (GET /v1/events, GET
+// /v1/fleet/events) that the daemon ended, saying why: the log could not
+// be read, the stream fell behind, the daemon is shutting down.
+type StreamEnd struct {
+	End string `json:"end"`
+}
+
 // Event is a state change (the event stream's and `corral events`' lines).
 type Event = eventlog.Event
 
@@ -312,6 +319,11 @@ type ExecRequest struct {
 	Fleet *FleetJob `json:"fleet,omitempty"`
 }
 
+// FellBehind begins the diagnostic line a job's stream (GET
+// /v1/jobs/{id}/stream) adds when it missed events: a line that is none of
+// the job's events.
+const FellBehind = "corral: this stream fell"
+
 // FleetJob names the fleet job a host's job runs: its id, the host that
 // queued it, and the attempt this host took.
 type FleetJob struct {
@@ -319,10 +331,6 @@ type FleetJob struct {
 	From    string `json:"from"`
 	Attempt int    `json:"attempt"`
 }
-
-// FellBehind begins the diagnostic a job's stream adds when it missed
-// events: a line that is none of the job's events.
-const FellBehind = "corral: this stream fell"
 
 // MaxEventSockets is how many event WebSockets the daemon serves at once.
 const MaxEventSockets = 128

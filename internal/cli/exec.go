@@ -105,10 +105,7 @@ func runExec(fs *pflag.FlagSet) runFunc {
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 		defer signal.Stop(sigs)
 		if *onFleet {
-			var fj struct {
-				ID    string   `json:"id"`
-				Hosts []string `json:"hosts"`
-			}
+			var fj fleet.ExecStarted
 			fr := fleet.ExecRequest{Exec: req, Host: *host, Retry: *retry, AllHosts: *allHosts}
 			if *hosts != "" {
 				fr.Hosts = strings.Split(*hosts, ",")

@@ -100,12 +100,12 @@ func fleetJoin(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var out map[string]any
+		var out fleet.JoinResult
 		if err := c.Do(ctx, "POST", "/v1/fleet/join", fleet.JoinRequest{URLs: urls, Token: *token, Creds: *creds, Name: *name,
 			CAFingerprint: *fp, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &out); err != nil {
 			return apiError(err)
 		}
-		fmt.Fprintf(std.Stdout, "joined the fleet as %v\n", out["name"])
+		fmt.Fprintf(std.Stdout, "joined the fleet as %v\n", out.Name)
 		return nil
 	}
 }
@@ -221,11 +221,11 @@ func fleetLeave(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var out map[string]any
+		var out fleet.LeaveResult
 		if err := c.Do(ctx, "POST", "/v1/fleet/leave", struct{}{}, &out); err != nil {
 			return apiError(err)
 		}
-		if out["was_hub"] == true {
+		if out.WasHub {
 			fmt.Fprintln(std.Stdout, "left the fleet; this host was its hub, so the other hosts lost it (its store stays in the state folder)")
 		} else {
 			fmt.Fprintln(std.Stdout, "left the fleet")

@@ -19,7 +19,7 @@ func fleetForget(_ *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var out map[string]any
+		var out fleet.ForgetResult
 		if err := c.Do(ctx, "POST", "/v1/fleet/forget", fleet.ForgetRequest{Host: pos[0]}, &out); err != nil {
 			return apiError(err)
 		}

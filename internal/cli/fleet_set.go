@@ -36,9 +36,7 @@ func fleetSet(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var out struct {
-			Note string `json:"note"`
-		}
+		var out fleet.SetResult
 		if err := c.Do(ctx, "POST", "/v1/fleet/set", req, &out); err != nil {
 			return apiError(err)
 		}

@@ -104,3 +104,47 @@ type ExecRequest struct {
 	Hosts    []string `json:"hosts,omitempty"`
 	AllHosts bool     `json:"all_hosts,omitempty"`
 }
+
+// JoinResult is POST /v1/fleet/join's answer.
+type JoinResult struct {
+	Name string   `json:"name"`
+	URLs []string `json:"urls"`
+}
+
+// LeaveResult is POST /v1/fleet/leave's answer: the host's name in the
+// fleet it left, and whether it was the fleet's hub.
+type LeaveResult struct {
+	Left   string `json:"left"`
+	WasHub bool   `json:"was_hub"`
+}
+
+// RevokeResult is POST /v1/fleet/invite's answer to a revocation.
+type RevokeResult struct {
+	Revoked string `json:"revoked"`
+}
+
+// ForgetResult is POST /v1/fleet/forget's answer.
+type ForgetResult struct {
+	Forgotten string `json:"forgotten"`
+}
+
+// SetResult is POST /v1/fleet/set's answer: the settings changed, and a
+// note when a setting cannot take effect yet.
+type SetResult struct {
+	ForgetAfterMS *int64 `json:"forget_after_ms,omitempty"`
+	MaxJobs       *int   `json:"max_jobs,omitempty"`
+	Note          string `json:"note,omitempty"`
+}
+
+// ExecStarted is POST /v1/fleet/jobs's answer: the fleet job's id, and
+// the hosts that run one each (none: one host, chosen by the fleet).
+type ExecStarted struct {
+	Hosts []string `json:"hosts"`
+	ID    string   `json:"id"`
+}
+
+// CancelResult is POST /v1/fleet/jobs/{id}/kill's answer.
+type CancelResult struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}

@@ -80,11 +80,10 @@ func (s *Server) noteHeld(e *entry, p *pane.Pane, cfg pane.Config, argv, env, ad
 // rowOf is a pane's row of the table, if it has one (a pane under a
 // holder whose program runs).
 func (s *Server) rowOf(e *entry) (panestore.Row, bool) {
-	p, ok := e.asPane()
-	if !ok || e.held == nil {
+	if e.held == nil {
 		return panestore.Row{}, false
 	}
-	return e.held.Live(p)
+	return e.held.Live(e.p)
 }
 
 // tableRows gives the pane table the rows of the panes ids names (nil:
@@ -92,7 +91,7 @@ func (s *Server) rowOf(e *entry) (panestore.Row, bool) {
 func (s *Server) tableRows(ids map[string]bool) []panestore.Row {
 	var es []*entry
 	if ids == nil {
-		es = s.list()
+		es = s.listPanes()
 	} else {
 		s.mu.Lock()
 		for id := range ids {
@@ -152,18 +151,22 @@ func worktreeOf(row panestore.Row) *worktree {
 	return wt
 }
 
-// endUnit ends a unit at shutdown; at a hand-over, a pane under a holder
+// endPane ends a pane at shutdown; at a hand-over, a pane under a holder
 // is let go instead, for the next daemon.
-func (s *Server) endUnit(u unit) {
-	if s.handingOver.Load() {
-		if p, ok := u.(*pane.Pane); ok && p.Detach() {
-			return
-		}
-		if j, ok := u.(*job); ok && j.letGo() {
-			return
-		}
+func (s *Server) endPane(p *pane.Pane) {
+	if s.handingOver.Load() && p.Detach() {
+		return
 	}
-	u.Close(s.opts.KillGrace)
+	p.Close(s.opts.KillGrace)
+}
+
+// endJob ends a job at shutdown; at a hand-over, a held job is let go
+// instead, for the next daemon.
+func (s *Server) endJob(j *job) {
+	if s.handingOver.Load() && j.letGo() {
+		return
+	}
+	j.Close(s.opts.KillGrace)
 }
 
 // adoptAtOnce bounds the panes being adopted at the same time.
@@ -210,12 +213,10 @@ func (s *Server) adoptAll() {
 			continue
 		}
 		s.mu.Lock()
-		if _, taken := s.panes[r.row.ID]; taken || s.takenLocked(r.row.Name) != nil {
+		if s.hasIDLocked(r.row.ID) || s.takenLocked(r.row.Name) != nil {
 			s.mu.Unlock()
 			// Let go, never end: the program is the user's work.
-			if p, ok := r.e.asPane(); ok {
-				p.Detach()
-			}
+			r.e.p.Detach()
 			why := "its id or name is taken by another pane"
 			s.opts.Logf("pane %s (%s) not adopted: %s", r.row.ID, r.row.Name, why)
 			s.table.AddLost(r.row, why)
@@ -225,14 +226,14 @@ func (s *Server) adoptAll() {
 		s.order = append(s.order, r.row.ID)
 		s.mu.Unlock()
 		adopted++
-		if p, ok := r.e.asPane(); ok && r.row.Remove && p.Info().Exited {
+		if r.row.Remove && r.e.p.Info().Exited {
 			// A --rm pane whose program ended while no daemon ran: its
 			// OnExit came before it was registered here.
 			s.opts.Logf("pane %s (%s): its program exited while no daemon ran; removed (--rm)", r.row.ID, r.row.Name)
 			go func() { _ = s.remove(r.row.ID, false) }()
 		}
-		if p, ok := r.e.asPane(); ok && r.e.launch != nil && r.e.launch.Watch {
-			go r.e.watchIntegration(p)
+		if r.e.launch != nil && r.e.launch.Watch {
+			go r.e.watchIntegration(r.e.p)
 		}
 	}
 	s.opts.Logf("re-adopted %d of %d panes in %v", adopted, len(rows), time.Since(start).Round(time.Millisecond))
@@ -359,7 +360,7 @@ func (s *Server) reserveAs(id, name string) (string, *rules.Set, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, reserved := s.reserved[id]
-	if _, taken := s.panes[id]; taken || reserved || s.byNameLocked(id) != nil {
+	if s.hasIDLocked(id) || reserved || s.hasNameLocked(id) {
 		return got, set, nil
 	}
 	delete(s.reserved, got)
@@ -367,13 +368,13 @@ func (s *Server) reserveAs(id, name string) (string, *rules.Set, error) {
 	return id, set, nil
 }
 
-// findStarting is find, waiting (at most SpawnWait) for a pane that is
+// findStarting is findPane, waiting (at most SpawnWait) for a pane that is
 // being started: its program runs, and its hooks report, before its
 // holder has answered the daemon.
 func (s *Server) findStarting(ref string) (*entry, error) {
 	deadline := time.Now().Add(SpawnWait)
 	for {
-		e, err := s.find(ref)
+		e, err := s.findPane(ref)
 		if err == nil {
 			return e, nil
 		}

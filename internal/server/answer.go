@@ -10,6 +10,15 @@ import (
 // answers to be on screen.
 const PromptDrawWait = 1500 * time.Millisecond
 
+// answer answers a pane's or a job's request: a job's at once (see
+// job.Answer), a pane's as entry.answer types it.
+func (f found) answer(choice string) (string, error) {
+	if f.job != nil {
+		return f.job.Answer(choice)
+	}
+	return f.pane.answer(choice)
+}
+
 // answer types a pane's answer once its prompt can take it. An agent's
 // own report of a prompt (a PermissionRequest hook, an OSC 7501 "blocked")
 // comes before the dialog that reads the keys exists, and a dialog just
@@ -19,10 +28,7 @@ const PromptDrawWait = 1500 * time.Millisecond
 // answer_settle — at most PromptDrawWait for the prompt to appear; an
 // agent whose prompt corral's rules do not know is answered after that.
 func (e *entry) answer(choice string) (string, error) {
-	if j, ok := e.asJob(); ok {
-		return j.Answer(choice)
-	}
-	p, _ := e.asPane()
+	p := e.p
 	start := time.Now()
 	for {
 		in := p.Info()

@@ -18,15 +18,15 @@ import (
 // program; text messages from the client are JSON control (api.AttachControl).
 // Several clients may attach at once. Attaching marks a finished turn seen.
 func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
-	e := s.lookup(w, r)
-	if e == nil {
+	f, ok := s.lookup(w, r)
+	if !ok {
 		return
 	}
-	p, ok := e.asPane()
-	if !ok {
+	if f.job != nil {
 		fail(w, http.StatusConflict, "bad_request", errors.New("a headless job has no terminal to attach to; follow it with corral events --follow"))
 		return
 	}
+	p := f.pane.p
 	// The watcher comes first: a busy pane is an answer (503), not a
 	// WebSocket that never speaks.
 	initial, watcher, err := p.WatchWithin()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/rules"
 )
@@ -21,20 +23,33 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// newIDLocked returns a short random pane id, like "k3f9q".
+// newIDLocked returns a short random id, like "k3f9q", that no pane or
+// job has, as an id or a name.
 func (s *Server) newIDLocked() string {
 	for {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
 		id := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:5]
 		_, reserved := s.reserved[id]
-		if _, taken := s.panes[id]; !taken && !reserved && s.byNameLocked(id) == nil {
+		if !s.hasIDLocked(id) && !reserved && !s.hasNameLocked(id) {
 			return id
 		}
 	}
 }
 
-func (s *Server) byNameLocked(name string) *entry {
+// hasIDLocked says whether a pane or a job has the id.
+func (s *Server) hasIDLocked(id string) bool {
+	_, pane := s.panes[id]
+	_, job := s.jobs[id]
+	return pane || job
+}
+
+// hasNameLocked says whether a pane or a job is named name.
+func (s *Server) hasNameLocked(name string) bool {
+	return s.paneByNameLocked(name) != nil || s.jobByNameLocked(name) != nil
+}
+
+func (s *Server) paneByNameLocked(name string) *entry {
 	for _, e := range s.panes {
 		if e.name == name {
 			return e
@@ -43,18 +58,24 @@ func (s *Server) byNameLocked(name string) *entry {
 	return nil
 }
 
-// takenLocked says why a name cannot be given to a new pane ("" when it
-// can).
+func (s *Server) jobByNameLocked(name string) *job {
+	for _, j := range s.jobs {
+		if j.name == name {
+			return j
+		}
+	}
+	return nil
+}
+
+// takenLocked says why a name cannot be given to a new pane or job (""
+// when it can): ids and names are unique across both.
 func (s *Server) takenLocked(name string) error {
 	if name == "" {
 		return nil
 	}
-	taken := s.byNameLocked(name) != nil
+	taken := s.hasNameLocked(name) || s.hasIDLocked(name)
 	for _, n := range s.reserved {
 		taken = taken || n == name
-	}
-	if _, ok := s.panes[name]; ok {
-		taken = true
 	}
 	if taken {
 		return fmt.Errorf("a pane named %s exists; pick another --name, or remove it with corral rm %s", name, name)
@@ -63,7 +84,7 @@ func (s *Server) takenLocked(name string) error {
 }
 
 // reserve takes an id and the name for a pane or job about to start;
-// register or unreserve gives them back.
+// register, registerJob or unreserve gives them back.
 func (s *Server) reserve(name string) (string, *rules.Set, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -86,43 +107,149 @@ func (s *Server) unreserve(id string) {
 	s.spawning.Done()
 }
 
-// register adds a started unit under its reserved id. Once the daemon's
-// shutdown has taken its list of panes to end, it ends the unit instead.
+// register adds a started pane under its reserved id. Once the daemon's
+// shutdown has taken its list of panes to end, it ends the pane instead.
 func (s *Server) register(id string, e *entry) bool {
+	return s.admit(id, func() { s.panes[id] = e }, e.p.Close)
+}
+
+// registerJob adds a started job under its reserved id, as register does
+// a pane.
+func (s *Server) registerJob(j *job) bool {
+	return s.admit(j.id, func() { s.jobs[j.id] = j }, j.Close)
+}
+
+// admit gives a reserved id to what add puts in its table, in start
+// order, or ends it with end when the shutdown has begun.
+func (s *Server) admit(id string, add func(), end func(grace time.Duration)) bool {
 	defer s.spawning.Done()
 	s.mu.Lock()
 	delete(s.reserved, id)
 	if s.collected {
 		s.mu.Unlock()
-		e.p.Close(s.opts.KillGrace)
+		end(s.opts.KillGrace)
 		return false
 	}
-	s.panes[id] = e
+	add()
 	s.order = append(s.order, id)
 	s.mu.Unlock()
 	return true
 }
 
-// find resolves an id or a name.
-func (s *Server) find(ref string) (*entry, error) {
+// found is what a route that serves panes and jobs alike found: a pane's
+// entry or a job, exactly one of them.
+type found struct {
+	pane *entry
+	job  *job
+}
+
+// id is the pane's or the job's id.
+func (f found) id() string {
+	if f.job != nil {
+		return f.job.id
+	}
+	return f.pane.p.ID()
+}
+
+// json is the pane or the job as the API shows it.
+func (f found) json() api.Pane {
+	if f.job != nil {
+		return f.job.json()
+	}
+	return paneJSON(f.pane)
+}
+
+// done is closed when the pane's program or the job has ended.
+func (f found) done() <-chan struct{} {
+	if f.job != nil {
+		return f.job.Done()
+	}
+	return f.pane.p.Done()
+}
+
+// errNoPane says no pane or job has the id or name ref.
+func errNoPane(ref string) error {
+	return fmt.Errorf("no pane named %s; see corral ls", ref)
+}
+
+// find resolves an id or a name to a pane or a job.
+func (s *Server) find(ref string) (found, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.panes[ref]; ok {
+		return found{pane: e}, nil
+	}
+	if j, ok := s.jobs[ref]; ok {
+		return found{job: j}, nil
+	}
+	if e := s.paneByNameLocked(ref); e != nil {
+		return found{pane: e}, nil
+	}
+	if j := s.jobByNameLocked(ref); j != nil {
+		return found{job: j}, nil
+	}
+	return found{}, errNoPane(ref)
+}
+
+// findPane resolves an id or a name to a pane; a job is none.
+func (s *Server) findPane(ref string) (*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.panes[ref]; ok {
 		return e, nil
 	}
-	if e := s.byNameLocked(ref); e != nil {
+	if e := s.paneByNameLocked(ref); e != nil {
 		return e, nil
 	}
-	return nil, fmt.Errorf("no pane named %s; see corral ls", ref)
+	return nil, errNoPane(ref)
 }
 
-// list returns the panes in start order.
-func (s *Server) list() []*entry {
+// list returns the panes and jobs in start order.
+func (s *Server) list() []found {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*entry, 0, len(s.order))
+	out := make([]found, 0, len(s.order))
 	for _, id := range s.order {
-		out = append(out, s.panes[id])
+		if j, ok := s.jobs[id]; ok {
+			out = append(out, found{job: j})
+		} else {
+			out = append(out, found{pane: s.panes[id]})
+		}
+	}
+	return out
+}
+
+// listJSON is the panes and jobs as the API lists them, in start order.
+func (s *Server) listJSON() []api.Pane {
+	out := []api.Pane{}
+	for _, f := range s.list() {
+		out = append(out, f.json())
+	}
+	return out
+}
+
+// listPanes returns the panes in start order, without the jobs.
+func (s *Server) listPanes() []*entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*entry, 0, len(s.panes))
+	for _, id := range s.order {
+		if e, ok := s.panes[id]; ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// listJobs returns the jobs in start order.
+func (s *Server) listJobs() []*job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*job, 0, len(s.jobs))
+	for _, id := range s.order {
+		if j, ok := s.jobs[id]; ok {
+			out = append(out, j)
+		}
 	}
 	return out
 }
@@ -131,28 +258,35 @@ func (s *Server) list() []*entry {
 var errStillRunning = errors.New("is still running; end it with corral kill, or remove it with corral rm --force")
 
 // remove forgets an ended pane or job: its name is free again, and what
-// it held (screen, events, watchers) goes with its entry. With force, a
+// it held (screen, events, watchers) goes with it. With force, a
 // running one is ended first. A "removed" event says so.
 func (s *Server) remove(ref string, force bool) error {
-	e, err := s.find(ref)
+	f, err := s.find(ref)
 	if err != nil {
 		return err
 	}
 	select {
-	case <-e.p.Done():
+	case <-f.done():
 	default:
 		if !force {
 			return fmt.Errorf("pane %s %w", ref, errStillRunning)
 		}
-		e.p.Close(s.opts.KillGrace)
+		if f.job != nil {
+			f.job.Close(s.opts.KillGrace)
+		} else {
+			f.pane.p.Close(s.opts.KillGrace)
+		}
 	}
-	id := e.p.ID()
+	id := f.id()
 	s.mu.Lock()
-	if s.panes[id] != e {
+	if f.job != nil && s.jobs[id] == f.job {
+		delete(s.jobs, id)
+	} else if f.pane != nil && s.panes[id] == f.pane {
+		delete(s.panes, id)
+	} else {
 		s.mu.Unlock()
 		return nil // removed meanwhile
 	}
-	delete(s.panes, id)
 	for i, o := range s.order {
 		if o == id {
 			s.order = append(s.order[:i:i], s.order[i+1:]...)
@@ -161,10 +295,17 @@ func (s *Server) remove(ref string, force bool) error {
 	}
 	s.mu.Unlock()
 	s.notify.Forget(id)
-	s.forgetJob(e)
-	in := e.p.Info()
-	ev := eventlog.Event{Time: time.Now(), Pane: id, Name: e.name, Agent: in.Agent, State: StateRemoved,
-		Previous: string(in.Decision.State), PreviousKind: in.Decision.Kind}
+	var d combine.Decision
+	name, agent := "", ""
+	if j := f.job; j != nil {
+		s.forgetJob(j)
+		d, name, agent = j.Decision(), j.name, j.agent
+	} else {
+		in := f.pane.p.Info()
+		d, name, agent = in.Decision, f.pane.name, in.Agent
+	}
+	ev := eventlog.Event{Time: time.Now(), Pane: id, Name: name, Agent: agent, State: StateRemoved,
+		Previous: string(d.State), PreviousKind: d.Kind}
 	s.logEvent(ev)
 	return nil
 }
@@ -189,23 +330,23 @@ func (s *Server) pruneLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, e := range s.list() {
+		for _, f := range s.list() {
 			select {
-			case <-e.p.Done():
+			case <-f.done():
 			default:
 				continue
 			}
-			if at := endedAt(e); !at.IsZero() && time.Since(at) >= after {
-				_ = s.remove(e.p.ID(), false)
+			if at := endedAt(f); !at.IsZero() && time.Since(at) >= after {
+				_ = s.remove(f.id(), false)
 			}
 		}
 	}
 }
 
 // endedAt is when a pane's program or a job ended.
-func endedAt(e *entry) time.Time {
-	if j, ok := e.asJob(); ok {
-		return j.EndedAt()
+func endedAt(f found) time.Time {
+	if f.job != nil {
+		return f.job.EndedAt()
 	}
-	return e.p.Info().ExitedAt
+	return f.pane.p.Info().ExitedAt
 }

@@ -1,23 +1,23 @@
 package server
 
 import (
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/corral-dev/corral/internal/agents"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
-	"github.com/corral-dev/corral/internal/term"
 	"github.com/corral-dev/corral/internal/tmuxwatch"
 )
 
+// entry is a pane in the daemon's table: the pane and what the daemon
+// keeps beside it. A headless job is not one (see job.go).
 type entry struct {
-	p     unit // a *pane.Pane or a *job
+	p     *pane.Pane
 	name  string
 	token string // the pane's hook token, in its environment only
-	// launch is what corral added to a pane's launch for its agent's
-	// hooks (nil for a job).
+	// launch is what corral added to the pane's launch for its agent's
+	// hooks.
 	launch *agents.Launch
 	// hooksSeen counts the hook reports this pane's token carried.
 	hooksSeen atomic.Int64
@@ -54,9 +54,6 @@ func (e *entry) integration(agent string) (string, string) {
 		}
 		return "", ""
 	}
-	if j, ok := e.asJob(); ok {
-		return j.agent, "" // its stream is its report
-	}
 	if e.launch == nil {
 		return "", ""
 	}
@@ -92,37 +89,4 @@ func (e *entry) watchIntegration(p *pane.Pane) {
 			return
 		}
 	}
-}
-
-// asPane returns the entry's pane, if it is one (not a headless job).
-func (e *entry) asPane() (*pane.Pane, bool) {
-	p, ok := e.p.(*pane.Pane)
-	return p, ok
-}
-
-// asJob returns the entry's headless job, if it is one.
-func (e *entry) asJob() (*job, bool) {
-	j, ok := e.p.(*job)
-	return j, ok
-}
-
-// styledRows is the screen with its styles; a job's lines have none.
-func (e *entry) styledRows() [][]term.Run {
-	if p, ok := e.asPane(); ok {
-		return p.StyledRows()
-	}
-	lines := e.p.Snapshot().Lines
-	out := make([][]term.Run, len(lines))
-	for i, l := range lines {
-		out[i] = []term.Run{{Text: l}}
-	}
-	return out
-}
-
-// ansi is the screen as a terminal would draw it; a job's is its lines.
-func (e *entry) ansi() string {
-	if p, ok := e.asPane(); ok {
-		return p.ANSI()
-	}
-	return strings.Join(e.p.Snapshot().Lines, "\r\n")
 }

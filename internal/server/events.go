@@ -56,7 +56,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if sinceSet {
 		evs, _, err := s.log.Since(since)
 		if err != nil {
-			_ = enc.Encode(map[string]string{"end": err.Error()})
+			_ = enc.Encode(api.StreamEnd{End: err.Error()})
 			return
 		}
 		backlog = evs
@@ -80,7 +80,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case e, ok := <-sub.C:
 			if !ok {
 				if reason := sub.Reason(); reason != "" {
-					_ = enc.Encode(map[string]string{"end": reason})
+					_ = enc.Encode(api.StreamEnd{End: reason})
 				}
 				return
 			}

@@ -91,18 +91,17 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
-	e, _ := s.find(j.ID())
-	reply(w, paneJSON(e))
+	reply(w, j.json())
 }
 
 // handleJobStream streams a job's events from its start, then its outcome.
 func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
-	e := s.lookup(w, r)
-	if e == nil {
+	f, ok := s.lookup(w, r)
+	if !ok {
 		return
 	}
-	j, ok := e.asJob()
-	if !ok {
+	j := f.job
+	if j == nil {
 		fail(w, http.StatusBadRequest, "bad_request", errors.New("not a headless job; corral events shows a pane's changes"))
 		return
 	}

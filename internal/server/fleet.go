@@ -38,21 +38,21 @@ func (s *Server) fleetNode() *fleetNode { return s.fleet.Load() }
 type fleetLocal struct{ s *Server }
 
 func (l fleetLocal) Handler() http.Handler { return l.s.http.Handler }
-func (l fleetLocal) Panes() []api.Pane {
-	out := []api.Pane{}
-	for _, e := range l.s.list() {
-		out = append(out, paneJSON(e))
-	}
-	return out
-}
+func (l fleetLocal) Panes() []api.Pane     { return l.s.listJSON() }
+
+// Pane is the pane or job of that id (not a name).
 func (l fleetLocal) Pane(id string) (api.Pane, bool) {
 	l.s.mu.Lock()
-	e, ok := l.s.panes[id]
+	e, isPane := l.s.panes[id]
+	j, isJob := l.s.jobs[id]
 	l.s.mu.Unlock()
-	if !ok {
-		return api.Pane{}, false
+	switch {
+	case isPane:
+		return paneJSON(e), true
+	case isJob:
+		return j.json(), true
 	}
-	return paneJSON(e), true
+	return api.Pane{}, false
 }
 func (l fleetLocal) Subscribe(after uint64) (<-chan eventlog.Event, []eventlog.Event, func()) {
 	sub, backlog := l.s.hub.Subscribe(after)

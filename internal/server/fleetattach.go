@@ -39,14 +39,14 @@ func (ps *paneSession) Close()                { ps.w.Close() }
 func (ps *paneSession) Input(b []byte) error { return ps.p.Input(b, false) }
 
 func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
-	e, err := l.s.find(ref)
+	f, err := l.s.find(ref)
 	if err != nil {
 		return nil, err
 	}
-	p, ok := e.asPane()
-	if !ok {
+	if f.job != nil {
 		return nil, errors.New("a headless job has no terminal to attach to; follow it with corral events HOST:ID --follow")
 	}
+	p := f.pane.p
 	initial, w, err := p.WatchWithin()
 	if err != nil {
 		return nil, err

@@ -125,7 +125,7 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		j.mu.Unlock()
 		time.AfterFunc(time.Minute, func() { n.jobs.Delete(id) })
 	}()
-	reply(w, map[string]any{"id": id, "hosts": each})
+	reply(w, fleet.ExecStarted{ID: id, Hosts: each})
 }
 
 func (s *Server) fleetJob(w http.ResponseWriter, r *http.Request) *fleetJob {
@@ -185,7 +185,7 @@ func (s *Server) handleFleetJobKill(w http.ResponseWriter, r *http.Request) {
 		// A job no host has taken yet ends here.
 		time.AfterFunc(ExecCancelWait, j.cancel)
 	}
-	reply(w, map[string]string{"id": r.PathValue("id"), "status": "cancelling"})
+	reply(w, fleet.CancelResult{ID: r.PathValue("id"), Status: "cancelling"})
 }
 
 // ExecCancelWait is how long a cancelled fleet job may take to confirm

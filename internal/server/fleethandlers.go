@@ -137,7 +137,7 @@ func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
-	reply(w, map[string]any{"name": req.Name, "urls": req.URLs})
+	reply(w, fleet.JoinResult{Name: req.Name, URLs: req.URLs})
 }
 
 func (s *Server) handleFleetLeave(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +151,7 @@ func (s *Server) handleFleetLeave(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
-	reply(w, map[string]any{"left": n.cfg.Name, "was_hub": n.cfg.Hub})
+	reply(w, fleet.LeaveResult{Left: n.cfg.Name, WasHub: n.cfg.Hub})
 }
 
 func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
@@ -169,7 +169,7 @@ func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusBadRequest, "bad_request", err)
 			return
 		}
-		reply(w, map[string]any{"revoked": req.Name})
+		reply(w, fleet.RevokeResult{Revoked: req.Name})
 		return
 	}
 	if req.TakeJobs && !req.ObserveOnly {
@@ -201,7 +201,7 @@ func (s *Server) handleFleetForget(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusConflict, "refused", err)
 		return
 	}
-	reply(w, map[string]any{"forgotten": req.Host})
+	reply(w, fleet.ForgetResult{Forgotten: req.Host})
 }
 
 func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
@@ -254,13 +254,13 @@ func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 		if m := n.member.Load(); m != nil {
 			m.SetMaxJobs(cfg.MaxJobs)
 			if r, ok := m.Rights(); ok && !r.Jobs && cfg.MaxJobs > 0 {
-				reply(w, map[string]any{"max_jobs": cfg.MaxJobs, "note": fmt.Sprintf(
+				reply(w, fleet.SetResult{MaxJobs: &cfg.MaxJobs, Note: fmt.Sprintf(
 					"this host's credential is observe-only: it takes no jobs until the hub runs corral fleet invite %s --observe-only --take-jobs (and this host joins with it)", cfg.Name)})
 				return
 			}
 		}
 	}
-	reply(w, req)
+	reply(w, fleet.SetResult{ForgetAfterMS: req.ForgetAfterMS, MaxJobs: req.MaxJobs})
 }
 
 // canEnterFleet refuses a daemon in a fleet already (saying already) and a

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/fleet"
 )
 
@@ -197,6 +198,6 @@ func (s *Server) handleFleetEvents(w http.ResponseWriter, r *http.Request) {
 		return rc.Flush()
 	})
 	if err != nil && ctx.Err() == nil {
-		_ = enc.Encode(map[string]string{"end": err.Error()})
+		_ = enc.Encode(api.StreamEnd{End: err.Error()})
 	}
 }

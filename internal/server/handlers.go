@@ -21,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
+	"github.com/corral-dev/corral/internal/term"
 )
 
 // routes is the API, one route per line.
@@ -117,21 +118,18 @@ func fail(w http.ResponseWriter, status int, code string, err error) {
 	_ = json.NewEncoder(w).Encode(api.Error{Error: err.Error(), Code: code})
 }
 
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *entry {
-	e, err := s.find(r.PathValue("id"))
+// lookup finds the pane or job the route's {id} names, or answers 404.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (found, bool) {
+	f, err := s.find(r.PathValue("id"))
 	if err != nil {
 		fail(w, http.StatusNotFound, "not_found", err)
-		return nil
+		return found{}, false
 	}
-	return e
+	return f, true
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
-	out := []api.Pane{}
-	for _, e := range s.list() {
-		out = append(out, paneJSON(e))
-	}
-	out = append(out, s.table.LostPanes()...)
+	out := append(s.listJSON(), s.table.LostPanes()...)
 	if r.URL.Query().Get("view") == "ls" {
 		// corral ls's columns: a tenth of the bytes to encode and decode
 		// (each pane's command, records and cwd are most of a pane).
@@ -146,8 +144,8 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
-	if e := s.lookup(w, r); e != nil {
-		reply(w, paneJSON(e))
+	if f, ok := s.lookup(w, r); ok {
+		reply(w, f.json())
 	}
 }
 
@@ -187,7 +185,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
-	e, err := s.find(p.ID())
+	e, err := s.findPane(p.ID())
 	if err != nil { // --rm, and it has already ended and gone
 		e = &entry{p: p, name: req.Name}
 		e.approve.Store(approve)
@@ -197,19 +195,28 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleScreen(w http.ResponseWriter, r *http.Request) {
-	e := s.lookup(w, r)
-	if e == nil {
+	f, ok := s.lookup(w, r)
+	if !ok {
 		return
 	}
-	snap := e.p.Snapshot()
-	if p, ok := e.asPane(); ok {
+	ansi := r.URL.Query().Get("ansi") == "1"
+	var snap term.Snapshot
+	var out api.Screen
+	if j := f.job; j != nil {
+		snap = j.Snapshot()
+		if ansi {
+			out.ANSI = j.ansi()
+		}
+	} else {
+		p := f.pane.p
+		snap = p.Snapshot()
 		p.MarkSeen()
+		if ansi {
+			out.ANSI = p.ANSI()
+		}
 	}
-	out := api.Screen{Pane: e.p.ID(), Cols: snap.Cols, Rows: snap.Rows, Title: snap.Title, Lines: snap.Lines,
-		CursorX: snap.CursorX, CursorY: snap.CursorY}
-	if r.URL.Query().Get("ansi") == "1" {
-		out.ANSI = e.ansi()
-	}
+	out.Pane, out.Cols, out.Rows, out.Title, out.Lines = f.id(), snap.Cols, snap.Rows, snap.Title, snap.Lines
+	out.CursorX, out.CursorY = snap.CursorX, snap.CursorY
 	reply(w, out)
 }
 
@@ -220,8 +227,8 @@ var signals = map[string]syscall.Signal{
 }
 
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
-	e := s.lookup(w, r)
-	if e == nil {
+	f, ok := s.lookup(w, r)
+	if !ok {
 		return
 	}
 	var req api.KillRequest
@@ -252,17 +259,31 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("unknown signal %q; use TERM, KILL, HUP, INT, QUIT, USR1, USR2 or a number", req.Signal))
 		return
 	}
-	if err := killUnit(e.p, sig, escalate, grace); err != nil {
+	if err := kill(f.killer(), sig, escalate, grace); err != nil {
 		fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
-	reply(w, paneJSON(e))
+	reply(w, f.json())
 }
 
-// killUnit signals a pane or job and waits briefly for its end, so the
+// killer is what kill ends: a pane's program, or a job (which any signal
+// ends).
+type killer interface {
+	Kill(sig syscall.Signal) error
+	Done() <-chan struct{}
+}
+
+func (f found) killer() killer {
+	if f.job != nil {
+		return f.job
+	}
+	return f.pane.p
+}
+
+// kill signals a pane or job and waits briefly for its end, so the
 // answer shows the exit. With escalate, a program still running after
 // grace is sent SIGKILL.
-func killUnit(u unit, sig syscall.Signal, escalate bool, grace time.Duration) error {
+func kill(u killer, sig syscall.Signal, escalate bool, grace time.Duration) error {
 	select {
 	case <-u.Done():
 		return nil // ended already: nothing to signal
@@ -291,16 +312,16 @@ func killUnit(u unit, sig syscall.Signal, escalate bool, grace time.Duration) er
 
 // handleRemove removes an ended pane or job (?force=1: ends it first).
 func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
-	e := s.lookup(w, r)
-	if e == nil {
+	f, ok := s.lookup(w, r)
+	if !ok {
 		return
 	}
 	withWorktree := r.URL.Query().Get("worktree") == "1"
-	if withWorktree && !s.worktreeRemovable(w, e) {
+	if withWorktree && !s.worktreeRemovable(w, f) {
 		return
 	}
-	out := paneJSON(e)
-	if err := s.remove(e.p.ID(), r.URL.Query().Get("force") == "1"); err != nil {
+	out := f.json()
+	if err := s.remove(f.id(), r.URL.Query().Get("force") == "1"); err != nil {
 		code, status := "internal", http.StatusInternalServerError
 		if errors.Is(err, errStillRunning) {
 			code, status = "running", http.StatusConflict
@@ -309,7 +330,7 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.State = StateRemoved
-	if withWorktree && !s.removeWorktree(w, e) {
+	if withWorktree && !s.removeWorktree(w, f.pane) {
 		return
 	}
 	reply(w, out)
@@ -350,11 +371,8 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 // applyHook applies a hook report whose pane is known and proven.
 func (s *Server) applyHook(w http.ResponseWriter, e *entry, req api.HookRequest) {
 	rep, err := agents.ParseHook(req.Agent, req.Payload)
-	p, ok := e.asPane()
 	if err != nil {
-		if ok {
-			p.ApplyHook(detect.Hook{Ignore: true}) // counted
-		}
+		e.p.ApplyHook(detect.Hook{Ignore: true}) // counted
 		fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
@@ -362,20 +380,21 @@ func (s *Server) applyHook(w http.ResponseWriter, e *entry, req api.HookRequest)
 	if !rep.Hidden {
 		s.noteSession(e, req.Agent, panestore.SessionOf(rep.Session, req.Payload))
 	}
-	var decided *api.HookDecision
-	if ok {
-		// A request a rule decided never waits on anyone: the agent goes on.
-		if decided = s.decidePermission(e, rep, req.Payload); decided != nil {
-			rep.State, rep.Kind, rep.Message = combine.Working, "", ""
-		}
-		p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
-			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})
+	// A request a rule decided never waits on anyone: the agent goes on.
+	decided := s.decidePermission(e, rep, req.Payload)
+	if decided != nil {
+		rep.State, rep.Kind, rep.Message = combine.Working, "", ""
 	}
+	e.p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
+		NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})
 	reply(w, api.HookResult{Pane: e.p.ID(), Event: rep.Event, Ignored: rep.Why, Decision: decided})
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	reply(w, api.Status{Socket: s.opts.Socket, PID: os.Getpid(), Panes: len(s.list()), HooksRefused: s.hooksRefused.Load(),
+	s.mu.Lock()
+	units := len(s.panes) + len(s.jobs)
+	s.mu.Unlock()
+	reply(w, api.Status{Socket: s.opts.Socket, PID: os.Getpid(), Panes: units, HooksRefused: s.hooksRefused.Load(),
 		Build: buildinfo.Self(), Started: s.started.UTC().Format(time.RFC3339)})
 }
 
@@ -384,6 +403,7 @@ func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {
 	go s.Shutdown()
 }
 
+// paneJSON is a pane as the API shows it.
 func paneJSON(e *entry) api.Pane {
 	in := e.p.Info()
 	d := in.Decision
@@ -392,12 +412,7 @@ func paneJSON(e *entry) api.Pane {
 		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
 		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
 		Integration: integration, IntegrationError: problem, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
-	switch u := e.p.(type) {
-	case *job:
-		out.SessionID, out.Backend, out.Fleet = u.Session(), "headless", u.fleet
-	case *pane.Pane:
-		_, out.Backend = u.Outside()
-	}
+	_, out.Backend = e.p.Outside()
 	if t := e.tmux; t != nil {
 		out.Tmux = &api.TmuxPane{Socket: t.Socket(), Pane: t.TmuxID, Target: t.Target()}
 	}

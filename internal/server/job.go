@@ -13,23 +13,11 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/term"
 )
-
-// unit is what a pane (a program in a PTY) and a job (a headless run)
-// truly share: who it is, its state, its screen, and its end. What only
-// one kind does (typing, attaching, hooks, a job's events) is reached
-// through the entry's asPane or asJob.
-type unit interface {
-	ID() string
-	Info() pane.Info
-	Snapshot() term.Snapshot
-	Kill(sig syscall.Signal) error
-	Close(grace time.Duration)
-	Done() <-chan struct{}
-}
 
 // Limits on what a job keeps.
 const (
@@ -41,7 +29,10 @@ const (
 	jobEvents      = 10000 // events, for a stream that starts late or falls behind
 )
 
-// job is a headless run hosted by the daemon.
+// job is a headless run hosted by the daemon: a kind of its own beside the
+// panes, in its own table (Server.jobs). It has no terminal and takes no
+// typing; its state comes from its stream, its permission requests are
+// answered through Answer, and its events are kept for its stream.
 type job struct {
 	id, name, agent string
 	argv            []string
@@ -168,7 +159,6 @@ func (j *job) letGo() bool {
 	}
 }
 
-func (j *job) ID() string            { return j.id }
 func (j *job) Done() <-chan struct{} { return j.done }
 
 // jobAnswers are the answers a job's permission request takes.
@@ -281,7 +271,7 @@ func (j *job) Answer(choice string) (string, error) {
 	j.pending = nil
 	j.mu.Unlock()
 	if p == nil {
-		return "", fmt.Errorf("%w (it is %s)", pane.ErrNotBlocked, j.Info().Decision.State)
+		return "", fmt.Errorf("%w (it is %s)", pane.ErrNotBlocked, j.Decision().State)
 	}
 	switch choice {
 	case "yes", "always", "1":
@@ -377,17 +367,31 @@ func (j *job) Since(next int) (evs []headless.Event, after, missed int, more <-c
 	return evs, j.base + len(j.events), missed, j.grew, j.outcome != nil
 }
 
-func (j *job) Info() pane.Info {
+// Decision is the job's state.
+func (j *job) Decision() combine.Decision {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	in := pane.Info{ID: j.id, Name: j.name, Agent: j.agent, Argv: j.argv, Dir: j.dir, PID: j.pid, Started: j.started,
-		Decision: j.decision, Since: j.since, Progress: -1}
-	if j.outcome != nil {
-		in.Exited, in.ExitCode = true, j.outcome.ExitCode
-	}
-	return in
+	return j.decision
 }
 
+// json is the job as the API shows it: a row beside the panes, of backend
+// "headless", whose stream is its report (its integration).
+func (j *job) json() api.Pane {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	d := j.decision
+	out := api.Pane{ID: j.id, Name: j.name, Agent: j.agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
+		Since: j.since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: j.pid,
+		Cwd: j.dir, Command: j.argv, Records: []api.Record{}, Integration: j.agent,
+		SessionID: j.session, Backend: "headless", Fleet: j.fleet}
+	if j.outcome != nil {
+		code := j.outcome.ExitCode
+		out.ExitCode = &code
+	}
+	return out
+}
+
+// Snapshot is the job's screen: its newest readable lines.
 func (j *job) Snapshot() term.Snapshot {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -398,6 +402,21 @@ func (j *job) Snapshot() term.Snapshot {
 	return term.Snapshot{Cols: 120, Rows: len(lines), Lines: append([]string(nil), lines...), Title: j.name}
 }
 
+// styledRows is the job's screen for the web board: its lines, unstyled.
+func (j *job) styledRows() [][]term.Run {
+	lines := j.Snapshot().Lines
+	out := make([][]term.Run, len(lines))
+	for i, l := range lines {
+		out[i] = []term.Run{{Text: l}}
+	}
+	return out
+}
+
+// ansi is the job's screen as a terminal would draw it: its lines.
+func (j *job) ansi() string {
+	return strings.Join(j.Snapshot().Lines, "\r\n")
+}
+
 // Kill ends the job's process group (any signal ends it: a job has no
 // terminal to deliver others to).
 func (j *job) Kill(syscall.Signal) error {
@@ -405,6 +424,7 @@ func (j *job) Kill(syscall.Signal) error {
 	return nil
 }
 
+// Close ends the job and waits (a while) for its end.
 func (j *job) Close(grace time.Duration) {
 	j.cancel()
 	select {

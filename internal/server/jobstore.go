@@ -177,7 +177,7 @@ func (s *Server) adoptJobs() {
 		} else {
 			j = s.followJob(dir, rec)
 		}
-		s.register(id, &entry{p: j, name: rec.Name})
+		s.registerJob(j)
 	}
 }
 
@@ -222,13 +222,9 @@ func endedJob(dir string, rec *jobRecord) *job {
 // its processes are its holder's, not left behind.
 func (s *Server) jobHeldRunning(id string) bool {
 	s.mu.Lock()
-	e := s.panes[id]
+	j := s.jobs[id]
 	s.mu.Unlock()
-	if e == nil {
-		return false
-	}
-	j, ok := e.asJob()
-	if !ok || j.spool == "" {
+	if j == nil || j.spool == "" {
 		return false
 	}
 	select {
@@ -240,8 +236,8 @@ func (s *Server) jobHeldRunning(id string) bool {
 }
 
 // forgetJob removes an ended held job's folder.
-func (s *Server) forgetJob(e *entry) {
-	if j, ok := e.asJob(); ok && j.spool != "" {
+func (s *Server) forgetJob(j *job) {
+	if j.spool != "" {
 		select {
 		case <-j.done:
 			if err := os.RemoveAll(j.spool); err != nil {

@@ -17,7 +17,7 @@ const leftGrace = time.Second
 // holder or daemon of theirs: processes that carry this daemon's socket in
 // their environment and the id of a job, or of a pane not in keep (a
 // daemon killed with its holders; a shell that ignores SIGHUP, a setsid
-// grandchild). It runs before requests are served and after every unit
+// grandchild). It runs before requests are served and after every pane and job
 // has ended at shutdown, so no pane or job of this daemon's own is running
 // unseen. When the pane table could not be read, panes are left alone:
 // which ones are this daemon's is not known.

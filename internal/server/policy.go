@@ -50,7 +50,7 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 	if ev.State != string(combine.Blocked) || ev.Kind != "permission" {
 		return false
 	}
-	e, err := s.find(id)
+	e, err := s.findPane(id) // a job's policy is its run's (headless.Options.Policy)
 	if err != nil {
 		return false
 	}
@@ -91,14 +91,10 @@ func (s *Server) decideReport(e *entry, a *approver, agent string, at time.Time)
 	if in, _ := e.integration(agent); in == "claude-code" {
 		return ap, "", false
 	}
-	p, isPane := e.asPane()
-	if !isPane {
-		return ap, "", false
-	}
 	// The agent's own report of the request, whichever signal decided
 	// the state: the root OSC 7501 record.
 	msg := ""
-	for _, r := range p.Info().Records {
+	for _, r := range e.p.Info().Records {
 		if r.ID == "" && r.State == "blocked" && r.Kind == "permission" {
 			msg = r.Msg
 		}
@@ -152,15 +148,11 @@ func (a *approver) leave(ap api.Approval, at time.Time) {
 // never reads blocked; any other is released at once, blocked for the
 // person. Claude Code's hooks decide their own (decidePermission).
 func (s *Server) policyHeld(id string, c detect.Change) {
-	e, err := s.find(id)
+	e, err := s.findPane(id)
 	if err != nil {
 		return
 	}
-	p, isPane := e.asPane()
-	a := e.approve.Load()
-	if !isPane {
-		return
-	}
+	p, a := e.p, e.approve.Load()
 	if a == nil {
 		p.NoteUndecided()
 		return
@@ -221,10 +213,7 @@ func (s *Server) answerHeld(e *entry, p *pane.Pane, a *approver, ap api.Approval
 // "$ ls" above a dialog for "rm -rf DIR" and report "ls").
 // A request left to the person after all is notified then.
 func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input string, ev eventlog.Event) {
-	p, ok := e.asPane()
-	if !ok {
-		return
-	}
+	p := e.p
 	deadline := time.Now().Add(PromptDrawWait)
 	for {
 		in := p.Info()
@@ -308,16 +297,11 @@ func (s *Server) decidePermission(e *entry, rep agents.Report, payload []byte) *
 		a.decided = now
 	}
 	a.mu.Unlock()
-	p, isPane := e.asPane()
 	if ap.Decision == "person" {
-		if isPane {
-			p.NoteUndecided() // a prompt held for the decision is the person's now
-		}
+		e.p.NoteUndecided() // a prompt held for the decision is the person's now
 		return nil
 	}
-	if isPane {
-		p.NoteDecided(ap.Text) // its dialog, drawn or to come, is not a block
-	}
+	e.p.NoteDecided(ap.Text) // its dialog, drawn or to come, is not a block
 	s.recordDecision(e, ap, now)
 	if ap.Decision == "allow" {
 		return &api.HookDecision{Behavior: "allow"}

@@ -75,9 +75,10 @@ type Server struct {
 	// rulesProblems are the newest load's problems: broken user files,
 	// each with the version kept in force instead.
 	rulesProblems []string
-	board         *board.Server // the web board, once started
-	panes         map[string]*entry
-	order         []string // pane ids in start order
+	board         *board.Server     // the web board, once started
+	panes         map[string]*entry // the panes, by id
+	jobs          map[string]*job   // the headless jobs, by id
+	order         []string          // pane and job ids, in start order
 	// reserved holds the ids (and names) of panes being started outside
 	// mu; they are taken until registered or given up.
 	reserved map[string]string
@@ -159,14 +160,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, started: time.Now(), log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
-		panes: map[string]*entry{}, reserved: map[string]string{}, done: make(chan struct{})}
+		panes: map[string]*entry{}, jobs: map[string]*job{}, reserved: map[string]string{}, done: make(chan struct{})}
 	s.table = panestore.New(opts.StateDir, opts.Logf, s.tableRows)
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
-		if e, err := s.find(id); err == nil {
-			if p, ok := e.asPane(); ok {
-				p.Notify(b) // a job has no terminal to tell
-			}
+		if e, err := s.findPane(id); err == nil { // a job has no terminal to tell
+			e.p.Notify(b)
 		}
 	}
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
@@ -323,24 +322,27 @@ func (s *Server) stop() {
 		}
 		s.mu.Lock()
 		s.collected = true
-		var all []unit
+		panes := make([]*pane.Pane, 0, len(s.panes))
 		for _, e := range s.panes {
-			all = append(all, e.p)
+			panes = append(panes, e.p)
+		}
+		jobs := make([]*job, 0, len(s.jobs))
+		for _, j := range s.jobs {
+			jobs = append(jobs, j)
 		}
 		s.mu.Unlock()
 		var wg sync.WaitGroup
-		for _, p := range all {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.endUnit(p)
-			}()
+		for _, p := range panes {
+			wg.Go(func() { s.endPane(p) })
+		}
+		for _, j := range jobs {
+			wg.Go(func() { s.endJob(j) })
 		}
 		wg.Wait()
 		if !s.handingOver.Load() {
 			s.endLeft(s.table.KeptByHolders(nil), "when it ended")
-			for _, e := range s.list() {
-				s.forgetJob(e) // jobs end with a shutdown, and are forgotten, as they always were
+			for _, j := range jobs {
+				s.forgetJob(j) // jobs end with a shutdown, and are forgotten, as they always were
 			}
 		}
 		s.stopTmux()

@@ -154,7 +154,7 @@ func (s *Server) startJob(name string, o headless.Options, keep jobKeep) (*job, 
 	}
 	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) }, onEnd)
 	j.fleet = keep.Fleet
-	if !s.register(id, &entry{p: j, name: name}) {
+	if !s.registerJob(j) {
 		return nil, errors.New("the daemon is shutting down")
 	}
 	return j, nil

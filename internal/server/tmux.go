@@ -184,7 +184,7 @@ func (s *Server) unwatchTmux(req tmuxSaved) error {
 	_ = w.Close()
 	s.saveTmux(kept)
 	// Its panes, the closed ones too, go from the list.
-	for _, e := range s.list() {
+	for _, e := range s.listPanes() {
 		if e.tmux != nil && e.tmux.Socket() == sock {
 			_ = s.remove(e.tmux.ID(), true)
 		}
@@ -337,7 +337,7 @@ func (s *Server) findTmux(socket, paneID string) *entry {
 		return nil
 	}
 	clean := realPath(socket)
-	for _, e := range s.list() {
+	for _, e := range s.listPanes() {
 		if t := e.tmux; t != nil && t.TmuxID == paneID && realPath(t.Socket()) == clean {
 			select {
 			case <-e.p.Done():

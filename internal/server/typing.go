@@ -32,10 +32,7 @@ const (
 // pane.EnterSettle) and the guard looks again: a program that drew a
 // dialog on reading the text would take the Enter as its answer.
 func typeText(e *entry, text string, enter, guard bool) error {
-	if j, ok := e.asJob(); ok {
-		return j.refuseInput()
-	}
-	p, _ := e.asPane()
+	p := e.p
 	if err := p.Input([]byte(text), guard); err != nil {
 		return err
 	}
@@ -79,7 +76,7 @@ const EnterTakeWait = 600 * time.Millisecond
 // enterTaken reports whether the text has left the cursor's row (where an
 // input box holds what is typed) within EnterTakeWait; a screen whose
 // cursor row never held it says nothing against the Enter.
-func enterTaken(u unit, text string) bool {
+func enterTaken(p *pane.Pane, text string) bool {
 	tail := []rune(strings.TrimSpace(text))
 	if len(tail) == 0 {
 		return true
@@ -89,7 +86,7 @@ func enterTaken(u unit, text string) bool {
 	}
 	deadline := time.Now().Add(EnterTakeWait)
 	for {
-		snap := u.Snapshot()
+		snap := p.Snapshot()
 		if snap.CursorY < 0 || snap.CursorY >= len(snap.Lines) || !strings.Contains(snap.Lines[snap.CursorY], string(tail)) {
 			return true
 		}
@@ -101,14 +98,19 @@ func enterTaken(u unit, text string) bool {
 }
 
 func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
-	e := s.lookup(w, r)
-	if e == nil {
+	f, ok := s.lookup(w, r)
+	if !ok {
 		return
 	}
 	var req api.SendRequest
 	if !decode(w, r, &req) {
 		return
 	}
+	if f.job != nil {
+		inputError(w, f.job.refuseInput())
+		return
+	}
+	e := f.pane
 	wait := api.DefaultReadyWait
 	if req.ReadyMS > 0 {
 		wait = time.Duration(req.ReadyMS) * time.Millisecond
@@ -132,10 +134,10 @@ var ErrStarting = errors.New("the agent is still starting")
 // awaitReady waits, at most wait, while the pane's agent is starting: text
 // typed before it takes input is lost (Claude Code drops an Enter typed as
 // its input box appears).
-func awaitReady(ctx context.Context, u unit, wait time.Duration) error {
+func awaitReady(ctx context.Context, p *pane.Pane, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
-		d := u.Info().Decision
+		d := p.Info().Decision
 		if d.State != combine.Working || d.Kind != detect.KindStarting {
 			return nil
 		}
@@ -151,20 +153,20 @@ func awaitReady(ctx context.Context, u unit, wait time.Duration) error {
 }
 
 func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
-	e := s.lookup(w, r)
-	if e == nil {
+	f, ok := s.lookup(w, r)
+	if !ok {
 		return
 	}
 	var req api.AnswerRequest
 	if !decode(w, r, &req) {
 		return
 	}
-	keys, err := e.answer(req.Choice)
+	keys, err := f.answer(req.Choice)
 	if err != nil {
 		inputError(w, err)
 		return
 	}
-	reply(w, api.AnswerResult{Pane: e.p.ID(), Keys: keys})
+	reply(w, api.AnswerResult{Pane: f.id(), Keys: keys})
 }
 
 func inputError(w http.ResponseWriter, err error) {

@@ -15,57 +15,58 @@ import (
 type boardBackend struct{ s *Server }
 
 func (b boardBackend) Panes() []api.Pane {
-	var out []api.Pane
-	for _, e := range b.s.list() {
-		out = append(out, paneJSON(e))
-	}
-	return append(out, b.s.table.LostPanes()...)
+	return append(b.s.listJSON(), b.s.table.LostPanes()...)
 }
 
 func (b boardBackend) StyledScreen(id string) ([][]term.Run, error) {
-	e, err := b.s.find(id)
+	f, err := b.s.find(id)
 	if err != nil {
 		return nil, err
 	}
-	return e.styledRows(), nil
+	if f.job != nil {
+		return f.job.styledRows(), nil
+	}
+	return f.pane.p.StyledRows(), nil
 }
 
 func (b boardBackend) Answer(id, choice string) (string, error) {
-	e, err := b.s.find(id)
+	f, err := b.s.find(id)
 	if err != nil {
 		return "", err
 	}
-	return e.answer(choice)
+	return f.answer(choice)
 }
 
 func (b boardBackend) Send(id, text string, enter bool) error {
-	e, err := b.s.find(id)
+	f, err := b.s.find(id)
 	if err != nil {
 		return err
 	}
-	return typeText(e, text, enter, true)
+	if f.job != nil {
+		return f.job.refuseInput()
+	}
+	return typeText(f.pane, text, enter, true)
 }
 
 func (b boardBackend) Kill(id string) error {
-	e, err := b.s.find(id)
+	f, err := b.s.find(id)
 	if err != nil {
 		return err
 	}
-	return killUnit(e.p, syscall.SIGTERM, true, api.DefaultKillGrace)
+	return kill(f.killer(), syscall.SIGTERM, true, api.DefaultKillGrace)
 }
 
 func (b boardBackend) Prompt(id string) board.Prompt {
-	e, err := b.s.find(id)
+	f, err := b.s.find(id)
 	if err != nil {
 		return board.Prompt{}
 	}
-	var pr board.Prompt
-	if p, ok := e.asPane(); ok {
-		pr.Answers, pr.Options = p.PromptAnswers()
-	} else {
-		pr.Answers = jobAnswers
+	if f.job != nil {
+		return board.Prompt{Answers: jobAnswers}
 	}
-	if q := e.question.Load(); q != nil && pr.Options {
+	var pr board.Prompt
+	pr.Answers, pr.Options = f.pane.p.PromptAnswers()
+	if q := f.pane.question.Load(); q != nil && pr.Options {
 		pr.Labels = *q
 	}
 	return pr

@@ -202,10 +202,13 @@ func (wt *worktree) remove() error {
 // worktreeRemovable refuses (and answers) a removal with --worktree of a
 // pane without one, or whose worktree holds uncommitted work, before the
 // pane itself is touched.
-func (s *Server) worktreeRemovable(w http.ResponseWriter, e *entry) bool {
-	wt := e.worktree.Load()
-	if wt == nil {
-		fail(w, http.StatusBadRequest, "no_worktree", fmt.Errorf("pane %s has no worktree corral made; remove it without --worktree", e.p.ID()))
+func (s *Server) worktreeRemovable(w http.ResponseWriter, f found) bool {
+	var wt *worktree
+	if f.pane != nil {
+		wt = f.pane.worktree.Load()
+	}
+	if wt == nil { // a job has none
+		fail(w, http.StatusBadRequest, "no_worktree", fmt.Errorf("pane %s has no worktree corral made; remove it without --worktree", f.id()))
 		return false
 	}
 	st := wt.refresh()
@@ -223,7 +226,7 @@ func (s *Server) worktreeRemovable(w http.ResponseWriter, e *entry) bool {
 				files = fmt.Sprintf("%d files", n)
 			}
 		}
-		fail(w, http.StatusConflict, "dirty", fmt.Errorf("the worktree %s %w (%s); commit or discard them, then run corral rm --worktree %s again", wt.path, errDirty, files, e.p.ID()))
+		fail(w, http.StatusConflict, "dirty", fmt.Errorf("the worktree %s %w (%s); commit or discard them, then run corral rm --worktree %s again", wt.path, errDirty, files, f.id()))
 		return false
 	}
 	return true
