@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -319,6 +320,11 @@ func TestHolderEndingAnswersStarts(t *testing.T) {
 	if slow.Error != "" {
 		t.Fatal(slow.Error)
 	}
+	// The program ignores SIGHUP once its shell ran the trap (a SIGHUP
+	// before that ends it, and with it the holder, at once).
+	if !proctest.WaitFor(10*time.Second, func() bool { return ignoresHUP(slow.ProgramPID) }) {
+		t.Fatal("the slow pane's program never ignored SIGHUP")
+	}
 	h.cmd.Process.Signal(syscall.SIGTERM)
 	// Ending (the pane's SIGHUP sent; SIGKILL comes a second later).
 	if !proctest.WaitFor(10*time.Second, func() bool { return h.log.has("SIGTERM: ending") }) {
@@ -329,6 +335,23 @@ func TestHolderEndingAnswersStarts(t *testing.T) {
 	}
 	waitGone(t, "the slow pane's program", slow.ProgramPID)
 	waitGone(t, "the holder", h.cmd.Process.Pid)
+}
+
+// ignoresHUP says whether process pid ignores SIGHUP: its mask of ignored
+// signals (SigIgn in /proc/PID/status; ps's sigignore elsewhere).
+func ignoresHUP(pid int) bool {
+	var mask string
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
+				mask = v
+			}
+		}
+	} else if out, err := exec.Command("ps", "-o", "sigignore=", "-p", strconv.Itoa(pid)).Output(); err == nil {
+		mask = string(out)
+	}
+	m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+	return err == nil && m&(1<<(uint(syscall.SIGHUP)-1)) != 0
 }
 
 // A daemon connected to a pane (reading the terminal itself, the shared

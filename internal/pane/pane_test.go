@@ -112,7 +112,11 @@ func TestFakeAgentTurnAndPrompt(t *testing.T) {
 	if err := p.Input([]byte("work 0.6\r"), true); err != nil {
 		t.Fatal(err)
 	}
-	in := await(t, p, "working", inState(combine.Working))
+	// The task reads working (submitted) from the Enter on; then the
+	// screen shows the work.
+	in := await(t, p, "working on screen", func(in Info) bool {
+		return in.Decision.State == combine.Working && in.Decision.Kind != detect.KindSubmitted
+	})
 	if in.Decision.Source != combine.SourceScreen || in.Decision.Rule != "working" {
 		t.Fatalf("working decided by %s rule %q", in.Decision.Source, in.Decision.Rule)
 	}

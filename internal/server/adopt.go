@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
@@ -317,15 +318,15 @@ func (s *Server) adopt(row panestore.Row, ev panestore.Logged) (*entry, error) {
 // the listening socket are passed on to it rather than let go of.
 func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
 	var req api.HandoverRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	if req.To != "" && filepath.Dir(req.To) != filepath.Clean(s.opts.StateDir) {
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("the hand-over socket %s is not in the state folder %s", req.To, s.opts.StateDir))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("the hand-over socket %s is not in the state folder %s", req.To, s.opts.StateDir))
 		return
 	}
 	if !s.handingOver.CompareAndSwap(false, true) {
-		fail(w, http.StatusConflict, "handing_over", errors.New("the daemon is already handing its panes over"))
+		httpapi.Fail(w, http.StatusConflict, "handing_over", errors.New("the daemon is already handing its panes over"))
 		return
 	}
 	passes := false
@@ -336,7 +337,7 @@ func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
 			passes = true
 		}
 	}
-	reply(w, api.HandoverResult{Status: "handing over", Passes: passes})
+	httpapi.Reply(w, api.HandoverResult{Status: "handing over", Passes: passes})
 	go s.Shutdown()
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/pane"
 )
 
@@ -18,12 +19,12 @@ import (
 // program; text messages from the client are JSON control (api.AttachControl).
 // Several clients may attach at once. Attaching marks a finished turn seen.
 func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
-	f, ok := s.lookup(w, r)
+	f, ok := s.lookupHTTP(w, r)
 	if !ok {
 		return
 	}
 	if f.job != nil {
-		fail(w, http.StatusConflict, "bad_request", errors.New("a headless job has no terminal to attach to; follow it with corral events --follow"))
+		httpapi.Fail(w, http.StatusConflict, "bad_request", errors.New("a headless job has no terminal to attach to; follow it with corral events --follow"))
 		return
 	}
 	p := f.pane.p
@@ -31,7 +32,7 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 	// WebSocket that never speaks.
 	initial, watcher, err := p.WatchWithin()
 	if err != nil {
-		inputError(w, err)
+		httpapi.WriteError(w, inputError(err))
 		return
 	}
 	defer watcher.Close()

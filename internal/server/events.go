@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/httpapi"
 )
 
 // handleEvents streams events as NDJSON: the logged ones since ?since
@@ -22,7 +23,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("after %q is not a sequence number", v))
+			httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("after %q is not a sequence number", v))
 			return
 		}
 		afterSeq = n
@@ -40,7 +41,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("since"); sinceSet {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
+			httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
 			return
 		}
 		since = t
@@ -118,7 +119,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleEventsWS(w http.ResponseWriter, r *http.Request) {
 	if s.eventSockets.Add(1) > api.MaxEventSockets {
 		s.eventSockets.Add(-1)
-		fail(w, http.StatusServiceUnavailable, "busy", fmt.Errorf("the daemon serves %d event streams already; close some", api.MaxEventSockets))
+		httpapi.Fail(w, http.StatusServiceUnavailable, "busy", fmt.Errorf("the daemon serves %d event streams already; close some", api.MaxEventSockets))
 		return
 	}
 	defer s.eventSockets.Add(-1)

@@ -13,24 +13,25 @@ import (
 	"github.com/corral-dev/corral/internal/agentdef"
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/httpapi"
 )
 
 // handleExec starts a headless job.
 func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	var req api.ExecRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	if len(req.Command) == 0 {
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
 		return
 	}
 	if err := checkRunFields(api.RunRequest{Name: req.Name, Command: req.Command, Cwd: req.Cwd, Env: req.Env}); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
 	if err := checkRunFields(api.RunRequest{Env: req.CallerEnv}); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("caller environment: %w", err))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("caller environment: %w", err))
 		return
 	}
 	execAgent, known := agentdef.BuiltIn().ByExec(req.Agent)
@@ -38,11 +39,11 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	case known || req.Agent == "auto":
 	case req.Agent == "acp":
 		if req.Prompt == "" {
-			fail(w, http.StatusBadRequest, "bad_request", errors.New("an ACP agent takes its prompt from --prompt"))
+			httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("an ACP agent takes its prompt from --prompt"))
 			return
 		}
 	default:
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use %s, auto or acp", req.Agent, strings.Join(agentdef.BuiltIn().ExecNames(), ", ")))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use %s, auto or acp", req.Agent, strings.Join(agentdef.BuiltIn().ExecNames(), ", ")))
 		return
 	}
 	o := headless.Options{Agent: req.Agent, Argv: req.Command, Dir: req.Cwd, Env: req.Env, BaseEnv: req.CallerEnv,
@@ -50,7 +51,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	if req.Policy != "" {
 		p, err := headless.ParsePolicy(req.PolicySource, []byte(req.Policy))
 		if err != nil {
-			fail(w, http.StatusBadRequest, "bad_request", err)
+			httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 			return
 		}
 		o.Policy = p
@@ -64,7 +65,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		}
 		req.NoRelay = true // no stdin in pty-lite mode
 	default:
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("mode %q: use pipe or pty-lite", req.Mode))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("mode %q: use pipe or pty-lite", req.Mode))
 		return
 	}
 	if req.Agent == "acp" {
@@ -88,21 +89,21 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.startJob(req.Name, o, jobKeep{Policy: req.Policy, PolicySource: req.PolicySource, Fleet: req.Fleet})
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
-	reply(w, j.json())
+	httpapi.Reply(w, j.json())
 }
 
 // handleJobStream streams a job's events from its start, then its outcome.
 func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
-	f, ok := s.lookup(w, r)
+	f, ok := s.lookupHTTP(w, r)
 	if !ok {
 		return
 	}
 	j := f.job
 	if j == nil {
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("not a headless job; corral events shows a pane's changes"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("not a headless job; corral events shows a pane's changes"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")

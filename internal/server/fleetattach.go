@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/pane"
 )
 
@@ -65,7 +66,7 @@ func (s *Server) fleetAttach(w http.ResponseWriter, r *http.Request, m *fleet.Me
 	}
 	ref, err := url.PathUnescape(sm[1])
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 		return true
 	}
 	ra, err := m.Attach(r.Context(), host, ref)
@@ -77,7 +78,7 @@ func (s *Server) fleetAttach(w http.ResponseWriter, r *http.Request, m *fleet.Me
 		case errors.Is(err, fleet.ErrHubUnreachable):
 			status, code = http.StatusServiceUnavailable, "hub_unreachable"
 		}
-		fail(w, status, code, fmt.Errorf("attach %s:%s: %w", host, ref, err))
+		httpapi.Fail(w, status, code, fmt.Errorf("attach %s:%s: %w", host, ref, err))
 		return true
 	}
 	defer ra.Close()

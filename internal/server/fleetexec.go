@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/httpapi"
 )
 
 // fleetJob is a job this daemon put on the fleet's queue: its lines as
@@ -43,7 +44,7 @@ func (j *fleetJob) add(line []byte) {
 
 func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 	var req fleet.ExecRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	m := s.fleetMember(w)
@@ -51,25 +52,25 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(req.Exec.Command) == 0 {
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
 		return
 	}
 	if req.Retry < 0 || req.Retry > 10 {
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("--retry must be from 0 to 10"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--retry must be from 0 to 10"))
 		return
 	}
 	if down, since := m.HubDown(); down {
-		fail(w, http.StatusServiceUnavailable, "hub_unreachable", fmt.Errorf("%w: the job was not queued", hubDownError(since)))
+		httpapi.Fail(w, http.StatusServiceUnavailable, "hub_unreachable", fmt.Errorf("%w: the job was not queued", hubDownError(since)))
 		return
 	}
 	var each []string
 	if len(req.Hosts) > 0 || req.AllHosts {
 		if req.Host != "" {
-			fail(w, http.StatusBadRequest, "bad_request", errors.New("give --host, or --hosts/--all-hosts, not both"))
+			httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("give --host, or --hosts/--all-hosts, not both"))
 			return
 		}
 		if each = m.JobHosts(req.Hosts); len(each) == 0 {
-			fail(w, http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("no reachable host that takes jobs matches %s (nothing queued); corral fleet status lists the hosts and their max_jobs",
+			httpapi.Fail(w, http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("no reachable host that takes jobs matches %s (nothing queued); corral fleet status lists the hosts and their max_jobs",
 				strings.Join(append([]string{"*"}, req.Hosts...)[min(1, len(req.Hosts)):], ",")))
 			return
 		}
@@ -80,17 +81,17 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 			if h.Host == req.Host {
 				known = true
 				if h.MaxJobs == 0 {
-					fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("host %s takes no fleet jobs (its max_jobs is 0; it joins with --max-jobs N to take some)", req.Host))
+					httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("host %s takes no fleet jobs (its max_jobs is 0; it joins with --max-jobs N to take some)", req.Host))
 					return
 				}
 				if !h.Reachable {
-					fail(w, http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("host %s is unreachable (last seen %s); leave out --host to let any host take the job", req.Host, h.LastSeen))
+					httpapi.Fail(w, http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("host %s is unreachable (last seen %s); leave out --host to let any host take the job", req.Host, h.LastSeen))
 					return
 				}
 			}
 		}
 		if !known {
-			fail(w, http.StatusBadRequest, "not_found", fmt.Errorf("no host %s in the fleet; corral fleet status lists them", req.Host))
+			httpapi.Fail(w, http.StatusBadRequest, "not_found", fmt.Errorf("no host %s in the fleet; corral fleet status lists them", req.Host))
 			return
 		}
 	}
@@ -125,7 +126,7 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		j.mu.Unlock()
 		time.AfterFunc(time.Minute, func() { n.jobs.Delete(id) })
 	}()
-	reply(w, fleet.ExecStarted{ID: id, Hosts: each})
+	httpapi.Reply(w, fleet.ExecStarted{ID: id, Hosts: each})
 }
 
 func (s *Server) fleetJob(w http.ResponseWriter, r *http.Request) *fleetJob {
@@ -135,7 +136,7 @@ func (s *Server) fleetJob(w http.ResponseWriter, r *http.Request) *fleetJob {
 			return v.(*fleetJob)
 		}
 	}
-	fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no fleet job %s here", r.PathValue("id")))
+	httpapi.Fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no fleet job %s here", r.PathValue("id")))
 	return nil
 }
 
@@ -185,7 +186,7 @@ func (s *Server) handleFleetJobKill(w http.ResponseWriter, r *http.Request) {
 		// A job no host has taken yet ends here.
 		time.AfterFunc(ExecCancelWait, j.cancel)
 	}
-	reply(w, fleet.CancelResult{ID: r.PathValue("id"), Status: "cancelling"})
+	httpapi.Reply(w, fleet.CancelResult{ID: r.PathValue("id"), Status: "cancelling"})
 }
 
 // ExecCancelWait is how long a cancelled fleet job may take to confirm

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/httpapi"
 )
 
 func joinInfo(n *fleetNode, name, token string, others ...string) fleet.JoinInfo {
@@ -42,7 +43,7 @@ func joinInfo(n *fleetNode, name, token string, others ...string) fleet.JoinInfo
 
 func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 	var req fleet.InitRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	if !s.canEnterFleet(w, &req.Name, "this daemon is in a fleet already; corral fleet status shows it, corral fleet leave leaves it") {
@@ -52,7 +53,7 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 		req.Listen = fleet.DefaultListen
 	}
 	if req.ForgetAfterMS < 0 {
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
 		return
 	}
 	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: req.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
@@ -68,29 +69,29 @@ func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
 func (s *Server) startHub(w http.ResponseWriter, cfg fleet.Config, urls ...string) {
 	n, err := s.runFleet(cfg, false)
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
 	// A port chosen by the system is kept for the next start.
 	n.cfg.Listen = n.hub.Addr()
 	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
 		s.stopFleet(true)
-		fail(w, http.StatusInternalServerError, "internal", err)
+		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
-	reply(w, joinInfo(n, cfg.Name, n.hub.FleetToken(), urls...))
+	httpapi.Reply(w, joinInfo(n, cfg.Name, n.hub.FleetToken(), urls...))
 }
 
 func (s *Server) handleFleetJoinHub(w http.ResponseWriter, r *http.Request) {
 	var req fleet.JoinHubRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	if !s.canEnterFleet(w, &req.Name, "this daemon is in a fleet already; corral fleet leave first") {
 		return
 	}
 	if req.ClusterListen == "" || len(req.URLs) == 0 || req.HubToken == "" {
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("need the hubs' URLs, --hub-token and --cluster-listen HOST:PORT (the join-hub command a hub printed carries the first two)"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("need the hubs' URLs, --hub-token and --cluster-listen HOST:PORT (the join-hub command a hub printed carries the first two)"))
 		return
 	}
 	if req.Listen == "" {
@@ -98,11 +99,11 @@ func (s *Server) handleFleetJoinHub(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := fleet.FetchHubBundle(r.Context(), req.URLs, req.HubToken, req.CAFingerprint)
 	if err != nil {
-		fail(w, http.StatusBadRequest, "refused", err)
+		httpapi.Fail(w, http.StatusBadRequest, "refused", err)
 		return
 	}
 	if err := fleet.InstallHubBundle(fleet.Dir(s.opts.StateDir), b); err != nil {
-		fail(w, http.StatusInternalServerError, "internal", err)
+		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
 	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: b.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
@@ -119,7 +120,7 @@ func hostPort(u string) string {
 
 func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
 	var req fleet.JoinRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	if !s.canEnterFleet(w, &req.Name, "this daemon is in a fleet already; corral fleet leave first") {
@@ -129,109 +130,109 @@ func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
 		NotifyFleet: req.NotifyFleet}
 	n, err := s.runFleetOpts(cfg, false, true)
 	if err != nil {
-		fail(w, http.StatusBadRequest, "refused", err)
+		httpapi.Fail(w, http.StatusBadRequest, "refused", err)
 		return
 	}
 	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
 		s.stopFleet(true)
-		fail(w, http.StatusInternalServerError, "internal", err)
+		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
-	reply(w, fleet.JoinResult{Name: req.Name, URLs: req.URLs})
+	httpapi.Reply(w, fleet.JoinResult{Name: req.Name, URLs: req.URLs})
 }
 
 func (s *Server) handleFleetLeave(w http.ResponseWriter, r *http.Request) {
 	n := s.fleetNode()
 	if n == nil {
-		fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
+		httpapi.Fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
 		return
 	}
 	s.stopFleet(true)
 	if err := fleet.RemoveConfig(s.opts.StateDir); err != nil {
-		fail(w, http.StatusInternalServerError, "internal", err)
+		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
-	reply(w, fleet.LeaveResult{Left: n.cfg.Name, WasHub: n.cfg.Hub})
+	httpapi.Reply(w, fleet.LeaveResult{Left: n.cfg.Name, WasHub: n.cfg.Hub})
 }
 
 func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
 	var req fleet.InviteRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	n := s.fleetNode()
 	if n == nil || n.hub == nil {
-		fail(w, http.StatusConflict, "not_hub", errors.New("credentials are made on the fleet's hub (the machine that ran corral fleet init)"))
+		httpapi.Fail(w, http.StatusConflict, "not_hub", errors.New("credentials are made on the fleet's hub (the machine that ran corral fleet init)"))
 		return
 	}
 	if req.Revoke {
 		if err := n.hub.Revoke(req.Name); err != nil {
-			fail(w, http.StatusBadRequest, "bad_request", err)
+			httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 			return
 		}
-		reply(w, fleet.RevokeResult{Revoked: req.Name})
+		httpapi.Reply(w, fleet.RevokeResult{Revoked: req.Name})
 		return
 	}
 	if req.TakeJobs && !req.ObserveOnly {
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("--take-jobs is for an observe-only credential (one with control takes jobs anyway)"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--take-jobs is for an observe-only credential (one with control takes jobs anyway)"))
 		return
 	}
 	tok, err := n.hub.InviteRights(req.Name, fleet.Rights{Control: !req.ObserveOnly, Jobs: !req.ObserveOnly || req.TakeJobs},
 		time.Duration(req.ExpiresMS)*time.Millisecond)
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
 	info := joinInfo(n, req.Name, tok)
 	info.Join += " --name " + req.Name
-	reply(w, info)
+	httpapi.Reply(w, info)
 }
 
 func (s *Server) handleFleetForget(w http.ResponseWriter, r *http.Request) {
 	var req fleet.ForgetRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	n := s.fleetNode()
 	if n == nil || n.hub == nil {
-		fail(w, http.StatusConflict, "not_hub", errors.New("hosts are forgotten on the fleet's hub (the machine that ran corral fleet init)"))
+		httpapi.Fail(w, http.StatusConflict, "not_hub", errors.New("hosts are forgotten on the fleet's hub (the machine that ran corral fleet init)"))
 		return
 	}
 	if err := n.hub.Forget(req.Host); err != nil {
-		fail(w, http.StatusConflict, "refused", err)
+		httpapi.Fail(w, http.StatusConflict, "refused", err)
 		return
 	}
-	reply(w, fleet.ForgetResult{Forgotten: req.Host})
+	httpapi.Reply(w, fleet.ForgetResult{Forgotten: req.Host})
 }
 
 func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 	var req fleet.SetRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	n := s.fleetNode()
 	switch {
 	case n == nil:
-		fail(w, http.StatusConflict, "not_in_fleet", errors.New("this daemon is in no fleet (corral fleet init or corral fleet join)"))
+		httpapi.Fail(w, http.StatusConflict, "not_in_fleet", errors.New("this daemon is in no fleet (corral fleet init or corral fleet join)"))
 		return
 	case req.ForgetAfterMS == nil && req.MaxJobs == nil:
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("nothing to set: give forget_after_ms or max_jobs"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("nothing to set: give forget_after_ms or max_jobs"))
 		return
 	case req.ForgetAfterMS != nil && n.hub == nil:
-		fail(w, http.StatusConflict, "not_hub", errors.New("the fleet's settings are set on its hub (the machine that ran corral fleet init)"))
+		httpapi.Fail(w, http.StatusConflict, "not_hub", errors.New("the fleet's settings are set on its hub (the machine that ran corral fleet init)"))
 		return
 	case req.ForgetAfterMS != nil && *req.ForgetAfterMS < 0:
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
 		return
 	case req.MaxJobs != nil && (*req.MaxJobs < 0 || *req.MaxJobs > math.MaxInt32):
-		fail(w, http.StatusBadRequest, "bad_request", errors.New("--max-jobs must be 0 (take no jobs) or more"))
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--max-jobs must be 0 (take no jobs) or more"))
 		return
 	}
 	s.fleetSetMu.Lock()
 	defer s.fleetSetMu.Unlock()
 	cfg, err := fleet.LoadConfig(s.opts.StateDir)
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "internal", err)
+		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
 	if req.ForgetAfterMS != nil {
@@ -241,7 +242,7 @@ func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 		cfg.MaxJobs = *req.MaxJobs
 	}
 	if err := fleet.SaveConfig(s.opts.StateDir, cfg); err != nil {
-		fail(w, http.StatusInternalServerError, "internal", err)
+		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
 		return
 	}
 	if req.ForgetAfterMS != nil {
@@ -254,27 +255,27 @@ func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 		if m := n.member.Load(); m != nil {
 			m.SetMaxJobs(cfg.MaxJobs)
 			if r, ok := m.Rights(); ok && !r.Jobs && cfg.MaxJobs > 0 {
-				reply(w, fleet.SetResult{MaxJobs: &cfg.MaxJobs, Note: fmt.Sprintf(
+				httpapi.Reply(w, fleet.SetResult{MaxJobs: &cfg.MaxJobs, Note: fmt.Sprintf(
 					"this host's credential is observe-only: it takes no jobs until the hub runs corral fleet invite %s --observe-only --take-jobs (and this host joins with it)", cfg.Name)})
 				return
 			}
 		}
 	}
-	reply(w, fleet.SetResult{ForgetAfterMS: req.ForgetAfterMS, MaxJobs: req.MaxJobs})
+	httpapi.Reply(w, fleet.SetResult{ForgetAfterMS: req.ForgetAfterMS, MaxJobs: req.MaxJobs})
 }
 
 // canEnterFleet refuses a daemon in a fleet already (saying already) and a
 // bad host name; an empty name becomes the default one.
 func (s *Server) canEnterFleet(w http.ResponseWriter, name *string, already string) bool {
 	if s.fleetNode() != nil {
-		fail(w, http.StatusConflict, "in_fleet", errors.New(already))
+		httpapi.Fail(w, http.StatusConflict, "in_fleet", errors.New(already))
 		return false
 	}
 	if *name == "" {
 		*name = fleet.DefaultName()
 	}
 	if err := fleet.CheckName(*name); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 		return false
 	}
 	return true

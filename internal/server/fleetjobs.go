@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/httpapi"
 )
 
 // Job listings: GET /v1/jobs (this daemon's running jobs) and
@@ -34,7 +35,7 @@ func (s *Server) handleJobsList(w http.ResponseWriter, r *http.Request) {
 	if n := s.fleetNode(); n != nil {
 		host = n.cfg.Name
 	}
-	reply(w, s.localJobs(host))
+	httpapi.Reply(w, s.localJobs(host))
 }
 
 // handleFleetJobsList lists the fleet's jobs: those running on every
@@ -89,7 +90,7 @@ func (s *Server) handleFleetJobsList(w http.ResponseWriter, r *http.Request) {
 		}
 		return rows[i].Since < rows[j].Since
 	})
-	reply(w, rows)
+	httpapi.Reply(w, rows)
 }
 
 // noteStarted marks which host runs a fleet job, from its stream's line

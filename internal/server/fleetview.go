@@ -13,17 +13,18 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/httpapi"
 )
 
 func (s *Server) fleetMember(w http.ResponseWriter) *fleet.Member {
 	n := s.fleetNode()
 	if n == nil {
-		fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
+		httpapi.Fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
 		return nil
 	}
 	m := n.member.Load()
 	if m == nil {
-		fail(w, http.StatusServiceUnavailable, "unreachable", fmt.Errorf("host %s has not reached its fleet yet (it keeps trying; the daemon's log says why)", n.cfg.Name))
+		httpapi.Fail(w, http.StatusServiceUnavailable, "unreachable", fmt.Errorf("host %s has not reached its fleet yet (it keeps trying; the daemon's log says why)", n.cfg.Name))
 		return nil
 	}
 	return m
@@ -32,7 +33,7 @@ func (s *Server) fleetMember(w http.ResponseWriter) *fleet.Member {
 func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
 	n := s.fleetNode()
 	if n == nil {
-		fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
+		httpapi.Fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
 		return
 	}
 	out := fleet.Status{Name: n.cfg.Name, Hub: n.hub != nil, Hosts: []fleet.HostStatus{}}
@@ -49,7 +50,7 @@ func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
 			out.Replicas = m.ReplicasNow()
 		}
 	}
-	reply(w, out)
+	httpapi.Reply(w, out)
 }
 
 // handleFleetPanes answers every host's panes: ?host=H (repeatable, a
@@ -73,7 +74,7 @@ func (s *Server) handleFleetPanes(w http.ResponseWriter, r *http.Request) {
 			out = append(out, p)
 		}
 	}
-	reply(w, out)
+	httpapi.Reply(w, out)
 }
 
 // handleFleetProxy sends an API request to a host: this one's own API,
@@ -125,7 +126,7 @@ func (s *Server) handleFleetProxy(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, fleet.ErrNotPermitted):
 			status, code = http.StatusForbidden, "not_permitted"
 		}
-		fail(w, status, code, err)
+		httpapi.Fail(w, status, code, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -135,8 +136,8 @@ func (s *Server) handleFleetProxy(w http.ResponseWriter, r *http.Request) {
 
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	var b bytes.Buffer
-	if _, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBody)); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("request body: %v", err))
+	if _, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, httpapi.MaxBody)); err != nil {
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("request body: %v", err))
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -151,14 +152,14 @@ func (s *Server) handleFleetEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if down, since := m.HubDown(); down {
-		fail(w, http.StatusServiceUnavailable, "hub_unreachable", hubDownError(since))
+		httpapi.Fail(w, http.StatusServiceUnavailable, "hub_unreachable", hubDownError(since))
 		return
 	}
 	q := r.URL.Query()
 	host := q.Get("host")
 	if host != "" {
 		if err := fleet.CheckName(host); err != nil {
-			fail(w, http.StatusBadRequest, "bad_request", err)
+			httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 			return
 		}
 	}
@@ -166,7 +167,7 @@ func (s *Server) handleFleetEvents(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
+			httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
 			return
 		}
 		since = t

@@ -116,7 +116,7 @@ func TestJobRoutes(t *testing.T) {
 			endedTestJob(t, s, "jt", "view", tc.prompt)
 
 			for _, ref := range []string{"jt", "view"} {
-				code, body := request(t, s.handleGet, "GET", "/v1/panes/"+ref, ref, "")
+				code, body := request(t, s.routes().ServeHTTP, "GET", "/v1/panes/"+ref, ref, "")
 				var p api.Pane
 				if err := json.Unmarshal(body, &p); code != 200 || err != nil {
 					t.Fatalf("GET %s: %d %v (%s)", ref, code, err, body)
@@ -127,7 +127,7 @@ func TestJobRoutes(t *testing.T) {
 				}
 			}
 
-			code, body := request(t, s.handleScreen, "GET", "/v1/panes/view/screen?ansi=1", "view", "")
+			code, body := request(t, s.routes().ServeHTTP, "GET", "/v1/panes/view/screen?ansi=1", "view", "")
 			var scr api.Screen
 			if err := json.Unmarshal(body, &scr); code != 200 || err != nil {
 				t.Fatalf("screen: %d %v (%s)", code, err, body)
@@ -155,12 +155,12 @@ func TestJobRoutes(t *testing.T) {
 				status       int
 				code, says   string
 			}{
-				{"send", s.handleSend, "POST", `{"text":"hello","enter":true}`, 409, "no_input", tc.want},
+				{"send", s.routes().ServeHTTP, "POST", `{"text":"hello","enter":true}`, 409, "no_input", tc.want},
 				// The job ended: its answer says it is not blocked, and in
 				// what state it is.
-				{"answer", s.handleAnswer, "POST", `{"choice":"yes"}`, 409, "not_blocked", "(it is done)"},
-				{"attach", s.handleAttach, "GET", "", 409, "bad_request", "a headless job has no terminal to attach to"},
-				{"rm --worktree", s.handleRemove, "DELETE", "", 400, "no_worktree", "pane jt has no worktree"},
+				{"answer", s.routes().ServeHTTP, "POST", `{"choice":"yes"}`, 409, "not_blocked", "(it is done)"},
+				{"attach", s.routes().ServeHTTP, "GET", "", 409, "bad_request", "a headless job has no terminal to attach to"},
+				{"rm --worktree", s.routes().ServeHTTP, "DELETE", "", 400, "no_worktree", "pane jt has no worktree"},
 			} {
 				target := "/v1/panes/view/" + rt.route
 				if rt.route == "rm --worktree" {
@@ -178,7 +178,7 @@ func TestJobRoutes(t *testing.T) {
 				t.Errorf("the board's prompt of a job: %+v", pr)
 			}
 			// A pane has no job stream.
-			code, body = request(t, s.handleJobStream, "GET", "/v1/jobs/shell/stream", "shell", "")
+			code, body = request(t, s.routes().ServeHTTP, "GET", "/v1/jobs/shell/stream", "shell", "")
 			if e := failed(t, body); code != 400 || !strings.Contains(e.Error, "not a headless job") {
 				t.Errorf("a pane's job stream: %d %+v", code, e)
 			}
@@ -242,7 +242,7 @@ func TestPanesAndJobsShareNames(t *testing.T) {
 	if got, want := ids(), "pa/stuck jb/headless pc/stuck"; got != want {
 		t.Errorf("the list: %s, want %s", got, want)
 	}
-	code, body := request(t, s.handleStatus, "GET", "/v1/status", "", "")
+	code, body := request(t, s.routes().ServeHTTP, "GET", "/v1/status", "", "")
 	var st api.Status
 	if err := json.Unmarshal(body, &st); code != 200 || err != nil || st.Panes != 3 {
 		t.Errorf("status: %d %v %+v", code, err, st)

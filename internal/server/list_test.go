@@ -95,7 +95,7 @@ func TestListAnswersWhilePanesAreStuck(t *testing.T) {
 
 			start := time.Now()
 			rec := httptest.NewRecorder()
-			s.handleList(rec, httptest.NewRequest("GET", "/v1/panes", nil))
+			s.routes().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/panes", nil))
 			took := time.Since(start)
 			var got []api.Pane
 			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
@@ -149,7 +149,7 @@ func TestListViewLs(t *testing.T) {
 	}
 	get := func(path string) []byte {
 		rec := httptest.NewRecorder()
-		s.handleList(rec, httptest.NewRequest("GET", path, nil))
+		s.routes().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 		return rec.Body.Bytes()
 	}
 	var whole []api.Pane

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
 )
@@ -19,12 +20,12 @@ type Restored = api.Restored
 // resuming their agents' conversations where the agent allows it.
 func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	var req api.RestoreRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	lost, missing := s.table.TakeLost(req.IDs)
 	if len(missing) > 0 {
-		fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no lost pane named %s; corral ls shows the lost ones (state lost)", strings.Join(missing, ", ")))
+		httpapi.Fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no lost pane named %s; corral ls shows the lost ones (state lost)", strings.Join(missing, ", ")))
 		return
 	}
 	out := []api.Restored{}
@@ -33,7 +34,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 			out = append(out, api.Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd, Command: row.Argv, Note: "forgotten"})
 		}
 		s.table.Save()
-		reply(w, out)
+		httpapi.Reply(w, out)
 		return
 	}
 	var keep []panestore.Row
@@ -67,7 +68,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	}
 	s.table.ReturnLost(keep)
 	s.table.Save()
-	reply(w, out)
+	httpapi.Reply(w, out)
 }
 
 // LostMessage is what a lost pane says in listings.

@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/safefile"
 	"github.com/corral-dev/corral/internal/tmuxctl"
@@ -285,17 +286,17 @@ func (s *Server) tmuxServers() []api.TmuxServer {
 }
 
 func (s *Server) handleTmuxList(w http.ResponseWriter, r *http.Request) {
-	reply(w, s.tmuxServers())
+	httpapi.Reply(w, s.tmuxServers())
 }
 
 func (s *Server) handleTmuxWatch(w http.ResponseWriter, r *http.Request) {
 	var req api.TmuxRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	tw, err := s.watchTmux(tmuxSaved(req), true)
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err)
+		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
 		return
 	}
 	// The panes the server has now are listed before the answer, so that
@@ -311,23 +312,23 @@ func (s *Server) handleTmuxWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, row := range s.tmuxServers() {
 		if row.Socket == tw.Socket() {
-			reply(w, row)
+			httpapi.Reply(w, row)
 			return
 		}
 	}
-	fail(w, http.StatusInternalServerError, "internal", errors.New("the tmux server stopped being watched"))
+	httpapi.Fail(w, http.StatusInternalServerError, "internal", errors.New("the tmux server stopped being watched"))
 }
 
 func (s *Server) handleTmuxUnwatch(w http.ResponseWriter, r *http.Request) {
 	var req api.TmuxRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	if err := s.unwatchTmux(tmuxSaved(req)); err != nil {
-		fail(w, http.StatusNotFound, "not_found", err)
+		httpapi.Fail(w, http.StatusNotFound, "not_found", err)
 		return
 	}
-	reply(w, struct{}{})
+	httpapi.Reply(w, struct{}{})
 }
 
 // findTmux finds the pane of a watched tmux server's pane (nil: none is

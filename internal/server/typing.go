@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/pane"
@@ -97,37 +95,6 @@ func enterTaken(p *pane.Pane, text string) bool {
 	}
 }
 
-func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
-	f, ok := s.lookup(w, r)
-	if !ok {
-		return
-	}
-	var req api.SendRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	if f.job != nil {
-		inputError(w, f.job.refuseInput())
-		return
-	}
-	e := f.pane
-	wait := api.DefaultReadyWait
-	if req.ReadyMS > 0 {
-		wait = time.Duration(req.ReadyMS) * time.Millisecond
-	}
-	if !req.Force {
-		if err := awaitReady(r.Context(), e.p, wait); err != nil {
-			inputError(w, err)
-			return
-		}
-	}
-	if err := typeText(e, req.Text, req.Enter, !req.Force); err != nil {
-		inputError(w, err)
-		return
-	}
-	reply(w, paneJSON(e))
-}
-
 // ErrStarting refuses typing into an agent that is not ready for input.
 var ErrStarting = errors.New("the agent is still starting")
 
@@ -149,45 +116,5 @@ func awaitReady(ctx context.Context, p *pane.Pane, wait time.Duration) error {
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
-	}
-}
-
-func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
-	f, ok := s.lookup(w, r)
-	if !ok {
-		return
-	}
-	var req api.AnswerRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	keys, err := f.answer(req.Choice)
-	if err != nil {
-		inputError(w, err)
-		return
-	}
-	reply(w, api.AnswerResult{Pane: f.id(), Keys: keys})
-}
-
-func inputError(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, pane.ErrBlocked):
-		fail(w, http.StatusConflict, "blocked", err)
-	case errors.Is(err, pane.ErrNotBlocked):
-		fail(w, http.StatusConflict, "not_blocked", err)
-	case errors.Is(err, pane.ErrExited):
-		fail(w, http.StatusConflict, "exited", err)
-	case errors.Is(err, ErrEnterNotTaken):
-		fail(w, http.StatusConflict, "not_taken", err)
-	case errors.Is(err, ErrStarting):
-		fail(w, http.StatusConflict, "starting", err)
-	case errors.Is(err, ErrNoInput):
-		fail(w, http.StatusConflict, "no_input", err)
-	case errors.Is(err, pane.ErrNoAnswer):
-		fail(w, http.StatusBadRequest, "no_answer", err)
-	case errors.Is(err, pane.ErrBusy), errors.Is(err, pane.ErrNotReading):
-		fail(w, http.StatusServiceUnavailable, "busy", err)
-	default:
-		fail(w, http.StatusInternalServerError, "internal", err)
 	}
 }

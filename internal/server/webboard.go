@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/board"
+	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/term"
 )
 
@@ -101,7 +102,7 @@ func (b boardBackend) Changed() (<-chan struct{}, func()) {
 // handleBoard starts the web board (once) and returns its address.
 func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
 	var req api.BoardRequest
-	if !decode(w, r, &req) {
+	if !httpapi.Decode(w, r, &req) {
 		return
 	}
 	if req.Addr == "" {
@@ -111,7 +112,7 @@ func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	if s.board != nil {
 		urls := s.board.SignIn()
-		reply(w, api.BoardResult{URL: urls[0], URLs: urls, Started: false})
+		httpapi.Reply(w, api.BoardResult{URL: urls[0], URLs: urls, Started: false})
 		return
 	}
 	b, err := board.Start(req.Addr, req.ListenAny, fleetBoard{boardBackend{s}})
@@ -120,10 +121,10 @@ func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
 		if !errors.Is(err, board.ErrRemote) {
 			code = http.StatusInternalServerError
 		}
-		fail(w, code, "bad_request", err)
+		httpapi.Fail(w, code, "bad_request", err)
 		return
 	}
 	s.board = b
 	urls := b.SignIn()
-	reply(w, api.BoardResult{URL: urls[0], URLs: urls, Started: true})
+	httpapi.Reply(w, api.BoardResult{URL: urls[0], URLs: urls, Started: true})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/config"
+	"github.com/corral-dev/corral/internal/httpapi"
 )
 
 // gitTimeout bounds each git command corral runs for a worktree.
@@ -199,22 +200,21 @@ func (wt *worktree) remove() error {
 	return nil
 }
 
-// worktreeRemovable refuses (and answers) a removal with --worktree of a
-// pane without one, or whose worktree holds uncommitted work, before the
-// pane itself is touched.
-func (s *Server) worktreeRemovable(w http.ResponseWriter, f found) bool {
+// worktreeRemovable refuses a removal with --worktree of a pane without
+// one, or whose worktree holds uncommitted work, before the pane itself is
+// touched.
+func (s *Server) worktreeRemovable(f found) error {
 	var wt *worktree
 	if f.pane != nil {
 		wt = f.pane.worktree.Load()
 	}
 	if wt == nil { // a job has none
-		fail(w, http.StatusBadRequest, "no_worktree", fmt.Errorf("pane %s has no worktree corral made; remove it without --worktree", f.id()))
-		return false
+		return httpapi.Coded(http.StatusBadRequest, "no_worktree", fmt.Errorf("pane %s has no worktree corral made; remove it without --worktree", f.id()))
 	}
 	st := wt.refresh()
 	if st.Error != "" && !st.Dirty {
 		if _, err := os.Stat(wt.path); err != nil {
-			return true // already gone: nothing to keep
+			return nil // already gone: nothing to keep
 		}
 	}
 	if st.Dirty {
@@ -226,23 +226,21 @@ func (s *Server) worktreeRemovable(w http.ResponseWriter, f found) bool {
 				files = fmt.Sprintf("%d files", n)
 			}
 		}
-		fail(w, http.StatusConflict, "dirty", fmt.Errorf("the worktree %s %w (%s); commit or discard them, then run corral rm --worktree %s again", wt.path, errDirty, files, f.id()))
-		return false
+		return httpapi.Conflict("dirty", fmt.Errorf("the worktree %s %w (%s); commit or discard them, then run corral rm --worktree %s again", wt.path, errDirty, files, f.id()))
 	}
-	return true
+	return nil
 }
 
 // removeWorktree removes the pane's worktree once the pane is gone; its
 // branch stays.
-func (s *Server) removeWorktree(w http.ResponseWriter, e *entry) bool {
+func (s *Server) removeWorktree(e *entry) error {
 	wt := e.worktree.Load()
 	if _, err := os.Stat(wt.path); err != nil {
 		_, _ = git(wt.repo, "worktree", "prune")
-		return true
+		return nil
 	}
 	if err := wt.remove(); err != nil {
-		fail(w, http.StatusConflict, "dirty", fmt.Errorf("pane %s was removed, but %v", e.p.ID(), err))
-		return false
+		return httpapi.Conflict("dirty", fmt.Errorf("pane %s was removed, but %v", e.p.ID(), err))
 	}
-	return true
+	return nil
 }

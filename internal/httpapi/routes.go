@@ -1,0 +1,215 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+)
+
+// Service is the daemon as the API's handlers see it: one method a
+// route. A {id} is a pane's or a job's id or name. An error is answered
+// with its status and code when it is an *Error, 500 otherwise.
+type Service interface {
+	ListPanes() []api.Pane // panes, jobs and lost panes, in start order
+	// Exists says whether ref names a pane or job (an error answered 404
+	// if not), before a request's body is read.
+	Exists(ref string) error
+	Pane(ref string) (api.Pane, error)
+	Run(req api.RunRequest) (api.Pane, error)
+	Screen(ref string, ansi bool) (api.Screen, error)
+	// Send types into a pane, waiting up to wait while its agent starts
+	// (a context that ends ends the wait).
+	Send(ctx context.Context, ref string, req api.SendRequest, wait time.Duration) (api.Pane, error)
+	Answer(ref, choice string) (api.AnswerResult, error)
+	// Kill signals a pane's program or a job; with escalate, SIGKILL
+	// follows after grace.
+	Kill(ref string, sig syscall.Signal, escalate bool, grace time.Duration) (api.Pane, error)
+	// Remove removes an ended pane or job (force: ends it first; worktree:
+	// its git worktree too).
+	Remove(ref string, force, worktree bool) (api.Pane, error)
+	Hook(req api.HookRequest) (api.HookResult, error)
+	Status() api.Status
+	Rules() api.Rules
+	Shutdown()
+}
+
+// Route is one line of the route table: a pattern of http.ServeMux and
+// its handler.
+type Route struct {
+	Pattern string
+	Handler http.HandlerFunc
+}
+
+// New is the API: the routes served through svc, then more (routes that
+// stream, or that still hold their own HTTP handling).
+func New(svc Service, more ...Route) http.Handler {
+	h := handlers{svc}
+	mux := http.NewServeMux()
+	for _, r := range append([]Route{
+		{"GET /v1/panes", h.list}, // ?view=ls: only corral ls's columns
+		{"POST /v1/panes", h.run},
+		{"GET /v1/panes/{id}", h.get},
+		{"GET /v1/panes/{id}/screen", h.screen}, // ?ansi=1: with the screen as a terminal draws it
+		{"POST /v1/panes/{id}/send", h.send},
+		{"POST /v1/panes/{id}/answer", h.answer},
+		{"POST /v1/panes/{id}/kill", h.kill},
+		{"DELETE /v1/panes/{id}", h.remove}, // ?force=1 ends a running one first; ?worktree=1
+		{"POST /v1/hook", h.hook},
+		{"GET /v1/status", h.status},
+		{"GET /v1/rules", h.rules},
+		{"POST /v1/shutdown", h.shutdown},
+		// Profiles of the daemon (go tool pprof), on the unix socket only:
+		// curl --unix-socket SOCK http://corral/debug/pprof/heap > heap.pb
+		{"GET /debug/pprof/", pprof.Index},
+		{"GET /debug/pprof/profile", pprof.Profile},
+		{"GET /debug/pprof/trace", pprof.Trace},
+		{"GET /debug/pprof/symbol", pprof.Symbol},
+	}, more...) {
+		mux.HandleFunc(r.Pattern, r.Handler)
+	}
+	return mux
+}
+
+type handlers struct{ svc Service }
+
+func (h handlers) list(w http.ResponseWriter, r *http.Request) {
+	out := h.svc.ListPanes()
+	if r.URL.Query().Get("view") == "ls" {
+		// corral ls's columns: a tenth of the bytes to encode and decode
+		// (each pane's command, records and cwd are most of a pane).
+		rows := make([]api.PaneRow, len(out))
+		for i, p := range out {
+			rows[i] = p.Row()
+		}
+		Reply(w, rows)
+		return
+	}
+	Reply(w, out)
+}
+
+func (h handlers) get(w http.ResponseWriter, r *http.Request) {
+	p, err := h.svc.Pane(r.PathValue("id"))
+	answer(w, p, err)
+}
+
+func (h handlers) run(w http.ResponseWriter, r *http.Request) {
+	var req api.RunRequest
+	if !Decode(w, r, &req) {
+		return
+	}
+	p, err := h.svc.Run(req)
+	answer(w, p, err)
+}
+
+func (h handlers) screen(w http.ResponseWriter, r *http.Request) {
+	s, err := h.svc.Screen(r.PathValue("id"), r.URL.Query().Get("ansi") == "1")
+	answer(w, s, err)
+}
+
+func (h handlers) send(w http.ResponseWriter, r *http.Request) {
+	ref := r.PathValue("id")
+	if err := h.svc.Exists(ref); err != nil {
+		WriteError(w, err) // a pane that is not there, before a bad body
+		return
+	}
+	var req api.SendRequest
+	if !Decode(w, r, &req) {
+		return
+	}
+	wait := api.DefaultReadyWait
+	if req.ReadyMS > 0 {
+		wait = time.Duration(req.ReadyMS) * time.Millisecond
+	}
+	p, err := h.svc.Send(r.Context(), ref, req, wait)
+	answer(w, p, err)
+}
+
+func (h handlers) answer(w http.ResponseWriter, r *http.Request) {
+	ref := r.PathValue("id")
+	if err := h.svc.Exists(ref); err != nil {
+		WriteError(w, err)
+		return
+	}
+	var req api.AnswerRequest
+	if !Decode(w, r, &req) {
+		return
+	}
+	a, err := h.svc.Answer(ref, req.Choice)
+	answer(w, a, err)
+}
+
+var signals = map[string]syscall.Signal{
+	"": syscall.SIGTERM, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL, "HUP": syscall.SIGHUP,
+	"INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
+	"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT,
+}
+
+func (h handlers) kill(w http.ResponseWriter, r *http.Request) {
+	ref := r.PathValue("id")
+	if err := h.svc.Exists(ref); err != nil {
+		WriteError(w, err)
+		return
+	}
+	var req api.KillRequest
+	if !Decode(w, r, &req) {
+		return
+	}
+	grace := api.DefaultKillGrace
+	if req.Grace != "" {
+		d, err := time.ParseDuration(req.Grace)
+		if err != nil || d < 0 || d > api.MaxKillGrace {
+			Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("grace %q: give a duration from 0s to %v", req.Grace, api.MaxKillGrace))
+			return
+		}
+		grace = d
+	}
+	escalate := req.Signal == ""
+	if escalate {
+		req.Signal = "TERM"
+	}
+	name := strings.TrimPrefix(strings.ToUpper(req.Signal), "SIG")
+	sig, ok := signals[name]
+	if !ok {
+		if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 65 {
+			sig, ok = syscall.Signal(n), true
+		}
+	}
+	if !ok {
+		Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("unknown signal %q; use TERM, KILL, HUP, INT, QUIT, USR1, USR2 or a number", req.Signal))
+		return
+	}
+	p, err := h.svc.Kill(ref, sig, escalate, grace)
+	answer(w, p, err)
+}
+
+func (h handlers) remove(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p, err := h.svc.Remove(r.PathValue("id"), q.Get("force") == "1", q.Get("worktree") == "1")
+	answer(w, p, err)
+}
+
+// hook takes a report from an agent's hook; the daemon checks that it
+// carries the pane's token.
+func (h handlers) hook(w http.ResponseWriter, r *http.Request) {
+	var req api.HookRequest
+	if !Decode(w, r, &req) {
+		return
+	}
+	res, err := h.svc.Hook(req)
+	answer(w, res, err)
+}
+
+func (h handlers) status(w http.ResponseWriter, r *http.Request) { Reply(w, h.svc.Status()) }
+func (h handlers) rules(w http.ResponseWriter, r *http.Request)  { Reply(w, h.svc.Rules()) }
+
+func (h handlers) shutdown(w http.ResponseWriter, r *http.Request) {
+	Reply(w, map[string]string{"status": "shutting down"})
+	go h.svc.Shutdown()
+}

@@ -1,0 +1,137 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+)
+
+// fakeService answers for one pane, "p", and records what it was asked.
+type fakeService struct {
+	calls []string
+	sig   syscall.Signal
+	grace time.Duration
+	esc   bool
+}
+
+var errNoPane = NotFound(errors.New("no pane named x"))
+
+func (f *fakeService) note(c string) { f.calls = append(f.calls, c) }
+func (f *fakeService) ListPanes() []api.Pane {
+	return []api.Pane{{ID: "p", Name: "n", State: "idle", Command: []string{"sh"}}}
+}
+func (f *fakeService) Exists(ref string) error {
+	if ref != "p" {
+		return errNoPane
+	}
+	return nil
+}
+func (f *fakeService) Pane(ref string) (api.Pane, error) {
+	if err := f.Exists(ref); err != nil {
+		return api.Pane{}, err
+	}
+	return api.Pane{ID: "p"}, nil
+}
+func (f *fakeService) Run(req api.RunRequest) (api.Pane, error) {
+	f.note("run")
+	return api.Pane{}, BadRequest(errors.New("no command"))
+}
+func (f *fakeService) Screen(ref string, ansi bool) (api.Screen, error) {
+	return api.Screen{Pane: ref}, f.Exists(ref)
+}
+func (f *fakeService) Send(ctx context.Context, ref string, req api.SendRequest, wait time.Duration) (api.Pane, error) {
+	f.note("send")
+	return api.Pane{}, Conflict("blocked", errors.New("blocked on a prompt"))
+}
+func (f *fakeService) Answer(ref, choice string) (api.AnswerResult, error) {
+	f.note("answer " + choice)
+	return api.AnswerResult{Pane: ref, Keys: "y"}, nil
+}
+func (f *fakeService) Kill(ref string, sig syscall.Signal, escalate bool, grace time.Duration) (api.Pane, error) {
+	f.note("kill")
+	f.sig, f.esc, f.grace = sig, escalate, grace
+	return api.Pane{ID: ref}, nil
+}
+func (f *fakeService) Remove(ref string, force, worktree bool) (api.Pane, error) {
+	return api.Pane{}, errors.New("disk on fire")
+}
+func (f *fakeService) Hook(req api.HookRequest) (api.HookResult, error) { return api.HookResult{}, nil }
+func (f *fakeService) Status() api.Status                               { return api.Status{PID: 7} }
+func (f *fakeService) Rules() api.Rules                                 { return api.Rules{} }
+func (f *fakeService) Shutdown()                                        {}
+
+// Each route decodes its request, calls one method, and answers what it
+// returned: a value as JSON, an *Error with its status and code, any other
+// error as 500; a missing pane before a bad body; a bad body before the
+// daemon is asked.
+func TestRoutes(t *testing.T) {
+	for _, c := range []struct {
+		method, target, body string
+		status               int
+		code                 string // an error's code ("" for a success)
+		call                 string // the method called ("" for none)
+	}{
+		{"GET", "/v1/panes/p", "", 200, "", ""},
+		{"GET", "/v1/panes/x", "", 404, "not_found", ""},
+		{"POST", "/v1/panes", `{"command":[]}`, 400, "bad_request", "run"},
+		{"POST", "/v1/panes", `{"nonsense":1}`, 400, "bad_request", ""},
+		{"POST", "/v1/panes", `{"command":` + strings.Repeat(" ", MaxBody) + `[]}`, 400, "bad_request", ""},
+		{"POST", "/v1/panes/p/send", `{"text":"hi"}`, 409, "blocked", "send"},
+		{"POST", "/v1/panes/x/send", `not json`, 404, "not_found", ""},
+		{"POST", "/v1/panes/p/send", `not json`, 400, "bad_request", ""},
+		{"POST", "/v1/panes/p/answer", `{"choice":"yes"}`, 200, "", "answer yes"},
+		{"POST", "/v1/panes/p/kill", `{"signal":"bogus"}`, 400, "bad_request", ""},
+		{"POST", "/v1/panes/p/kill", `{"grace":"1h"}`, 400, "bad_request", ""},
+		{"POST", "/v1/panes/p/kill", `{"signal":"sighup"}`, 200, "", "kill"},
+		{"DELETE", "/v1/panes/p", "", 500, "internal", ""},
+		{"GET", "/v1/status", "", 200, "", ""},
+	} {
+		t.Run(c.method+" "+c.target[:min(len(c.target), 30)], func(t *testing.T) {
+			f := &fakeService{}
+			rec := httptest.NewRecorder()
+			New(f).ServeHTTP(rec, httptest.NewRequest(c.method, c.target, strings.NewReader(c.body)))
+			if rec.Code != c.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
+			}
+			var e api.Error
+			if c.code != "" && (json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Code != c.code || e.Error == "") {
+				t.Errorf("answer %s, want code %s", rec.Body, c.code)
+			}
+			if got := strings.Join(f.calls, ","); got != c.call {
+				t.Errorf("called %q, want %q", got, c.call)
+			}
+		})
+	}
+}
+
+// kill reads a signal's name or number; no signal is TERM, then KILL after
+// the grace.
+func TestKillSignals(t *testing.T) {
+	for _, c := range []struct {
+		body  string
+		sig   syscall.Signal
+		esc   bool
+		grace time.Duration
+	}{
+		{`{}`, syscall.SIGTERM, true, api.DefaultKillGrace},
+		{`{"grace":"2s"}`, syscall.SIGTERM, true, 2 * time.Second},
+		{`{"signal":"KILL"}`, syscall.SIGKILL, false, api.DefaultKillGrace},
+		{`{"signal":"SIGINT"}`, syscall.SIGINT, false, api.DefaultKillGrace},
+		{`{"signal":"10"}`, syscall.Signal(10), false, api.DefaultKillGrace},
+	} {
+		f := &fakeService{}
+		rec := httptest.NewRecorder()
+		New(f).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/panes/p/kill", strings.NewReader(c.body)))
+		if rec.Code != http.StatusOK || f.sig != c.sig || f.esc != c.esc || f.grace != c.grace {
+			t.Errorf("%s: %d, signal %v escalate %v grace %v; want %v %v %v", c.body, rec.Code, f.sig, f.esc, f.grace, c.sig, c.esc, c.grace)
+		}
+	}
+}
