@@ -7,6 +7,7 @@ import (
 	"net/http/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -14,9 +15,17 @@ import (
 )
 
 // Service is the daemon as the API's handlers see it: one method a
-// route. A {id} is a pane's or a job's id or name. An error is answered
-// with its status and code when it is an *Error, 500 otherwise.
+// route, in three parts. An error is answered with its status and code
+// when it is an *Error, 500 otherwise.
 type Service interface {
+	Panes
+	Events
+	Admin
+}
+
+// Panes is what the pane routes need of the daemon. A ref ({id}) is a
+// pane's or a job's id or name.
+type Panes interface {
 	ListPanes() []api.Pane // panes, jobs and lost panes, in start order
 	// Exists says whether ref names a pane or job (an error answered 404
 	// if not), before a request's body is read.
@@ -50,7 +59,7 @@ type Route struct {
 // New is the API: the routes served through svc, then more (routes that
 // stream, or that still hold their own HTTP handling).
 func New(svc Service, more ...Route) http.Handler {
-	h := handlers{svc}
+	h := &handlers{svc: svc}
 	mux := http.NewServeMux()
 	for _, r := range append([]Route{
 		{"GET /v1/panes", h.list}, // ?view=ls: only corral ls's columns
@@ -61,10 +70,18 @@ func New(svc Service, more ...Route) http.Handler {
 		{"POST /v1/panes/{id}/answer", h.answer},
 		{"POST /v1/panes/{id}/kill", h.kill},
 		{"DELETE /v1/panes/{id}", h.remove}, // ?force=1 ends a running one first; ?worktree=1
+		{"GET /v1/events", h.events},        // NDJSON; ?since=RFC3339&follow=1&after=SEQ
+		{"GET /v1/events/ws", h.eventsWS},   // WebSocket, one event per text message
 		{"POST /v1/hook", h.hook},
+		{"POST /v1/board", decodeCall(svc.Board)},
 		{"GET /v1/status", h.status},
 		{"GET /v1/rules", h.rules},
 		{"POST /v1/shutdown", h.shutdown},
+		{"POST /v1/handover", h.handover},
+		{"POST /v1/restore", decodeCall(svc.Restore)},
+		{"GET /v1/tmux", h.tmuxServers},
+		{"POST /v1/tmux/watch", decodeCall(svc.WatchTmux)},
+		{"POST /v1/tmux/unwatch", decodeCall(h.unwatchTmux)},
 		// Profiles of the daemon (go tool pprof), on the unix socket only:
 		// curl --unix-socket SOCK http://corral/debug/pprof/heap > heap.pb
 		{"GET /debug/pprof/", pprof.Index},
@@ -77,9 +94,13 @@ func New(svc Service, more ...Route) http.Handler {
 	return mux
 }
 
-type handlers struct{ svc Service }
+type handlers struct {
+	svc Service
+	// eventSockets counts the open event WebSockets.
+	eventSockets atomic.Int32
+}
 
-func (h handlers) list(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	out := h.svc.ListPanes()
 	if r.URL.Query().Get("view") == "ls" {
 		// corral ls's columns: a tenth of the bytes to encode and decode
@@ -94,12 +115,12 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request) {
 	Reply(w, out)
 }
 
-func (h handlers) get(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 	p, err := h.svc.Pane(r.PathValue("id"))
 	answer(w, p, err)
 }
 
-func (h handlers) run(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) run(w http.ResponseWriter, r *http.Request) {
 	var req api.RunRequest
 	if !Decode(w, r, &req) {
 		return
@@ -108,12 +129,12 @@ func (h handlers) run(w http.ResponseWriter, r *http.Request) {
 	answer(w, p, err)
 }
 
-func (h handlers) screen(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) screen(w http.ResponseWriter, r *http.Request) {
 	s, err := h.svc.Screen(r.PathValue("id"), r.URL.Query().Get("ansi") == "1")
 	answer(w, s, err)
 }
 
-func (h handlers) send(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) send(w http.ResponseWriter, r *http.Request) {
 	ref := r.PathValue("id")
 	if err := h.svc.Exists(ref); err != nil {
 		WriteError(w, err) // a pane that is not there, before a bad body
@@ -131,7 +152,7 @@ func (h handlers) send(w http.ResponseWriter, r *http.Request) {
 	answer(w, p, err)
 }
 
-func (h handlers) answer(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) answer(w http.ResponseWriter, r *http.Request) {
 	ref := r.PathValue("id")
 	if err := h.svc.Exists(ref); err != nil {
 		WriteError(w, err)
@@ -151,7 +172,7 @@ var signals = map[string]syscall.Signal{
 	"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT,
 }
 
-func (h handlers) kill(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) kill(w http.ResponseWriter, r *http.Request) {
 	ref := r.PathValue("id")
 	if err := h.svc.Exists(ref); err != nil {
 		WriteError(w, err)
@@ -189,7 +210,7 @@ func (h handlers) kill(w http.ResponseWriter, r *http.Request) {
 	answer(w, p, err)
 }
 
-func (h handlers) remove(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) remove(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p, err := h.svc.Remove(r.PathValue("id"), q.Get("force") == "1", q.Get("worktree") == "1")
 	answer(w, p, err)
@@ -197,7 +218,7 @@ func (h handlers) remove(w http.ResponseWriter, r *http.Request) {
 
 // hook takes a report from an agent's hook; the daemon checks that it
 // carries the pane's token.
-func (h handlers) hook(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) hook(w http.ResponseWriter, r *http.Request) {
 	var req api.HookRequest
 	if !Decode(w, r, &req) {
 		return
@@ -206,10 +227,13 @@ func (h handlers) hook(w http.ResponseWriter, r *http.Request) {
 	answer(w, res, err)
 }
 
-func (h handlers) status(w http.ResponseWriter, r *http.Request) { Reply(w, h.svc.Status()) }
-func (h handlers) rules(w http.ResponseWriter, r *http.Request)  { Reply(w, h.svc.Rules()) }
+func (h *handlers) status(w http.ResponseWriter, r *http.Request) { Reply(w, h.svc.Status()) }
+func (h *handlers) rules(w http.ResponseWriter, r *http.Request)  { Reply(w, h.svc.Rules()) }
+func (h *handlers) tmuxServers(w http.ResponseWriter, r *http.Request) {
+	Reply(w, h.svc.TmuxServers())
+}
 
-func (h handlers) shutdown(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) shutdown(w http.ResponseWriter, r *http.Request) {
 	Reply(w, map[string]string{"status": "shutting down"})
 	go h.svc.Shutdown()
 }

@@ -15,7 +15,9 @@ import (
 )
 
 // fakeService answers for one pane, "p", and records what it was asked.
+// Its restore and tmux routes refuse; events are not its part.
 type fakeService struct {
+	Events
 	calls []string
 	sig   syscall.Signal
 	grace time.Duration
@@ -67,6 +69,24 @@ func (f *fakeService) Hook(req api.HookRequest) (api.HookResult, error) { return
 func (f *fakeService) Status() api.Status                               { return api.Status{PID: 7} }
 func (f *fakeService) Rules() api.Rules                                 { return api.Rules{} }
 func (f *fakeService) Shutdown()                                        {}
+func (f *fakeService) Board(req api.BoardRequest) (api.BoardResult, error) {
+	return api.BoardResult{URL: "http://b/" + req.Addr}, nil
+}
+func (f *fakeService) Handover(req api.HandoverRequest) (api.HandoverResult, error) {
+	return api.HandoverResult{}, Conflict("handing_over", errors.New("already"))
+}
+func (f *fakeService) Restore(req api.RestoreRequest) ([]api.Restored, error) {
+	f.note("restore " + strings.Join(req.IDs, ","))
+	return nil, NotFound(errors.New("no lost pane"))
+}
+func (f *fakeService) TmuxServers() []api.TmuxServer { return nil }
+func (f *fakeService) WatchTmux(req api.TmuxRequest) (api.TmuxServer, error) {
+	return api.TmuxServer{}, nil
+}
+func (f *fakeService) UnwatchTmux(req api.TmuxRequest) error {
+	f.note("unwatch")
+	return nil
+}
 
 // Each route decodes its request, calls one method, and answers what it
 // returned: a value as JSON, an *Error with its status and code, any other
@@ -93,6 +113,11 @@ func TestRoutes(t *testing.T) {
 		{"POST", "/v1/panes/p/kill", `{"signal":"sighup"}`, 200, "", "kill"},
 		{"DELETE", "/v1/panes/p", "", 500, "internal", ""},
 		{"GET", "/v1/status", "", 200, "", ""},
+		{"POST", "/v1/restore", `{"ids":["a","b"]}`, 404, "not_found", "restore a,b"},
+		{"POST", "/v1/restore", `{"ids":"a"}`, 400, "bad_request", ""},
+		{"POST", "/v1/tmux/unwatch", `{}`, 200, "", "unwatch"},
+		{"POST", "/v1/handover", `{}`, 409, "handing_over", ""},
+		{"POST", "/v1/board", `{"addr":"x:1"}`, 200, "", ""},
 	} {
 		t.Run(c.method+" "+c.target[:min(len(c.target), 30)], func(t *testing.T) {
 			f := &fakeService{}

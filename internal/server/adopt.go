@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -311,23 +310,18 @@ func (s *Server) adopt(row panestore.Row, ev panestore.Logged) (*entry, error) {
 	return e, nil
 }
 
-// handleHandover lets go of every pane under a holder (without ending its
-// program), writes the table and stops: the next daemon adopts them.
+// Handover readies the daemon to let go of every pane under a holder
+// (without ending its program), write the table and stop (Shutdown, once
+// this is answered): the next daemon adopts them.
 // Headless jobs run inside the daemon and end with it.
 // With to (a socket of the new daemon's in the state folder), the lock and
 // the listening socket are passed on to it rather than let go of.
-func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
-	var req api.HandoverRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
+func (s *Server) Handover(req api.HandoverRequest) (api.HandoverResult, error) {
 	if req.To != "" && filepath.Dir(req.To) != filepath.Clean(s.opts.StateDir) {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("the hand-over socket %s is not in the state folder %s", req.To, s.opts.StateDir))
-		return
+		return api.HandoverResult{}, httpapi.BadRequest(fmt.Errorf("the hand-over socket %s is not in the state folder %s", req.To, s.opts.StateDir))
 	}
 	if !s.handingOver.CompareAndSwap(false, true) {
-		httpapi.Fail(w, http.StatusConflict, "handing_over", errors.New("the daemon is already handing its panes over"))
-		return
+		return api.HandoverResult{}, httpapi.Conflict("handing_over", errors.New("the daemon is already handing its panes over"))
 	}
 	passes := false
 	if req.To != "" {
@@ -337,8 +331,7 @@ func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) {
 			passes = true
 		}
 	}
-	httpapi.Reply(w, api.HandoverResult{Status: "handing over", Passes: passes})
-	go s.Shutdown()
+	return api.HandoverResult{Status: "handing over", Passes: passes}, nil
 }
 
 // noteSession records an agent conversation a hook report named, for a

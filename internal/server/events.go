@@ -1,160 +1,19 @@
 package server
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"strconv"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
-	"github.com/corral-dev/corral/internal/httpapi"
 )
 
-// handleEvents streams events as NDJSON: the logged ones since ?since
-// (RFC 3339), or the kept ones after ?after (a sequence number), then, with
-// ?follow=1, new ones as they happen.
-func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	follow := q.Get("follow") == "1"
-	afterSeq := ^uint64(0) // the hub's kept events: none unless ?after
-	if v := q.Get("after"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("after %q is not a sequence number", v))
-			return
-		}
-		afterSeq = n
-	}
-	var sub *eventlog.Subscription
-	var backlog []eventlog.Event
-	var after uint64
-	if follow {
-		// Subscribe before reading the log so nothing falls in between.
-		sub, backlog = s.hub.Subscribe(afterSeq)
-		defer sub.Close()
-	}
-	var since time.Time
-	sinceSet := q.Get("since") != ""
-	if v := q.Get("since"); sinceSet {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
-			return
-		}
-		since = t
-	}
-	// The answer starts before the log is read: reading a full log takes
-	// a while, and clients give the daemon 10 s to start answering.
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	enc := json.NewEncoder(w)
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush()
-	}
-	if sinceSet {
-		evs, _, err := s.log.Since(since)
-		if err != nil {
-			_ = enc.Encode(api.StreamEnd{End: err.Error()})
-			return
-		}
-		backlog = evs
-	}
-	for _, e := range backlog {
-		if e.Seq > after {
-			_ = enc.Encode(e)
-			after = e.Seq
-		}
-	}
-	if flusher != nil {
-		flusher.Flush()
-	}
-	if !follow {
-		return
-	}
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case e, ok := <-sub.C:
-			if !ok {
-				if reason := sub.Reason(); reason != "" {
-					_ = enc.Encode(api.StreamEnd{End: reason})
-				}
-				return
-			}
-			// What is queued goes out with it, in one flush: a write a
-			// change fell behind a thousand panes changing at once. (A
-			// close meanwhile is seen at the next receive.)
-			for {
-				if e.Seq > after {
-					after = e.Seq
-					if err := enc.Encode(e); err != nil {
-						return
-					}
-				}
-				var more bool
-				select {
-				case e, more = <-sub.C:
-				default:
-				}
-				if !more {
-					break
-				}
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-		}
-	}
+// Subscribe follows the daemon's new events; backlog is the kept ones
+// after the sequence number after.
+func (s *Server) Subscribe(after uint64) (*eventlog.Subscription, []eventlog.Event) {
+	return s.hub.Subscribe(after)
 }
 
-// handleEventsWS streams new events over a WebSocket, one JSON event per
-// text message. The socket is the user's own (mode 0600), so any origin
-// that reached it is the user's. Each client has its own queue in the hub
-// and its own writer: one that stops reading is dropped when its queue
-// fills, and never holds up a pane or another client.
-func (s *Server) handleEventsWS(w http.ResponseWriter, r *http.Request) {
-	if s.eventSockets.Add(1) > api.MaxEventSockets {
-		s.eventSockets.Add(-1)
-		httpapi.Fail(w, http.StatusServiceUnavailable, "busy", fmt.Errorf("the daemon serves %d event streams already; close some", api.MaxEventSockets))
-		return
-	}
-	defer s.eventSockets.Add(-1)
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
-		return
-	}
-	defer c.CloseNow()
-	after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
-	sub, backlog := s.hub.Subscribe(after)
-	defer sub.Close()
-	ctx := c.CloseRead(r.Context())
-	send := func(e eventlog.Event) bool {
-		b, _ := json.Marshal(e)
-		wctx, cancel := context5s(ctx)
-		defer cancel()
-		return c.Write(wctx, websocket.MessageText, b) == nil
-	}
-	for _, e := range backlog {
-		if !send(e) {
-			return
-		}
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case e, ok := <-sub.C:
-			if !ok {
-				c.Close(websocket.StatusGoingAway, sub.Reason())
-				return
-			}
-			if !send(e) {
-				return
-			}
-		}
-	}
+// EventsSince reads the event log from since on.
+func (s *Server) EventsSince(since time.Time) ([]eventlog.Event, error) {
+	evs, _, err := s.log.Since(since)
+	return evs, err
 }

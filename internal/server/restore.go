@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/corral-dev/corral/internal/api"
@@ -15,18 +14,13 @@ import (
 // it from the daemon's package.
 type Restored = api.Restored
 
-// handleRestore starts again, in their folders with their names and
-// sizes, the panes whose holders were gone when the daemon started,
-// resuming their agents' conversations where the agent allows it.
-func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
-	var req api.RestoreRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
+// Restore starts again, in their folders with their names and sizes,
+// the panes whose holders were gone when the daemon started, resuming
+// their agents' conversations where the agent allows it.
+func (s *Server) Restore(req api.RestoreRequest) ([]api.Restored, error) {
 	lost, missing := s.table.TakeLost(req.IDs)
 	if len(missing) > 0 {
-		httpapi.Fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no lost pane named %s; corral ls shows the lost ones (state lost)", strings.Join(missing, ", ")))
-		return
+		return nil, httpapi.NotFound(fmt.Errorf("no lost pane named %s; corral ls shows the lost ones (state lost)", strings.Join(missing, ", ")))
 	}
 	out := []api.Restored{}
 	if req.Forget {
@@ -34,8 +28,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 			out = append(out, api.Restored{Was: row.ID, Name: row.Name, Cwd: row.Cwd, Command: row.Argv, Note: "forgotten"})
 		}
 		s.table.Save()
-		httpapi.Reply(w, out)
-		return
+		return out, nil
 	}
 	var keep []panestore.Row
 	for _, row := range lost {
@@ -68,7 +61,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	}
 	s.table.ReturnLost(keep)
 	s.table.Save()
-	httpapi.Reply(w, out)
+	return out, nil
 }
 
 // LostMessage is what a lost pane says in listings.

@@ -109,8 +109,6 @@ type Server struct {
 	fleet atomic.Pointer[fleetNode]
 	// fleetSetMu orders the writes of fleet/config.json after the fleet started.
 	fleetSetMu sync.Mutex
-	// eventSockets counts the open event WebSockets.
-	eventSockets atomic.Int32
 }
 
 // TuneGC sets the daemon's garbage-collection target to pane.GCPercent,

@@ -27,20 +27,13 @@ import (
 var _ httpapi.Service = (*Server)(nil)
 
 // routes is the API: httpapi's routes, and those the daemon still serves
-// with its own HTTP handling (streams, WebSockets, the fleet's).
+// with its own HTTP handling (attach, a job's start and stream, the
+// fleet's).
 func (s *Server) routes() http.Handler {
 	mux := httpapi.New(s,
 		httpapi.Route{Pattern: "GET /v1/panes/{id}/attach", Handler: s.handleAttach}, // WebSocket: output out, input in
-		httpapi.Route{Pattern: "GET /v1/events", Handler: s.handleEvents},            // NDJSON; ?since=RFC3339&follow=1&after=SEQ
-		httpapi.Route{Pattern: "GET /v1/events/ws", Handler: s.handleEventsWS},       // WebSocket, one event per text message
 		httpapi.Route{Pattern: "POST /v1/jobs", Handler: s.handleExec},
 		httpapi.Route{Pattern: "GET /v1/jobs/{id}/stream", Handler: s.handleJobStream}, // NDJSON: every event, then {"type":"outcome"}
-		httpapi.Route{Pattern: "POST /v1/board", Handler: s.handleBoard},
-		httpapi.Route{Pattern: "POST /v1/handover", Handler: s.handleHandover},
-		httpapi.Route{Pattern: "POST /v1/restore", Handler: s.handleRestore},
-		httpapi.Route{Pattern: "GET /v1/tmux", Handler: s.handleTmuxList},
-		httpapi.Route{Pattern: "POST /v1/tmux/watch", Handler: s.handleTmuxWatch},
-		httpapi.Route{Pattern: "POST /v1/tmux/unwatch", Handler: s.handleTmuxUnwatch},
 	)
 	s.fleetRoutes(mux.(*http.ServeMux))
 	return mux

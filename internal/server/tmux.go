@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -285,19 +284,14 @@ func (s *Server) tmuxServers() []api.TmuxServer {
 	return out
 }
 
-func (s *Server) handleTmuxList(w http.ResponseWriter, r *http.Request) {
-	httpapi.Reply(w, s.tmuxServers())
-}
+// TmuxServers lists the watched tmux servers.
+func (s *Server) TmuxServers() []api.TmuxServer { return s.tmuxServers() }
 
-func (s *Server) handleTmuxWatch(w http.ResponseWriter, r *http.Request) {
-	var req api.TmuxRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
+// WatchTmux watches a tmux server's panes.
+func (s *Server) WatchTmux(req api.TmuxRequest) (api.TmuxServer, error) {
 	tw, err := s.watchTmux(tmuxSaved(req), true)
 	if err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-		return
+		return api.TmuxServer{}, httpapi.BadRequest(err)
 	}
 	// The panes the server has now are listed before the answer, so that
 	// corral ls right after shows them (bounded: a slow server is listed
@@ -312,23 +306,18 @@ func (s *Server) handleTmuxWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, row := range s.tmuxServers() {
 		if row.Socket == tw.Socket() {
-			httpapi.Reply(w, row)
-			return
+			return row, nil
 		}
 	}
-	httpapi.Fail(w, http.StatusInternalServerError, "internal", errors.New("the tmux server stopped being watched"))
+	return api.TmuxServer{}, errors.New("the tmux server stopped being watched")
 }
 
-func (s *Server) handleTmuxUnwatch(w http.ResponseWriter, r *http.Request) {
-	var req api.TmuxRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
+// UnwatchTmux stops watching a tmux server.
+func (s *Server) UnwatchTmux(req api.TmuxRequest) error {
 	if err := s.unwatchTmux(tmuxSaved(req)); err != nil {
-		httpapi.Fail(w, http.StatusNotFound, "not_found", err)
-		return
+		return httpapi.NotFound(err)
 	}
-	httpapi.Reply(w, struct{}{})
+	return nil
 }
 
 // findTmux finds the pane of a watched tmux server's pane (nil: none is

@@ -99,12 +99,8 @@ func (b boardBackend) Changed() (<-chan struct{}, func()) {
 	return ch, func() { once.Do(func() { close(done) }) }
 }
 
-// handleBoard starts the web board (once) and returns its address.
-func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
-	var req api.BoardRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
+// Board starts the web board (once) and returns its address.
+func (s *Server) Board(req api.BoardRequest) (api.BoardResult, error) {
 	if req.Addr == "" {
 		req.Addr = "127.0.0.1:0"
 	}
@@ -112,19 +108,17 @@ func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	if s.board != nil {
 		urls := s.board.SignIn()
-		httpapi.Reply(w, api.BoardResult{URL: urls[0], URLs: urls, Started: false})
-		return
+		return api.BoardResult{URL: urls[0], URLs: urls, Started: false}, nil
 	}
 	b, err := board.Start(req.Addr, req.ListenAny, fleetBoard{boardBackend{s}})
 	if err != nil {
-		code := http.StatusBadRequest
+		status := http.StatusBadRequest
 		if !errors.Is(err, board.ErrRemote) {
-			code = http.StatusInternalServerError
+			status = http.StatusInternalServerError
 		}
-		httpapi.Fail(w, code, "bad_request", err)
-		return
+		return api.BoardResult{}, httpapi.Coded(status, "bad_request", err)
 	}
 	s.board = b
 	urls := b.SignIn()
-	httpapi.Reply(w, api.BoardResult{URL: urls[0], URLs: urls, Started: true})
+	return api.BoardResult{URL: urls[0], URLs: urls, Started: true}, nil
 }
