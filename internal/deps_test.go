@@ -41,7 +41,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"agentdef":      {"tomlfile"},
 		"api":           {"buildinfo", "eventlog"},
 		"client":        {"api"},
-		"httpapi":       {"api", "eventlog"},
+		"httpapi":       {"api", "eventlog", "fleet"},
 		"fleet":         {"api", "eventlog", "safefile"},
 		"handover":      {"osproc"},
 		"panestore":     {"agentdef", "agents", "api", "combine", "detect", "eventlog", "holder", "osproc", "pane", "procs", "safefile", "status"},

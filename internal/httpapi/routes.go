@@ -15,12 +15,13 @@ import (
 )
 
 // Service is the daemon as the API's handlers see it: one method a
-// route, in three parts. An error is answered with its status and code
+// route, in four parts. An error is answered with its status and code
 // when it is an *Error, 500 otherwise.
 type Service interface {
 	Panes
 	Events
 	Admin
+	Fleet
 }
 
 // Panes is what the pane routes need of the daemon. A ref ({id}) is a
@@ -43,6 +44,13 @@ type Panes interface {
 	// Remove removes an ended pane or job (force: ends it first; worktree:
 	// its git worktree too).
 	Remove(ref string, force, worktree bool) (api.Pane, error)
+	// Attach joins a terminal to a pane; attaching marks a finished turn
+	// seen.
+	Attach(ref string) (Session, error)
+	// Exec starts a headless job; JobFeed follows one (an error for a
+	// pane).
+	Exec(req api.ExecRequest) (api.Pane, error)
+	JobFeed(ref string) (JobFeed, error)
 	Hook(req api.HookRequest) (api.HookResult, error)
 	Status() api.Status
 	Rules() api.Rules
@@ -69,9 +77,12 @@ func New(svc Service, more ...Route) http.Handler {
 		{"POST /v1/panes/{id}/send", h.send},
 		{"POST /v1/panes/{id}/answer", h.answer},
 		{"POST /v1/panes/{id}/kill", h.kill},
-		{"DELETE /v1/panes/{id}", h.remove}, // ?force=1 ends a running one first; ?worktree=1
-		{"GET /v1/events", h.events},        // NDJSON; ?since=RFC3339&follow=1&after=SEQ
-		{"GET /v1/events/ws", h.eventsWS},   // WebSocket, one event per text message
+		{"DELETE /v1/panes/{id}", h.remove},     // ?force=1 ends a running one first; ?worktree=1
+		{"GET /v1/panes/{id}/attach", h.attach}, // WebSocket: output out, input in
+		{"POST /v1/jobs", decodeCall(svc.Exec)},
+		{"GET /v1/jobs/{id}/stream", h.jobStream}, // NDJSON: every event, then {"type":"outcome"}; ?from=N
+		{"GET /v1/events", h.events},              // NDJSON; ?since=RFC3339&follow=1&after=SEQ
+		{"GET /v1/events/ws", h.eventsWS},         // WebSocket, one event per text message
 		{"POST /v1/hook", h.hook},
 		{"POST /v1/board", decodeCall(svc.Board)},
 		{"GET /v1/status", h.status},
@@ -88,7 +99,7 @@ func New(svc Service, more ...Route) http.Handler {
 		{"GET /debug/pprof/profile", pprof.Profile},
 		{"GET /debug/pprof/trace", pprof.Trace},
 		{"GET /debug/pprof/symbol", pprof.Symbol},
-	}, more...) {
+	}, append(fleetRoutes(svc), more...)...) {
 		mux.HandleFunc(r.Pattern, r.Handler)
 	}
 	return mux

@@ -18,6 +18,7 @@ import (
 // Its restore and tmux routes refuse; events are not its part.
 type fakeService struct {
 	Events
+	Fleet
 	calls []string
 	sig   syscall.Signal
 	grace time.Duration
@@ -64,6 +65,19 @@ func (f *fakeService) Kill(ref string, sig syscall.Signal, escalate bool, grace 
 }
 func (f *fakeService) Remove(ref string, force, worktree bool) (api.Pane, error) {
 	return api.Pane{}, errors.New("disk on fire")
+}
+func (f *fakeService) Attach(ref string) (Session, error) {
+	return nil, Coded(http.StatusServiceUnavailable, "busy", errors.New("busy"))
+}
+func (f *fakeService) Exec(req api.ExecRequest) (api.Pane, error) {
+	f.note("exec")
+	return api.Pane{ID: "j", Backend: "headless"}, nil
+}
+func (f *fakeService) JobFeed(ref string) (JobFeed, error) {
+	if ref != "j" {
+		return nil, BadRequest(errors.New("not a headless job"))
+	}
+	return &fakeFeed{}, nil
 }
 func (f *fakeService) Hook(req api.HookRequest) (api.HookResult, error) { return api.HookResult{}, nil }
 func (f *fakeService) Status() api.Status                               { return api.Status{PID: 7} }
@@ -113,6 +127,8 @@ func TestRoutes(t *testing.T) {
 		{"POST", "/v1/panes/p/kill", `{"signal":"sighup"}`, 200, "", "kill"},
 		{"DELETE", "/v1/panes/p", "", 500, "internal", ""},
 		{"GET", "/v1/status", "", 200, "", ""},
+		{"GET", "/v1/panes/p/attach", "", 503, "busy", ""},
+		{"POST", "/v1/jobs", `{"command":["x"]}`, 200, "", "exec"},
 		{"POST", "/v1/restore", `{"ids":["a","b"]}`, 404, "not_found", "restore a,b"},
 		{"POST", "/v1/restore", `{"ids":"a"}`, 400, "bad_request", ""},
 		{"POST", "/v1/tmux/unwatch", `{}`, 200, "", "unwatch"},
@@ -158,5 +174,40 @@ func TestKillSignals(t *testing.T) {
 		if rec.Code != http.StatusOK || f.sig != c.sig || f.esc != c.esc || f.grace != c.grace {
 			t.Errorf("%s: %d, signal %v escalate %v grace %v; want %v %v %v", c.body, rec.Code, f.sig, f.esc, f.grace, c.sig, c.esc, c.grace)
 		}
+	}
+}
+
+// fakeFeed is a job that writes two events, misses none, and ends.
+type fakeFeed struct{ asked []int }
+
+func (f *fakeFeed) Since(next int) ([]any, int, <-chan struct{}, bool) {
+	f.asked = append(f.asked, next)
+	evs := []any{map[string]any{"type": "a"}, map[string]any{"type": "b"}}
+	if next >= len(evs) {
+		return nil, next, nil, true
+	}
+	more := make(chan struct{})
+	close(more)
+	return evs[next:], len(evs), more, false
+}
+func (f *fakeFeed) Detached() <-chan struct{} { return nil }
+func (f *fakeFeed) Outcome() any              { return map[string]any{"state": "done"} }
+
+// A job's stream writes its events from ?from on, then its outcome.
+func TestJobStream(t *testing.T) {
+	for _, c := range []struct{ target, want string }{
+		{"/v1/jobs/j/stream", `{"type":"a"}` + "\n" + `{"type":"b"}` + "\n" + `{"outcome":{"state":"done"},"type":"outcome"}` + "\n"},
+		{"/v1/jobs/j/stream?from=1", `{"type":"b"}` + "\n" + `{"outcome":{"state":"done"},"type":"outcome"}` + "\n"},
+	} {
+		rec := httptest.NewRecorder()
+		New(&fakeService{}).ServeHTTP(rec, httptest.NewRequest("GET", c.target, nil))
+		if rec.Code != 200 || rec.Body.String() != c.want {
+			t.Errorf("%s: %d %q, want %q", c.target, rec.Code, rec.Body, c.want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	New(&fakeService{}).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/jobs/p/stream", nil))
+	if rec.Code != 400 {
+		t.Errorf("a pane's job stream: %d %s", rec.Code, rec.Body)
 	}
 }

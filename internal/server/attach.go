@@ -1,92 +1,51 @@
 package server
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
-	"github.com/coder/websocket"
-
-	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/pane"
 )
 
-// handleAttach joins a terminal to a pane over a WebSocket: binary messages
-// to the client carry the program's output (first a redraw of the screen as
-// it is); binary messages from the client are keys and pastes for the
-// program; text messages from the client are JSON control (api.AttachControl).
-// Several clients may attach at once. Attaching marks a finished turn seen.
-func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
-	f, ok := s.lookupHTTP(w, r)
-	if !ok {
-		return
+// paneSession is a terminal joined to one of this daemon's panes: a local
+// attach, or another host's through the fleet.
+type paneSession struct {
+	p       *pane.Pane
+	w       *pane.Watcher
+	initial []byte
+}
+
+func (ps *paneSession) Initial() []byte       { return ps.initial }
+func (ps *paneSession) Output() <-chan []byte { return ps.w.C }
+func (ps *paneSession) Reason() string        { return ps.w.Reason() }
+func (ps *paneSession) Resize(c, r int) error { return ps.p.Resize(c, r) }
+func (ps *paneSession) Close()                { ps.w.Close() }
+
+// Input types keys as a person at a terminal does: no guard.
+func (ps *paneSession) Input(b []byte) error {
+	err := ps.p.Input(b, false)
+	if errors.Is(err, pane.ErrExited) {
+		return fmt.Errorf("%w: %w", httpapi.ErrSessionOver, err)
+	}
+	return err
+}
+
+// Attach joins a terminal to a pane. The watcher comes first: a busy pane
+// is an answer (503), not a session that never speaks.
+func (s *Server) Attach(ref string) (httpapi.Session, error) {
+	f, err := s.lookup(ref)
+	if err != nil {
+		return nil, err
 	}
 	if f.job != nil {
-		httpapi.Fail(w, http.StatusConflict, "bad_request", errors.New("a headless job has no terminal to attach to; follow it with corral events --follow"))
-		return
+		return nil, httpapi.Coded(http.StatusConflict, "bad_request", errors.New("a headless job has no terminal to attach to; follow it with corral events --follow"))
 	}
 	p := f.pane.p
-	// The watcher comes first: a busy pane is an answer (503), not a
-	// WebSocket that never speaks.
-	initial, watcher, err := p.WatchWithin()
+	initial, w, err := p.WatchWithin()
 	if err != nil {
-		httpapi.WriteError(w, inputError(err))
-		return
+		return nil, inputError(err)
 	}
-	defer watcher.Close()
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
-		return
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(1 << 20)
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-
-	go func() {
-		defer cancel()
-		for {
-			typ, data, err := c.Read(ctx)
-			if err != nil {
-				return
-			}
-			if typ == websocket.MessageText {
-				var ctl api.AttachControl
-				if json.Unmarshal(data, &ctl) == nil && ctl.Cols > 0 && ctl.Rows > 0 {
-					_ = p.Resize(ctl.Cols, ctl.Rows)
-				}
-				continue
-			}
-			// A person at a terminal types what they mean: no guard. Keys a
-			// busy program does not take are dropped; the session goes on.
-			if err := p.Input(data, false); errors.Is(err, pane.ErrExited) {
-				return
-			}
-		}
-	}()
-
-	write := func(b []byte) bool {
-		wctx, wcancel := context5s(ctx)
-		defer wcancel()
-		return c.Write(wctx, websocket.MessageBinary, b) == nil
-	}
-	if !write(initial) {
-		return
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case b, ok := <-watcher.C:
-			if !ok {
-				c.Close(websocket.StatusNormalClosure, watcher.Reason())
-				return
-			}
-			if !write(b) {
-				return
-			}
-		}
-	}
+	return &paneSession{p: p, w: w, initial: initial}, nil
 }

@@ -1,12 +1,9 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,43 +13,33 @@ import (
 	"github.com/corral-dev/corral/internal/httpapi"
 )
 
-// handleExec starts a headless job.
-func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
-	var req api.ExecRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
+// Exec starts a headless job.
+func (s *Server) Exec(req api.ExecRequest) (api.Pane, error) {
 	if len(req.Command) == 0 {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
-		return
+		return api.Pane{}, httpapi.BadRequest(errors.New("no command; say what to run after --"))
 	}
 	if err := checkRunFields(api.RunRequest{Name: req.Name, Command: req.Command, Cwd: req.Cwd, Env: req.Env}); err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-		return
+		return api.Pane{}, httpapi.BadRequest(err)
 	}
 	if err := checkRunFields(api.RunRequest{Env: req.CallerEnv}); err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("caller environment: %w", err))
-		return
+		return api.Pane{}, httpapi.BadRequest(fmt.Errorf("caller environment: %w", err))
 	}
 	execAgent, known := agentdef.BuiltIn().ByExec(req.Agent)
 	switch {
 	case known || req.Agent == "auto":
 	case req.Agent == "acp":
 		if req.Prompt == "" {
-			httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("an ACP agent takes its prompt from --prompt"))
-			return
+			return api.Pane{}, httpapi.BadRequest(errors.New("an ACP agent takes its prompt from --prompt"))
 		}
 	default:
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("agent %q: use %s, auto or acp", req.Agent, strings.Join(agentdef.BuiltIn().ExecNames(), ", ")))
-		return
+		return api.Pane{}, httpapi.BadRequest(fmt.Errorf("agent %q: use %s, auto or acp", req.Agent, strings.Join(agentdef.BuiltIn().ExecNames(), ", ")))
 	}
 	o := headless.Options{Agent: req.Agent, Argv: req.Command, Dir: req.Cwd, Env: req.Env, BaseEnv: req.CallerEnv,
 		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Stall: time.Duration(req.StallMS) * time.Millisecond}
 	if req.Policy != "" {
 		p, err := headless.ParsePolicy(req.PolicySource, []byte(req.Policy))
 		if err != nil {
-			httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-			return
+			return api.Pane{}, httpapi.BadRequest(err)
 		}
 		o.Policy = p
 	}
@@ -65,8 +52,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		}
 		req.NoRelay = true // no stdin in pty-lite mode
 	default:
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("mode %q: use pipe or pty-lite", req.Mode))
-		return
+		return api.Pane{}, httpapi.BadRequest(fmt.Errorf("mode %q: use pipe or pty-lite", req.Mode))
 	}
 	if req.Agent == "acp" {
 		o.Prompt = req.Prompt
@@ -89,67 +75,42 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.startJob(req.Name, o, jobKeep{Policy: req.Policy, PolicySource: req.PolicySource, Fleet: req.Fleet})
 	if err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-		return
+		return api.Pane{}, httpapi.BadRequest(err)
 	}
-	httpapi.Reply(w, j.json())
+	return j.json(), nil
 }
 
-// handleJobStream streams a job's events from its start, then its outcome.
-func (s *Server) handleJobStream(w http.ResponseWriter, r *http.Request) {
-	f, ok := s.lookupHTTP(w, r)
-	if !ok {
-		return
+// JobFeed follows a headless job for its stream.
+func (s *Server) JobFeed(ref string) (httpapi.JobFeed, error) {
+	f, err := s.lookup(ref)
+	if err != nil {
+		return nil, err
 	}
-	j := f.job
-	if j == nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("not a headless job; corral events shows a pane's changes"))
-		return
+	if f.job == nil {
+		return nil, httpapi.BadRequest(errors.New("not a headless job; corral events shows a pane's changes"))
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	enc := json.NewEncoder(w)
-	rc := http.NewResponseController(w)
-	// Each write has a deadline: a reader that stopped reading is dropped,
-	// never waited for.
-	send := func(v any) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
-		return enc.Encode(v) == nil && rc.Flush() == nil
-	}
-	_ = rc.Flush() // the headers, at once: the client waits for them with a deadline
-	// from: the number of the first event wanted (a client that lost its
-	// stream, to a restarted daemon, asks for what it missed).
-	next, _ := strconv.Atoi(r.URL.Query().Get("from"))
-	next = max(next, 0)
-	for {
-		evs, after, missed, more, ended := j.Since(next)
-		if missed > 0 {
-			line := fmt.Sprintf("%s %d events behind the job and missed them", api.FellBehind, missed)
-			if !send(headless.Event{Type: headless.EventDiagnostic, Line: line}) {
-				return
-			}
-		}
-		for _, ev := range evs {
-			if !send(ev) {
-				return
-			}
-		}
-		next = after
-		if ended {
-			break
-		}
-		select {
-		case <-more:
-		case <-j.detach: // let go for the next daemon: the client takes the stream from it
-			return
-		case <-r.Context().Done():
-			return
-		}
-	}
-	send(map[string]any{"type": "outcome", "outcome": j.Outcome()})
+	return jobFeed{f.job}, nil
 }
 
-// streamWriteWait bounds one write of a stream to its reader.
-const streamWriteWait = 10 * time.Second
+// jobFeed is a job's stream: its events, a line first for those it
+// missed, and its outcome.
+type jobFeed struct{ j *job }
+
+func (f jobFeed) Since(next int) ([]any, int, <-chan struct{}, bool) {
+	evs, after, missed, more, ended := f.j.Since(next)
+	lines := make([]any, 0, len(evs)+1)
+	if missed > 0 {
+		line := fmt.Sprintf("%s %d events behind the job and missed them", api.FellBehind, missed)
+		lines = append(lines, headless.Event{Type: headless.EventDiagnostic, Line: line})
+	}
+	for _, ev := range evs {
+		lines = append(lines, ev)
+	}
+	return lines, after, more, ended
+}
+
+func (f jobFeed) Detached() <-chan struct{} { return f.j.detach }
+func (f jobFeed) Outcome() any              { return f.j.Outcome() }
 
 // isQwen says whether a command runs Qwen Code, whatever --agent says.
 func isQwen(argv []string) bool {

@@ -243,13 +243,6 @@ func (s *Server) stopFleet(forget bool) {
 }
 
 func (s *Server) fleetRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/fleet/init", s.handleFleetInit)
-	mux.HandleFunc("POST /v1/fleet/join", s.handleFleetJoin)
-	mux.HandleFunc("POST /v1/fleet/join-hub", s.handleFleetJoinHub)
-	mux.HandleFunc("POST /v1/fleet/leave", s.handleFleetLeave)
-	mux.HandleFunc("POST /v1/fleet/invite", s.handleFleetInvite)
-	mux.HandleFunc("POST /v1/fleet/forget", s.handleFleetForget)
-	mux.HandleFunc("POST /v1/fleet/set", s.handleFleetSet)
 	mux.HandleFunc("GET /v1/fleet/status", s.handleFleetStatus)
 	mux.HandleFunc("GET /v1/fleet/panes", s.handleFleetPanes)
 	mux.HandleFunc("GET /v1/fleet/events", s.handleFleetEvents)

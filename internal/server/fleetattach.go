@@ -15,29 +15,12 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/httpapi"
-	"github.com/corral-dev/corral/internal/pane"
 )
 
 // Attaching across the fleet: this daemon's panes as another host's
 // member sees them (fleetLocal.Attach), and a terminal here joined to
 // another host's pane (fleetAttach), with the keys and the control
 // messages of a local attach.
-
-// paneSession is one of this daemon's panes watched for another host.
-type paneSession struct {
-	p       *pane.Pane
-	w       *pane.Watcher
-	initial []byte
-}
-
-func (ps *paneSession) Initial() []byte       { return ps.initial }
-func (ps *paneSession) Output() <-chan []byte { return ps.w.C }
-func (ps *paneSession) Reason() string        { return ps.w.Reason() }
-func (ps *paneSession) Resize(c, r int) error { return ps.p.Resize(c, r) }
-func (ps *paneSession) Close()                { ps.w.Close() }
-
-// Input types keys as a person at a terminal does: no guard.
-func (ps *paneSession) Input(b []byte) error { return ps.p.Input(b, false) }
 
 func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
 	f, err := l.s.find(ref)
@@ -47,12 +30,11 @@ func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
 	if f.job != nil {
 		return nil, errors.New("a headless job has no terminal to attach to; follow it with corral events HOST:ID --follow")
 	}
-	p := f.pane.p
-	initial, w, err := p.WatchWithin()
+	sess, err := l.s.Attach(ref)
 	if err != nil {
 		return nil, err
 	}
-	return &paneSession{p: p, w: w, initial: initial}, nil
+	return sess, nil
 }
 
 var attachPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/v1/panes/([^/?]+)/attach$`) })

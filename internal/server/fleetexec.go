@@ -155,7 +155,7 @@ func (s *Server) handleFleetJobStream(w http.ResponseWriter, r *http.Request) {
 		next = len(j.lines)
 		j.mu.Unlock()
 		for _, l := range lines {
-			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+			_ = rc.SetWriteDeadline(time.Now().Add(httpapi.StreamWriteWait))
 			if _, err := w.Write(append(l, '\n')); err != nil {
 				return
 			}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -41,74 +42,60 @@ func joinInfo(n *fleetNode, name, token string, others ...string) fleet.JoinInfo
 	return info
 }
 
-func (s *Server) handleFleetInit(w http.ResponseWriter, r *http.Request) {
-	var req fleet.InitRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
-	if !s.canEnterFleet(w, &req.Name, "this daemon is in a fleet already; corral fleet status shows it, corral fleet leave leaves it") {
-		return
+func (s *Server) FleetInit(req fleet.InitRequest) (fleet.JoinInfo, error) {
+	if err := s.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet status shows it, corral fleet leave leaves it"); err != nil {
+		return fleet.JoinInfo{}, err
 	}
 	if req.Listen == "" {
 		req.Listen = fleet.DefaultListen
 	}
 	if req.ForgetAfterMS < 0 {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
-		return
+		return fleet.JoinInfo{}, httpapi.BadRequest(errors.New("--forget-after must not be negative (0: never)"))
 	}
 	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: req.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
 		NotifyFleet: req.NotifyFleet, ForgetAfterMS: req.ForgetAfterMS, ClusterListen: req.ClusterListen}
 	if cfg.ClusterListen != "" {
 		cfg.Replicas = 1
 	}
-	s.startHub(w, cfg)
+	return s.startHub(cfg)
 }
 
 // startHub runs this daemon's hub (fleet init, join-hub) and answers with
 // the commands that join it.
-func (s *Server) startHub(w http.ResponseWriter, cfg fleet.Config, urls ...string) {
+func (s *Server) startHub(cfg fleet.Config, urls ...string) (fleet.JoinInfo, error) {
 	n, err := s.runFleet(cfg, false)
 	if err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-		return
+		return fleet.JoinInfo{}, httpapi.BadRequest(err)
 	}
 	// A port chosen by the system is kept for the next start.
 	n.cfg.Listen = n.hub.Addr()
 	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
 		s.stopFleet(true)
-		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
-		return
+		return fleet.JoinInfo{}, err
 	}
-	httpapi.Reply(w, joinInfo(n, cfg.Name, n.hub.FleetToken(), urls...))
+	return joinInfo(n, cfg.Name, n.hub.FleetToken(), urls...), nil
 }
 
-func (s *Server) handleFleetJoinHub(w http.ResponseWriter, r *http.Request) {
-	var req fleet.JoinHubRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
-	if !s.canEnterFleet(w, &req.Name, "this daemon is in a fleet already; corral fleet leave first") {
-		return
+func (s *Server) FleetJoinHub(ctx context.Context, req fleet.JoinHubRequest) (fleet.JoinInfo, error) {
+	if err := s.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet leave first"); err != nil {
+		return fleet.JoinInfo{}, err
 	}
 	if req.ClusterListen == "" || len(req.URLs) == 0 || req.HubToken == "" {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("need the hubs' URLs, --hub-token and --cluster-listen HOST:PORT (the join-hub command a hub printed carries the first two)"))
-		return
+		return fleet.JoinInfo{}, httpapi.BadRequest(errors.New("need the hubs' URLs, --hub-token and --cluster-listen HOST:PORT (the join-hub command a hub printed carries the first two)"))
 	}
 	if req.Listen == "" {
 		req.Listen = fleet.DefaultListen
 	}
-	b, err := fleet.FetchHubBundle(r.Context(), req.URLs, req.HubToken, req.CAFingerprint)
+	b, err := fleet.FetchHubBundle(ctx, req.URLs, req.HubToken, req.CAFingerprint)
 	if err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "refused", err)
-		return
+		return fleet.JoinInfo{}, httpapi.Coded(http.StatusBadRequest, "refused", err)
 	}
 	if err := fleet.InstallHubBundle(fleet.Dir(s.opts.StateDir), b); err != nil {
-		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
-		return
+		return fleet.JoinInfo{}, err
 	}
 	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: b.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
 		NotifyFleet: req.NotifyFleet, ClusterListen: req.ClusterListen, Routes: b.Routes, Replicas: min(b.Nodes+1, fleet.MaxReplicas)}
-	s.startHub(w, cfg, req.URLs...)
+	return s.startHub(cfg, req.URLs...)
 }
 
 func hostPort(u string) string {
@@ -118,122 +105,89 @@ func hostPort(u string) string {
 	return u
 }
 
-func (s *Server) handleFleetJoin(w http.ResponseWriter, r *http.Request) {
-	var req fleet.JoinRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
-	if !s.canEnterFleet(w, &req.Name, "this daemon is in a fleet already; corral fleet leave first") {
-		return
+func (s *Server) FleetJoin(req fleet.JoinRequest) (fleet.JoinResult, error) {
+	if err := s.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet leave first"); err != nil {
+		return fleet.JoinResult{}, err
 	}
 	cfg := fleet.Config{Name: req.Name, URLs: req.URLs, Token: req.Token, Creds: req.Creds, CAFingerprint: req.CAFingerprint, MaxJobs: req.MaxJobs,
 		NotifyFleet: req.NotifyFleet}
 	n, err := s.runFleetOpts(cfg, false, true)
 	if err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "refused", err)
-		return
+		return fleet.JoinResult{}, httpapi.Coded(http.StatusBadRequest, "refused", err)
 	}
 	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
 		s.stopFleet(true)
-		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
-		return
+		return fleet.JoinResult{}, err
 	}
-	httpapi.Reply(w, fleet.JoinResult{Name: req.Name, URLs: req.URLs})
+	return fleet.JoinResult{Name: req.Name, URLs: req.URLs}, nil
 }
 
-func (s *Server) handleFleetLeave(w http.ResponseWriter, r *http.Request) {
+func (s *Server) FleetLeave() (fleet.LeaveResult, error) {
 	n := s.fleetNode()
 	if n == nil {
-		httpapi.Fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
-		return
+		return fleet.LeaveResult{}, httpapi.Conflict("no_fleet", fleet.ErrNotConfigured)
 	}
 	s.stopFleet(true)
 	if err := fleet.RemoveConfig(s.opts.StateDir); err != nil {
-		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
-		return
+		return fleet.LeaveResult{}, err
 	}
-	httpapi.Reply(w, fleet.LeaveResult{Left: n.cfg.Name, WasHub: n.cfg.Hub})
+	return fleet.LeaveResult{Left: n.cfg.Name, WasHub: n.cfg.Hub}, nil
 }
 
-func (s *Server) handleFleetInvite(w http.ResponseWriter, r *http.Request) {
-	var req fleet.InviteRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
+func (s *Server) FleetInvite(req fleet.InviteRequest) (any, error) {
 	n := s.fleetNode()
 	if n == nil || n.hub == nil {
-		httpapi.Fail(w, http.StatusConflict, "not_hub", errors.New("credentials are made on the fleet's hub (the machine that ran corral fleet init)"))
-		return
+		return nil, httpapi.Conflict("not_hub", errors.New("credentials are made on the fleet's hub (the machine that ran corral fleet init)"))
 	}
 	if req.Revoke {
 		if err := n.hub.Revoke(req.Name); err != nil {
-			httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-			return
+			return nil, httpapi.BadRequest(err)
 		}
-		httpapi.Reply(w, fleet.RevokeResult{Revoked: req.Name})
-		return
+		return fleet.RevokeResult{Revoked: req.Name}, nil
 	}
 	if req.TakeJobs && !req.ObserveOnly {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--take-jobs is for an observe-only credential (one with control takes jobs anyway)"))
-		return
+		return nil, httpapi.BadRequest(errors.New("--take-jobs is for an observe-only credential (one with control takes jobs anyway)"))
 	}
 	tok, err := n.hub.InviteRights(req.Name, fleet.Rights{Control: !req.ObserveOnly, Jobs: !req.ObserveOnly || req.TakeJobs},
 		time.Duration(req.ExpiresMS)*time.Millisecond)
 	if err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-		return
+		return nil, httpapi.BadRequest(err)
 	}
 	info := joinInfo(n, req.Name, tok)
 	info.Join += " --name " + req.Name
-	httpapi.Reply(w, info)
+	return info, nil
 }
 
-func (s *Server) handleFleetForget(w http.ResponseWriter, r *http.Request) {
-	var req fleet.ForgetRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
+func (s *Server) FleetForget(req fleet.ForgetRequest) (fleet.ForgetResult, error) {
 	n := s.fleetNode()
 	if n == nil || n.hub == nil {
-		httpapi.Fail(w, http.StatusConflict, "not_hub", errors.New("hosts are forgotten on the fleet's hub (the machine that ran corral fleet init)"))
-		return
+		return fleet.ForgetResult{}, httpapi.Conflict("not_hub", errors.New("hosts are forgotten on the fleet's hub (the machine that ran corral fleet init)"))
 	}
 	if err := n.hub.Forget(req.Host); err != nil {
-		httpapi.Fail(w, http.StatusConflict, "refused", err)
-		return
+		return fleet.ForgetResult{}, httpapi.Conflict("refused", err)
 	}
-	httpapi.Reply(w, fleet.ForgetResult{Forgotten: req.Host})
+	return fleet.ForgetResult{Forgotten: req.Host}, nil
 }
 
-func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
-	var req fleet.SetRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
+func (s *Server) FleetSet(req fleet.SetRequest) (fleet.SetResult, error) {
 	n := s.fleetNode()
 	switch {
 	case n == nil:
-		httpapi.Fail(w, http.StatusConflict, "not_in_fleet", errors.New("this daemon is in no fleet (corral fleet init or corral fleet join)"))
-		return
+		return fleet.SetResult{}, httpapi.Conflict("not_in_fleet", errors.New("this daemon is in no fleet (corral fleet init or corral fleet join)"))
 	case req.ForgetAfterMS == nil && req.MaxJobs == nil:
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("nothing to set: give forget_after_ms or max_jobs"))
-		return
+		return fleet.SetResult{}, httpapi.BadRequest(errors.New("nothing to set: give forget_after_ms or max_jobs"))
 	case req.ForgetAfterMS != nil && n.hub == nil:
-		httpapi.Fail(w, http.StatusConflict, "not_hub", errors.New("the fleet's settings are set on its hub (the machine that ran corral fleet init)"))
-		return
+		return fleet.SetResult{}, httpapi.Conflict("not_hub", errors.New("the fleet's settings are set on its hub (the machine that ran corral fleet init)"))
 	case req.ForgetAfterMS != nil && *req.ForgetAfterMS < 0:
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--forget-after must not be negative (0: never)"))
-		return
+		return fleet.SetResult{}, httpapi.BadRequest(errors.New("--forget-after must not be negative (0: never)"))
 	case req.MaxJobs != nil && (*req.MaxJobs < 0 || *req.MaxJobs > math.MaxInt32):
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--max-jobs must be 0 (take no jobs) or more"))
-		return
+		return fleet.SetResult{}, httpapi.BadRequest(errors.New("--max-jobs must be 0 (take no jobs) or more"))
 	}
 	s.fleetSetMu.Lock()
 	defer s.fleetSetMu.Unlock()
 	cfg, err := fleet.LoadConfig(s.opts.StateDir)
 	if err != nil {
-		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
-		return
+		return fleet.SetResult{}, err
 	}
 	if req.ForgetAfterMS != nil {
 		cfg.ForgetAfterMS = *req.ForgetAfterMS
@@ -242,8 +196,7 @@ func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 		cfg.MaxJobs = *req.MaxJobs
 	}
 	if err := fleet.SaveConfig(s.opts.StateDir, cfg); err != nil {
-		httpapi.Fail(w, http.StatusInternalServerError, "internal", err)
-		return
+		return fleet.SetResult{}, err
 	}
 	if req.ForgetAfterMS != nil {
 		n.hub.SetForgetAfter(time.Duration(cfg.ForgetAfterMS) * time.Millisecond)
@@ -255,28 +208,25 @@ func (s *Server) handleFleetSet(w http.ResponseWriter, r *http.Request) {
 		if m := n.member.Load(); m != nil {
 			m.SetMaxJobs(cfg.MaxJobs)
 			if r, ok := m.Rights(); ok && !r.Jobs && cfg.MaxJobs > 0 {
-				httpapi.Reply(w, fleet.SetResult{MaxJobs: &cfg.MaxJobs, Note: fmt.Sprintf(
-					"this host's credential is observe-only: it takes no jobs until the hub runs corral fleet invite %s --observe-only --take-jobs (and this host joins with it)", cfg.Name)})
-				return
+				return fleet.SetResult{MaxJobs: &cfg.MaxJobs, Note: fmt.Sprintf(
+					"this host's credential is observe-only: it takes no jobs until the hub runs corral fleet invite %s --observe-only --take-jobs (and this host joins with it)", cfg.Name)}, nil
 			}
 		}
 	}
-	httpapi.Reply(w, fleet.SetResult{ForgetAfterMS: req.ForgetAfterMS, MaxJobs: req.MaxJobs})
+	return fleet.SetResult{ForgetAfterMS: req.ForgetAfterMS, MaxJobs: req.MaxJobs}, nil
 }
 
 // canEnterFleet refuses a daemon in a fleet already (saying already) and a
 // bad host name; an empty name becomes the default one.
-func (s *Server) canEnterFleet(w http.ResponseWriter, name *string, already string) bool {
+func (s *Server) canEnterFleet(name *string, already string) error {
 	if s.fleetNode() != nil {
-		httpapi.Fail(w, http.StatusConflict, "in_fleet", errors.New(already))
-		return false
+		return httpapi.Conflict("in_fleet", errors.New(already))
 	}
 	if *name == "" {
 		*name = fleet.DefaultName()
 	}
 	if err := fleet.CheckName(*name); err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-		return false
+		return httpapi.BadRequest(err)
 	}
-	return true
+	return nil
 }

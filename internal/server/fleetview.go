@@ -192,7 +192,7 @@ func (s *Server) handleFleetEvents(w http.ResponseWriter, r *http.Request) {
 		if pane != "" && ev.Pane != pane && ev.Name != pane {
 			return nil
 		}
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+		_ = rc.SetWriteDeadline(time.Now().Add(httpapi.StreamWriteWait))
 		if err := enc.Encode(ev); err != nil {
 			return err
 		}

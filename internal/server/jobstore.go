@@ -160,6 +160,7 @@ func (s *Server) adoptJobs() {
 		recs = append(recs, &rec)
 	}
 	sort.SliceStable(recs, func(i, k int) bool { return recs[i].Started.Before(recs[k].Started) })
+	var ended []*job
 	for _, rec := range recs {
 		dir := filepath.Join(root, rec.ID)
 		id, _, err := s.reserveAs(rec.ID, rec.Name)
@@ -176,8 +177,21 @@ func (s *Server) adoptJobs() {
 			j = endedJob(dir, rec)
 		} else {
 			j = s.followJob(dir, rec)
+			if headless.HeldExited(dir) {
+				ended = append(ended, j)
+			}
 		}
 		s.registerJob(j)
+	}
+	// A job that ended while no daemon ran is read to its end before the
+	// daemon answers: its first listing shows its outcome, not "working".
+	deadline := time.After(5 * time.Second)
+	for _, j := range ended {
+		select {
+		case <-j.done:
+		case <-deadline:
+			return
+		}
 	}
 }
 

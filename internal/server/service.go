@@ -26,15 +26,10 @@ import (
 // these methods the work.
 var _ httpapi.Service = (*Server)(nil)
 
-// routes is the API: httpapi's routes, and those the daemon still serves
-// with its own HTTP handling (attach, a job's start and stream, the
-// fleet's).
+// routes is the API: httpapi's routes, and the fleet's, which the daemon
+// still serves with its own HTTP handling.
 func (s *Server) routes() http.Handler {
-	mux := httpapi.New(s,
-		httpapi.Route{Pattern: "GET /v1/panes/{id}/attach", Handler: s.handleAttach}, // WebSocket: output out, input in
-		httpapi.Route{Pattern: "POST /v1/jobs", Handler: s.handleExec},
-		httpapi.Route{Pattern: "GET /v1/jobs/{id}/stream", Handler: s.handleJobStream}, // NDJSON: every event, then {"type":"outcome"}
-	)
+	mux := httpapi.New(s)
 	s.fleetRoutes(mux.(*http.ServeMux))
 	return mux
 }
