@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/corral-dev/corral/internal/fleet"
 )
@@ -20,6 +21,13 @@ type Fleet interface {
 	FleetInvite(req fleet.InviteRequest) (any, error)
 	FleetForget(req fleet.ForgetRequest) (fleet.ForgetResult, error)
 	FleetSet(req fleet.SetRequest) (fleet.SetResult, error)
+	FleetStatus() (fleet.Status, error)
+	// FleetPanes is every host's panes the filter keeps.
+	FleetPanes(f fleet.PaneFilter) ([]fleet.PaneRecord, error)
+	// Jobs lists this daemon's running jobs; FleetJobs the fleet's:
+	// queued, and running on each host.
+	Jobs() []fleet.JobRow
+	FleetJobs(ctx context.Context) ([]fleet.JobRow, error)
 }
 
 // fleetRoutes are the routes of Fleet.
@@ -37,5 +45,28 @@ func fleetRoutes(svc Service) []Route {
 		{"POST /v1/fleet/invite", decodeCall(svc.FleetInvite)},
 		{"POST /v1/fleet/forget", decodeCall(svc.FleetForget)},
 		{"POST /v1/fleet/set", decodeCall(svc.FleetSet)},
+		{"GET /v1/fleet/status", func(w http.ResponseWriter, r *http.Request) {
+			st, err := svc.FleetStatus()
+			answer(w, st, err)
+		}},
+		// ?host=H (repeatable, a glob) and ?state=S (repeatable, or
+		// comma-separated) keep some.
+		{"GET /v1/fleet/panes", func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			var f fleet.PaneFilter
+			for _, h := range q["host"] {
+				f.Hosts = append(f.Hosts, strings.Split(h, ",")...)
+			}
+			for _, st := range q["state"] {
+				f.States = append(f.States, strings.Split(st, ",")...)
+			}
+			panes, err := svc.FleetPanes(f)
+			answer(w, panes, err)
+		}},
+		{"GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) { Reply(w, svc.Jobs()) }},
+		{"GET /v1/fleet/jobs", func(w http.ResponseWriter, r *http.Request) {
+			rows, err := svc.FleetJobs(r.Context())
+			answer(w, rows, err)
+		}},
 	}
 }

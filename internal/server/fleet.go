@@ -243,11 +243,8 @@ func (s *Server) stopFleet(forget bool) {
 }
 
 func (s *Server) fleetRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/fleet/status", s.handleFleetStatus)
-	mux.HandleFunc("GET /v1/fleet/panes", s.handleFleetPanes)
 	mux.HandleFunc("GET /v1/fleet/events", s.handleFleetEvents)
 	mux.HandleFunc("POST /v1/fleet/jobs", s.handleFleetExec)
-	s.jobRoutes(mux)
 	mux.HandleFunc("GET /v1/fleet/jobs/{id}/stream", s.handleFleetJobStream)
 	mux.HandleFunc("POST /v1/fleet/jobs/{id}/kill", s.handleFleetJobKill)
 	mux.HandleFunc("/v1/fleet/hosts/{host}/{rest...}", s.handleFleetProxy)

@@ -47,7 +47,7 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 	if !httpapi.Decode(w, r, &req) {
 		return
 	}
-	m := s.fleetMember(w)
+	m := s.fleetMemberHTTP(w)
 	if m == nil {
 		return
 	}

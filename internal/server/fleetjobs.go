@@ -3,21 +3,14 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"sort"
 	"time"
 
 	"github.com/corral-dev/corral/internal/fleet"
-	"github.com/corral-dev/corral/internal/httpapi"
 )
 
-// Job listings: GET /v1/jobs (this daemon's running jobs) and
-// GET /v1/fleet/jobs (the fleet's: queued, and running on each host).
-
-func (s *Server) jobRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/jobs", s.handleJobsList)
-	mux.HandleFunc("GET /v1/fleet/jobs", s.handleFleetJobsList)
-}
+// Job listings: this daemon's running jobs, and the fleet's (queued, and
+// running on each host).
 
 // localJobs are this daemon's jobs that have not ended.
 func (s *Server) localJobs(host string) []fleet.JobRow {
@@ -30,21 +23,22 @@ func (s *Server) localJobs(host string) []fleet.JobRow {
 	return out
 }
 
-func (s *Server) handleJobsList(w http.ResponseWriter, r *http.Request) {
+// Jobs lists this daemon's running jobs.
+func (s *Server) Jobs() []fleet.JobRow {
 	host := ""
 	if n := s.fleetNode(); n != nil {
 		host = n.cfg.Name
 	}
-	httpapi.Reply(w, s.localJobs(host))
+	return s.localJobs(host)
 }
 
-// handleFleetJobsList lists the fleet's jobs: those running on every
-// host (from the fleet's view), the ones this daemon queued that no host
-// has taken yet, and on the hub every queued job.
-func (s *Server) handleFleetJobsList(w http.ResponseWriter, r *http.Request) {
-	m := s.fleetMember(w)
-	if m == nil {
-		return
+// FleetJobs lists the fleet's jobs: those running on every host (from
+// the fleet's view), the ones this daemon queued that no host has taken
+// yet, and on the hub every queued job.
+func (s *Server) FleetJobs(ctx context.Context) ([]fleet.JobRow, error) {
+	m, err := s.fleetMember()
+	if err != nil {
+		return nil, err
 	}
 	n := s.fleetNode()
 	rows := m.RunningJobs()
@@ -72,7 +66,7 @@ func (s *Server) handleFleetJobsList(w http.ResponseWriter, r *http.Request) {
 		return true
 	})
 	if n.hub != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		more, err := n.hub.QueuedJobs(ctx)
 		cancel()
 		if err != nil {
@@ -90,7 +84,7 @@ func (s *Server) handleFleetJobsList(w http.ResponseWriter, r *http.Request) {
 		}
 		return rows[i].Since < rows[j].Since
 	})
-	httpapi.Reply(w, rows)
+	return rows, nil
 }
 
 // noteStarted marks which host runs a fleet job, from its stream's line

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
@@ -16,25 +15,35 @@ import (
 	"github.com/corral-dev/corral/internal/httpapi"
 )
 
-func (s *Server) fleetMember(w http.ResponseWriter) *fleet.Member {
+// fleetMember is the daemon's fleet member: an error while it is in no
+// fleet, or has not reached it yet.
+func (s *Server) fleetMember() (*fleet.Member, error) {
 	n := s.fleetNode()
 	if n == nil {
-		httpapi.Fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
-		return nil
+		return nil, httpapi.Conflict("no_fleet", fleet.ErrNotConfigured)
 	}
 	m := n.member.Load()
 	if m == nil {
-		httpapi.Fail(w, http.StatusServiceUnavailable, "unreachable", fmt.Errorf("host %s has not reached its fleet yet (it keeps trying; the daemon's log says why)", n.cfg.Name))
-		return nil
+		return nil, httpapi.Coded(http.StatusServiceUnavailable, "unreachable", fmt.Errorf("host %s has not reached its fleet yet (it keeps trying; the daemon's log says why)", n.cfg.Name))
+	}
+	return m, nil
+}
+
+// fleetMemberHTTP is fleetMember for a handler: nil once it answered the
+// error.
+func (s *Server) fleetMemberHTTP(w http.ResponseWriter) *fleet.Member {
+	m, err := s.fleetMember()
+	if err != nil {
+		httpapi.WriteError(w, err)
 	}
 	return m
 }
 
-func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
+// FleetStatus says the daemon's fleet and the hosts it sees.
+func (s *Server) FleetStatus() (fleet.Status, error) {
 	n := s.fleetNode()
 	if n == nil {
-		httpapi.Fail(w, http.StatusConflict, "no_fleet", fleet.ErrNotConfigured)
-		return
+		return fleet.Status{}, httpapi.Conflict("no_fleet", fleet.ErrNotConfigured)
 	}
 	out := fleet.Status{Name: n.cfg.Name, Hub: n.hub != nil, Hosts: []fleet.HostStatus{}}
 	if n.hub != nil {
@@ -50,23 +59,14 @@ func (s *Server) handleFleetStatus(w http.ResponseWriter, r *http.Request) {
 			out.Replicas = m.ReplicasNow()
 		}
 	}
-	httpapi.Reply(w, out)
+	return out, nil
 }
 
-// handleFleetPanes answers every host's panes: ?host=H (repeatable, a
-// glob) and ?state=S (repeatable, or comma-separated) keep some.
-func (s *Server) handleFleetPanes(w http.ResponseWriter, r *http.Request) {
-	m := s.fleetMember(w)
-	if m == nil {
-		return
-	}
-	q := r.URL.Query()
-	var f fleet.PaneFilter
-	for _, h := range q["host"] {
-		f.Hosts = append(f.Hosts, strings.Split(h, ",")...)
-	}
-	for _, st := range q["state"] {
-		f.States = append(f.States, strings.Split(st, ",")...)
+// FleetPanes is every host's panes that f keeps.
+func (s *Server) FleetPanes(f fleet.PaneFilter) ([]fleet.PaneRecord, error) {
+	m, err := s.fleetMember()
+	if err != nil {
+		return nil, err
 	}
 	out := []fleet.PaneRecord{}
 	for _, p := range m.Panes() {
@@ -74,7 +74,7 @@ func (s *Server) handleFleetPanes(w http.ResponseWriter, r *http.Request) {
 			out = append(out, p)
 		}
 	}
-	httpapi.Reply(w, out)
+	return out, nil
 }
 
 // handleFleetProxy sends an API request to a host: this one's own API,
@@ -101,7 +101,7 @@ func (s *Server) handleFleetProxy(w http.ResponseWriter, r *http.Request) {
 		s.http.Handler.ServeHTTP(w, req)
 		return
 	}
-	m := s.fleetMember(w)
+	m := s.fleetMemberHTTP(w)
 	if m == nil {
 		return
 	}
@@ -147,7 +147,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // host: ?host=H only that host's, ?since=RFC3339 from then, else new
 // ones; ?follow=1 keeps going (else it stops once idle for a moment).
 func (s *Server) handleFleetEvents(w http.ResponseWriter, r *http.Request) {
-	m := s.fleetMember(w)
+	m := s.fleetMemberHTTP(w)
 	if m == nil {
 		return
 	}
