@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/corral-dev/corral/internal/fleet"
 )
@@ -28,6 +29,18 @@ type Fleet interface {
 	// queued, and running on each host.
 	Jobs() []fleet.JobRow
 	FleetJobs(ctx context.Context) ([]fleet.JobRow, error)
+	// FleetExec queues a job on the fleet; FleetJobFeed follows the lines
+	// of one this daemon queued, FleetJobKill cancels it.
+	FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error)
+	FleetJobFeed(id string) (LineFeed, error)
+	FleetJobKill(id string) (fleet.CancelResult, error)
+}
+
+// LineFeed is a stream of NDJSON lines as they come.
+type LineFeed interface {
+	// Since returns the lines from number next on, the number after them,
+	// a channel closed when more come, and whether the stream ended.
+	Since(next int) (lines [][]byte, after int, more <-chan struct{}, ended bool)
 }
 
 // fleetRoutes are the routes of Fleet.
@@ -63,10 +76,56 @@ func fleetRoutes(svc Service) []Route {
 			panes, err := svc.FleetPanes(f)
 			answer(w, panes, err)
 		}},
+		{"POST /v1/fleet/jobs", decodeCall(svc.FleetExec)},
+		{"GET /v1/fleet/jobs/{id}/stream", func(w http.ResponseWriter, r *http.Request) {
+			feed, err := svc.FleetJobFeed(r.PathValue("id"))
+			if err != nil {
+				WriteError(w, err)
+				return
+			}
+			streamLines(w, r, feed)
+		}},
+		{"POST /v1/fleet/jobs/{id}/kill", func(w http.ResponseWriter, r *http.Request) {
+			res, err := svc.FleetJobKill(r.PathValue("id"))
+			answer(w, res, err)
+		}},
 		{"GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) { Reply(w, svc.Jobs()) }},
 		{"GET /v1/fleet/jobs", func(w http.ResponseWriter, r *http.Request) {
 			rows, err := svc.FleetJobs(r.Context())
 			answer(w, rows, err)
 		}},
+	}
+}
+
+// streamLines writes a feed's lines as they come, each write with a
+// deadline, until it ends or the client goes.
+func streamLines(w http.ResponseWriter, r *http.Request, feed LineFeed) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	next := 0
+	for {
+		lines, after, more, ended := feed.Since(next)
+		next = after
+		for _, l := range lines {
+			_ = rc.SetWriteDeadline(time.Now().Add(StreamWriteWait))
+			// Two writes, not an append: the line is the feed's, shared by
+			// every stream of it.
+			if _, err := w.Write(l); err != nil {
+				return
+			}
+			if _, err := w.Write([]byte{'\n'}); err != nil {
+				return
+			}
+		}
+		_ = rc.Flush()
+		if ended {
+			return
+		}
+		select {
+		case <-more:
+		case <-r.Context().Done():
+			return
+		}
 	}
 }

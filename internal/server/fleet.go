@@ -244,9 +244,6 @@ func (s *Server) stopFleet(forget bool) {
 
 func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/fleet/events", s.handleFleetEvents)
-	mux.HandleFunc("POST /v1/fleet/jobs", s.handleFleetExec)
-	mux.HandleFunc("GET /v1/fleet/jobs/{id}/stream", s.handleFleetJobStream)
-	mux.HandleFunc("POST /v1/fleet/jobs/{id}/kill", s.handleFleetJobKill)
 	mux.HandleFunc("/v1/fleet/hosts/{host}/{rest...}", s.handleFleetProxy)
 }
 

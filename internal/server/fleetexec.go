@@ -42,37 +42,28 @@ func (j *fleetJob) add(line []byte) {
 	j.mu.Unlock()
 }
 
-func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
-	var req fleet.ExecRequest
-	if !httpapi.Decode(w, r, &req) {
-		return
-	}
-	m := s.fleetMemberHTTP(w)
-	if m == nil {
-		return
+func (s *Server) FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error) {
+	m, err := s.fleetMember()
+	if err != nil {
+		return fleet.ExecStarted{}, err
 	}
 	if len(req.Exec.Command) == 0 {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("no command; say what to run after --"))
-		return
+		return fleet.ExecStarted{}, httpapi.BadRequest(errors.New("no command; say what to run after --"))
 	}
 	if req.Retry < 0 || req.Retry > 10 {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("--retry must be from 0 to 10"))
-		return
+		return fleet.ExecStarted{}, httpapi.BadRequest(errors.New("--retry must be from 0 to 10"))
 	}
 	if down, since := m.HubDown(); down {
-		httpapi.Fail(w, http.StatusServiceUnavailable, "hub_unreachable", fmt.Errorf("%w: the job was not queued", hubDownError(since)))
-		return
+		return fleet.ExecStarted{}, httpapi.Coded(http.StatusServiceUnavailable, "hub_unreachable", fmt.Errorf("%w: the job was not queued", hubDownError(since)))
 	}
 	var each []string
 	if len(req.Hosts) > 0 || req.AllHosts {
 		if req.Host != "" {
-			httpapi.Fail(w, http.StatusBadRequest, "bad_request", errors.New("give --host, or --hosts/--all-hosts, not both"))
-			return
+			return fleet.ExecStarted{}, httpapi.BadRequest(errors.New("give --host, or --hosts/--all-hosts, not both"))
 		}
 		if each = m.JobHosts(req.Hosts); len(each) == 0 {
-			httpapi.Fail(w, http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("no reachable host that takes jobs matches %s (nothing queued); corral fleet status lists the hosts and their max_jobs",
+			return fleet.ExecStarted{}, httpapi.Coded(http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("no reachable host that takes jobs matches %s (nothing queued); corral fleet status lists the hosts and their max_jobs",
 				strings.Join(append([]string{"*"}, req.Hosts...)[min(1, len(req.Hosts)):], ",")))
-			return
 		}
 	}
 	if req.Host != "" {
@@ -81,18 +72,15 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 			if h.Host == req.Host {
 				known = true
 				if h.MaxJobs == 0 {
-					httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("host %s takes no fleet jobs (its max_jobs is 0; it joins with --max-jobs N to take some)", req.Host))
-					return
+					return fleet.ExecStarted{}, httpapi.BadRequest(fmt.Errorf("host %s takes no fleet jobs (its max_jobs is 0; it joins with --max-jobs N to take some)", req.Host))
 				}
 				if !h.Reachable {
-					httpapi.Fail(w, http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("host %s is unreachable (last seen %s); leave out --host to let any host take the job", req.Host, h.LastSeen))
-					return
+					return fleet.ExecStarted{}, httpapi.Coded(http.StatusServiceUnavailable, "host_unreachable", fmt.Errorf("host %s is unreachable (last seen %s); leave out --host to let any host take the job", req.Host, h.LastSeen))
 				}
 			}
 		}
 		if !known {
-			httpapi.Fail(w, http.StatusBadRequest, "not_found", fmt.Errorf("no host %s in the fleet; corral fleet status lists them", req.Host))
-			return
+			return fleet.ExecStarted{}, httpapi.Coded(http.StatusBadRequest, "not_found", fmt.Errorf("no host %s in the fleet; corral fleet status lists them", req.Host))
 		}
 	}
 	// The caller's environment stays here: the job runs in its host's
@@ -126,59 +114,45 @@ func (s *Server) handleFleetExec(w http.ResponseWriter, r *http.Request) {
 		j.mu.Unlock()
 		time.AfterFunc(time.Minute, func() { n.jobs.Delete(id) })
 	}()
-	httpapi.Reply(w, fleet.ExecStarted{ID: id, Hosts: each})
+	return fleet.ExecStarted{ID: id, Hosts: each}, nil
 }
 
-func (s *Server) fleetJob(w http.ResponseWriter, r *http.Request) *fleetJob {
-	n := s.fleetNode()
-	if n != nil {
-		if v, ok := n.jobs.Load(r.PathValue("id")); ok {
-			return v.(*fleetJob)
+// fleetJob is a job this daemon queued, by its fleet job id.
+func (s *Server) fleetJob(id string) (*fleetJob, error) {
+	if n := s.fleetNode(); n != nil {
+		if v, ok := n.jobs.Load(id); ok {
+			return v.(*fleetJob), nil
 		}
 	}
-	httpapi.Fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no fleet job %s here", r.PathValue("id")))
-	return nil
+	return nil, httpapi.NotFound(fmt.Errorf("no fleet job %s here", id))
 }
 
-func (s *Server) handleFleetJobStream(w http.ResponseWriter, r *http.Request) {
-	j := s.fleetJob(w, r)
-	if j == nil {
-		return
+// FleetJobFeed follows the lines of a job this daemon queued.
+func (s *Server) FleetJobFeed(id string) (httpapi.LineFeed, error) {
+	j, err := s.fleetJob(id)
+	if err != nil {
+		return nil, err
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	next := 0
-	for {
-		j.mu.Lock()
-		lines, ended, grew := j.lines[next:], j.ended, j.grew
-		next = len(j.lines)
-		j.mu.Unlock()
-		for _, l := range lines {
-			_ = rc.SetWriteDeadline(time.Now().Add(httpapi.StreamWriteWait))
-			if _, err := w.Write(append(l, '\n')); err != nil {
-				return
-			}
-		}
-		_ = rc.Flush()
-		if ended {
-			return
-		}
-		select {
-		case <-grew:
-		case <-r.Context().Done():
-			return
-		}
-	}
+	return j, nil
 }
 
-func (s *Server) handleFleetJobKill(w http.ResponseWriter, r *http.Request) {
-	j := s.fleetJob(w, r)
-	if j == nil {
-		return
+// Since returns the job's lines from number next on, the number after
+// them, a channel closed when more come, and whether the run ended.
+func (j *fleetJob) Since(next int) ([][]byte, int, <-chan struct{}, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lines[min(next, len(j.lines)):], len(j.lines), j.grew, j.ended
+}
+
+// FleetJobKill cancels a job this daemon queued: on each host that took
+// it, and here.
+func (s *Server) FleetJobKill(id string) (fleet.CancelResult, error) {
+	j, err := s.fleetJob(id)
+	if err != nil {
+		return fleet.CancelResult{}, err
 	}
 	if m := s.fleetNode().member.Load(); m != nil {
-		_ = m.CancelJob(r.PathValue("id"))
+		_ = m.CancelJob(id)
 	}
 	if j.each {
 		j.cancel() // each host's job is cancelled, and the run ends
@@ -186,7 +160,7 @@ func (s *Server) handleFleetJobKill(w http.ResponseWriter, r *http.Request) {
 		// A job no host has taken yet ends here.
 		time.AfterFunc(ExecCancelWait, j.cancel)
 	}
-	httpapi.Reply(w, fleet.CancelResult{ID: r.PathValue("id"), Status: "cancelling"})
+	return fleet.CancelResult{ID: id, Status: "cancelling"}, nil
 }
 
 // ExecCancelWait is how long a cancelled fleet job may take to confirm
