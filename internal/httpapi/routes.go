@@ -28,6 +28,9 @@ type Service interface {
 // pane's or a job's id or name.
 type Panes interface {
 	ListPanes() []api.Pane // panes, jobs and lost panes, in start order
+	// PaneRows is ListPanes with corral ls's columns only, each equal to
+	// its pane's Row.
+	PaneRows() []api.PaneRow
 	// Exists says whether ref names a pane or job (an error answered 404
 	// if not), before a request's body is read.
 	Exists(ref string) error
@@ -112,18 +115,13 @@ type handlers struct {
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
-	out := h.svc.ListPanes()
 	if r.URL.Query().Get("view") == "ls" {
 		// corral ls's columns: a tenth of the bytes to encode and decode
 		// (each pane's command, records and cwd are most of a pane).
-		rows := make([]api.PaneRow, len(out))
-		for i, p := range out {
-			rows[i] = p.Row()
-		}
-		Reply(w, rows)
+		Reply(w, h.svc.PaneRows())
 		return
 	}
-	Reply(w, out)
+	Reply(w, h.svc.ListPanes())
 }
 
 func (h *handlers) get(w http.ResponseWriter, r *http.Request) {

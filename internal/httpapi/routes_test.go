@@ -31,6 +31,7 @@ func (f *fakeService) note(c string) { f.calls = append(f.calls, c) }
 func (f *fakeService) ListPanes() []api.Pane {
 	return []api.Pane{{ID: "p", Name: "n", State: "idle", Command: []string{"sh"}}}
 }
+func (f *fakeService) PaneRows() []api.PaneRow { return []api.PaneRow{f.ListPanes()[0].Row()} }
 func (f *fakeService) Exists(ref string) error {
 	if ref != "p" {
 		return errNoPane

@@ -133,6 +133,15 @@ func (p *Pane) Info() Info {
 	return in
 }
 
+// Brief is Info without its command and records (nil): a listing that
+// shows neither copies nothing but the struct.
+func (p *Pane) Brief() Info {
+	in := p.snap.Load().info
+	in.Argv, in.Records = nil, nil
+	in.HooksIgnored += int(p.hooksDropped.Load())
+	return in
+}
+
 // Snapshot returns a copy of the visible screen. The terminal has its own
 // lock, held only while one chunk of output is applied.
 func (p *Pane) Snapshot() term.Snapshot { return p.term.Snapshot() }

@@ -82,6 +82,20 @@ func kill(u killer, sig syscall.Signal, escalate bool, grace time.Duration) erro
 	return nil
 }
 
+// paneRow is paneJSON(e).Row(), without the rest.
+func paneRow(e *entry) api.PaneRow {
+	in := e.p.Brief()
+	d := in.Decision
+	_, problem := e.integration(in.Agent)
+	out := api.PaneRow{ID: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
+		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), IntegrationError: problem}
+	if in.Exited {
+		code := in.ExitCode
+		out.ExitCode = &code
+	}
+	return out
+}
+
 // paneJSON is a pane as the API shows it.
 func paneJSON(e *entry) api.Pane {
 	in := e.p.Info()

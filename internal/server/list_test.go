@@ -137,12 +137,8 @@ func TestListViewLs(t *testing.T) {
 		t.Cleanup(src.free)
 		p.ApplyHook(detect.Hook{State: combine.Blocked, Kind: "permission", Message: "approve Bash: make " + id})
 		// Settled before the two answers are compared.
-		deadline := time.Now().Add(5 * time.Second)
-		for p.Info().Decision.State != combine.Blocked {
-			if time.Now().After(deadline) {
-				t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
-			}
-			time.Sleep(2 * time.Millisecond)
+		if !proctest.WaitFor(5*time.Second, func() bool { return p.Info().Decision.State == combine.Blocked }) {
+			t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
 		}
 		s.panes[id] = &entry{p: p, name: "name-" + id}
 		s.order = append(s.order, id)
@@ -164,11 +160,47 @@ func TestListViewLs(t *testing.T) {
 	var keys []map[string]any
 	json.Unmarshal(rowsJSON, &keys)
 	for i, p := range whole {
-		if got, want := fmt.Sprint(rows[i]), fmt.Sprint(p.Row()); got != want {
+		got, _ := json.Marshal(rows[i])
+		want, _ := json.Marshal(p.Row())
+		if string(got) != string(want) {
 			t.Errorf("row %d: %s, want %s", i, got, want)
 		}
 		if len(keys[i]) != 10 {
 			t.Errorf("row %d has %d fields: %v", i, len(keys[i]), keys[i])
 		}
+	}
+}
+
+// The daemon's side of corral ls and ls --json at 1,000 panes: the whole
+// panes, and ls's columns only (go test ./internal/server -run XXX -bench
+// List).
+func BenchmarkList(b *testing.B) {
+	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	s := &Server{panes: map[string]*entry{}, table: panestore.New(b.TempDir(), b.Logf, nil)}
+	for i := range 1000 {
+		id := fmt.Sprintf("p%d", i)
+		src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}
+		p, _, err := pane.Open(pane.Config{ID: id, Argv: []string{"claude", "--model", "x"}, Rules: set, Agent: "claude-code", Sweep: time.Hour}, src, 0, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Close(time.Second) })
+		b.Cleanup(src.free)
+		s.panes[id] = &entry{p: p, name: "name-" + id}
+		s.order = append(s.order, id)
+	}
+	h := s.routes()
+	for _, path := range []string{"/v1/panes", "/v1/panes?view=ls"} {
+		b.Run(path, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+				b.SetBytes(int64(rec.Body.Len()))
+			}
+		})
 	}
 }

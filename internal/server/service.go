@@ -52,6 +52,26 @@ func (s *Server) Exists(ref string) error {
 // ListPanes is every pane and job, then the lost panes.
 func (s *Server) ListPanes() []api.Pane { return append(s.listJSON(), s.table.LostPanes()...) }
 
+// PaneRows is ListPanes with corral ls's columns only. A pane's row is
+// read from its snapshot alone: none of its command, records or
+// worktree is copied.
+func (s *Server) PaneRows() []api.PaneRow {
+	list := s.list()
+	lost := s.table.LostPanes()
+	out := make([]api.PaneRow, 0, len(list)+len(lost))
+	for _, f := range list {
+		if f.job != nil {
+			out = append(out, f.job.json().Row())
+		} else {
+			out = append(out, paneRow(f.pane))
+		}
+	}
+	for _, p := range lost {
+		out = append(out, p.Row())
+	}
+	return out
+}
+
 // Pane is one pane or job as the API shows it.
 func (s *Server) Pane(ref string) (api.Pane, error) {
 	f, err := s.lookup(ref)
