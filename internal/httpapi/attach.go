@@ -19,8 +19,9 @@ type Session interface {
 	Output() <-chan []byte
 	Reason() string
 	// Input types keys as a person at a terminal does. An error wrapping
-	// ErrSessionOver ends the session; keys a busy program does not take
-	// are dropped, and the session goes on.
+	// ErrSessionOver ends the session, one wrapping ErrKeysRefused is said
+	// once in the terminal; keys a busy program does not take are
+	// dropped, and the session goes on.
 	Input(b []byte) error
 	Resize(cols, rows int) error
 	Close()
@@ -28,6 +29,20 @@ type Session interface {
 
 // ErrSessionOver is the pane's program gone: its keys have nowhere to go.
 var ErrSessionOver = errors.New("the pane's program has ended")
+
+// ErrKeysRefused is keys the session may not type (another host's pane
+// watched with an observe-only credential): said once in the terminal,
+// and the session goes on. RefuseKeys makes one that says why.
+var ErrKeysRefused = errors.New("keys refused")
+
+// RefuseKeys is err, said as it is, that is ErrKeysRefused.
+func RefuseKeys(err error) error { return refusedKeys{err} }
+
+type refusedKeys struct{ err error }
+
+func (r refusedKeys) Error() string        { return r.err.Error() }
+func (r refusedKeys) Unwrap() error        { return r.err }
+func (r refusedKeys) Is(target error) bool { return target == ErrKeysRefused }
 
 // attach joins a terminal to a pane over a WebSocket: binary messages to
 // the client carry the program's output (first a redraw of the screen as
@@ -42,6 +57,12 @@ func (h *handlers) attach(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
+	serveSession(w, r, sess)
+}
+
+// serveSession joins the request's WebSocket to a session, and closes
+// the session at the end.
+func serveSession(w http.ResponseWriter, r *http.Request, sess Session) {
 	defer sess.Close()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
@@ -52,8 +73,14 @@ func (h *handlers) attach(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 
+	write := func(b []byte) bool {
+		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer wcancel()
+		return c.Write(wctx, websocket.MessageBinary, b) == nil
+	}
 	go func() {
 		defer cancel()
+		told := false
 		for {
 			typ, data, err := c.Read(ctx)
 			if err != nil {
@@ -66,17 +93,17 @@ func (h *handlers) attach(w http.ResponseWriter, r *http.Request) {
 				}
 				continue
 			}
-			if err := sess.Input(data); errors.Is(err, ErrSessionOver) {
+			switch err := sess.Input(data); {
+			case errors.Is(err, ErrSessionOver):
 				return
+			case errors.Is(err, ErrKeysRefused) && !told:
+				// Said once, in the terminal: the person sees why the
+				// keys do nothing.
+				told = true
+				write([]byte("\r\n[" + err.Error() + "]\r\n"))
 			}
 		}
 	}()
-
-	write := func(b []byte) bool {
-		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer wcancel()
-		return c.Write(wctx, websocket.MessageBinary, b) == nil
-	}
 	if !write(sess.Initial()) {
 		return
 	}

@@ -15,13 +15,14 @@ import (
 )
 
 // Service is the daemon as the API's handlers see it: one method a
-// route, in four parts. An error is answered with its status and code
+// route, in five parts. An error is answered with its status and code
 // when it is an *Error, 500 otherwise.
 type Service interface {
 	Panes
 	Events
 	Admin
 	Fleet
+	Proxy
 }
 
 // Panes is what the pane routes need of the daemon. A ref ({id}) is a
@@ -67,11 +68,10 @@ type Route struct {
 	Handler http.HandlerFunc
 }
 
-// New is the API: the routes served through svc, then more (routes that
-// stream, or that still hold their own HTTP handling).
-func New(svc Service, more ...Route) http.Handler {
-	h := &handlers{svc: svc}
+// New is the API: every route, served through svc.
+func New(svc Service) http.Handler {
 	mux := http.NewServeMux()
+	h := &handlers{svc: svc, mux: mux}
 	for _, r := range append([]Route{
 		{"GET /v1/panes", h.list}, // ?view=ls: only corral ls's columns
 		{"POST /v1/panes", h.run},
@@ -102,7 +102,9 @@ func New(svc Service, more ...Route) http.Handler {
 		{"GET /debug/pprof/profile", pprof.Profile},
 		{"GET /debug/pprof/trace", pprof.Trace},
 		{"GET /debug/pprof/symbol", pprof.Symbol},
-	}, append(fleetRoutes(svc), more...)...) {
+		{"GET /v1/fleet/events", h.fleetEvents},       // NDJSON; ?host=H&pane=P&since=RFC3339&follow=1
+		{"/v1/fleet/hosts/{host}/{rest...}", h.proxy}, // any route, on another host
+	}, fleetRoutes(svc)...) {
 		mux.HandleFunc(r.Pattern, r.Handler)
 	}
 	return mux
@@ -110,6 +112,7 @@ func New(svc Service, more ...Route) http.Handler {
 
 type handlers struct {
 	svc Service
+	mux *http.ServeMux // the whole API, for a proxied request that is this daemon's own
 	// eventSockets counts the open event WebSockets.
 	eventSockets atomic.Int32
 }

@@ -19,6 +19,7 @@ import (
 type fakeService struct {
 	Events
 	Fleet
+	Proxy
 	calls []string
 	sig   syscall.Signal
 	grace time.Duration

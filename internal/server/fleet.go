@@ -242,11 +242,6 @@ func (s *Server) stopFleet(forget bool) {
 	}
 }
 
-func (s *Server) fleetRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/fleet/events", s.handleFleetEvents)
-	mux.HandleFunc("/v1/fleet/hosts/{host}/{rest...}", s.handleFleetProxy)
-}
-
 // localColonRef says whether HOST/v1/panes/REF… names this daemon's own
 // pane HOST:REF, and gives the local path for it.
 func (s *Server) localColonRef(host, rest string) (string, bool) {

@@ -2,24 +2,17 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"regexp"
-	"sync"
 
-	"github.com/coder/websocket"
-
-	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/httpapi"
 )
 
 // Attaching across the fleet: this daemon's panes as another host's
 // member sees them (fleetLocal.Attach), and a terminal here joined to
-// another host's pane (fleetAttach), with the keys and the control
+// another host's pane (FleetAttach), with the keys and the control
 // messages of a local attach.
 
 func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
@@ -37,82 +30,56 @@ func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
 	return sess, nil
 }
 
-var attachPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/v1/panes/([^/?]+)/attach$`) })
+// FleetAttach joins a terminal to another host's pane.
+func (s *Server) FleetAttach(ctx context.Context, host, ref string) (httpapi.Session, error) {
+	m, err := s.fleetMember()
+	if err != nil {
+		return nil, err
+	}
+	ra, err := m.Attach(ctx, host, ref)
+	if err != nil {
+		return nil, fleetError(fmt.Errorf("attach %s:%s: %w", host, ref, err))
+	}
+	return &remoteSession{ra: ra, ctx: ctx}, nil
+}
 
-// fleetAttach joins the WebSocket of a local attach to another host's
-// pane; false when rest is no attach request.
-func (s *Server) fleetAttach(w http.ResponseWriter, r *http.Request, m *fleet.Member, host, rest string) bool {
-	sm := attachPath().FindStringSubmatch(rest)
-	if sm == nil {
-		return false
+// remoteSession is a terminal joined to another host's pane.
+type remoteSession struct {
+	ra  *fleet.RemoteAttach
+	ctx context.Context
+}
+
+func (r *remoteSession) Initial() []byte       { return r.ra.Initial }
+func (r *remoteSession) Output() <-chan []byte { return r.ra.Output() }
+func (r *remoteSession) Reason() string        { return r.ra.Reason() }
+func (r *remoteSession) Close()                { r.ra.Close() }
+
+func (r *remoteSession) Resize(cols, rows int) error {
+	r.ra.Resize(r.ctx, cols, rows)
+	return nil
+}
+
+func (r *remoteSession) Input(b []byte) error {
+	err := r.ra.Input(r.ctx, b)
+	if errors.Is(err, fleet.ErrReadOnly) {
+		return httpapi.RefuseKeys(err)
 	}
-	ref, err := url.PathUnescape(sm[1])
-	if err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-		return true
+	return err
+}
+
+// fleetError is a failure to reach another host, with the API's status
+// and code.
+func fleetError(err error) error {
+	status, code := http.StatusBadGateway, "unreachable"
+	switch {
+	case errors.Is(err, fleet.ErrNoHost):
+		code = "not_found"
+	case errors.Is(err, fleet.ErrHubUnreachable):
+		status, code = http.StatusServiceUnavailable, "hub_unreachable"
+	case errors.Is(err, fleet.ErrHostUnreachable):
+		code = "host_unreachable"
+	case errors.Is(err, fleet.ErrNotPermitted):
+		status, code = http.StatusForbidden, "not_permitted"
 	}
-	ra, err := m.Attach(r.Context(), host, ref)
-	if err != nil {
-		code, status := "unreachable", http.StatusBadGateway
-		switch {
-		case errors.Is(err, fleet.ErrNoHost):
-			code = "not_found"
-		case errors.Is(err, fleet.ErrHubUnreachable):
-			status, code = http.StatusServiceUnavailable, "hub_unreachable"
-		}
-		httpapi.Fail(w, status, code, fmt.Errorf("attach %s:%s: %w", host, ref, err))
-		return true
-	}
-	defer ra.Close()
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
-		return true
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(1 << 20)
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	write := func(b []byte) bool {
-		wctx, wcancel := context5s(ctx)
-		defer wcancel()
-		return c.Write(wctx, websocket.MessageBinary, b) == nil
-	}
-	go func() {
-		defer cancel()
-		told := false
-		for {
-			typ, data, err := c.Read(ctx)
-			if err != nil {
-				return
-			}
-			if typ == websocket.MessageText {
-				var ctl api.AttachControl
-				if json.Unmarshal(data, &ctl) == nil && ctl.Cols > 0 && ctl.Rows > 0 {
-					ra.Resize(ctx, ctl.Cols, ctl.Rows)
-				}
-				continue
-			}
-			if err := ra.Input(ctx, data); errors.Is(err, fleet.ErrReadOnly) && !told {
-				told = true
-				write([]byte("\r\n[" + err.Error() + "]\r\n"))
-			}
-		}
-	}()
-	if !write(ra.Initial) {
-		return true
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return true
-		case b, ok := <-ra.Output():
-			if !ok {
-				c.Close(websocket.StatusNormalClosure, ra.Reason())
-				return true
-			}
-			if !write(b) {
-				return true
-			}
-		}
-	}
+	return httpapi.Coded(status, code, err)
 }

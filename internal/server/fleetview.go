@@ -1,16 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
-	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/httpapi"
 )
@@ -27,16 +22,6 @@ func (s *Server) fleetMember() (*fleet.Member, error) {
 		return nil, httpapi.Coded(http.StatusServiceUnavailable, "unreachable", fmt.Errorf("host %s has not reached its fleet yet (it keeps trying; the daemon's log says why)", n.cfg.Name))
 	}
 	return m, nil
-}
-
-// fleetMemberHTTP is fleetMember for a handler: nil once it answered the
-// error.
-func (s *Server) fleetMemberHTTP(w http.ResponseWriter) *fleet.Member {
-	m, err := s.fleetMember()
-	if err != nil {
-		httpapi.WriteError(w, err)
-	}
-	return m
 }
 
 // FleetStatus says the daemon's fleet and the hosts it sees.
@@ -77,128 +62,41 @@ func (s *Server) FleetPanes(f fleet.PaneFilter) ([]fleet.PaneRecord, error) {
 	return out, nil
 }
 
-// handleFleetProxy sends an API request to a host: this one's own API,
-// or another's through the fleet, and answers with its answer.
-func (s *Server) handleFleetProxy(w http.ResponseWriter, r *http.Request) {
-	host, rest := r.PathValue("host"), "/"+r.PathValue("rest")
-	if r.URL.RawQuery != "" {
-		rest += "?" + r.URL.RawQuery
-	}
+// LocalPath says whether host's path rest is this daemon's own API: its
+// own host's name, or a local pane whose name holds a colon (a tmux
+// pane's SESSION:WINDOW.PANE), not another host's.
+func (s *Server) LocalPath(host, rest string) (string, bool) {
 	if local, ok := s.localColonRef(host, rest); ok {
-		// A local pane whose name holds a colon (a tmux pane's
-		// SESSION:WINDOW.PANE), not another host's.
-		req := r.Clone(r.Context())
-		u, _ := url.Parse(local)
-		req.URL, req.RequestURI = u, local
-		s.http.Handler.ServeHTTP(w, req)
-		return
+		return local, true
 	}
-	n := s.fleetNode()
-	if n != nil && host == n.cfg.Name {
-		req := r.Clone(r.Context())
-		u, _ := url.Parse(rest)
-		req.URL, req.RequestURI = u, rest
-		s.http.Handler.ServeHTTP(w, req)
-		return
+	if n := s.fleetNode(); n != nil && host == n.cfg.Name {
+		return rest, true
 	}
-	m := s.fleetMemberHTTP(w)
-	if m == nil {
-		return
-	}
-	if s.fleetAttach(w, r, m, host, rest) {
-		return
-	}
-	// A name is looked up in the fleet's view: the host resolves ids.
-	body, err := readBody(w, r)
-	if err != nil {
-		return
-	}
-	status, answer, err := m.Request(r.Context(), host, r.Method, rest, body)
-	if err != nil {
-		status, code := http.StatusBadGateway, "unreachable"
-		switch {
-		case errors.Is(err, fleet.ErrNoHost):
-			code = "not_found"
-		case errors.Is(err, fleet.ErrHubUnreachable):
-			status, code = http.StatusServiceUnavailable, "hub_unreachable"
-		case errors.Is(err, fleet.ErrHostUnreachable):
-			code = "host_unreachable"
-		case errors.Is(err, fleet.ErrNotPermitted):
-			status, code = http.StatusForbidden, "not_permitted"
-		}
-		httpapi.Fail(w, status, code, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(answer)
+	return "", false
 }
 
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, httpapi.MaxBody)); err != nil {
-		httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("request body: %v", err))
-		return nil, err
+// FleetRequest sends an API request to another host; a name is looked up
+// in the fleet's view, the host resolves ids.
+func (s *Server) FleetRequest(ctx context.Context, host, method, path string, body []byte) (int, []byte, error) {
+	m, err := s.fleetMember()
+	if err != nil {
+		return 0, nil, err
 	}
-	return b.Bytes(), nil
+	status, answer, err := m.Request(ctx, host, method, path, body)
+	if err != nil {
+		return 0, nil, fleetError(err)
+	}
+	return status, answer, nil
 }
 
-// handleFleetEvents streams the fleet's events as NDJSON, each with its
-// host: ?host=H only that host's, ?since=RFC3339 from then, else new
-// ones; ?follow=1 keeps going (else it stops once idle for a moment).
-func (s *Server) handleFleetEvents(w http.ResponseWriter, r *http.Request) {
-	m := s.fleetMemberHTTP(w)
-	if m == nil {
-		return
+// FleetEvents follows the fleet's events, each with its host.
+func (s *Server) FleetEvents(ctx context.Context, host string, since time.Time, ready func(), each func(fleet.Event) error) error {
+	m, err := s.fleetMember()
+	if err != nil {
+		return err
 	}
-	if down, since := m.HubDown(); down {
-		httpapi.Fail(w, http.StatusServiceUnavailable, "hub_unreachable", hubDownError(since))
-		return
+	if down, at := m.HubDown(); down {
+		return httpapi.Coded(http.StatusServiceUnavailable, "hub_unreachable", hubDownError(at))
 	}
-	q := r.URL.Query()
-	host := q.Get("host")
-	if host != "" {
-		if err := fleet.CheckName(host); err != nil {
-			httpapi.Fail(w, http.StatusBadRequest, "bad_request", err)
-			return
-		}
-	}
-	var since time.Time
-	if v := q.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			httpapi.Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("since %q is not RFC 3339", v))
-			return
-		}
-		since = t
-	}
-	pane := q.Get("pane")
-	follow := q.Get("follow") == "1"
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	rc := http.NewResponseController(w)
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	idle := time.AfterFunc(time.Second, func() {
-		if !follow {
-			cancel()
-		}
-	})
-	defer idle.Stop()
-	enc := json.NewEncoder(w)
-	// The answer starts once the stream is followed: a caller that reads
-	// a state next misses no change in between.
-	err := m.FollowEvents(ctx, host, since, func() { _ = rc.Flush() }, func(ev fleet.Event) error {
-		idle.Reset(time.Second)
-		if pane != "" && ev.Pane != pane && ev.Name != pane {
-			return nil
-		}
-		_ = rc.SetWriteDeadline(time.Now().Add(httpapi.StreamWriteWait))
-		if err := enc.Encode(ev); err != nil {
-			return err
-		}
-		return rc.Flush()
-	})
-	if err != nil && ctx.Err() == nil {
-		_ = enc.Encode(api.StreamEnd{End: err.Error()})
-	}
+	return m.FollowEvents(ctx, host, since, ready, each)
 }

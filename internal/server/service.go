@@ -26,13 +26,8 @@ import (
 // these methods the work.
 var _ httpapi.Service = (*Server)(nil)
 
-// routes is the API: httpapi's routes, and the fleet's, which the daemon
-// still serves with its own HTTP handling.
-func (s *Server) routes() http.Handler {
-	mux := httpapi.New(s)
-	s.fleetRoutes(mux.(*http.ServeMux))
-	return mux
-}
+// routes is the API.
+func (s *Server) routes() http.Handler { return httpapi.New(s) }
 
 // lookup finds the pane or job ref names (a 404 if none).
 func (s *Server) lookup(ref string) (found, error) {
