@@ -42,7 +42,7 @@ type emulator struct {
 	blankIdx    uint16
 	penOK       bool
 	blankOK     bool
-	styleCache  [32]styleSlot
+	styleCache  *[32]styleSlot // nil while packed, until a pen is looked up
 	styles      []style
 	styleIdx    map[style]uint16
 	links       []link
@@ -55,6 +55,9 @@ type emulator struct {
 	scratch     []byte
 	strLen      int // bytes of the string the parser is collecting
 	testCsiHook func(final byte)
+	// packed: the screens' cells are packed (see pack); every access to
+	// cells unpacks them first (Terminal's methods do).
+	packed bool
 }
 
 // dataSize bounds an OSC/DCS string the parser keeps: past it, the rest of
@@ -80,6 +83,7 @@ func newEmulator(t *Terminal, cols, rows, scrollback int) *emulator {
 		HandlePm:  func([]byte) { e.flush() },
 		HandleSos: func([]byte) { e.flush() },
 	})
+	e.styleCache = new([32]styleSlot)
 	e.styles = []style{{}}
 	e.styleIdx = map[style]uint16{{}: 0}
 	e.links = []link{{}}

@@ -157,7 +157,7 @@ func (e *emulator) flush() {
 }
 
 func (e *emulator) cluster(b []byte) rune {
-	if i, ok := e.clusterIdx[string(b)]; ok {
+	if i, ok := e.clusterIndex()[string(b)]; ok {
 		return clusterBase + i
 	}
 	if len(e.clusters) >= e.tableLimit() {
@@ -165,9 +165,6 @@ func (e *emulator) cluster(b []byte) rune {
 		if len(e.clusters) >= e.tableLimit() {
 			return utf8.RuneError
 		}
-	}
-	if e.clusterIdx == nil {
-		e.clusterIdx = map[string]int32{}
 	}
 	s := string(b)
 	i := int32(len(e.clusters))

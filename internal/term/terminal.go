@@ -14,6 +14,7 @@ package term
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -139,7 +140,29 @@ func (t *Terminal) feedLocked(p []byte) {
 			t.statusQueryPending = false
 		}
 	}()
+	t.emu.unpack()
 	t.emu.write(p)
+}
+
+// Compact packs the screen of a terminal that is idle: its cells become
+// bytes (one a plain ASCII cell, short runs for styles, other characters
+// and repeats; about a tenth of the cells' size for an agent's screen),
+// and what only writing needs (the style cache, the tables' indexes,
+// scratch and parser buffers, the history's spare room) is dropped. The
+// next write unpacks it; reads answer the same as before it, Snapshot
+// from the rows' text without unpacking, the others from cells unpacked
+// for the read alone.
+func (t *Terminal) Compact() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.emu == nil || t.emu.packed {
+		return
+	}
+	t.refreshRowsLocked()
+	t.emu.pack()
+	if len(t.late) == 0 {
+		t.late = nil
+	}
 }
 
 // Panics returns how many times the screen panicked on input and was
@@ -192,6 +215,7 @@ func (t *Terminal) Resize(cols, rows int) {
 		return
 	}
 	t.opts.Cols, t.opts.Rows = cols, rows
+	t.emu.unpack()
 	t.emu.resize(cols, rows)
 	t.rowsValid = false
 }
@@ -249,6 +273,9 @@ func (t *Terminal) Snapshot() Snapshot {
 func (t *Terminal) refreshRowsLocked() {
 	e := t.emu
 	touched := e.scr.touched
+	if e.packed && (!t.rowsValid || len(t.rows) != e.rows || slices.ContainsFunc(touched, func(w uint64) bool { return w != 0 })) {
+		defer e.peek()()
+	}
 	if !t.rowsValid || len(t.rows) != e.rows {
 		t.rows = make([]string, e.rows)
 		for y := range e.rows {
@@ -283,7 +310,10 @@ func bitIndex(bit uint64) int {
 	return n
 }
 
-func (t *Terminal) rowTextLocked(y int) string { return t.emu.rowText(y) }
+func (t *Terminal) rowTextLocked(y int) string {
+	defer t.emu.peek()()
+	return t.emu.rowText(y)
+}
 
 // ANSI renders the visible screen with its colours and attributes as
 // escape sequences, rows separated by CRLF.
@@ -293,6 +323,7 @@ func (t *Terminal) ANSI() string {
 	if t.frozen != nil {
 		return t.frozen.ansi
 	}
+	defer t.emu.peek()()
 	return strings.ReplaceAll(t.emu.uvLines().Render(), "\n", "\r\n")
 }
 
