@@ -53,6 +53,10 @@ type Config struct {
 	OnExit func(p *Pane)
 	// Sweep is the safety-net classification interval (default 1s).
 	Sweep time.Duration
+	// CompactAfter is how long the program is quiet before the pane's
+	// screen is packed, checked at each sweep (0: DefaultCompactAfter;
+	// negative: never).
+	CompactAfter time.Duration
 	// Quiet and MaxWait tune the engine's classification window (0: its
 	// defaults).
 	Quiet, MaxWait time.Duration

@@ -203,6 +203,14 @@ func (t *Terminal) Freeze() {
 	t.emu, t.rows = nil, nil
 }
 
+// Compacted reports whether the screen is packed (Compact), not written
+// to since.
+func (t *Terminal) Compacted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.emu != nil && t.emu.packed
+}
+
 // Resize changes the visible size. The screen is not reflowed: columns are
 // cut or added on the right and rows at the bottom.
 func (t *Terminal) Resize(cols, rows int) {

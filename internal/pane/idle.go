@@ -1,0 +1,23 @@
+package pane
+
+import "time"
+
+// DefaultCompactAfter is how long a pane's program is quiet before its
+// screen is packed (term.Terminal.Compact): an idle pane's cells cost about
+// a tenth of what they do while it draws. The next output unpacks them.
+const DefaultCompactAfter = 5 * time.Second
+
+// compactIdleLocked packs the screen of a pane whose program has written
+// nothing for its CompactAfter. It runs on the sweep (every pane's, on the
+// shared clock), so an idle pane needs no timer of its own; a screen
+// already packed makes it a check.
+func (p *Pane) compactIdleLocked(now time.Time) {
+	after := p.cfg.CompactAfter
+	if after == 0 {
+		after = DefaultCompactAfter
+	}
+	if p.exited || after < 0 || now.Sub(time.Unix(0, p.outputAt.Load())) < after {
+		return
+	}
+	p.term.Compact()
+}
