@@ -19,14 +19,38 @@ const (
 	opRepeat = 0x03 // uvarint n: the cell before, n more times
 	opTail   = 0x04 // the right half of a wide character (rune 0, width 0)
 	opEnd    = '\n'
+	// opText, first in a row, says its cells are its text (the row's
+	// string the terminal keeps for Snapshot: shared, not copied) read a
+	// rune a cell at the rune's own width, padded with blanks to the
+	// uvarint count that follows; then the styles, as pairs of uvarints
+	// (index, cells) up to that count.
+	opText = 0x05
 )
 
 // appendPacked appends lines packed. The packing is lossless: unpack
 // gives back every cell of every row, a row's length included (trailing
 // blanks are cells a checkpoint draws); only the rows' capacities are
 // lost.
-func appendPacked(b []byte, lines [][]cell) []byte {
-	for _, l := range lines {
+//
+// text, when not nil, holds the rows' text (appendRow): a row that its
+// text spells is packed as opText.
+func appendPacked(b []byte, lines [][]cell, text []string) []byte {
+	for y, l := range lines {
+		if text != nil && len(l) > 0 && spells(text[y], l) {
+			b = append(b, opText)
+			b = binary.AppendUvarint(b, uint64(len(l)))
+			for i := 0; i < len(l); {
+				j := i + 1
+				for j < len(l) && l[j].st == l[i].st {
+					j++
+				}
+				b = binary.AppendUvarint(b, uint64(l[i].st))
+				b = binary.AppendUvarint(b, uint64(j-i))
+				i = j
+			}
+			b = append(b, opEnd)
+			continue
+		}
 		st := uint16(0)
 		for i := 0; i < len(l); {
 			c := l[i]
@@ -66,9 +90,55 @@ func appendPacked(b []byte, lines [][]cell) []byte {
 	return b
 }
 
+// spells reports whether row l is its text s read as opText reads it.
+func spells(s string, l []cell) bool {
+	i := 0
+	for _, r := range s {
+		w := 1
+		if r >= 0x80 {
+			w = int(runeInfo(r) & infoWidthMask)
+		}
+		if w == 0 || i >= len(l) || l[i].r != r || int(l[i].w) != w {
+			return false
+		}
+		i++
+		if w == 2 {
+			if i >= len(l) || l[i].r != 0 || l[i].w != 0 {
+				return false
+			}
+			i++
+		}
+	}
+	for ; i < len(l); i++ {
+		if l[i].r != ' ' || l[i].w != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// textCells appends the cells opText reads from s: n in all.
+func textCells(row []cell, s string, n int) []cell {
+	for _, r := range s {
+		w := 1
+		if r >= 0x80 {
+			w = int(runeInfo(r) & infoWidthMask)
+		}
+		row = append(row, cell{r: r, w: uint8(w)})
+		if w == 2 {
+			row = append(row, cell{})
+		}
+	}
+	for len(row) < n {
+		row = append(row, cell{r: ' ', w: 1})
+	}
+	return row
+}
+
 // unpackLines is appendPacked's inverse: rows rows of at most cols cells,
-// each with the capacity a row of its length is given (rowCap).
-func unpackLines(b []byte, rows, cols int) [][]cell {
+// each with the capacity a row of its length is given (rowCap); text is
+// what appendPacked was given.
+func unpackLines(b []byte, rows, cols int, text []string) [][]cell {
 	lines := newLines(rows)
 	row := make([]cell, 0, cols)
 	y := 0
@@ -97,6 +167,22 @@ func unpackLines(b []byte, rows, cols int) [][]cell {
 			}
 		case op == opTail:
 			row = append(row, cell{st: st})
+		case op == opText:
+			v, n := binary.Uvarint(b[i:])
+			i += n
+			row = textCells(row, text[y], int(v))
+			for x := 0; x < len(row); {
+				st, n := binary.Uvarint(b[i:])
+				i += n
+				k, n := binary.Uvarint(b[i:])
+				i += n
+				if k == 0 {
+					break // not written so
+				}
+				for end := x + int(k); x < end; x++ {
+					row[x].st = uint16(st)
+				}
+			}
 		case op == opEnd:
 			if len(row) > 0 {
 				lines[y] = append(make([]cell, 0, rowCap(len(row), cols)), row...)
@@ -114,7 +200,10 @@ func unpackLines(b []byte, rows, cols int) [][]cell {
 // only writing needs: the style cache, the tables' indexes (rebuilt from
 // the tables on the next write that needs one), scratch buffers, the
 // parser's string buffer and the history's spare room.
-func (e *emulator) pack() {
+//
+// text is the shown screen's rows' text, which the packing shares: the
+// caller keeps it as it is until unpack.
+func (e *emulator) pack(text []string) {
 	if e.packed {
 		return
 	}
@@ -122,7 +211,11 @@ func (e *emulator) pack() {
 		if s.lines == nil {
 			continue
 		}
-		e.scratch = appendPacked(e.scratch[:0], s.lines)
+		s.packText = nil
+		if s == e.scr && len(text) == len(s.lines) {
+			s.packText = text
+		}
+		e.scratch = appendPacked(e.scratch[:0], s.lines, s.packText)
 		s.pack = append(make([]byte, 0, len(e.scratch)), e.scratch...)
 		s.lines = nil
 	}
@@ -146,8 +239,8 @@ func (e *emulator) unpack() {
 	}
 	for _, s := range []*screen{&e.main, &e.alt} {
 		if s.pack != nil {
-			s.lines = unpackLines(s.pack, e.rows, e.cols)
-			s.pack = nil
+			s.lines = unpackLines(s.pack, e.rows, e.cols, s.packText)
+			s.pack, s.packText = nil, nil
 		}
 	}
 	e.packed = false
@@ -162,7 +255,7 @@ func (e *emulator) peek() (repack func()) {
 	}
 	for _, s := range []*screen{&e.main, &e.alt} {
 		if s.pack != nil {
-			s.lines = unpackLines(s.pack, e.rows, e.cols)
+			s.lines = unpackLines(s.pack, e.rows, e.cols, s.packText)
 		}
 	}
 	e.packed = false

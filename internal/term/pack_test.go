@@ -178,24 +178,33 @@ func TestPackedRowSize(t *testing.T) {
 		rule[i] = cell{r: '─', st: 3, w: 1}
 	}
 	wide := []cell{{r: '한', w: 2}, {}, {r: '글', w: 2}, {}}
+	// A transcript row: its text shared, its styles in three runs.
+	transcript := "● Read file_12.go and updated the parser, 한글"
+	spelt := textCells(nil, transcript, 60)
+	for x := 2; x < 6; x++ {
+		spelt[x].st = 4
+	}
 	tests := []struct {
 		name string
 		row  []cell
+		text string
 		max  int
 	}{
-		{"empty", nil, 1},
-		{"ASCII", ascii("hello, world"), 13},
-		{"blanks inside", ascii("a" + strings.Repeat(" ", 50) + "b"), 6},
-		{"a styled rule", rule, 9},
-		{"wide characters", wide, 13},
+		{"empty", nil, "", 1},
+		{"spelt by its text", spelt, transcript, 9},
+		{"not spelt by its text", spelt, "● Read", 80},
+		{"ASCII", ascii("hello, world"), "", 13},
+		{"blanks inside", ascii("a" + strings.Repeat(" ", 50) + "b"), "", 6},
+		{"a styled rule", rule, "", 9},
+		{"wide characters", wide, "", 13},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := appendPacked(nil, [][]cell{tc.row})
+			b := appendPacked(nil, [][]cell{tc.row}, []string{tc.text})
 			if len(b) > tc.max {
 				t.Errorf("%d bytes (%q), want at most %d", len(b), b, tc.max)
 			}
-			got := unpackLines(b, 1, 120)[0]
+			got := unpackLines(b, 1, 120, []string{tc.text})[0]
 			if len(got) != len(tc.row) || (len(got) > 0 && !reflect.DeepEqual(got, tc.row)) {
 				t.Errorf("unpacked %v, want %v", got, tc.row)
 			}

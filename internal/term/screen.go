@@ -37,8 +37,10 @@ type screen struct {
 	// The scroll region: rows [top, bottom), columns [left, right).
 	top, bottom, left, right int
 	touched                  []uint64
-	// pack holds the rows packed while the emulator is (lines is nil then).
-	pack []byte
+	// pack holds the rows packed while the emulator is (lines is nil then),
+	// and packText the rows' text it refers to.
+	pack     []byte
+	packText []string
 }
 
 func (s *screen) touch(y int) { s.touched[y>>6] |= 1 << (y & 63) }

@@ -159,7 +159,7 @@ func (t *Terminal) Compact() {
 		return
 	}
 	t.refreshRowsLocked()
-	t.emu.pack()
+	t.emu.pack(t.rows)
 	if len(t.late) == 0 {
 		t.late = nil
 	}
