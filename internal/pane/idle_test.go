@@ -57,6 +57,32 @@ func TestQuietPaneIsCompacted(t *testing.T) {
 	awaitCompacted(t, p) // quiet again
 }
 
+// A pane whose program still draws one row (a spinner) has its other rows
+// packed, and its screen reads the same.
+func TestSpinnerPaneRowsAreCompacted(t *testing.T) {
+	prog := `printf '\033[32mfirst\033[m row\nsecond row\n'; i=0; while :; do printf '\r%s spinning' $i; i=$((i+1)); sleep 0.05; done`
+	p, err := Start(Config{ID: "spin", Argv: []string{"sh", "-c", prog},
+		Cols: 80, Rows: 24, Rules: ruleSet(t), Sweep: 50 * time.Millisecond, CompactAfter: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(2 * time.Second)
+	awaitScreen(t, p, "spinning")
+	if !proctest.WaitFor(15*time.Second, func() bool { return p.term.PackedRows() >= 2 }) {
+		t.Fatalf("%d rows packed; the screen shows\n%s", p.term.PackedRows(), p.Snapshot().Text())
+	}
+	if p.term.Compacted() {
+		t.Fatal("a pane drawing a spinner was packed whole")
+	}
+	lines := p.Snapshot().Lines
+	if lines[0] != "first row" || lines[1] != "second row" || !strings.HasSuffix(lines[2], " spinning") {
+		t.Fatalf("the screen reads %q", lines[:3])
+	}
+	if rows := p.StyledRows(); len(rows[0]) == 0 || rows[0][0].Text != "first" || rows[0][0].FG == "" {
+		t.Fatalf("row 0 reads %+v", rows[0])
+	}
+}
+
 // The sweep compacts a screen once the program has been quiet for
 // CompactAfter (its default when zero, never when negative), and not the
 // screen of a pane that exited.

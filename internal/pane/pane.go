@@ -108,6 +108,9 @@ type Pane struct {
 
 	// term is the engine's terminal, which has a lock of its own.
 	term *term.Terminal
+	// rowsPackedAt is when the sweep last packed the rows the program did
+	// not draw (see compactIdleLocked); under mu.
+	rowsPackedAt time.Time
 	// argv is cfg.Argv's own copy, shared by snapshots: never written.
 	argv []string
 	// snap is what readers see (Info and the like): published by whoever

@@ -127,6 +127,7 @@ func (e *emulator) setAltScreen(on bool) {
 		// The alternate screen is cleared whenever it is entered, so its
 		// cells are not kept while it is not shown.
 		e.alt.lines, e.alt.touched = nil, nil
+		e.alt.rowPack, e.alt.rowText, e.alt.used, e.alt.nPacked = nil, nil, nil, 0
 		e.scr = &e.main
 	}
 	e.penOK = false
@@ -134,6 +135,7 @@ func (e *emulator) setAltScreen(on bool) {
 }
 
 func (e *emulator) fullReset() {
+	e.unpackRows()
 	for _, s := range []*screen{&e.main, &e.alt} {
 		for y, l := range s.lines {
 			s.lines[y] = l[:0]
@@ -168,6 +170,7 @@ func (e *emulator) resize(cols, rows int) {
 		if sc.lines != nil {
 			sc.lines = resizeLines(sc.lines, cols, rows)
 			sc.touched = make([]uint64, (rows+63)/64)
+			sc.used = nil
 		}
 		sc.top, sc.bottom, sc.left, sc.right = 0, rows, 0, cols
 		if sc != s {

@@ -207,6 +207,7 @@ func (e *emulator) pack(text []string) {
 	if e.packed {
 		return
 	}
+	e.unpackRows()
 	for _, s := range []*screen{&e.main, &e.alt} {
 		if s.lines == nil {
 			continue
@@ -232,8 +233,14 @@ func (e *emulator) pack(text []string) {
 	e.sb.shrink()
 }
 
-// unpack gives the screens their cells back.
+// unpack gives the screens their cells back, every row's.
 func (e *emulator) unpack() {
+	e.unpackRows()
+	e.unpackScreens()
+}
+
+// unpackScreens undoes pack; rows packed one by one stay so until used.
+func (e *emulator) unpackScreens() {
 	if !e.packed {
 		return
 	}
@@ -251,7 +258,27 @@ func (e *emulator) unpack() {
 // change cells, so the packing stays what it was.
 func (e *emulator) peek() (repack func()) {
 	if !e.packed {
-		return func() {}
+		if e.main.rowPack == nil && e.alt.rowPack == nil {
+			return func() {}
+		}
+		// Rows packed one by one: their cells for the read, then nil
+		// again.
+		for _, s := range []*screen{&e.main, &e.alt} {
+			for y, b := range s.rowPack {
+				if b != nil {
+					s.lines[y] = unpackLines(b, 1, e.cols, s.rowText[y:y+1])[0]
+				}
+			}
+		}
+		return func() {
+			for _, s := range []*screen{&e.main, &e.alt} {
+				for y, b := range s.rowPack {
+					if b != nil {
+						s.lines[y] = nil
+					}
+				}
+			}
+		}
 	}
 	for _, s := range []*screen{&e.main, &e.alt} {
 		if s.pack != nil {
@@ -267,6 +294,67 @@ func (e *emulator) peek() (repack func()) {
 			}
 		}
 		e.packed = true
+	}
+}
+
+// packRows packs each row of the shown screen not used since the last
+// call (and not empty) on its own: a screen that is written a row or two
+// at a time (a spinner, a clock) keeps the rest packed. text is the rows'
+// text, as for pack.
+func (e *emulator) packRows(text []string) {
+	s := e.scr
+	if e.packed || len(text) != len(s.lines) {
+		return
+	}
+	if s.used == nil {
+		// Used since when is not known: all of them, this time.
+		s.used = make([]uint64, (len(s.lines)+63)/64)
+		return
+	}
+	for y, l := range s.lines {
+		if len(l) == 0 || s.used[y>>6]&(1<<(y&63)) != 0 {
+			continue
+		}
+		if s.rowPack == nil {
+			s.rowPack = make([][]byte, len(s.lines))
+			s.rowText = make([]string, len(s.lines))
+		}
+		e.scratch = appendPacked(e.scratch[:0], s.lines[y:y+1], text[y:y+1])
+		s.rowPack[y] = append(make([]byte, 0, len(e.scratch)), e.scratch...)
+		if s.rowPack[y][0] == opText {
+			s.rowText[y] = text[y]
+		}
+		s.lines[y] = nil
+		s.nPacked++
+	}
+	clear(s.used)
+}
+
+// unpackRow gives row y, packed by packRows, its cells back.
+func (s *screen) unpackRow(y, cols int) {
+	s.lines[y] = unpackLines(s.rowPack[y], 1, cols, s.rowText[y:y+1])[0]
+	s.rowPack[y], s.rowText[y] = nil, ""
+	s.nPacked--
+	if s.nPacked == 0 {
+		s.rowPack, s.rowText = nil, nil
+	}
+}
+
+// unpackRows gives every row packed by packRows its cells back, for an
+// edit of many rows (a scroll, a clear, a resize, a table's compaction),
+// and counts every row used.
+func (e *emulator) unpackRows() {
+	for _, s := range []*screen{&e.main, &e.alt} {
+		if s.used != nil {
+			for i := range s.used {
+				s.used[i] = ^uint64(0)
+			}
+		}
+		for y, b := range s.rowPack {
+			if b != nil {
+				s.unpackRow(y, e.cols)
+			}
+		}
 	}
 }
 

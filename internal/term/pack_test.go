@@ -51,6 +51,24 @@ func (w *twin) compact(t *testing.T) {
 	}
 }
 
+// compactRows packs the first terminal's unused rows and checks the
+// packing kept every cell.
+func (w *twin) compactRows(t *testing.T) {
+	t.Helper()
+	before := screenCells(w.packed)
+	w.packed.CompactRows()
+	if after := screenCells(w.packed); !reflect.DeepEqual(before, after) {
+		t.Fatalf("cells changed by packing rows:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// packedRows counts the rows packed one by one.
+func packedRows(term *Terminal) int {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return term.emu.main.nPacked + term.emu.alt.nPacked
+}
+
 // screenCells copies both screens' cells (a nil row and an empty one
 // alike), reading a packed terminal through peek.
 func screenCells(term *Terminal) [2][][]cell {
@@ -147,6 +165,18 @@ func TestCompactKeepsEveryRead(t *testing.T) {
 			w := newTwin(30, 8, 20)
 			w.write([]byte(tc.prog))
 			w.check(t, "written")
+			w.compactRows(t)
+			w.compactRows(t)
+			if strings.TrimSpace(w.plain.Snapshot().Text()) != "" && packedRows(w.packed) == 0 {
+				t.Fatal("no row packed")
+			}
+			w.check(t, "rows compacted")
+			w.write([]byte(tc.more))
+			w.check(t, "rows compacted, written more")
+			w.compactRows(t)
+			w.compactRows(t)
+			w.write([]byte(tc.prog))
+			w.check(t, "rows compacted, written again")
 			w.compact(t)
 			w.check(t, "compacted")
 			w.check(t, "read twice while compacted")
@@ -231,9 +261,11 @@ func FuzzCompact(f *testing.F) {
 			n := min(len(data)-i, 1+rng.IntN(24))
 			w.write(data[i : i+n])
 			i += n
-			switch rng.IntN(6) {
-			case 0, 1, 2:
+			switch rng.IntN(8) {
+			case 0, 1:
 				w.compact(t)
+			case 2, 5, 6:
+				w.compactRows(t)
 			case 3:
 				w.resize(10+rng.IntN(8), 3+rng.IntN(4))
 			case 4:
@@ -246,11 +278,16 @@ func FuzzCompact(f *testing.F) {
 }
 
 // An idle agent's screen costs a small part of its cells once compacted:
-// 100 terminals of 120x32 showing a coding agent's screen, measured before
-// and after Compact.
+// 100 terminals of 120x32 showing a coding agent's screen (a transcript
+// in colours above its spinner, rules and prompt), measured before and
+// after Compact, and after CompactRows while a spinner is drawn.
 func TestCompactMemory(t *testing.T) {
 	const terms = 100
-	data := agentLike(400)
+	var transcript strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&transcript, "\x1b[1m●\x1b[22m Read \x1b[38;5;246mfile_%d.go\x1b[39m and updated the parser for case %d, keeping the tests green\r\n", i, i)
+	}
+	data := append([]byte(transcript.String()), agentLike(400)...)
 	measure := func(f func()) float64 {
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -281,6 +318,30 @@ func TestCompactMemory(t *testing.T) {
 	t.Logf("a 120x32 terminal with an agent's screen: %.0f bytes; compacted, %.0f bytes (%.0f fewer)", written, written-saved, saved)
 	if compacted := written - saved; compacted > written/3 {
 		t.Fatalf("compacted, a terminal costs %.0f bytes of its %.0f", compacted, written)
+	}
+
+	// The same screens with a spinner drawn on the bottom row between two
+	// CompactRows: every other row is packed.
+	spin := []byte("\x1b[32;1H\r\x1b[K\x1b[38;5;174m*\x1b[39m working")
+	for _, term := range ts {
+		term.Write(spin)
+	}
+	rowsSaved := -measure(func() {
+		for _, term := range ts {
+			term.CompactRows()
+			term.Write(spin)
+			term.CompactRows()
+			term.Write(spin)
+		}
+	})
+	for _, term := range ts {
+		if term.emu.packed || term.emu.main.nPacked == 0 {
+			t.Fatalf("packed whole %v, %d rows packed", term.emu.packed, term.emu.main.nPacked)
+		}
+	}
+	t.Logf("drawing a spinner, rows compacted: %.0f bytes (%.0f fewer)", written-rowsSaved, rowsSaved)
+	if compacted := written - rowsSaved; compacted > written/2 {
+		t.Fatalf("rows compacted, a terminal costs %.0f bytes of its %.0f", compacted, written)
 	}
 	runtime.KeepAlive(ts)
 }

@@ -43,6 +43,7 @@ func (e *emulator) fastASCII(run []byte) {
 		}
 		return
 	}
+	s.useRow(y, cols)
 	line := s.lines[y]
 	// A row is marked touched only if a cell changes: programs redraw
 	// whole rows with mostly the same text, and the snapshot cache then
@@ -59,6 +60,7 @@ func (e *emulator) fastASCII(run []byte) {
 			e.index()
 			y = s.cur.y
 			x = 0
+			s.useRow(y, cols)
 			line = s.lines[y]
 			changed = false
 			st = e.pen() // a scroll may have rebuilt the style table
@@ -232,6 +234,7 @@ func (e *emulator) set(x, y int, c cell) {
 	if y < 0 || y >= len(s.lines) || x < 0 || x >= cols {
 		return
 	}
+	s.useRow(y, cols)
 	s.touch(y)
 	l := s.lines[y]
 	was := len(l)
@@ -312,6 +315,7 @@ func (e *emulator) fill(y, x0, x1 int, c cell) {
 	if x0 >= x1 {
 		return
 	}
+	s.useRow(y, cols)
 	s.touch(y)
 	l := s.lines[y]
 	if c != emptyCell {

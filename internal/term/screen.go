@@ -41,6 +41,26 @@ type screen struct {
 	// and packText the rows' text it refers to.
 	pack     []byte
 	packText []string
+	// rowPack holds the rows packed one by one (packRows) while the rest
+	// of the screen is written: rowPack[y] is row y's packing and lines[y]
+	// is nil, until useRow unpacks it. nil when no row is packed.
+	// rowText[y] is the text its packing refers to; used marks the rows
+	// used since the last packRows (nil: all of them).
+	rowPack [][]byte
+	rowText []string
+	used    []uint64
+	nPacked int
+}
+
+// useRow makes row y's cells there to be read and written, and marks it
+// used: every edit of one row calls it first. y must be on the screen.
+func (s *screen) useRow(y, cols int) {
+	if s.rowPack != nil && s.rowPack[y] != nil {
+		s.unpackRow(y, cols)
+	}
+	if s.used != nil {
+		s.used[y>>6] |= 1 << (y & 63)
+	}
 }
 
 func (s *screen) touch(y int) { s.touched[y>>6] |= 1 << (y & 63) }

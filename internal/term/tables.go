@@ -75,6 +75,7 @@ func (e *emulator) intern(st style) uint16 {
 // program printing a new colour per cell cannot grow it past the screen.
 // Pens hold styles, not indices, so only cells are rewritten.
 func (e *emulator) compactStyles() {
+	e.unpackRows()
 	styles := []style{{}}
 	idx := map[style]uint16{{}: 0}
 	for _, s := range []*screen{&e.main, &e.alt} {
@@ -104,6 +105,7 @@ func (e *emulator) compactStyles() {
 // cells, and the pens, still refer to. Style entries are rewritten in
 // place, so cells keep their style indices.
 func (e *emulator) compactLinks() {
+	e.unpackRows()
 	used := make([]bool, len(e.links))
 	for _, s := range []*screen{&e.main, &e.alt} {
 		used[s.cur.pen.link] = true
@@ -145,6 +147,7 @@ func (e *emulator) compactLinks() {
 
 // compactClusters does the same for the grapheme cluster table.
 func (e *emulator) compactClusters() {
+	e.unpackRows()
 	var clusters []string
 	idx := map[string]int32{}
 	for _, s := range []*screen{&e.main, &e.alt} {

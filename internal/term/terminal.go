@@ -14,7 +14,6 @@ package term
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 )
@@ -140,7 +139,7 @@ func (t *Terminal) feedLocked(p []byte) {
 			t.statusQueryPending = false
 		}
 	}()
-	t.emu.unpack()
+	t.emu.unpackScreens()
 	t.emu.write(p)
 }
 
@@ -201,6 +200,32 @@ func (t *Terminal) Freeze() {
 	t.closed = true
 	t.frozen = &frozenScreen{snap: snap, ansi: ansi, styled: styled}
 	t.emu, t.rows = nil, nil
+}
+
+// CompactRows packs, one by one, the rows of the shown screen not written
+// since the last call: a terminal where a program still draws (a
+// spinner, a clock) keeps the rows it does not draw packed. The first
+// call packs none: it starts the count. Reads answer the same as before
+// it, as after Compact.
+func (t *Terminal) CompactRows() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.emu == nil || t.emu.packed {
+		return
+	}
+	t.refreshRowsLocked()
+	t.emu.packRows(t.rows)
+}
+
+// PackedRows reports how many rows CompactRows packed are not written to
+// since.
+func (t *Terminal) PackedRows() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.emu == nil {
+		return 0
+	}
+	return t.emu.main.nPacked + t.emu.alt.nPacked
 }
 
 // Compacted reports whether the screen is packed (Compact), not written
@@ -281,7 +306,7 @@ func (t *Terminal) Snapshot() Snapshot {
 func (t *Terminal) refreshRowsLocked() {
 	e := t.emu
 	touched := e.scr.touched
-	if e.packed && (!t.rowsValid || len(t.rows) != e.rows || slices.ContainsFunc(touched, func(w uint64) bool { return w != 0 })) {
+	if t.needCellsLocked() {
 		defer e.peek()()
 	}
 	if !t.rowsValid || len(t.rows) != e.rows {
@@ -307,6 +332,31 @@ func (t *Terminal) refreshRowsLocked() {
 		}
 	}
 	clear(touched)
+}
+
+// needCellsLocked reports whether refreshRowsLocked reads a row that is
+// packed: any row when the cache is rebuilt whole, else the touched ones
+// (a row written is unpacked, so only a screen packed whole has those).
+func (t *Terminal) needCellsLocked() bool {
+	e := t.emu
+	s := e.scr
+	if !e.packed && s.rowPack == nil {
+		return false
+	}
+	if !t.rowsValid || len(t.rows) != e.rows {
+		return true
+	}
+	for i, word := range s.touched {
+		for word != 0 {
+			bit := word & -word
+			y := i*64 + bitIndex(bit)
+			if y < e.rows && (e.packed || s.rowPack[y] != nil) {
+				return true
+			}
+			word &^= bit
+		}
+	}
+	return false
 }
 
 func bitIndex(bit uint64) int {
