@@ -344,6 +344,12 @@ func (s *screen) unpackRow(y, cols int) {
 // edit of many rows (a scroll, a clear, a resize, a table's compaction),
 // and counts every row used.
 func (e *emulator) unpackRows() {
+	if e.main.used != nil || e.alt.used != nil { // rows are packed only where used is kept
+		e.unpackAllRows()
+	}
+}
+
+func (e *emulator) unpackAllRows() {
 	for _, s := range []*screen{&e.main, &e.alt} {
 		if s.used != nil {
 			for i := range s.used {

@@ -55,12 +55,16 @@ type screen struct {
 // useRow makes row y's cells there to be read and written, and marks it
 // used: every edit of one row calls it first. y must be on the screen.
 func (s *screen) useRow(y, cols int) {
+	if s.used != nil { // nil until packRows counts, and no row is packed
+		s.markUsed(y, cols)
+	}
+}
+
+func (s *screen) markUsed(y, cols int) {
 	if s.rowPack != nil && s.rowPack[y] != nil {
 		s.unpackRow(y, cols)
 	}
-	if s.used != nil {
-		s.used[y>>6] |= 1 << (y & 63)
-	}
+	s.used[y>>6] |= 1 << (y & 63)
 }
 
 func (s *screen) touch(y int) { s.touched[y>>6] |= 1 << (y & 63) }
