@@ -127,7 +127,7 @@ func (e *emulator) setAltScreen(on bool) {
 		// The alternate screen is cleared whenever it is entered, so its
 		// cells are not kept while it is not shown.
 		e.alt.lines, e.alt.touched = nil, nil
-		e.alt.rowPack, e.alt.rowText, e.alt.used, e.alt.nPacked = nil, nil, nil, 0
+		e.alt.screenPack = nil
 		e.scr = &e.main
 	}
 	e.penOK = false
@@ -170,7 +170,7 @@ func (e *emulator) resize(cols, rows int) {
 		if sc.lines != nil {
 			sc.lines = resizeLines(sc.lines, cols, rows)
 			sc.touched = make([]uint64, (rows+63)/64)
-			sc.used = nil
+			sc.screenPack = nil // every row unpacked (Resize)
 		}
 		sc.top, sc.bottom, sc.left, sc.right = 0, rows, 0, cols
 		if sc != s {

@@ -212,6 +212,9 @@ func (e *emulator) pack(text []string) {
 		if s.lines == nil {
 			continue
 		}
+		if s.screenPack == nil {
+			s.screenPack = &screenPack{}
+		}
 		s.packText = nil
 		if s == e.scr && len(text) == len(s.lines) {
 			s.packText = text
@@ -245,9 +248,12 @@ func (e *emulator) unpackScreens() {
 		return
 	}
 	for _, s := range []*screen{&e.main, &e.alt} {
-		if s.pack != nil {
+		if s.screenPack != nil && s.pack != nil {
 			s.lines = unpackLines(s.pack, e.rows, e.cols, s.packText)
 			s.pack, s.packText = nil, nil
+			if s.used == nil && s.rowPack == nil {
+				s.screenPack = nil
+			}
 		}
 	}
 	e.packed = false
@@ -258,13 +264,13 @@ func (e *emulator) unpackScreens() {
 // change cells, so the packing stays what it was.
 func (e *emulator) peek() (repack func()) {
 	if !e.packed {
-		if e.main.rowPack == nil && e.alt.rowPack == nil {
+		if e.main.packedRows() == nil && e.alt.packedRows() == nil {
 			return func() {}
 		}
 		// Rows packed one by one: their cells for the read, then nil
 		// again.
 		for _, s := range []*screen{&e.main, &e.alt} {
-			for y, b := range s.rowPack {
+			for y, b := range s.packedRows() {
 				if b != nil {
 					s.lines[y] = unpackLines(b, 1, e.cols, s.rowText[y:y+1])[0]
 				}
@@ -272,7 +278,7 @@ func (e *emulator) peek() (repack func()) {
 		}
 		return func() {
 			for _, s := range []*screen{&e.main, &e.alt} {
-				for y, b := range s.rowPack {
+				for y, b := range s.packedRows() {
 					if b != nil {
 						s.lines[y] = nil
 					}
@@ -281,7 +287,7 @@ func (e *emulator) peek() (repack func()) {
 		}
 	}
 	for _, s := range []*screen{&e.main, &e.alt} {
-		if s.pack != nil {
+		if s.screenPack != nil && s.pack != nil {
 			s.lines = unpackLines(s.pack, e.rows, e.cols, s.packText)
 		}
 	}
@@ -289,7 +295,7 @@ func (e *emulator) peek() (repack func()) {
 	return func() {
 		e.scratch = nil
 		for _, s := range []*screen{&e.main, &e.alt} {
-			if s.pack != nil {
+			if s.screenPack != nil && s.pack != nil {
 				s.lines = nil
 			}
 		}
@@ -305,6 +311,9 @@ func (e *emulator) packRows(text []string) {
 	s := e.scr
 	if e.packed || len(text) != len(s.lines) {
 		return
+	}
+	if s.screenPack == nil {
+		s.screenPack = &screenPack{}
 	}
 	if s.used == nil {
 		// Used since when is not known: all of them, this time.
@@ -344,13 +353,16 @@ func (s *screen) unpackRow(y, cols int) {
 // edit of many rows (a scroll, a clear, a resize, a table's compaction),
 // and counts every row used.
 func (e *emulator) unpackRows() {
-	if e.main.used != nil || e.alt.used != nil { // rows are packed only where used is kept
+	if e.main.screenPack != nil || e.alt.screenPack != nil {
 		e.unpackAllRows()
 	}
 }
 
 func (e *emulator) unpackAllRows() {
 	for _, s := range []*screen{&e.main, &e.alt} {
+		if s.screenPack == nil {
+			continue
+		}
 		if s.used != nil {
 			for i := range s.used {
 				s.used[i] = ^uint64(0)

@@ -66,7 +66,7 @@ func (w *twin) compactRows(t *testing.T) {
 func packedRows(term *Terminal) int {
 	term.mu.Lock()
 	defer term.mu.Unlock()
-	return term.emu.main.nPacked + term.emu.alt.nPacked
+	return term.emu.main.rowsPacked() + term.emu.alt.rowsPacked()
 }
 
 // screenCells copies both screens' cells (a nil row and an empty one
@@ -335,8 +335,8 @@ func TestCompactMemory(t *testing.T) {
 		}
 	})
 	for _, term := range ts {
-		if term.emu.packed || term.emu.main.nPacked == 0 {
-			t.Fatalf("packed whole %v, %d rows packed", term.emu.packed, term.emu.main.nPacked)
+		if term.emu.packed || term.emu.main.rowsPacked() == 0 {
+			t.Fatalf("packed whole %v, %d rows packed", term.emu.packed, term.emu.main.rowsPacked())
 		}
 	}
 	t.Logf("drawing a spinner, rows compacted: %.0f bytes (%.0f fewer)", written-rowsSaved, rowsSaved)

@@ -37,6 +37,12 @@ type screen struct {
 	// The scroll region: rows [top, bottom), columns [left, right).
 	top, bottom, left, right int
 	touched                  []uint64
+	// The packing (pack.go): nil for a screen never packed, apart, so
+	// that the fields the writing touches stay together.
+	*screenPack
+}
+
+type screenPack struct {
 	// pack holds the rows packed while the emulator is (lines is nil then),
 	// and packText the rows' text it refers to.
 	pack     []byte
@@ -55,7 +61,7 @@ type screen struct {
 // useRow makes row y's cells there to be read and written, and marks it
 // used: every edit of one row calls it first. y must be on the screen.
 func (s *screen) useRow(y, cols int) {
-	if s.used != nil { // nil until packRows counts, and no row is packed
+	if s.screenPack != nil { // nil until packRows counts, and no row is packed
 		s.markUsed(y, cols)
 	}
 }
@@ -64,7 +70,25 @@ func (s *screen) markUsed(y, cols int) {
 	if s.rowPack != nil && s.rowPack[y] != nil {
 		s.unpackRow(y, cols)
 	}
-	s.used[y>>6] |= 1 << (y & 63)
+	if s.used != nil {
+		s.used[y>>6] |= 1 << (y & 63)
+	}
+}
+
+// packedRows is rowPack, nil when the screen has no packing.
+func (s *screen) packedRows() [][]byte {
+	if s.screenPack == nil {
+		return nil
+	}
+	return s.rowPack
+}
+
+// rowsPacked counts the rows packed one by one.
+func (s *screen) rowsPacked() int {
+	if s.screenPack == nil {
+		return 0
+	}
+	return s.nPacked
 }
 
 func (s *screen) touch(y int) { s.touched[y>>6] |= 1 << (y & 63) }

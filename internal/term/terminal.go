@@ -225,7 +225,7 @@ func (t *Terminal) PackedRows() int {
 	if t.emu == nil {
 		return 0
 	}
-	return t.emu.main.nPacked + t.emu.alt.nPacked
+	return t.emu.main.rowsPacked() + t.emu.alt.rowsPacked()
 }
 
 // Compacted reports whether the screen is packed (Compact), not written
@@ -340,7 +340,7 @@ func (t *Terminal) refreshRowsLocked() {
 func (t *Terminal) needCellsLocked() bool {
 	e := t.emu
 	s := e.scr
-	if !e.packed && s.rowPack == nil {
+	if !e.packed && s.packedRows() == nil {
 		return false
 	}
 	if !t.rowsValid || len(t.rows) != e.rows {
