@@ -3,8 +3,9 @@ package pane
 import "time"
 
 // DefaultCompactAfter is how long a pane's program is quiet before its
-// screen is packed (term.Terminal.Compact): an idle pane's cells cost about
-// a tenth of what they do while it draws. The next output unpacks them.
+// screen is packed (term.Terminal.Compact): an agent's screen in a few
+// hundred bytes instead of up to 30 KB of cells. The next output unpacks
+// it.
 const DefaultCompactAfter = 5 * time.Second
 
 // compactIdleLocked packs the screen of a pane whose program has written

@@ -145,7 +145,8 @@ func (t *Terminal) feedLocked(p []byte) {
 
 // Compact packs the screen of a terminal that is idle: its cells become
 // bytes (one a plain ASCII cell, short runs for styles, other characters
-// and repeats; about a tenth of the cells' size for an agent's screen),
+// and repeats, a row that is its text a reference to it: an agent's
+// 120x32 screen in about 300 bytes instead of up to 30 KB of cells),
 // and what only writing needs (the style cache, the tables' indexes,
 // scratch and parser buffers, the history's spare room) is dropped. The
 // next write unpacks it; reads answer the same as before it, Snapshot
