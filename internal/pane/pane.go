@@ -53,6 +53,10 @@ type Config struct {
 	OnExit func(p *Pane)
 	// Sweep is the safety-net classification interval (default 1s).
 	Sweep time.Duration
+	// CompactAfter is how long the program is quiet before the pane's
+	// screen is packed, checked at each sweep (0: DefaultCompactAfter;
+	// negative: never).
+	CompactAfter time.Duration
 	// Quiet and MaxWait tune the engine's classification window (0: its
 	// defaults).
 	Quiet, MaxWait time.Duration
@@ -104,6 +108,9 @@ type Pane struct {
 
 	// term is the engine's terminal, which has a lock of its own.
 	term *term.Terminal
+	// rowsPackedAt is when the sweep last packed the rows the program did
+	// not draw (see compactIdleLocked); under mu.
+	rowsPackedAt time.Time
 	// argv is cfg.Argv's own copy, shared by snapshots: never written.
 	argv []string
 	// snap is what readers see (Info and the like): published by whoever

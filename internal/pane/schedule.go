@@ -100,6 +100,7 @@ func (p *Pane) sweepLocked(fg foreground) {
 		p.scheduleLocked()
 	}
 	p.checkpointLocked(CheckpointEvery, 0)
+	p.compactIdleLocked(time.Now())
 	p.unlock()
 	p.kick()
 }

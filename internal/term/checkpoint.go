@@ -37,6 +37,7 @@ func (t *Terminal) Checkpoint() (b []byte, ok bool) {
 			return nil, false
 		}
 	}
+	defer e.peek()()
 
 	// Not a full reset (RIS): that also says the program's status
 	// reports are void, and the reports stay with whoever replays this.

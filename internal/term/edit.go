@@ -27,6 +27,7 @@ func (e *emulator) insertLine(n int) bool {
 		return false
 	}
 	n = min(n, s.bottom-y)
+	e.unpackRows()
 	c := e.blank()
 	if s.left == 0 && s.right == e.cols {
 		// Rotate: the bottom n rows of the region become the new rows.
@@ -59,6 +60,7 @@ func (e *emulator) deleteLine(n int) bool {
 		return false
 	}
 	n = min(n, s.bottom-y)
+	e.unpackRows()
 	full := s.left == 0 && s.right == e.cols
 	if s == &e.main && y == s.top && full {
 		for i := y; i < y+n; i++ {
@@ -106,6 +108,8 @@ func (e *emulator) blankRow(l []cell, c cell) []cell {
 // a wide character may be cut at either edge, as in the reference).
 func (e *emulator) copyCells(dst, src, x0, x1 int) {
 	s := e.scr
+	s.useRow(src, e.cols)
+	s.useRow(dst, e.cols)
 	from, to := s.lines[src], s.lines[dst]
 	hi := max(min(x1, len(from)), x0)
 	if hi > x0 {
@@ -129,6 +133,7 @@ func (e *emulator) insertCell(n int) {
 		return
 	}
 	n = min(n, s.right-x)
+	s.useRow(y, e.cols)
 	// Cells shift right within the region; the shift reaches past the
 	// row's end by at most n, and only blanks move beyond that.
 	if l := s.lines[y]; len(l) > x {
@@ -155,6 +160,7 @@ func (e *emulator) deleteCell(n int) {
 	}
 	n = min(n, s.right-x)
 	cols := e.cols
+	s.useRow(y, cols)
 	l := s.lines[y]
 	// Past the row's end every cell and its source are blank: nothing
 	// moves there (the end may move while a wide character is blanked).
@@ -204,6 +210,7 @@ func (e *emulator) eraseDisplay(n int) bool {
 			e.fill(i, 0, e.cols, c)
 		}
 	case 2:
+		e.unpackRows()
 		if s == &e.main {
 			for _, l := range s.lines {
 				if !lineEmpty(l) {
@@ -260,6 +267,7 @@ func lineEmpty(l []cell) bool {
 }
 
 func (e *emulator) clear() {
+	e.unpackRows()
 	s := e.scr
 	for y, l := range s.lines {
 		s.lines[y] = l[:0]

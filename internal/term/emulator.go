@@ -42,7 +42,7 @@ type emulator struct {
 	blankIdx    uint16
 	penOK       bool
 	blankOK     bool
-	styleCache  [32]styleSlot
+	styleCache  *[32]styleSlot // nil while packed, until a pen is looked up
 	styles      []style
 	styleIdx    map[style]uint16
 	links       []link
@@ -55,6 +55,9 @@ type emulator struct {
 	scratch     []byte
 	strLen      int // bytes of the string the parser is collecting
 	testCsiHook func(final byte)
+	// packed: the screens' cells are packed (see pack); every access to
+	// cells unpacks them first (Terminal's methods do).
+	packed bool
 }
 
 // dataSize bounds an OSC/DCS string the parser keeps: past it, the rest of
@@ -80,6 +83,7 @@ func newEmulator(t *Terminal, cols, rows, scrollback int) *emulator {
 		HandlePm:  func([]byte) { e.flush() },
 		HandleSos: func([]byte) { e.flush() },
 	})
+	e.styleCache = new([32]styleSlot)
 	e.styles = []style{{}}
 	e.styleIdx = map[style]uint16{{}: 0}
 	e.links = []link{{}}
@@ -123,6 +127,7 @@ func (e *emulator) setAltScreen(on bool) {
 		// The alternate screen is cleared whenever it is entered, so its
 		// cells are not kept while it is not shown.
 		e.alt.lines, e.alt.touched = nil, nil
+		e.alt.screenPack = nil
 		e.scr = &e.main
 	}
 	e.penOK = false
@@ -130,6 +135,7 @@ func (e *emulator) setAltScreen(on bool) {
 }
 
 func (e *emulator) fullReset() {
+	e.unpackRows()
 	for _, s := range []*screen{&e.main, &e.alt} {
 		for y, l := range s.lines {
 			s.lines[y] = l[:0]
@@ -164,6 +170,7 @@ func (e *emulator) resize(cols, rows int) {
 		if sc.lines != nil {
 			sc.lines = resizeLines(sc.lines, cols, rows)
 			sc.touched = make([]uint64, (rows+63)/64)
+			sc.screenPack = nil // every row unpacked (Resize)
 		}
 		sc.top, sc.bottom, sc.left, sc.right = 0, rows, 0, cols
 		if sc != s {

@@ -65,7 +65,7 @@ func (e *emulator) hyperlink(data []byte) {
 		return
 	}
 	l := link{url: string(parts[2]), params: string(parts[1])}
-	i, ok := e.linkIdx[l]
+	i, ok := e.linkIndex()[l]
 	if !ok {
 		if len(e.links) >= maxLinks {
 			e.compactLinks()

@@ -43,6 +43,7 @@ func (e *emulator) fastASCII(run []byte) {
 		}
 		return
 	}
+	s.useRow(y, cols)
 	line := s.lines[y]
 	// A row is marked touched only if a cell changes: programs redraw
 	// whole rows with mostly the same text, and the snapshot cache then
@@ -59,6 +60,7 @@ func (e *emulator) fastASCII(run []byte) {
 			e.index()
 			y = s.cur.y
 			x = 0
+			s.useRow(y, cols)
 			line = s.lines[y]
 			changed = false
 			st = e.pen() // a scroll may have rebuilt the style table
@@ -157,7 +159,7 @@ func (e *emulator) flush() {
 }
 
 func (e *emulator) cluster(b []byte) rune {
-	if i, ok := e.clusterIdx[string(b)]; ok {
+	if i, ok := e.clusterIndex()[string(b)]; ok {
 		return clusterBase + i
 	}
 	if len(e.clusters) >= e.tableLimit() {
@@ -165,9 +167,6 @@ func (e *emulator) cluster(b []byte) rune {
 		if len(e.clusters) >= e.tableLimit() {
 			return utf8.RuneError
 		}
-	}
-	if e.clusterIdx == nil {
-		e.clusterIdx = map[string]int32{}
 	}
 	s := string(b)
 	i := int32(len(e.clusters))
@@ -235,6 +234,7 @@ func (e *emulator) set(x, y int, c cell) {
 	if y < 0 || y >= len(s.lines) || x < 0 || x >= cols {
 		return
 	}
+	s.useRow(y, cols)
 	s.touch(y)
 	l := s.lines[y]
 	was := len(l)
@@ -315,6 +315,7 @@ func (e *emulator) fill(y, x0, x1 int, c cell) {
 	if x0 >= x1 {
 		return
 	}
+	s.useRow(y, cols)
 	s.touch(y)
 	l := s.lines[y]
 	if c != emptyCell {

@@ -37,6 +37,58 @@ type screen struct {
 	// The scroll region: rows [top, bottom), columns [left, right).
 	top, bottom, left, right int
 	touched                  []uint64
+	// The packing (pack.go): nil for a screen never packed, apart, so
+	// that the fields the writing touches stay together.
+	*screenPack
+}
+
+type screenPack struct {
+	// pack holds the rows packed while the emulator is (lines is nil then),
+	// and packText the rows' text it refers to.
+	pack     []byte
+	packText []string
+	// rowPack holds the rows packed one by one (packRows) while the rest
+	// of the screen is written: rowPack[y] is row y's packing and lines[y]
+	// is nil, until useRow unpacks it. nil when no row is packed.
+	// rowText[y] is the text its packing refers to; used marks the rows
+	// used since the last packRows (nil: all of them).
+	rowPack [][]byte
+	rowText []string
+	used    []uint64
+	nPacked int
+}
+
+// useRow makes row y's cells there to be read and written, and marks it
+// used: every edit of one row calls it first. y must be on the screen.
+func (s *screen) useRow(y, cols int) {
+	if s.screenPack != nil { // nil until packRows counts, and no row is packed
+		s.markUsed(y, cols)
+	}
+}
+
+func (s *screen) markUsed(y, cols int) {
+	if s.rowPack != nil && s.rowPack[y] != nil {
+		s.unpackRow(y, cols)
+	}
+	if s.used != nil {
+		s.used[y>>6] |= 1 << (y & 63)
+	}
+}
+
+// packedRows is rowPack, nil when the screen has no packing.
+func (s *screen) packedRows() [][]byte {
+	if s.screenPack == nil {
+		return nil
+	}
+	return s.rowPack
+}
+
+// rowsPacked counts the rows packed one by one.
+func (s *screen) rowsPacked() int {
+	if s.screenPack == nil {
+		return 0
+	}
+	return s.nPacked
 }
 
 func (s *screen) touch(y int) { s.touched[y>>6] |= 1 << (y & 63) }

@@ -35,6 +35,7 @@ func (t *Terminal) StyledRows() [][]Run {
 		return out
 	}
 	e := t.emu
+	defer e.peek()()
 	out := make([][]Run, e.rows)
 	runOf := make(map[uint16]Run)
 	var text []byte

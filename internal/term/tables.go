@@ -29,12 +29,23 @@ type styleSlot struct {
 	ok  bool
 }
 
+// clearStyleCache forgets the cached indices (a compaction renumbered
+// them); a packed emulator has no cache to clear.
+func (e *emulator) clearStyleCache() {
+	if e.styleCache != nil {
+		*e.styleCache = [32]styleSlot{}
+	}
+}
+
 // lookup interns a style through a small direct-mapped cache: programs
 // switch among a handful of colours, and the map costs a hash of the
 // whole style.
 func (e *emulator) lookup(st style) uint16 {
 	h := ((uint64(st.fg) ^ uint64(st.bg)*0xc2b2ae3d27d4eb4f ^ uint64(st.ul)*0x165667b19e3779f9 ^
 		uint64(st.attrs)<<40 ^ uint64(st.under)<<48 ^ uint64(st.link)<<52) * 0x9e3779b97f4a7c15) >> 59
+	if e.styleCache == nil {
+		e.styleCache = new([32]styleSlot)
+	}
 	sl := &e.styleCache[h]
 	if sl.ok && sl.st == st {
 		return sl.idx
@@ -45,7 +56,7 @@ func (e *emulator) lookup(st style) uint16 {
 }
 
 func (e *emulator) intern(st style) uint16 {
-	if i, ok := e.styleIdx[st]; ok {
+	if i, ok := e.styleIndex()[st]; ok {
 		return i
 	}
 	if len(e.styles) >= e.tableLimit() {
@@ -64,6 +75,7 @@ func (e *emulator) intern(st style) uint16 {
 // program printing a new colour per cell cannot grow it past the screen.
 // Pens hold styles, not indices, so only cells are rewritten.
 func (e *emulator) compactStyles() {
+	e.unpackRows()
 	styles := []style{{}}
 	idx := map[style]uint16{{}: 0}
 	for _, s := range []*screen{&e.main, &e.alt} {
@@ -85,7 +97,7 @@ func (e *emulator) compactStyles() {
 		}
 	}
 	e.styles, e.styleIdx = styles, idx
-	e.styleCache = [32]styleSlot{}
+	e.clearStyleCache()
 	e.penOK = false
 }
 
@@ -93,6 +105,7 @@ func (e *emulator) compactStyles() {
 // cells, and the pens, still refer to. Style entries are rewritten in
 // place, so cells keep their style indices.
 func (e *emulator) compactLinks() {
+	e.unpackRows()
 	used := make([]bool, len(e.links))
 	for _, s := range []*screen{&e.main, &e.alt} {
 		used[s.cur.pen.link] = true
@@ -128,12 +141,13 @@ func (e *emulator) compactLinks() {
 		s.saved.pen.link = remap[s.saved.pen.link]
 	}
 	e.links, e.linkIdx = links, idx
-	e.styleCache = [32]styleSlot{}
+	e.clearStyleCache()
 	e.penOK = false
 }
 
 // compactClusters does the same for the grapheme cluster table.
 func (e *emulator) compactClusters() {
+	e.unpackRows()
 	var clusters []string
 	idx := map[string]int32{}
 	for _, s := range []*screen{&e.main, &e.alt} {

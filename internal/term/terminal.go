@@ -139,7 +139,30 @@ func (t *Terminal) feedLocked(p []byte) {
 			t.statusQueryPending = false
 		}
 	}()
+	t.emu.unpackScreens()
 	t.emu.write(p)
+}
+
+// Compact packs the screen of a terminal that is idle: its cells become
+// bytes (one a plain ASCII cell, short runs for styles, other characters
+// and repeats, a row that is its text a reference to it: an agent's
+// 120x32 screen in about 300 bytes instead of up to 30 KB of cells),
+// and what only writing needs (the style cache, the tables' indexes,
+// scratch and parser buffers, the history's spare room) is dropped. The
+// next write unpacks it; reads answer the same as before it, Snapshot
+// from the rows' text without unpacking, the others from cells unpacked
+// for the read alone.
+func (t *Terminal) Compact() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.emu == nil || t.emu.packed {
+		return
+	}
+	t.refreshRowsLocked()
+	t.emu.pack(t.rows)
+	if len(t.late) == 0 {
+		t.late = nil
+	}
 }
 
 // Panics returns how many times the screen panicked on input and was
@@ -180,6 +203,40 @@ func (t *Terminal) Freeze() {
 	t.emu, t.rows = nil, nil
 }
 
+// CompactRows packs, one by one, the rows of the shown screen not written
+// since the last call: a terminal where a program still draws (a
+// spinner, a clock) keeps the rows it does not draw packed. The first
+// call packs none: it starts the count. Reads answer the same as before
+// it, as after Compact.
+func (t *Terminal) CompactRows() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.emu == nil || t.emu.packed {
+		return
+	}
+	t.refreshRowsLocked()
+	t.emu.packRows(t.rows)
+}
+
+// PackedRows reports how many rows CompactRows packed are not written to
+// since.
+func (t *Terminal) PackedRows() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.emu == nil {
+		return 0
+	}
+	return t.emu.main.rowsPacked() + t.emu.alt.rowsPacked()
+}
+
+// Compacted reports whether the screen is packed (Compact), not written
+// to since.
+func (t *Terminal) Compacted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.emu != nil && t.emu.packed
+}
+
 // Resize changes the visible size. The screen is not reflowed: columns are
 // cut or added on the right and rows at the bottom.
 func (t *Terminal) Resize(cols, rows int) {
@@ -192,6 +249,7 @@ func (t *Terminal) Resize(cols, rows int) {
 		return
 	}
 	t.opts.Cols, t.opts.Rows = cols, rows
+	t.emu.unpack()
 	t.emu.resize(cols, rows)
 	t.rowsValid = false
 }
@@ -249,6 +307,9 @@ func (t *Terminal) Snapshot() Snapshot {
 func (t *Terminal) refreshRowsLocked() {
 	e := t.emu
 	touched := e.scr.touched
+	if t.needCellsLocked() {
+		defer e.peek()()
+	}
 	if !t.rowsValid || len(t.rows) != e.rows {
 		t.rows = make([]string, e.rows)
 		for y := range e.rows {
@@ -274,6 +335,31 @@ func (t *Terminal) refreshRowsLocked() {
 	clear(touched)
 }
 
+// needCellsLocked reports whether refreshRowsLocked reads a row that is
+// packed: any row when the cache is rebuilt whole, else the touched ones
+// (a row written is unpacked, so only a screen packed whole has those).
+func (t *Terminal) needCellsLocked() bool {
+	e := t.emu
+	s := e.scr
+	if !e.packed && s.packedRows() == nil {
+		return false
+	}
+	if !t.rowsValid || len(t.rows) != e.rows {
+		return true
+	}
+	for i, word := range s.touched {
+		for word != 0 {
+			bit := word & -word
+			y := i*64 + bitIndex(bit)
+			if y < e.rows && (e.packed || s.rowPack[y] != nil) {
+				return true
+			}
+			word &^= bit
+		}
+	}
+	return false
+}
+
 func bitIndex(bit uint64) int {
 	n := 0
 	for bit > 1 {
@@ -283,7 +369,10 @@ func bitIndex(bit uint64) int {
 	return n
 }
 
-func (t *Terminal) rowTextLocked(y int) string { return t.emu.rowText(y) }
+func (t *Terminal) rowTextLocked(y int) string {
+	defer t.emu.peek()()
+	return t.emu.rowText(y)
+}
 
 // ANSI renders the visible screen with its colours and attributes as
 // escape sequences, rows separated by CRLF.
@@ -293,6 +382,7 @@ func (t *Terminal) ANSI() string {
 	if t.frozen != nil {
 		return t.frozen.ansi
 	}
+	defer t.emu.peek()()
 	return strings.ReplaceAll(t.emu.uvLines().Render(), "\n", "\r\n")
 }
 
