@@ -228,8 +228,11 @@ func TestHeldJobKillAndShutdown(t *testing.T) {
 // the host went silent); the caller gets each event once.
 func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
 	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
+	// Each case has a fleet of its own: all at once.
+	run, wait := atOnce(t)
+	defer wait()
 	for _, when := range []string{"at once", "after the retry was queued", "corral restart"} {
-		t.Run(when, func(t *testing.T) {
+		run(when, func(t *testing.T) {
 			hub, b := fleetPair(t)
 			gate, runs := filepath.Join(b.dir, "gate"), filepath.Join(b.dir, "runs")
 			script := "echo run >> " + runs + "; " + heldScript(gate, true, 0)
