@@ -98,9 +98,10 @@ func hostSeqs(t *testing.T, e *env, host string) []uint64 {
 func TestFleetHubClusterSurvivesAKill(t *testing.T) {
 	proctest.Slow(t, "three hub clusters, about 25 s each")
 	t.Parallel()
+	run, wait := atOnce(t) // each kill has its own cluster of daemons
+	defer wait()
 	for victim := range 3 {
-		t.Run(fmt.Sprintf("h%d", victim+1), func(t *testing.T) {
-			t.Parallel() // each kill has its own cluster of daemons
+		run(fmt.Sprintf("h%d", victim+1), func(t *testing.T) {
 			hubKill(t, victim)
 		})
 	}

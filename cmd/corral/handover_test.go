@@ -28,14 +28,7 @@ func TestReplaceWhileCommandsRun(t *testing.T) {
 	for _, p := range e.panes() {
 		before[p.Name] = p.PID
 	}
-	other := filepath.Join(e.dir, "corral-other")
-	data, err := os.ReadFile(corralBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(other, append(data, 0), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	other := anotherBuild(t, e)
 	// Commands run all along, each starting a daemon when none answers.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -125,4 +118,17 @@ func daemonPIDAny(e *env) int {
 		return 0
 	}
 	return st.PID
+}
+
+// anotherBuild writes corral's binary with a byte more into e's folder: a
+// build of another fingerprint. A shell writes it, not this process: a
+// file this process had open for writing would be in any child another
+// test forks meanwhile, and executing it would fail with "text file busy".
+func anotherBuild(t *testing.T, e *env) string {
+	t.Helper()
+	other := filepath.Join(e.dir, "corral-other")
+	if out, err := exec.Command("sh", "-c", `cat "$1" > "$2" && printf '\000' >> "$2" && chmod 755 "$2"`, "sh", corralBin, other).CombinedOutput(); err != nil {
+		t.Fatalf("writing another build: %v: %s", err, out)
+	}
+	return other
 }

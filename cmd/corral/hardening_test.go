@@ -237,12 +237,7 @@ func TestVersionAgainstTheDaemon(t *testing.T) {
 		t.Fatalf("same build:\n%s", out)
 	}
 	// Another build: the same program with a byte more.
-	other := filepath.Join(e.dir, "corral-other")
-	data, err := os.ReadFile(corralBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(other, append(data, 0), 0o755)
+	other := anotherBuild(t, e)
 	cmd := exec.Command(other, "version", "--json")
 	cmd.Env, cmd.Dir = e.vars, e.dir
 	out, err := cmd.Output()

@@ -220,14 +220,7 @@ func TestReplaceHandsOver(t *testing.T) {
 	names, screens, pids := crowd(t, e, 20)
 	before := e.events()
 	old := daemonPID(t, e)
-	other := filepath.Join(e.dir, "corral-other")
-	data, err := os.ReadFile(corralBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(other, append(data, 0), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	other := anotherBuild(t, e)
 	cmd := exec.Command(other, "serve", "--replace")
 	cmd.Env, cmd.Dir = e.vars, e.dir
 	logf, _ := os.Create(filepath.Join(e.dir, "replace.log"))

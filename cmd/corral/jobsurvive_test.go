@@ -112,6 +112,7 @@ func (e *env) jobHolders() []int {
 // corral exec takes its stream again from the next daemon and prints each
 // event once, and the job's outcome is complete.
 func TestJobOutlivesItsDaemon(t *testing.T) {
+	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
 	for _, how := range []string{"kill -9", "restart"} {
 		t.Run(how, func(t *testing.T) {
 			e := newEnv(t)
@@ -150,6 +151,7 @@ func TestJobOutlivesItsDaemon(t *testing.T) {
 // A job that ends while no daemon runs has its outcome (its exit status
 // kept by its holder) and all its events when the next daemon starts.
 func TestJobEndsWhileNoDaemonRuns(t *testing.T) {
+	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
 	e := newEnv(t)
 	gate := filepath.Join(e.dir, "gate")
 	script := heldScript(gate, false, 3)
@@ -203,6 +205,7 @@ func jobStream(t *testing.T, e *env, id string, from int) string {
 // A job the next daemon took again is ended by corral kill, and corral
 // shutdown ends held jobs and forgets them: nothing is left running.
 func TestHeldJobKillAndShutdown(t *testing.T) {
+	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
 	e := newEnv(t)
 	gate := filepath.Join(e.dir, "gate")
 	killed, stopped := heldScript(gate, true, 0), heldScript(gate+"2", true, 0)
@@ -232,8 +235,12 @@ func TestHeldJobKillAndShutdown(t *testing.T) {
 // reports it again (at once, or tied to the caller's --retry queued when
 // the host went silent); the caller gets each event once.
 func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
+	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
+	// Each case has a fleet of its own: all at once.
+	run, wait := atOnce(t)
+	defer wait()
 	for _, when := range []string{"at once", "after the retry was queued", "corral restart"} {
-		t.Run(when, func(t *testing.T) {
+		run(when, func(t *testing.T) {
 			hub, b := fleetPair(t)
 			gate, runs := filepath.Join(b.dir, "gate"), filepath.Join(b.dir, "runs")
 			script := "echo run >> " + runs + "; " + heldScript(gate, true, 0)
@@ -270,6 +277,7 @@ func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
 // blocked on it under the next daemon, and corral answer there reaches
 // the agent's stdin, kept by its holder.
 func TestHeldJobAnsweredAfterDaemonKill(t *testing.T) {
+	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
 	e := newEnv(t)
 	script := `read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
 		`case "$reply" in *'"behavior":"allow"'*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"allowed"}]}}';; ` +

@@ -254,11 +254,16 @@ func TestTmuxWatch(t *testing.T) {
 
 // A flooding tmux pane does not keep another from being answered.
 func TestTmuxWatchFlood(t *testing.T) {
-	proctest.Slow(t, "the 100 MB flood, about 25 s")
+	proctest.Slow(t, "a flood until the other pane is answered, about 5 s")
 	t.Parallel() // its bounds are 20 s and 120 s: other tests' load does not matter
 	e := newEnv(t)
 	ts := newTmux(t, e)
-	ts.must("new-session", "-d", "-s", "f", "-x", "120", "-y", "30", "sh", "-c", "sleep 1; head -c 75000000 /dev/urandom | base64; echo flood-done; sleep 600")
+	// The flood lasts until the answer is shown, not for a size: the answer
+	// cannot come after it, however fast the machine, and no 100 MB are
+	// worked through to find that out (the answer takes milliseconds).
+	stop := filepath.Join(e.dir, "flood-stop")
+	ts.must("new-session", "-d", "-s", "f", "-x", "120", "-y", "30", "sh", "-c",
+		"sleep 1; while [ ! -e "+stop+" ]; do head -c 3000000 /dev/urandom | base64; done; echo flood-done; sleep 600")
 	ts.must("new-window", "-t", "f", "sh", "-c", `printf 'Continue? [y/N] '; read a; echo "answer:$a"; sleep 600`)
 	e.must("tmux", "watch", "-S", ts.sock)
 	waitFor(t, 10*time.Second, "the flood under way", func() bool {
@@ -271,6 +276,9 @@ func TestTmuxWatchFlood(t *testing.T) {
 		return strings.Contains(ts.must("capture-pane", "-p", "-t", "f:1.0"), "answer:y")
 	})
 	t.Logf("answered in %v while the other pane flooded", time.Since(start))
+	if err := os.WriteFile(stop, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// The flooding pane is followed to its end (redrawn if tmux paused it).
 	flood, ok := e.tmuxPane("f:0.0")
 	if !ok {

@@ -114,6 +114,7 @@ func TestWebBoardAtTwoHundred(t *testing.T) {
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		t.Skip("200 panes through a race-built daemon take minutes")
 	}
+	t.Parallel() // it measures nothing; its waits are bounds
 	chromium(t)
 	e := newEnv(t)
 	startPanes(t, e, "w", 196)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -34,7 +35,17 @@ func (f *testFleet) joinAs(name, hostID, token string, local Local) *Member {
 
 func TestHostsComeAndGo(t *testing.T) {
 	t.Parallel()
-	t.Run("forget", func(t *testing.T) {
+	// The cases, each with a fleet of its own, run at once in this test's
+	// slot: as parallel subtests they would queue behind every other test
+	// waiting for one and end the package's run last. Under -race (CI runs
+	// it two tests at a time) one after another, as -parallel means.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sub := func(name string, f func(t *testing.T)) { wg.Go(func() { t.Run(name, f) }) }
+	if raceBuild {
+		sub = func(name string, f func(t *testing.T)) { t.Run(name, f) }
+	}
+	sub("forget", func(t *testing.T) {
 		f := startFleet(t, "127.0.0.1:0")
 		a := f.joinAs("a", "", f.hub.FleetToken(), newFakeLocal("p1"))
 		waitFor(t, 5*time.Second, "a:p1 on the hub", func() bool { return paneState(f.hm, "a", "p1") == "idle" })
@@ -71,7 +82,7 @@ func TestHostsComeAndGo(t *testing.T) {
 		}
 		waitFor(t, 5*time.Second, "a gone from the hub's view", func() bool { return !hostShown(f.hm, "a") })
 	})
-	t.Run("records without a heartbeat", func(t *testing.T) {
+	sub("records without a heartbeat", func(t *testing.T) {
 		// What a host forgotten while connected left when it went after
 		// writing its panes again and before its next heartbeat.
 		f := startFleet(t, "127.0.0.1:0")
@@ -102,7 +113,7 @@ func TestHostsComeAndGo(t *testing.T) {
 			t.Fatal("a's record is still in the bucket")
 		}
 	})
-	t.Run("a machine joins again under another name", func(t *testing.T) {
+	sub("a machine joins again under another name", func(t *testing.T) {
 		f := startFleet(t, "127.0.0.1:0")
 		watcher := f.joinAs("w", "w-id", f.hub.FleetToken(), newFakeLocal())
 		old := f.joinAs("old", "same-machine", f.hub.FleetToken(), newFakeLocal("p1"))
@@ -113,7 +124,7 @@ func TestHostsComeAndGo(t *testing.T) {
 			return paneState(watcher, "new", "p1") == "idle" && !hostShown(watcher, "old") && !hostShown(f.hm, "old")
 		})
 	})
-	t.Run("unreachable longer than ForgetAfter", func(t *testing.T) {
+	sub("unreachable longer than ForgetAfter", func(t *testing.T) {
 		f := startFleetWith(t, HubOptions{Listen: "127.0.0.1:0", ForgetAfter: 2 * time.Second})
 		a := f.joinAs("a", "", f.hub.FleetToken(), newFakeLocal("p1"))
 		b := f.joinAs("b", "", f.hub.FleetToken(), newFakeLocal("q1"))
@@ -124,7 +135,7 @@ func TestHostsComeAndGo(t *testing.T) {
 			t.Fatal("a reachable host was forgotten too")
 		}
 	})
-	t.Run("revoked", func(t *testing.T) {
+	sub("revoked", func(t *testing.T) {
 		f := startFleet(t, "127.0.0.1:0")
 		tok, err := f.hub.Invite("r", true, 0)
 		if err != nil {
@@ -137,7 +148,7 @@ func TestHostsComeAndGo(t *testing.T) {
 		}
 		waitFor(t, 5*time.Second, "r gone from the hub's view", func() bool { return !hostShown(f.hm, "r") })
 	})
-	t.Run("credential expired", func(t *testing.T) {
+	sub("credential expired", func(t *testing.T) {
 		f := startFleet(t, "127.0.0.1:0")
 		tok, err := f.hub.Invite("e", true, 4*time.Second)
 		if err != nil {
