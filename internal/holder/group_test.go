@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -442,21 +441,20 @@ func TestAbandonLetsGo(t *testing.T) {
 func TestRemoveKeepsNewerSocket(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "p.sock")
-	listen := func() (*net.UnixListener, uint64) {
+	listenAt := func() (*watched, uint64) {
 		os.Remove(sock)
-		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+		ln, err := listen(sock)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ln.SetUnlinkOnClose(false)
 		fi, _ := os.Stat(sock)
 		return ln, fi.Sys().(*syscall.Stat_t).Ino
 	}
-	oldLn, oldIno := listen()
+	oldLn, oldIno := listenAt()
 	g := &group{logf: t.Logf, panes: map[string]*holder{}, over: make(chan struct{})}
 	old := &holder{cfg: Config{Socket: sock}, ln: oldLn, sockIno: oldIno}
 	g.panes[sock] = old
-	newLn, _ := listen()
+	newLn, _ := listenAt()
 	defer newLn.Close()
 	g.remove(old)
 	if _, err := os.Stat(sock); err != nil {
@@ -464,7 +462,7 @@ func TestRemoveKeepsNewerSocket(t *testing.T) {
 	}
 	// Its own socket goes.
 	newLn.Close()
-	ln, ino := listen()
+	ln, ino := listenAt()
 	h := &holder{cfg: Config{Socket: sock}, ln: ln, sockIno: ino}
 	g.remove(h)
 	if _, err := os.Stat(sock); err == nil {
