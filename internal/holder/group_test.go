@@ -314,9 +314,14 @@ func TestHolderEndingAnswersStarts(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o700)
 	h := startHolderProc(t)
-	slow := h.start(paneConfig(dir, "slow", `trap "" HUP; exec sleep 1046`))
+	armed := filepath.Join(dir, "armed")
+	slow := h.start(paneConfig(dir, "slow", `trap "" HUP; : > `+armed+`; exec sleep 1046`))
 	if slow.Error != "" {
 		t.Fatal(slow.Error)
+	}
+	// A SIGHUP before the trap would end the pane, and the holder, at once.
+	if !proctest.WaitFor(10*time.Second, func() bool { _, err := os.Stat(armed); return err == nil }) {
+		t.Fatal("the slow pane never ignored SIGHUP")
 	}
 	h.cmd.Process.Signal(syscall.SIGTERM)
 	// Ending (the pane's SIGHUP sent; SIGKILL comes a second later).
