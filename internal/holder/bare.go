@@ -38,23 +38,12 @@ func takeBare(c *net.UnixConn) (*rawio.FD, error) {
 	return rawio.NewFD(nfd, -1), nil
 }
 
-// frameConn is the holder's end of a daemon's connection: bare (takeBare)
-// for a daemon the holder sends the output to, in the poller (pollConn)
-// for one that reads the terminal itself.
+// frameConn is the holder's end of a daemon's connection: bare (takeBare),
+// and watched by the holder's poller (watched) for a daemon that reads the
+// terminal itself.
 type frameConn interface {
 	Read(p []byte) (int, error)
 	Write(p []byte) (int, error)
 	WriteRights(p, rights []byte) (int, error)
 	Close() error
-}
-
-// pollConn is a connection in the runtime's poller. While the daemon
-// reads the terminal itself, the connection carries only its requests and
-// the exit, so its readiness seldom changes: no thread waits for it, as
-// one per pane would in poll(2).
-type pollConn struct{ *net.UnixConn }
-
-func (c pollConn) WriteRights(p, rights []byte) (int, error) {
-	n, _, err := c.WriteMsgUnix(p, rights, nil)
-	return n, err
 }

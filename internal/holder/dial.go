@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ type Conn struct {
 	c  *net.UnixConn
 	rc syscall.RawConn // c's, for the reads of Run
 	in inbox
+	w  atomic.Pointer[connWatch] // set by Watch
 	// pty is the daemon's duplicate of the PTY master (non-blocking,
 	// close-on-exec, -1 once taken; see TakePTY).
 	pty int
@@ -229,6 +231,7 @@ func (c *Conn) TakePTY() int {
 // Close is safe to call more than once, from any goroutine.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
+		c.unwatch()
 		if c.Ring != nil {
 			c.Ring.Close() // unmapped: not to be used after Close
 		}

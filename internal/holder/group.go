@@ -99,6 +99,26 @@ type group struct {
 	ending   bool // SIGTERM, or the last pane ended: no more starts
 	over     chan struct{}
 	released sync.WaitGroup // a pane is counted until release
+	trim     *time.Timer    // gives the heap's free pages back once starts and ends pause
+}
+
+// trimAfter is how long after its last start or end a holder gives its
+// heap's free pages back to the system. Its heap is mostly what the
+// package initialisers and the starts left, then the panes' few kilobytes
+// each; below the first collection's goal (GOGC 50: 2 MB), what was
+// freed stays resident for the process's life, and an idle holder
+// allocates nothing that would reuse it.
+const trimAfter = 2 * time.Second
+
+// trimLater asks for a trim once the starts and ends pause.
+func (g *group) trimLater() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.trim == nil {
+		g.trim = time.AfterFunc(trimAfter, debug.FreeOSMemory)
+		return
+	}
+	g.trim.Reset(trimAfter)
 }
 
 // MaxRequest bounds a request line on a holder's stdin.
@@ -221,6 +241,7 @@ func (g *group) start(cfg Config) {
 		}
 	}
 	g.answer(r)
+	g.trimLater()
 	g.mu.Lock()
 	g.starting--
 	g.checkOverLocked()
@@ -238,6 +259,7 @@ func (g *group) remove(h *holder) {
 			os.Remove(h.cfg.Socket)
 		}
 	}
+	g.trimLater()
 	g.mu.Lock()
 	if g.panes[filepath.Clean(h.cfg.Socket)] == h {
 		delete(g.panes, filepath.Clean(h.cfg.Socket))

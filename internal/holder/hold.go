@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,7 +59,7 @@ const StartWait = 10 * time.Second
 
 type holder struct {
 	cfg Config
-	ln  *net.UnixListener
+	ln  *watched // the pane's socket, listening
 	// pty is the PTY master, bare: out of the poller, so that while a
 	// daemon reads the terminal the holder is never woken by its output.
 	// The holder reads it through a reader of its own only while no
@@ -108,13 +107,10 @@ func start(cfg Config, logf func(string, ...any), onFinish func(*holder), onRele
 		cfg.Ring = DefaultRing
 	}
 	_ = os.Remove(cfg.Socket) // ours: the folder is private and the id unique
-	old := syscall.Umask(0o177)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.Socket, Net: "unix"})
-	syscall.Umask(old)
+	ln, err := listen(cfg.Socket)
 	if err != nil {
 		return nil, fmt.Errorf("holder socket: %w", err)
 	}
-	ln.SetUnlinkOnClose(false)
 	var sockIno uint64
 	if fi, err := os.Stat(cfg.Socket); err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -172,7 +168,7 @@ func start(cfg Config, logf func(string, ...any), onFinish func(*holder), onRele
 	} else {
 		go h.reap()
 	}
-	go h.acceptLoop()
+	h.watchAccept()
 	return h, nil
 }
 

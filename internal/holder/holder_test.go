@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -240,13 +241,31 @@ func connPair(t testing.TB) (*Conn, *os.File) {
 	return &Conn{c: uc, rc: rc, pty: -1}, w
 }
 
-// Run hands over every frame however the bytes are cut, a frame bigger
-// than its buffer, frames that come after a pause (a wait for the
-// socket's next edge), skips unknown types, and tells a clean end from a
+// readers are the two ways of reading a holder's connection: Run, in the
+// caller's goroutine, and Watch, in the poller's (ended's error returned).
+var readers = []struct {
+	name string
+	run  func(c *Conn, got func(Msg) bool) error
+}{
+	{"Run", (*Conn).Run},
+	{"Watch", func(c *Conn, got func(Msg) bool) error {
+		ended := make(chan error, 1)
+		if err := c.Watch(got, func(err error) { ended <- err }); err != nil {
+			return err
+		}
+		return <-ended
+	}},
+}
+
+// Run and Watch hand over every frame however the bytes are cut, a frame
+// bigger than its buffer, frames that come after a pause (a wait for the
+// socket's next edge), skip unknown types, and tell a clean end from a
 // cut frame.
 func TestRunFrames(t *testing.T) {
-	for _, cut := range []int{1, 3, 5, 4096, 70000} {
-		t.Run(fmt.Sprint(cut), func(t *testing.T) { testRunFrames(t, cut) })
+	for _, r := range readers {
+		for _, cut := range []int{1, 3, 5, 4096, 70000} {
+			t.Run(fmt.Sprint(r.name, cut), func(t *testing.T) { testRunFrames(t, cut, r.run) })
+		}
 	}
 
 	c, w := connPair(t)
@@ -262,7 +281,7 @@ func TestRunFrames(t *testing.T) {
 	}
 }
 
-func testRunFrames(t *testing.T, cut int) {
+func testRunFrames(t *testing.T, cut int, run func(*Conn, func(Msg) bool) error) {
 	big := bytes.Repeat([]byte("0123456789"), 30000) // 300 KB: many reads
 	if cut < 10 {
 		big = big[:20000] // a byte a write is slow
@@ -295,7 +314,7 @@ func testRunFrames(t *testing.T, cut int) {
 	var out bytes.Buffer
 	var live, exit bool
 	code := 0
-	err := c.Run(func(m Msg) bool {
+	err := run(c, func(m Msg) bool {
 		out.Write(m.Output)
 		live = live || m.Live
 		if m.Exit {
@@ -319,22 +338,86 @@ func testRunFrames(t *testing.T, cut int) {
 // A holder that goes right after its last output is seen gone: the
 // hang-up's edge can fold into the output's, and Run must not wait for it.
 func TestRunSeesHangUpAfterOutput(t *testing.T) {
-	for i := 0; i < 200; i++ {
-		c, w := connPair(t)
-		go func() {
-			writeFrame(w, tOutput, []byte("last words"))
-			w.Close()
-		}()
-		done := make(chan error, 1)
-		go func() { done <- c.Run(func(Msg) bool { return true }) }()
+	for _, r := range readers {
+		for i := 0; i < 200; i++ {
+			c, w := connPair(t)
+			go func() {
+				writeFrame(w, tOutput, []byte("last words"))
+				w.Close()
+			}()
+			done := make(chan error, 1)
+			go func() { done <- r.run(c, func(Msg) bool { return true }) }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("%s %d: %v, want EOF", r.name, i, err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s %d: the hang-up after the last output was never seen", r.name, i)
+			}
+		}
+	}
+}
+
+// A watched connection costs no goroutine while the holder says nothing,
+// stops at got's word (what is left is read by the next Watch), and
+// Close ends its watch with net.ErrClosed.
+func TestWatchWaitsWithoutGoroutine(t *testing.T) {
+	if _, err := thePoller(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	base := runtime.NumGoroutine()
+	cs := make([]*Conn, n)
+	ws := make([]*os.File, n)
+	ended := make([]chan error, n)
+	got := make([]chan string, n)
+	for i := range cs {
+		cs[i], ws[i] = connPair(t)
+		ended[i], got[i] = make(chan error, 1), make(chan string, 10)
+		if err := cs[i].Watch(func(m Msg) bool {
+			got[i] <- string(m.Output)
+			return string(m.Output) != "stop"
+		}, func(err error) { ended[i] <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g := runtime.NumGoroutine() - base; g > 0 {
+		t.Fatalf("%d watched connections cost %d goroutines", n, g)
+	}
+	for i, w := range ws {
+		writeFrame(w, tOutput, []byte(fmt.Sprint(i)))
+	}
+	for i := range cs {
 		select {
-		case err := <-done:
-			if !errors.Is(err, io.EOF) {
-				t.Fatalf("run %d: %v, want EOF", i, err)
+		case s := <-got[i]:
+			if s != fmt.Sprint(i) {
+				t.Fatalf("connection %d got %q", i, s)
 			}
 		case <-time.After(5 * time.Second):
-			t.Fatalf("run %d: the hang-up after the last output was never seen", i)
+			t.Fatalf("connection %d got nothing", i)
 		}
+	}
+	// Stopped by got, with a frame behind it in the same read.
+	var b bytes.Buffer
+	writeFrame(&b, tOutput, []byte("stop"))
+	writeFrame(&b, tOutput, []byte("next"))
+	ws[0].Write(b.Bytes())
+	if err := <-ended[0]; err != nil {
+		t.Fatalf("stopped by got: %v, want nil", err)
+	}
+	if m, err := cs[0].Next(); err != nil || string(m.Output) != "next" {
+		t.Fatalf("after the stop: %q %v, want the frame behind it", m.Output, err)
+	}
+	<-got[0] // "stop"
+	cs[1].Close()
+	if err := <-ended[1]; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("closed: %v, want net.ErrClosed", err)
+	}
+	ws[1].Write([]byte{tOutput, 0, 0, 0, 1, 'x'})
+	ws[2].Close()
+	if err := <-ended[2]; !errors.Is(err, io.EOF) {
+		t.Fatalf("the holder gone: %v, want EOF", err)
 	}
 }
 

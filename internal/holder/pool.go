@@ -18,19 +18,22 @@ import (
 )
 
 // GroupSize is how many panes one holder process takes. The process's own
-// cost (the Go runtime and what the binary's packages keep: about 3 MB of
+// cost (the Go runtime and what the binary's packages keep: about 4 MB of
 // its own memory, and its share of the binary's pages) is shared by that
 // many panes: at 32 a pane it was more than half of a held pane's whole
-// cost. A holder that crashes takes that many panes with it (they are
-// then lost, for corral restore). Fewer under a low open-file limit (see
+// cost, and since a pane waits in the holder's poller (a few kilobytes a
+// pane, no goroutine) it is most of what the holders cost. 256 saved
+// another 16 KB a pane at 1,000 panes, but a holder ends its panes on one
+// processor: a shutdown of 220 panes in one process took 1.6 times as long
+// as in two. A holder that crashes takes its panes with it (they are then
+// lost, for corral restore). Fewer under a low open-file limit (see
 // groupSize).
 const GroupSize = 128
 
 // filesPerPane bounds the descriptors a pane holds in its holder: about
-// six (775 in a holder of 128 panes: its socket, terminal, ring, the wait
-// for its program, the daemon's connection), and while a daemon adopts it
-// again, the holder's own reading of the terminal and the next daemon's
-// connection.
+// five (648 in a holder of 128 panes: its socket, terminal, ring, the
+// daemon's connection), and while a daemon adopts it again, the holder's
+// own reading of the terminal and the next daemon's connection.
 const filesPerPane = 8
 
 // groupSize is how many panes a holder takes under an open-file hard limit

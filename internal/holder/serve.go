@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/internal/rawio"
 )
 
 // handshakeWait bounds a connection's proofs.
@@ -30,26 +32,13 @@ type sconn struct {
 	shared bool
 	wmu    sync.Mutex
 	buf    []byte // a frame being written; guarded by wmu
-}
 
-func (h *holder) acceptLoop() {
-	for {
-		c, err := h.ln.AcceptUnix()
-		if err != nil {
-			select {
-			case <-h.finished:
-				return
-			default:
-			}
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
-			}
-			h.logf("accept: %v", err)
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		go h.serve(c)
-	}
+	// The requests of a connection the poller watches (watchRequests).
+	in    []byte     // read, not yet a whole frame; the poller's only
+	qmu   sync.Mutex // guards what follows
+	queue []request
+	busy  bool // a goroutine takes the queue
+	over  bool // no request is taken any more (done)
 }
 
 // serve proves the daemon, hands it the terminal and the ring, and takes
@@ -67,6 +56,10 @@ func (h *holder) serve(c *net.UnixConn) {
 		return
 	}
 	h.firstOnce.Do(func() { close(h.first) })
+	if w, ok := sc.c.(*watched); ok {
+		h.watchRequests(sc, w)
+		return
+	}
 	h.takeRequests(sc)
 }
 
@@ -139,14 +132,22 @@ func (h *holder) takeConn(c *net.UnixConn, hi hello) (sc *sconn, ok bool) {
 	shared := hi.Shared && h.ringFD >= 0
 	var bc frameConn
 	var err error
-	if shared {
-		// Frames are rare both ways (requests; the exit): in the poller,
-		// the connection costs no thread while it waits.
-		_ = c.SetDeadline(time.Time{})
-		bc = pollConn{c}
-	} else if bc, err = takeBare(c); err != nil {
+	if bc, err = takeBare(c); err != nil {
 		h.refuse(c, err)
 		return nil, false
+	}
+	if shared {
+		// Frames are rare both ways (requests; the exit): watched by the
+		// holder's poller, the connection costs no goroutine while it
+		// waits.
+		fd := bc.(*rawio.FD)
+		var w *watched
+		if err := fd.Use(func(n int) error { var err error; w, err = newWatched(n); return err }); err != nil {
+			fd.Close()
+			h.logf("refused a connection: %v", err)
+			return nil, false
+		}
+		bc = w
 	}
 	sc = &sconn{c: bc, shared: shared}
 	if !sc.shared {
@@ -226,38 +227,53 @@ func (h *holder) attach(sc *sconn) bool {
 	return true
 }
 
-// takeRequests takes the daemon's requests (a signal for the pane's
-// processes; done, once it has the exit status) until it goes.
+// takeRequests takes the requests of a daemon the holder sends the
+// output to (an older build) until it goes.
 func (h *holder) takeRequests(sc *sconn) {
 	bc := sc.c
 	buf := make([]byte, 256)
 	for {
 		typ, b, err := readFrame(bc, buf)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, net.ErrClosed) {
-				h.logf("daemon connection: %v", err)
-			}
-			h.drop(sc)
+			h.connEnded(sc, err)
 			return
 		}
-		switch typ {
-		case tKill:
-			var k killMsg
-			if json.Unmarshal(b, &k) == nil && k.Signal > 0 && k.Signal < 65 {
-				h.kill(syscall.Signal(k.Signal))
-			}
-		case tDone:
-			h.mu.Lock()
-			done := h.exited && h.conn == sc
-			h.mu.Unlock()
-			if done {
-				h.finishPane()
-				return
-			}
-		default:
-			h.logf("daemon connection: unknown frame type %q skipped", typ)
+		if h.request(sc, typ, b) {
+			return
 		}
 	}
+}
+
+// request acts on one request of the daemon's: a signal for the pane's
+// processes, or done, once it has the exit status. It is true when no
+// more requests are to be taken.
+func (h *holder) request(sc *sconn, typ byte, b []byte) (over bool) {
+	switch typ {
+	case tKill:
+		var k killMsg
+		if json.Unmarshal(b, &k) == nil && k.Signal > 0 && k.Signal < 65 {
+			h.kill(syscall.Signal(k.Signal))
+		}
+	case tDone:
+		h.mu.Lock()
+		done := h.exited && h.conn == sc
+		h.mu.Unlock()
+		if done {
+			h.finishPane()
+			return true
+		}
+	default:
+		h.logf("daemon connection: unknown frame type %q skipped", typ)
+	}
+	return false
+}
+
+// connEnded drops a daemon's connection that ended or failed.
+func (h *holder) connEnded(sc *sconn, err error) {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, net.ErrClosed) {
+		h.logf("daemon connection: %v", err)
+	}
+	h.drop(sc)
 }
 
 // endStray ends a pane on the word of a process of this user (checked by

@@ -221,24 +221,22 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 
 // heldLoop takes what the holder says: the program's exit, and its output
 // when the daemon does not read the terminal itself; then it takes the
-// pane's end (reapHeld): one goroutine a pane for both.
+// pane's end (reapHeld). A pane whose terminal the daemon reads hears
+// only the exit: the holder's connection waits in the poller shared by
+// every pane (watchHeld), with no goroutine of the pane's.
 func (p *Pane) heldLoop() {
+	if p.ring != nil && p.watchHeld() {
+		return
+	}
 	var end *heldEnd
 	var out []byte
 	done := make(chan struct{}, 1)
-	feed := func() { // on a shared goroutine, as readLoop's
-		p.mu.Lock()
-		p.queueLocked(p.engine.Feed(time.Now(), out))
-		p.scheduleLocked()
-		p.forwardLocked(out)
-		p.unlock()
-		p.kick()
-	}
+	feed := func() { p.feedHeld(out) }
 	err := p.hc.Run(func(m holder.Msg) bool {
 		if len(m.Output) > 0 {
 			p.outputAt.Store(time.Now().UnixNano())
 			out = m.Output
-			onDeepStack(feed, done)
+			onDeepStack(feed, done) // on a shared goroutine, as readLoop's
 			out = nil
 		}
 		if m.Exit {
@@ -254,6 +252,41 @@ func (p *Pane) heldLoop() {
 		close(p.readDone) // the output came here, and has all come
 	}
 	p.reapHeld(*end)
+}
+
+// feedHeld feeds output the holder sent.
+func (p *Pane) feedHeld(out []byte) {
+	p.mu.Lock()
+	p.queueLocked(p.engine.Feed(time.Now(), out))
+	p.scheduleLocked()
+	p.forwardLocked(out)
+	p.unlock()
+	p.kick()
+}
+
+// watchHeld has the poller watch the holder's connection; reapHeld runs
+// when it ends. It is false if the connection cannot be watched (heldLoop
+// reads it then).
+func (p *Pane) watchHeld() bool {
+	var end atomic.Pointer[heldEnd]
+	err := p.hc.Watch(func(m holder.Msg) bool {
+		if len(m.Output) > 0 { // a holder sharing its ring sends none
+			p.outputAt.Store(time.Now().UnixNano())
+			p.feedHeld(m.Output)
+		}
+		if m.Exit {
+			end.Store(&heldEnd{code: m.Code})
+			return false
+		}
+		return true
+	}, func(err error) {
+		e := end.Load()
+		if e == nil {
+			e = &heldEnd{lost: err}
+		}
+		p.reapHeld(*e)
+	})
+	return err == nil
 }
 
 // reapHeld takes the end of the holder's connection: the program's end,
