@@ -44,8 +44,8 @@ type LineFeed interface {
 }
 
 // fleetRoutes are the routes of Fleet.
-func fleetRoutes(svc Service) []Route {
-	return []Route{
+func fleetRoutes(svc Service) []route {
+	return []route{
 		{"POST /v1/fleet/init", decodeCall(svc.FleetInit)},
 		{"POST /v1/fleet/join", decodeCall(svc.FleetJoin)},
 		{"POST /v1/fleet/join-hub", func(w http.ResponseWriter, r *http.Request) {

@@ -61,9 +61,9 @@ type Panes interface {
 	Shutdown()
 }
 
-// Route is one line of the route table: a pattern of http.ServeMux and
+// route is one line of the route table: a pattern of http.ServeMux and
 // its handler.
-type Route struct {
+type route struct {
 	Pattern string
 	Handler http.HandlerFunc
 }
@@ -72,7 +72,7 @@ type Route struct {
 func New(svc Service) http.Handler {
 	mux := http.NewServeMux()
 	h := &handlers{svc: svc, mux: mux}
-	for _, r := range append([]Route{
+	for _, r := range append([]route{
 		{"GET /v1/panes", h.list}, // ?view=ls: only corral ls's columns
 		{"POST /v1/panes", h.run},
 		{"GET /v1/panes/{id}", h.get},
@@ -96,14 +96,14 @@ func New(svc Service) http.Handler {
 		{"GET /v1/tmux", h.tmuxServers},
 		{"POST /v1/tmux/watch", decodeCall(svc.WatchTmux)},
 		{"POST /v1/tmux/unwatch", decodeCall(h.unwatchTmux)},
+		{"GET /v1/fleet/events", h.fleetEvents},       // NDJSON; ?host=H&pane=P&since=RFC3339&follow=1
+		{"/v1/fleet/hosts/{host}/{rest...}", h.proxy}, // any route, on another host
 		// Profiles of the daemon (go tool pprof), on the unix socket only:
 		// curl --unix-socket SOCK http://corral/debug/pprof/heap > heap.pb
 		{"GET /debug/pprof/", pprof.Index},
 		{"GET /debug/pprof/profile", pprof.Profile},
 		{"GET /debug/pprof/trace", pprof.Trace},
 		{"GET /debug/pprof/symbol", pprof.Symbol},
-		{"GET /v1/fleet/events", h.fleetEvents},       // NDJSON; ?host=H&pane=P&since=RFC3339&follow=1
-		{"/v1/fleet/hosts/{host}/{rest...}", h.proxy}, // any route, on another host
 	}, fleetRoutes(svc)...) {
 		mux.HandleFunc(r.Pattern, r.Handler)
 	}
