@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -30,7 +31,8 @@ type Proxy interface {
 	// FleetEvents follows the fleet's events (host's only, when given;
 	// from since, when given): ready is called once they are followed,
 	// then each is given every event until it returns an error or ctx
-	// ends. An error before ready is the request's.
+	// ends. An *Error before ready is the request's answer; any other
+	// error ends the stream with a line that says it.
 	FleetEvents(ctx context.Context, host string, since time.Time, ready func(), each func(fleet.Event) error) error
 }
 
@@ -106,23 +108,31 @@ func (h *handlers) fleetEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	idle := time.AfterFunc(time.Second, func() {
-		if !follow {
-			cancel()
-		}
-	})
-	defer idle.Stop()
 	enc := json.NewEncoder(w)
 	started := false
+	// Without ?follow the stream ends once idle for a second after it
+	// is followed (however long following took: a fleet whose hub just
+	// went takes seconds).
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
 	// The answer starts once the stream is followed: a caller that reads
 	// a state next misses no change in between.
+	w.Header().Set("Content-Type", "application/x-ndjson")
 	ready := func() {
 		started = true
-		w.Header().Set("Content-Type", "application/x-ndjson")
 		_ = rc.Flush()
+		if !follow {
+			idle = time.AfterFunc(time.Second, cancel)
+		}
 	}
 	err := h.svc.FleetEvents(ctx, host, since, ready, func(ev fleet.Event) error {
-		idle.Reset(time.Second)
+		if idle != nil {
+			idle.Reset(time.Second)
+		}
 		if pane != "" && ev.Pane != pane && ev.Name != pane {
 			return nil
 		}
@@ -132,10 +142,15 @@ func (h *handlers) fleetEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	})
+	// The daemon's refusal (no fleet, its hub down) is the request's
+	// answer; a stream that could not be followed, or broke, ends with
+	// a line saying why (the caller may follow again).
+	var refused *Error
 	switch {
-	case err != nil && !started:
+	case err == nil:
+	case !started && errors.As(err, &refused):
 		WriteError(w, err)
-	case err != nil && ctx.Err() == nil:
+	case ctx.Err() == nil:
 		_ = enc.Encode(api.StreamEnd{End: err.Error()})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/fleet"
 )
 
 // fakeService answers for one pane, "p", and records what it was asked.
@@ -211,5 +213,59 @@ func TestJobStream(t *testing.T) {
 	New(&fakeService{}).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/jobs/p/stream", nil))
 	if rec.Code != 400 {
 		t.Errorf("a pane's job stream: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// fleetEventsService follows the fleet's events as told: an error before
+// ready, or ready after a delay, then one event, then nothing until the
+// stream is ended.
+type fleetEventsService struct {
+	fakeService
+	before error
+	delay  time.Duration
+}
+
+func (f *fleetEventsService) FleetEvents(ctx context.Context, host string, since time.Time, ready func(), each func(fleet.Event) error) error {
+	if f.before != nil {
+		return f.before
+	}
+	select { // following takes this long (a fleet whose hub just went)
+	case <-time.After(f.delay):
+	case <-ctx.Done():
+		return fmt.Errorf("follow the fleet's events: %w", ctx.Err())
+	}
+	ready()
+	if err := each(fleet.Event{Host: "m"}); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The fleet's events: the daemon's refusal is the answer, a stream that
+// could not be followed ends with a line saying why, and without ?follow
+// the stream ends once idle for a second after it is followed, however
+// long following took.
+func TestFleetEvents(t *testing.T) {
+	get := func(svc Service) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		New(svc).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/fleet/events?since=2026-01-01T00:00:00Z", nil))
+		return rec
+	}
+	rec := get(&fleetEventsService{before: Conflict("no_fleet", errors.New("in no fleet"))})
+	if e := (api.Error{}); rec.Code != 409 || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Code != "no_fleet" {
+		t.Errorf("a refusal: %d %s", rec.Code, rec.Body)
+	}
+	rec = get(&fleetEventsService{before: errors.New("follow the fleet's events: context deadline exceeded")})
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"end":"follow the fleet's events: context deadline exceeded"`) {
+		t.Errorf("a stream not followed: %d %s", rec.Code, rec.Body)
+	}
+	start := time.Now()
+	rec = get(&fleetEventsService{delay: 1200 * time.Millisecond})
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"host":"m"`) {
+		t.Errorf("a stream followed after 1.2 s: %d %q", rec.Code, rec.Body)
+	}
+	if took := time.Since(start); took < 2*time.Second || took > 10*time.Second {
+		t.Errorf("the stream ended %v after it began, want about a second after its event", took)
 	}
 }
