@@ -223,6 +223,7 @@ func (s *Server) adoptAll() {
 			continue
 		}
 		s.panes[r.row.ID] = r.e
+		s.nameLocked(r.e.name, r.row.ID)
 		s.order = append(s.order, r.row.ID)
 		s.mu.Unlock()
 		adopted++

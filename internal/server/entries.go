@@ -50,21 +50,36 @@ func (s *Server) hasNameLocked(name string) bool {
 }
 
 func (s *Server) paneByNameLocked(name string) *entry {
-	for _, e := range s.panes {
-		if e.name == name {
-			return e
-		}
+	if name == "" {
+		return nil
 	}
-	return nil
+	return s.panes[s.names[name]]
 }
 
 func (s *Server) jobByNameLocked(name string) *job {
-	for _, j := range s.jobs {
-		if j.name == name {
-			return j
-		}
+	if name == "" {
+		return nil
 	}
-	return nil
+	return s.jobs[s.names[name]]
+}
+
+// nameLocked indexes a pane's or job's name.
+func (s *Server) nameLocked(name, id string) {
+	if name == "" {
+		return
+	}
+	if s.names == nil {
+		s.names = map[string]string{}
+	}
+	s.names[name] = id
+}
+
+// unnameLocked drops a removed pane's or job's name from the index, if it
+// still names it.
+func (s *Server) unnameLocked(name, id string) {
+	if s.names[name] == id {
+		delete(s.names, name)
+	}
 }
 
 // takenLocked says why a name cannot be given to a new pane or job (""
@@ -110,13 +125,13 @@ func (s *Server) unreserve(id string) {
 // register adds a started pane under its reserved id. Once the daemon's
 // shutdown has taken its list of panes to end, it ends the pane instead.
 func (s *Server) register(id string, e *entry) bool {
-	return s.admit(id, func() { s.panes[id] = e }, e.p.Close)
+	return s.admit(id, func() { s.panes[id] = e; s.nameLocked(e.name, id) }, e.p.Close)
 }
 
 // registerJob adds a started job under its reserved id, as register does
 // a pane.
 func (s *Server) registerJob(j *job) bool {
-	return s.admit(j.id, func() { s.jobs[j.id] = j }, j.Close)
+	return s.admit(j.id, func() { s.jobs[j.id] = j; s.nameLocked(j.name, j.id) }, j.Close)
 }
 
 // admit gives a reserved id to what add puts in its table, in start
@@ -281,8 +296,10 @@ func (s *Server) remove(ref string, force bool) error {
 	s.mu.Lock()
 	if f.job != nil && s.jobs[id] == f.job {
 		delete(s.jobs, id)
+		s.unnameLocked(f.job.name, id)
 	} else if f.pane != nil && s.panes[id] == f.pane {
 		delete(s.panes, id)
+		s.unnameLocked(f.pane.name, id)
 	} else {
 		s.mu.Unlock()
 		return nil // removed meanwhile

@@ -79,6 +79,9 @@ type Server struct {
 	panes         map[string]*entry // the panes, by id
 	jobs          map[string]*job   // the headless jobs, by id
 	order         []string          // pane and job ids, in start order
+	// names finds a pane's or job's id by its name (a name is unique, but
+	// a watched tmux pane's may repeat one: the newest has it).
+	names map[string]string
 	// reserved holds the ids (and names) of panes being started outside
 	// mu; they are taken until registered or given up.
 	reserved map[string]string
