@@ -22,6 +22,7 @@ import (
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 )
 
 // runExec runs an agent headless as a daemon job (it appears in corral
@@ -262,6 +263,12 @@ read:
 				view.end()
 			}
 		case sig := <-sigs:
+			if sig == syscall.SIGPIPE && !outputGone(std.Stdout) {
+				// A write to a socket whose other end went (the daemon
+				// restarting under a stream) raises it too, once SIGPIPE
+				// is watched: only a reader gone is an interrupt.
+				continue
+			}
 			if sig == syscall.SIGPIPE {
 				gone = true // every later write would raise it again
 			}
@@ -440,4 +447,16 @@ func stderrTail(stderr string, n int) string {
 		keep = keep[len(keep)-n:]
 	}
 	return strings.Join(keep, "\n")
+}
+
+// outputGone says whether w is a pipe or socket whose reader has gone (a
+// write would fail with EPIPE): POLLERR or POLLHUP on it, at once.
+func outputGone(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLOUT}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
 }

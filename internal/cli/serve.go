@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -35,7 +36,7 @@ func runServe(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		opts := server.Options{Socket: sock, StateDir: stateDir, Loader: loader(), Logf: logger.Printf, Config: cfg}
-		newServer := server.New
+		newServer := newServerAfterStopping
 		if *replace {
 			recv, err := handover.NewReceiver(opts.StateDir)
 			if err != nil {
@@ -64,6 +65,30 @@ func runServe(fs *pflag.FlagSet) runFunc {
 			return fmt.Errorf("serve: %w", err)
 		}
 		return nil
+	}
+}
+
+// newServerAfterStopping makes the server. When another daemon holds the
+// lock but no longer answers, it is stopping (a restart's hand-over, a
+// shutdown: the socket goes before the lock), and the clients that start
+// a daemon meanwhile would each find the lock taken and go, leaving none:
+// it waits for the lock instead, up to HandoverWait, unless a daemon
+// answers meanwhile.
+func newServerAfterStopping(opts server.Options) (*server.Server, error) {
+	deadline := time.Now().Add(HandoverWait)
+	c := clientNoStart()
+	for {
+		srv, err := server.New(opts)
+		if err == nil || !errors.Is(err, server.ErrRunning) || time.Now().After(deadline) {
+			return srv, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		answers := c.Ping(ctx) == nil
+		cancel()
+		if answers {
+			return nil, err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
