@@ -246,7 +246,9 @@ func (m *Member) setup(ctx context.Context) error {
 		return err
 	}
 	m.js = js
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Making a bucket on file storage took over 10 s on a loaded 2-core
+	// machine (a hub's first start, every process of a test suite at once).
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if m.o.Admin {
 		if err := EnsureStreams(ctx, js, m.o.Replicas); err != nil {
