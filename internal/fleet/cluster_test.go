@@ -114,6 +114,14 @@ func TestHubClusterJoinHub(t *testing.T) {
 	waitFor(t, 30*time.Second, "the fleet's streams at 3 replicas", func() bool {
 		return nodes[2].adm.Scale(context.Background(), 3) == nil
 	})
+	// A stream scaled up is not yet copied: a leader that goes before
+	// its new replicas caught up leaves a stream no hub can lead (its
+	// heartbeats then had "no response from stream" for a minute).
+	waitFor(t, 60*time.Second, "three current copies of every stream", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return nodes[2].adm.Replicas(ctx) == 3
+	})
 	var urls []string
 	for _, n := range nodes {
 		urls = append(urls, n.hub.URL())

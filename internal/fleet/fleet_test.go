@@ -651,6 +651,11 @@ func TestClusterLosesANode(t *testing.T) {
 	}
 	defer b.Close(false)
 	waitFor(t, 10*time.Second, "a sees b:q1", func() bool { return paneState(a, "b", "q1") == "idle" })
+	waitFor(t, 30*time.Second, "three current copies of every stream", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return admin.Replicas(ctx) == 3
+	})
 	// One node goes; the fleet goes on.
 	hubs[1].Close()
 	hubs[1] = nil
