@@ -20,18 +20,6 @@ type Admin interface {
 	UnwatchTmux(req api.TmuxRequest) error
 }
 
-// decodeCall decodes a request of type Req and answers what call returns.
-func decodeCall[Req, Res any](call func(Req) (Res, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req Req
-		if !Decode(w, r, &req) {
-			return
-		}
-		res, err := call(req)
-		answer(w, res, err)
-	}
-}
-
 func (h *handlers) handover(w http.ResponseWriter, r *http.Request) {
 	var req api.HandoverRequest
 	if !Decode(w, r, &req) {

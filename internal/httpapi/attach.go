@@ -9,23 +9,15 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/fleet"
 )
 
-// Session is a terminal joined to a pane: the screen as it is, then the
-// program's output; keys and sizes the other way.
-type Session interface {
-	Initial() []byte
-	// Output closes when the pane ends the session, saying why (Reason).
-	Output() <-chan []byte
-	Reason() string
-	// Input types keys as a person at a terminal does. An error wrapping
-	// ErrSessionOver ends the session, one wrapping ErrKeysRefused is said
-	// once in the terminal; keys a busy program does not take are
-	// dropped, and the session goes on.
-	Input(b []byte) error
-	Resize(cols, rows int) error
-	Close()
-}
+// Session is a terminal joined to a pane, this host's or another's: the
+// screen as it is, then the program's output; keys and sizes the other
+// way. An Input error wrapping ErrSessionOver ends the session, one
+// wrapping ErrKeysRefused is said once in the terminal; keys a busy
+// program does not take are dropped, and the session goes on.
+type Session = fleet.AttachSession
 
 // ErrSessionOver is the pane's program gone: its keys have nowhere to go.
 var ErrSessionOver = errors.New("the pane's program has ended")

@@ -74,19 +74,19 @@ func New(svc Service) http.Handler {
 	h := &handlers{svc: svc, mux: mux}
 	for _, r := range append([]route{
 		{"GET /v1/panes", h.list}, // ?view=ls: only corral ls's columns
-		{"POST /v1/panes", h.run},
+		{"POST /v1/panes", decodeCall(svc.Run)},
 		{"GET /v1/panes/{id}", h.get},
 		{"GET /v1/panes/{id}/screen", h.screen}, // ?ansi=1: with the screen as a terminal draws it
-		{"POST /v1/panes/{id}/send", h.send},
-		{"POST /v1/panes/{id}/answer", h.answer},
-		{"POST /v1/panes/{id}/kill", h.kill},
+		{"POST /v1/panes/{id}/send", decodeRefCall(svc, h.send)},
+		{"POST /v1/panes/{id}/answer", decodeRefCall(svc, h.answer)},
+		{"POST /v1/panes/{id}/kill", decodeRefCall(svc, h.kill)},
 		{"DELETE /v1/panes/{id}", h.remove},     // ?force=1 ends a running one first; ?worktree=1
 		{"GET /v1/panes/{id}/attach", h.attach}, // WebSocket: output out, input in
 		{"POST /v1/jobs", decodeCall(svc.Exec)},
 		{"GET /v1/jobs/{id}/stream", h.jobStream}, // NDJSON: every event, then {"type":"outcome"}; ?from=N
 		{"GET /v1/events", h.events},              // NDJSON; ?since=RFC3339&follow=1&after=SEQ
 		{"GET /v1/events/ws", h.eventsWS},         // WebSocket, one event per text message
-		{"POST /v1/hook", h.hook},
+		{"POST /v1/hook", decodeCall(svc.Hook)},   // the daemon checks the report carries the pane's token
 		{"POST /v1/board", decodeCall(svc.Board)},
 		{"GET /v1/status", h.status},
 		{"GET /v1/rules", h.rules},
@@ -132,50 +132,21 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 	answer(w, p, err)
 }
 
-func (h *handlers) run(w http.ResponseWriter, r *http.Request) {
-	var req api.RunRequest
-	if !Decode(w, r, &req) {
-		return
-	}
-	p, err := h.svc.Run(req)
-	answer(w, p, err)
-}
-
 func (h *handlers) screen(w http.ResponseWriter, r *http.Request) {
 	s, err := h.svc.Screen(r.PathValue("id"), r.URL.Query().Get("ansi") == "1")
 	answer(w, s, err)
 }
 
-func (h *handlers) send(w http.ResponseWriter, r *http.Request) {
-	ref := r.PathValue("id")
-	if err := h.svc.Exists(ref); err != nil {
-		WriteError(w, err) // a pane that is not there, before a bad body
-		return
-	}
-	var req api.SendRequest
-	if !Decode(w, r, &req) {
-		return
-	}
+func (h *handlers) send(r *http.Request, ref string, req api.SendRequest) (api.Pane, error) {
 	wait := api.DefaultReadyWait
 	if req.ReadyMS > 0 {
 		wait = time.Duration(req.ReadyMS) * time.Millisecond
 	}
-	p, err := h.svc.Send(r.Context(), ref, req, wait)
-	answer(w, p, err)
+	return h.svc.Send(r.Context(), ref, req, wait)
 }
 
-func (h *handlers) answer(w http.ResponseWriter, r *http.Request) {
-	ref := r.PathValue("id")
-	if err := h.svc.Exists(ref); err != nil {
-		WriteError(w, err)
-		return
-	}
-	var req api.AnswerRequest
-	if !Decode(w, r, &req) {
-		return
-	}
-	a, err := h.svc.Answer(ref, req.Choice)
-	answer(w, a, err)
+func (h *handlers) answer(r *http.Request, ref string, req api.AnswerRequest) (api.AnswerResult, error) {
+	return h.svc.Answer(ref, req.Choice)
 }
 
 var signals = map[string]syscall.Signal{
@@ -184,22 +155,12 @@ var signals = map[string]syscall.Signal{
 	"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT,
 }
 
-func (h *handlers) kill(w http.ResponseWriter, r *http.Request) {
-	ref := r.PathValue("id")
-	if err := h.svc.Exists(ref); err != nil {
-		WriteError(w, err)
-		return
-	}
-	var req api.KillRequest
-	if !Decode(w, r, &req) {
-		return
-	}
+func (h *handlers) kill(r *http.Request, ref string, req api.KillRequest) (api.Pane, error) {
 	grace := api.DefaultKillGrace
 	if req.Grace != "" {
 		d, err := time.ParseDuration(req.Grace)
 		if err != nil || d < 0 || d > api.MaxKillGrace {
-			Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("grace %q: give a duration from 0s to %v", req.Grace, api.MaxKillGrace))
-			return
+			return api.Pane{}, BadRequest(fmt.Errorf("grace %q: give a duration from 0s to %v", req.Grace, api.MaxKillGrace))
 		}
 		grace = d
 	}
@@ -215,28 +176,15 @@ func (h *handlers) kill(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !ok {
-		Fail(w, http.StatusBadRequest, "bad_request", fmt.Errorf("unknown signal %q; use TERM, KILL, HUP, INT, QUIT, USR1, USR2 or a number", req.Signal))
-		return
+		return api.Pane{}, BadRequest(fmt.Errorf("unknown signal %q; use TERM, KILL, HUP, INT, QUIT, USR1, USR2 or a number", req.Signal))
 	}
-	p, err := h.svc.Kill(ref, sig, escalate, grace)
-	answer(w, p, err)
+	return h.svc.Kill(ref, sig, escalate, grace)
 }
 
 func (h *handlers) remove(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p, err := h.svc.Remove(r.PathValue("id"), q.Get("force") == "1", q.Get("worktree") == "1")
 	answer(w, p, err)
-}
-
-// hook takes a report from an agent's hook; the daemon checks that it
-// carries the pane's token.
-func (h *handlers) hook(w http.ResponseWriter, r *http.Request) {
-	var req api.HookRequest
-	if !Decode(w, r, &req) {
-		return
-	}
-	res, err := h.svc.Hook(req)
-	answer(w, res, err)
 }
 
 func (h *handlers) status(w http.ResponseWriter, r *http.Request) { Reply(w, h.svc.Status()) }

@@ -88,3 +88,33 @@ func answer(w http.ResponseWriter, v any, err error) {
 	}
 	Reply(w, v)
 }
+
+// decodeCall decodes a request of type Req and answers what call returns.
+func decodeCall[Req, Res any](call func(Req) (Res, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if !Decode(w, r, &req) {
+			return
+		}
+		res, err := call(req)
+		answer(w, res, err)
+	}
+}
+
+// decodeRefCall is decodeCall for a pane's route ({id}): a pane that is
+// not there is answered 404 before a bad body is.
+func decodeRefCall[Req, Res any](panes Panes, call func(r *http.Request, ref string, req Req) (Res, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ref := r.PathValue("id")
+		if err := panes.Exists(ref); err != nil {
+			WriteError(w, err)
+			return
+		}
+		var req Req
+		if !Decode(w, r, &req) {
+			return
+		}
+		res, err := call(r, ref, req)
+		answer(w, res, err)
+	}
+}

@@ -247,23 +247,23 @@ func (s *Server) listJSON() []api.Pane {
 func (s *Server) listPanes() []*entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*entry, 0, len(s.panes))
-	for _, id := range s.order {
-		if e, ok := s.panes[id]; ok {
-			out = append(out, e)
-		}
-	}
-	return out
+	return inStartOrder(s.order, s.panes)
 }
 
 // listJobs returns the jobs in start order.
 func (s *Server) listJobs() []*job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*job, 0, len(s.jobs))
-	for _, id := range s.order {
-		if j, ok := s.jobs[id]; ok {
-			out = append(out, j)
+	return inStartOrder(s.order, s.jobs)
+}
+
+// inStartOrder is table's values in the order of order (s.order: panes
+// and jobs together), skipping the ids of the other kind.
+func inStartOrder[T any](order []string, table map[string]T) []T {
+	out := make([]T, 0, len(table))
+	for _, id := range order {
+		if v, ok := table[id]; ok {
+			out = append(out, v)
 		}
 	}
 	return out
