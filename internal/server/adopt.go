@@ -213,7 +213,7 @@ func (s *Server) adoptAll() {
 			continue
 		}
 		s.mu.Lock()
-		if s.hasIDLocked(r.row.ID) || s.takenLocked(r.row.Name) != nil {
+		if s.roster.Has(r.row.ID) || s.roster.Taken(r.row.Name) != nil {
 			s.mu.Unlock()
 			// Let go, never end: the program is the user's work.
 			r.e.p.Detach()
@@ -223,8 +223,7 @@ func (s *Server) adoptAll() {
 			continue
 		}
 		s.panes[r.row.ID] = r.e
-		s.nameLocked(r.e.name, r.row.ID)
-		s.order = append(s.order, r.row.ID)
+		s.roster.Add(r.row.ID, r.e.name)
 		s.mu.Unlock()
 		adopted++
 		if r.row.Remove && r.e.p.Info().Exited {
@@ -354,13 +353,7 @@ func (s *Server) reserveAs(id, name string) (string, *rules.Set, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, reserved := s.reserved[id]
-	if s.hasIDLocked(id) || reserved || s.hasNameLocked(id) {
-		return got, set, nil
-	}
-	delete(s.reserved, got)
-	s.reserved[id] = name
-	return id, set, nil
+	return s.roster.Rereserve(got, id), set, nil
 }
 
 // findStarting is findPane, waiting (at most SpawnWait) for a pane that is
@@ -374,7 +367,7 @@ func (s *Server) findStarting(ref string) (*entry, error) {
 			return e, nil
 		}
 		s.mu.Lock()
-		_, starting := s.reserved[ref]
+		starting := s.roster.Reserved(ref)
 		s.mu.Unlock()
 		if !starting || time.Now().After(deadline) {
 			return nil, err

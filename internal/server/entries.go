@@ -3,16 +3,15 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base32"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/roster"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -23,79 +22,14 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// newIDLocked returns a short random id, like "k3f9q", that no pane or
-// job has, as an id or a name.
-func (s *Server) newIDLocked() string {
-	for {
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		id := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:5]
-		_, reserved := s.reserved[id]
-		if !s.hasIDLocked(id) && !reserved && !s.hasNameLocked(id) {
-			return id
-		}
-	}
-}
-
-// hasIDLocked says whether a pane or a job has the id.
-func (s *Server) hasIDLocked(id string) bool {
-	_, pane := s.panes[id]
-	_, job := s.jobs[id]
-	return pane || job
-}
-
-// hasNameLocked says whether a pane or a job is named name.
-func (s *Server) hasNameLocked(name string) bool {
-	return s.paneByNameLocked(name) != nil || s.jobByNameLocked(name) != nil
-}
-
 func (s *Server) paneByNameLocked(name string) *entry {
-	if name == "" {
-		return nil
-	}
-	return s.panes[s.names[name]]
+	id, _ := s.roster.Named(name)
+	return s.panes[id]
 }
 
 func (s *Server) jobByNameLocked(name string) *job {
-	if name == "" {
-		return nil
-	}
-	return s.jobs[s.names[name]]
-}
-
-// nameLocked indexes a pane's or job's name.
-func (s *Server) nameLocked(name, id string) {
-	if name == "" {
-		return
-	}
-	if s.names == nil {
-		s.names = map[string]string{}
-	}
-	s.names[name] = id
-}
-
-// unnameLocked drops a removed pane's or job's name from the index, if it
-// still names it.
-func (s *Server) unnameLocked(name, id string) {
-	if s.names[name] == id {
-		delete(s.names, name)
-	}
-}
-
-// takenLocked says why a name cannot be given to a new pane or job (""
-// when it can): ids and names are unique across both.
-func (s *Server) takenLocked(name string) error {
-	if name == "" {
-		return nil
-	}
-	taken := s.hasNameLocked(name) || s.hasIDLocked(name)
-	for _, n := range s.reserved {
-		taken = taken || n == name
-	}
-	if taken {
-		return fmt.Errorf("a pane named %s exists; pick another --name, or remove it with corral rm %s", name, name)
-	}
-	return nil
+	id, _ := s.roster.Named(name)
+	return s.jobs[id]
 }
 
 // reserve takes an id and the name for a pane or job about to start;
@@ -106,18 +40,17 @@ func (s *Server) reserve(name string) (string, *rules.Set, error) {
 	if s.closing {
 		return "", nil, errors.New("the daemon is shutting down")
 	}
-	if err := s.takenLocked(name); err != nil {
+	id, err := s.roster.Reserve(name)
+	if err != nil {
 		return "", nil, err
 	}
-	id := s.newIDLocked()
-	s.reserved[id] = name
 	s.spawning.Add(1)
 	return id, s.rules, nil
 }
 
 func (s *Server) unreserve(id string) {
 	s.mu.Lock()
-	delete(s.reserved, id)
+	s.roster.Unreserve(id)
 	s.mu.Unlock()
 	s.spawning.Done()
 }
@@ -125,28 +58,28 @@ func (s *Server) unreserve(id string) {
 // register adds a started pane under its reserved id. Once the daemon's
 // shutdown has taken its list of panes to end, it ends the pane instead.
 func (s *Server) register(id string, e *entry) bool {
-	return s.admit(id, func() { s.panes[id] = e; s.nameLocked(e.name, id) }, e.p.Close)
+	return s.admit(id, e.name, func() { s.panes[id] = e }, e.p.Close)
 }
 
 // registerJob adds a started job under its reserved id, as register does
 // a pane.
 func (s *Server) registerJob(j *job) bool {
-	return s.admit(j.id, func() { s.jobs[j.id] = j; s.nameLocked(j.name, j.id) }, j.Close)
+	return s.admit(j.id, j.name, func() { s.jobs[j.id] = j }, j.Close)
 }
 
 // admit gives a reserved id to what add puts in its table, in start
 // order, or ends it with end when the shutdown has begun.
-func (s *Server) admit(id string, add func(), end func(grace time.Duration)) bool {
+func (s *Server) admit(id, name string, add func(), end func(grace time.Duration)) bool {
 	defer s.spawning.Done()
 	s.mu.Lock()
-	delete(s.reserved, id)
 	if s.collected {
+		s.roster.Unreserve(id)
 		s.mu.Unlock()
 		end(s.opts.KillGrace)
 		return false
 	}
 	add()
-	s.order = append(s.order, id)
+	s.roster.Add(id, name)
 	s.mu.Unlock()
 	return true
 }
@@ -223,8 +156,8 @@ func (s *Server) findPane(ref string) (*entry, error) {
 func (s *Server) list() []found {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]found, 0, len(s.order))
-	for _, id := range s.order {
+	out := make([]found, 0, s.roster.Len())
+	for id := range s.roster.All() {
 		if j, ok := s.jobs[id]; ok {
 			out = append(out, found{job: j})
 		} else {
@@ -247,21 +180,21 @@ func (s *Server) listJSON() []api.Pane {
 func (s *Server) listPanes() []*entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return inStartOrder(s.order, s.panes)
+	return inStartOrder(s.roster, s.panes)
 }
 
 // listJobs returns the jobs in start order.
 func (s *Server) listJobs() []*job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return inStartOrder(s.order, s.jobs)
+	return inStartOrder(s.roster, s.jobs)
 }
 
-// inStartOrder is table's values in the order of order (s.order: panes
+// inStartOrder is table's values in start order (the roster has panes
 // and jobs together), skipping the ids of the other kind.
-func inStartOrder[T any](order []string, table map[string]T) []T {
+func inStartOrder[T any](r *roster.Roster, table map[string]T) []T {
 	out := make([]T, 0, len(table))
-	for _, id := range order {
+	for id := range r.All() {
 		if v, ok := table[id]; ok {
 			out = append(out, v)
 		}
@@ -296,20 +229,13 @@ func (s *Server) remove(ref string, force bool) error {
 	s.mu.Lock()
 	if f.job != nil && s.jobs[id] == f.job {
 		delete(s.jobs, id)
-		s.unnameLocked(f.job.name, id)
 	} else if f.pane != nil && s.panes[id] == f.pane {
 		delete(s.panes, id)
-		s.unnameLocked(f.pane.name, id)
 	} else {
 		s.mu.Unlock()
 		return nil // removed meanwhile
 	}
-	for i, o := range s.order {
-		if o == id {
-			s.order = append(s.order[:i:i], s.order[i+1:]...)
-			break
-		}
-	}
+	s.roster.Remove(id)
 	s.mu.Unlock()
 	s.notify.Forget(id)
 	var d combine.Decision

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
+	"github.com/corral-dev/corral/internal/roster"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -25,8 +26,24 @@ import (
 // that serve panes and jobs read.
 func testServer(t *testing.T) *Server {
 	t.Helper()
-	return &Server{panes: map[string]*entry{}, jobs: map[string]*job{}, reserved: map[string]string{},
+	return &Server{panes: map[string]*entry{}, jobs: map[string]*job{}, roster: roster.New(),
 		table: panestore.New(t.TempDir(), t.Logf, nil)}
+}
+
+// reserveTestID reserves id and name for a start, as reserve does a new
+// id.
+func reserveTestID(t *testing.T, s *Server, id, name string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	got, err := s.roster.Reserve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.roster.Rereserve(got, id) != id {
+		t.Fatalf("the id %s is taken", id)
+	}
+	s.spawning.Add(1)
 }
 
 // addTestPane registers a pane over an outside terminal that shows nothing.
@@ -43,10 +60,7 @@ func addTestPane(t *testing.T, s *Server, id, name string) *pane.Pane {
 	}
 	t.Cleanup(func() { p.Close(time.Second) })
 	t.Cleanup(src.free)
-	s.mu.Lock()
-	s.reserved[id] = name
-	s.spawning.Add(1)
-	s.mu.Unlock()
+	reserveTestID(t, s, id, name)
 	if !s.register(id, &entry{p: p, name: name}) {
 		t.Fatal("the pane was not registered")
 	}
@@ -66,10 +80,7 @@ echo '{"type":"result","status":"success","stats":{}}'`
 		j.Close(0)
 		t.Fatal("the job did not end")
 	}
-	s.mu.Lock()
-	s.reserved[id] = name
-	s.spawning.Add(1)
-	s.mu.Unlock()
+	reserveTestID(t, s, id, name)
 	if !s.registerJob(j) {
 		t.Fatal("the job was not registered")
 	}
@@ -209,7 +220,7 @@ func TestPanesAndJobsShareNames(t *testing.T) {
 		{"fourth", false},
 	} {
 		s.mu.Lock()
-		err := s.takenLocked(tc.name)
+		err := s.roster.Taken(tc.name)
 		s.mu.Unlock()
 		if (err != nil) != tc.taken {
 			t.Errorf("the name %s: %v, want taken %v", tc.name, err, tc.taken)
@@ -254,7 +265,7 @@ func TestPanesAndJobsShareNames(t *testing.T) {
 		t.Errorf("the list after the job's removal: %s, want %s", got, want)
 	}
 	s.mu.Lock()
-	err := s.takenLocked("second")
+	err := s.roster.Taken("second")
 	s.mu.Unlock()
 	if err != nil {
 		t.Errorf("the removed job's name: %v", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
 	"github.com/corral-dev/corral/internal/proctest"
+	"github.com/corral-dev/corral/internal/roster"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -66,7 +67,7 @@ func TestListAnswersWhilePanesAreStuck(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{panes: map[string]*entry{}, table: panestore.New(t.TempDir(), t.Logf, nil)}
+			s := &Server{panes: map[string]*entry{}, roster: roster.New(), table: panestore.New(t.TempDir(), t.Logf, nil)}
 			for i := range panes {
 				id := fmt.Sprintf("p%d", i)
 				src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}
@@ -90,7 +91,7 @@ func TestListAnswersWhilePanesAreStuck(t *testing.T) {
 				}
 				tc.stick(p, src, consumer)
 				s.panes[id] = &entry{p: p, name: "name-" + id}
-				s.order = append(s.order, id)
+				s.roster.Add(id, "name-"+id)
 			}
 
 			start := time.Now()
@@ -125,7 +126,7 @@ func TestListViewLs(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	s := &Server{panes: map[string]*entry{}, table: panestore.New(t.TempDir(), t.Logf, nil)}
+	s := &Server{panes: map[string]*entry{}, roster: roster.New(), table: panestore.New(t.TempDir(), t.Logf, nil)}
 	for i := range 3 {
 		id := fmt.Sprintf("p%d", i)
 		src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}
@@ -141,7 +142,7 @@ func TestListViewLs(t *testing.T) {
 			t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
 		}
 		s.panes[id] = &entry{p: p, name: "name-" + id}
-		s.order = append(s.order, id)
+		s.roster.Add(id, "name-"+id)
 	}
 	get := func(path string) []byte {
 		rec := httptest.NewRecorder()
@@ -179,7 +180,7 @@ func BenchmarkList(b *testing.B) {
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}
-	s := &Server{panes: map[string]*entry{}, table: panestore.New(b.TempDir(), b.Logf, nil)}
+	s := &Server{panes: map[string]*entry{}, roster: roster.New(), table: panestore.New(b.TempDir(), b.Logf, nil)}
 	for i := range 1000 {
 		id := fmt.Sprintf("p%d", i)
 		src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}
@@ -190,7 +191,7 @@ func BenchmarkList(b *testing.B) {
 		b.Cleanup(func() { p.Close(time.Second) })
 		b.Cleanup(src.free)
 		s.panes[id] = &entry{p: p, name: "name-" + id}
-		s.order = append(s.order, id)
+		s.roster.Add(id, "name-"+id)
 	}
 	h := s.routes()
 	for _, path := range []string{"/v1/panes", "/v1/panes?view=ls"} {

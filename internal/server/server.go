@@ -28,6 +28,7 @@ import (
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
 	"github.com/corral-dev/corral/internal/procs"
+	"github.com/corral-dev/corral/internal/roster"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/ruleswatch"
 )
@@ -78,13 +79,9 @@ type Server struct {
 	board         *board.Server     // the web board, once started
 	panes         map[string]*entry // the panes, by id
 	jobs          map[string]*job   // the headless jobs, by id
-	order         []string          // pane and job ids, in start order
-	// names finds a pane's or job's id by its name (a name is unique, but
-	// a watched tmux pane's may repeat one: the newest has it).
-	names map[string]string
-	// reserved holds the ids (and names) of panes being started outside
-	// mu; they are taken until registered or given up.
-	reserved map[string]string
+	// roster is the panes' and jobs' ids and names, in start order, with
+	// those of starts in flight (outside mu) reserved.
+	roster *roster.Roster
 	// spawning counts the starts in flight; stop waits for them (a while)
 	// so that what they start is ended with the rest.
 	spawning sync.WaitGroup
@@ -161,7 +158,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, started: time.Now(), log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
-		panes: map[string]*entry{}, jobs: map[string]*job{}, reserved: map[string]string{}, done: make(chan struct{})}
+		panes: map[string]*entry{}, jobs: map[string]*job{}, roster: roster.New(), done: make(chan struct{})}
 	s.table = panestore.New(opts.StateDir, opts.Logf, s.tableRows)
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
