@@ -173,18 +173,21 @@ func (wt *worktree) refresh() api.Worktree {
 	return st
 }
 
-// status is the worktree's state, read again when older than worktreeTTL
-// (while one caller reads it, the others get the last one).
+// status is the worktree's state as last read; one older than
+// worktreeTTL is read again in the background (git can take seconds in a
+// big repository, and listing panes never waits on it). Before the first
+// read it is what corral made: no changes, ahead or behind known.
 func (wt *worktree) status() *api.Worktree {
 	wt.mu.Lock()
+	defer wt.mu.Unlock()
 	if time.Since(wt.read) > worktreeTTL && !wt.refreshing {
 		wt.refreshing = true
-		wt.mu.Unlock()
-		st := wt.refresh()
-		return &st
+		go wt.refresh()
 	}
 	st := wt.st
-	wt.mu.Unlock()
+	if wt.read.IsZero() {
+		st = api.Worktree{Path: wt.path, Repo: wt.repo, Branch: wt.branch, Base: wt.base}
+	}
 	return &st
 }
 
