@@ -93,8 +93,17 @@ func TestHubClusterJoinHub(t *testing.T) {
 		}
 		start(i, b.Routes, min(b.Nodes+1, MaxReplicas))
 	}
-	// JetStream in a cluster waits for a second server: the hubs' own
-	// members join once there are two.
+	// JetStream in a cluster waits for a second server and its meta
+	// leader: a bucket asked for before then is made only once there is
+	// one (a member's set-up waited the whole of its timeout).
+	waitFor(t, 30*time.Second, "the cluster's JetStream meta leader", func() bool {
+		for _, n := range nodes {
+			if n.hub.Server().JetStreamIsLeader() {
+				return true
+			}
+		}
+		return false
+	})
 	for i := range nodes {
 		member(i)
 	}
@@ -117,11 +126,26 @@ func TestHubClusterJoinHub(t *testing.T) {
 	// A stream scaled up is not yet copied: a leader that goes before
 	// its new replicas caught up leaves a stream no hub can lead (its
 	// heartbeats then had "no response from stream" for a minute).
-	waitFor(t, 60*time.Second, "three current copies of every stream", func() bool {
+	copies := func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		return nodes[2].adm.Replicas(ctx) == 3
-	})
+	}
+	if !proctest.WaitFor(60*time.Second*waitSlack, copies) {
+		for _, name := range []string{"KV_" + PanesBucket, "KV_" + HostsBucket, EventsStream, JobsStream, OutputStream, "KV_" + AuthBucket} {
+			s, err := nodes[2].adm.js.Stream(context.Background(), name)
+			if err != nil {
+				t.Logf("%s: %v", name, err)
+				continue
+			}
+			i := s.CachedInfo()
+			t.Logf("%s: R%d msgs %d leader %q", name, i.Config.Replicas, i.State.Msgs, i.Cluster.Leader)
+			for _, p := range i.Cluster.Replicas {
+				t.Logf("  replica %+v", *p)
+			}
+		}
+		t.Fatal("timed out waiting for three current copies of every stream")
+	}
 	var urls []string
 	for _, n := range nodes {
 		urls = append(urls, n.hub.URL())
