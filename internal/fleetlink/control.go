@@ -42,6 +42,8 @@ func joinInfo(n *node, name, token string, others ...string) fleet.JoinInfo {
 	return info
 }
 
+// FleetInit makes this daemon a fleet's hub and first member, and answers
+// with the command that joins it.
 func (l *Link) FleetInit(req fleet.InitRequest) (fleet.JoinInfo, error) {
 	if err := l.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet status shows it, corral fleet leave leaves it"); err != nil {
 		return fleet.JoinInfo{}, err
@@ -76,6 +78,8 @@ func (l *Link) startHub(cfg fleet.Config, urls ...string) (fleet.JoinInfo, error
 	return joinInfo(n, cfg.Name, n.hub.FleetToken(), urls...), nil
 }
 
+// FleetJoinHub makes this daemon one more hub of a cluster, with the
+// bundle the cluster's hubs give (fetched within ctx).
 func (l *Link) FleetJoinHub(ctx context.Context, req fleet.JoinHubRequest) (fleet.JoinInfo, error) {
 	if err := l.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet leave first"); err != nil {
 		return fleet.JoinInfo{}, err
@@ -105,6 +109,7 @@ func hostPort(u string) string {
 	return u
 }
 
+// FleetJoin makes this daemon a member of the fleet at req.URLs.
 func (l *Link) FleetJoin(req fleet.JoinRequest) (fleet.JoinResult, error) {
 	if err := l.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet leave first"); err != nil {
 		return fleet.JoinResult{}, err
@@ -122,6 +127,7 @@ func (l *Link) FleetJoin(req fleet.JoinRequest) (fleet.JoinResult, error) {
 	return fleet.JoinResult{Name: req.Name, URLs: req.URLs}, nil
 }
 
+// FleetLeave takes this daemon out of its fleet and forgets its config.
 func (l *Link) FleetLeave() (fleet.LeaveResult, error) {
 	n := l.node.Load()
 	if n == nil {
@@ -134,6 +140,7 @@ func (l *Link) FleetLeave() (fleet.LeaveResult, error) {
 	return fleet.LeaveResult{Left: n.cfg.Name, WasHub: n.cfg.Hub}, nil
 }
 
+// FleetInvite makes a host's credential on the hub (or revokes one).
 func (l *Link) FleetInvite(req fleet.InviteRequest) (any, error) {
 	n := l.node.Load()
 	if n == nil || n.hub == nil {
@@ -158,6 +165,7 @@ func (l *Link) FleetInvite(req fleet.InviteRequest) (any, error) {
 	return info, nil
 }
 
+// FleetForget takes a host out of the fleet's views, on the hub.
 func (l *Link) FleetForget(req fleet.ForgetRequest) (fleet.ForgetResult, error) {
 	n := l.node.Load()
 	if n == nil || n.hub == nil {
@@ -169,6 +177,8 @@ func (l *Link) FleetForget(req fleet.ForgetRequest) (fleet.ForgetResult, error) 
 	return fleet.ForgetResult{Forgotten: req.Host}, nil
 }
 
+// FleetSet changes the fleet's forget-after (on the hub) or this host's
+// job limit, in the config and at once.
 func (l *Link) FleetSet(req fleet.SetRequest) (fleet.SetResult, error) {
 	n := l.node.Load()
 	switch {

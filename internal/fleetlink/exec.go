@@ -44,6 +44,8 @@ func (j *fleetJob) add(line []byte) {
 	j.mu.Unlock()
 }
 
+// FleetExec queues a job on the fleet: for one host (any, or --host), or
+// one on each host --hosts or --all-hosts match.
 func (l *Link) FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error) {
 	m, err := l.member()
 	if err != nil {
@@ -119,7 +121,7 @@ func (l *Link) FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error) {
 	return fleet.ExecStarted{ID: id, Hosts: each}, nil
 }
 
-// fleetJob is a job this daemon queued, by its fleet job id.
+// job is a job this daemon queued, by its fleet job id.
 func (l *Link) job(id string) (*fleetJob, error) {
 	if n := l.node.Load(); n != nil {
 		if v, ok := n.jobs.Load(id); ok {
@@ -153,8 +155,11 @@ func (l *Link) FleetJobKill(id string) (fleet.CancelResult, error) {
 	if err != nil {
 		return fleet.CancelResult{}, err
 	}
-	if m := l.node.Load().member.Load(); m != nil {
-		_ = m.CancelJob(id)
+	// The node may have gone (fleet leave) since the job was found.
+	if n := l.node.Load(); n != nil {
+		if m := n.member.Load(); m != nil {
+			_ = m.CancelJob(id)
+		}
 	}
 	if j.each {
 		j.cancel() // each host's job is cancelled, and the run ends
