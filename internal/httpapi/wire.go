@@ -3,7 +3,8 @@
 // answer as JSON, a failure as api.Error with its status), and thin
 // handlers over the daemon's Service. A handler reads the request, calls
 // one method and writes what it returns; what a route does lives in the
-// daemon (internal/server), which knows nothing of the wire.
+// daemon (internal/server, and internal/fleetlink for the fleet's routes),
+// which knows nothing of the wire.
 package httpapi
 
 import (

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/eventlog"
-	"github.com/corral-dev/corral/internal/httpapi"
 )
 
 // Events logged from many goroutines at once (each pane delivers its own
@@ -61,7 +60,7 @@ func TestEventsFollowerTakesABurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &Server{log: elog, hub: eventlog.NewHub(), opts: Options{Logf: t.Logf}}
-	srv := httptest.NewServer(httpapi.New(s))
+	srv := httptest.NewServer(s.routes())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/v1/events?follow=1")
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/corral-dev/corral/internal/board"
 	"github.com/corral-dev/corral/internal/config"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/fleetlink"
 	"github.com/corral-dev/corral/internal/handover"
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/notify"
@@ -105,10 +106,10 @@ type Server struct {
 	// tmux are the tmux servers watched (see tmux.go).
 	tmux tmuxWatches
 
-	// fleet is the daemon's fleet node while it is in a fleet (fleet.go).
-	fleet atomic.Pointer[fleetNode]
-	// fleetSetMu orders the writes of fleet/config.json after the fleet started.
-	fleetSetMu sync.Mutex
+	// fleet is the daemon's bridge to its fleet (internal/fleetlink),
+	// which sees the daemon as fleetLocal; it serves the API's fleet
+	// routes.
+	fleet *fleetlink.Link
 }
 
 // TuneGC sets the daemon's garbage-collection target to pane.GCPercent,
@@ -160,6 +161,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, started: time.Now(), log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
 		panes: map[string]*entry{}, jobs: map[string]*job{}, roster: roster.New(), done: make(chan struct{})}
 	s.table = panestore.New(opts.StateDir, opts.Logf, s.tableRows)
+	s.fleet = fleetlink.New(fleetLocal{s}, fleetlink.Options{StateDir: opts.StateDir, Logf: opts.Logf})
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
 		if e, err := s.findPane(id); err == nil { // a job has no terminal to tell
@@ -236,7 +238,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.watchSavedTmux()
 	s.table.Start()
 	go s.pruneLoop(ctx)
-	s.startFleet()
+	s.fleet.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.ln) }()
 	select {
@@ -344,7 +346,7 @@ func (s *Server) stop() {
 			}
 		}
 		s.stopTmux()
-		s.stopFleet(false)
+		s.fleet.Stop(false)
 		s.table.Stop()
 		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")

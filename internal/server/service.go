@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/fleetlink"
 	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/panestore"
@@ -22,12 +23,18 @@ import (
 	"github.com/corral-dev/corral/internal/term"
 )
 
-// The daemon is the API's service: httpapi holds the routes and the wire,
-// these methods the work.
-var _ httpapi.Service = (*Server)(nil)
+// service is the API's service: httpapi holds the routes and the wire,
+// the daemon's methods the work, and its fleet bridge the fleet's routes
+// and the routes that reach other hosts (httpapi.Fleet, httpapi.Proxy).
+type service struct {
+	*Server
+	*fleetlink.Link
+}
+
+var _ httpapi.Service = service{}
 
 // routes is the API.
-func (s *Server) routes() http.Handler { return httpapi.New(s) }
+func (s *Server) routes() http.Handler { return httpapi.New(service{s, s.fleet}) }
 
 // lookup finds the pane or job ref names (a 404 if none).
 func (s *Server) lookup(ref string) (found, error) {

@@ -110,7 +110,7 @@ func (s *Server) Board(req api.BoardRequest) (api.BoardResult, error) {
 		urls := s.board.SignIn()
 		return api.BoardResult{URL: urls[0], URLs: urls, Started: false}, nil
 	}
-	b, err := board.Start(req.Addr, req.ListenAny, fleetBoard{boardBackend{s}})
+	b, err := board.Start(req.Addr, req.ListenAny, s.fleet.BoardBackend(boardBackend{s}))
 	if err != nil {
 		status := http.StatusBadRequest
 		if !errors.Is(err, board.ErrRemote) {

@@ -1,4 +1,4 @@
-package server
+package fleetlink
 
 import (
 	"context"
@@ -10,29 +10,14 @@ import (
 	"github.com/corral-dev/corral/internal/httpapi"
 )
 
-// Attaching across the fleet: this daemon's panes as another host's
-// member sees them (fleetLocal.Attach), and a terminal here joined to
-// another host's pane (FleetAttach), with the keys and the control
-// messages of a local attach.
-
-func (l fleetLocal) Attach(ref string) (fleet.AttachSession, error) {
-	f, err := l.s.find(ref)
-	if err != nil {
-		return nil, err
-	}
-	if f.job != nil {
-		return nil, errors.New("a headless job has no terminal to attach to; follow it with corral events HOST:ID --follow")
-	}
-	sess, err := l.s.Attach(ref)
-	if err != nil {
-		return nil, err
-	}
-	return sess, nil
-}
+// Attaching across the fleet: a terminal here joined to another host's
+// pane, with the keys and the control messages of a local attach. (Other
+// hosts attach to this daemon's panes through Daemon.Attach, which the
+// member serves.)
 
 // FleetAttach joins a terminal to another host's pane.
-func (s *Server) FleetAttach(ctx context.Context, host, ref string) (httpapi.Session, error) {
-	m, err := s.fleetMember()
+func (l *Link) FleetAttach(ctx context.Context, host, ref string) (httpapi.Session, error) {
+	m, err := l.member()
 	if err != nil {
 		return nil, err
 	}

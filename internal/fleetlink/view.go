@@ -1,4 +1,4 @@
-package server
+package fleetlink
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 // fleetMember is the daemon's fleet member: an error while it is in no
 // fleet, or has not reached it yet.
-func (s *Server) fleetMember() (*fleet.Member, error) {
-	n := s.fleetNode()
+func (l *Link) member() (*fleet.Member, error) {
+	n := l.node.Load()
 	if n == nil {
 		return nil, httpapi.Conflict("no_fleet", fleet.ErrNotConfigured)
 	}
@@ -25,8 +25,8 @@ func (s *Server) fleetMember() (*fleet.Member, error) {
 }
 
 // FleetStatus says the daemon's fleet and the hosts it sees.
-func (s *Server) FleetStatus() (fleet.Status, error) {
-	n := s.fleetNode()
+func (l *Link) FleetStatus() (fleet.Status, error) {
+	n := l.node.Load()
 	if n == nil {
 		return fleet.Status{}, httpapi.Conflict("no_fleet", fleet.ErrNotConfigured)
 	}
@@ -48,8 +48,8 @@ func (s *Server) FleetStatus() (fleet.Status, error) {
 }
 
 // FleetPanes is every host's panes that f keeps.
-func (s *Server) FleetPanes(f fleet.PaneFilter) ([]fleet.PaneRecord, error) {
-	m, err := s.fleetMember()
+func (l *Link) FleetPanes(f fleet.PaneFilter) ([]fleet.PaneRecord, error) {
+	m, err := l.member()
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +65,11 @@ func (s *Server) FleetPanes(f fleet.PaneFilter) ([]fleet.PaneRecord, error) {
 // LocalPath says whether host's path rest is this daemon's own API: its
 // own host's name, or a local pane whose name holds a colon (a tmux
 // pane's SESSION:WINDOW.PANE), not another host's.
-func (s *Server) LocalPath(host, rest string) (string, bool) {
-	if local, ok := s.localColonRef(host, rest); ok {
+func (l *Link) LocalPath(host, rest string) (string, bool) {
+	if local, ok := l.localColonRef(host, rest); ok {
 		return local, true
 	}
-	if n := s.fleetNode(); n != nil && host == n.cfg.Name {
+	if n := l.node.Load(); n != nil && host == n.cfg.Name {
 		return rest, true
 	}
 	return "", false
@@ -77,8 +77,8 @@ func (s *Server) LocalPath(host, rest string) (string, bool) {
 
 // FleetRequest sends an API request to another host; a name is looked up
 // in the fleet's view, the host resolves ids.
-func (s *Server) FleetRequest(ctx context.Context, host, method, path string, body []byte) (int, []byte, error) {
-	m, err := s.fleetMember()
+func (l *Link) FleetRequest(ctx context.Context, host, method, path string, body []byte) (int, []byte, error) {
+	m, err := l.member()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -90,8 +90,8 @@ func (s *Server) FleetRequest(ctx context.Context, host, method, path string, bo
 }
 
 // FleetEvents follows the fleet's events, each with its host.
-func (s *Server) FleetEvents(ctx context.Context, host string, since time.Time, ready func(), each func(fleet.Event) error) error {
-	m, err := s.fleetMember()
+func (l *Link) FleetEvents(ctx context.Context, host string, since time.Time, ready func(), each func(fleet.Event) error) error {
+	m, err := l.member()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package server
+package fleetlink
 
 import (
 	"context"
@@ -23,7 +23,17 @@ import (
 // time, another's when its record changed or every remoteScreenIdleEvery
 // (an ended pane's only when its record changed); each card says when its
 // screen was fetched.
-type fleetBoard struct{ boardBackend }
+type fleetBoard struct {
+	local board.Backend
+	l     *Link
+}
+
+// BoardBackend is the web board's backend: local's panes (this daemon's)
+// and, in a fleet, every other host's; it lists the fleet's hosts
+// (board.HostLister).
+func (l *Link) BoardBackend(local board.Backend) board.Backend {
+	return fleetBoard{local: local, l: l}
+}
 
 // remoteScreenEvery bounds how often one remote pane's screen is fetched;
 // remoteScreenIdleEvery is how often a pane neither working nor blocked
@@ -40,15 +50,15 @@ func (b fleetBoard) remote(id string) (host, local string, ok bool) {
 	if !ok {
 		return "", id, false
 	}
-	if n := b.s.fleetNode(); n != nil && host == n.cfg.Name {
+	if n := b.l.node.Load(); n != nil && host == n.cfg.Name {
 		return "", local, false
 	}
 	return host, local, true
 }
 
 func (b fleetBoard) Panes() []api.Pane {
-	local := b.boardBackend.Panes()
-	n := b.s.fleetNode()
+	local := b.local.Panes()
+	n := b.l.node.Load()
 	if n == nil {
 		return local
 	}
@@ -85,7 +95,7 @@ func (b fleetBoard) Panes() []api.Pane {
 
 // Hosts are every host of the fleet, one with no pane too.
 func (b fleetBoard) Hosts() []board.Host {
-	n := b.s.fleetNode()
+	n := b.l.node.Load()
 	if n == nil {
 		return nil
 	}
@@ -100,6 +110,9 @@ func (b fleetBoard) Hosts() []board.Host {
 	return out
 }
 
+// cachedScreen is one remote pane's screen. mu guards every field; it is
+// held by StyledScreen while it decides to fetch, and by the fetch's
+// goroutine while it stores the answer, never across the request.
 type cachedScreen struct {
 	mu      sync.Mutex
 	rows    [][]term.Run
@@ -114,9 +127,9 @@ type cachedScreen struct {
 func (b fleetBoard) StyledScreen(id string) ([][]term.Run, error) {
 	host, local, ok := b.remote(id)
 	if !ok {
-		return b.boardBackend.StyledScreen(local)
+		return b.local.StyledScreen(local)
 	}
-	n := b.s.fleetNode()
+	n := b.l.node.Load()
 	if n == nil {
 		return nil, nil
 	}
@@ -164,7 +177,7 @@ func (b fleetBoard) StyledScreen(id string) ([][]term.Run, error) {
 
 // remoteCall sends a pane action to another host and returns its body.
 func (b fleetBoard) remoteCall(host, local, action string, body any) ([]byte, error) {
-	n := b.s.fleetNode()
+	n := b.l.node.Load()
 	if n == nil || n.member.Load() == nil {
 		return nil, fmt.Errorf("this host is not connected to its fleet")
 	}
@@ -188,7 +201,7 @@ func (b fleetBoard) remoteCall(host, local, action string, body any) ([]byte, er
 func (b fleetBoard) Answer(id, choice string) (string, error) {
 	host, local, ok := b.remote(id)
 	if !ok {
-		return b.boardBackend.Answer(local, choice)
+		return b.local.Answer(local, choice)
 	}
 	out, err := b.remoteCall(host, local, "answer", api.AnswerRequest{Choice: choice})
 	if err != nil {
@@ -202,7 +215,7 @@ func (b fleetBoard) Answer(id, choice string) (string, error) {
 func (b fleetBoard) Send(id, text string, enter bool) error {
 	host, local, ok := b.remote(id)
 	if !ok {
-		return b.boardBackend.Send(local, text, enter)
+		return b.local.Send(local, text, enter)
 	}
 	_, err := b.remoteCall(host, local, "send", api.SendRequest{Text: text, Enter: enter})
 	return err
@@ -211,7 +224,7 @@ func (b fleetBoard) Send(id, text string, enter bool) error {
 func (b fleetBoard) Kill(id string) error {
 	host, local, ok := b.remote(id)
 	if !ok {
-		return b.boardBackend.Kill(local)
+		return b.local.Kill(local)
 	}
 	_, err := b.remoteCall(host, local, "kill", api.KillRequest{})
 	return err
@@ -221,14 +234,14 @@ func (b fleetBoard) Kill(id string) error {
 // manifest decides what each types.
 func (b fleetBoard) Prompt(id string) board.Prompt {
 	if _, local, ok := b.remote(id); !ok {
-		return b.boardBackend.Prompt(local)
+		return b.local.Prompt(local)
 	}
 	return board.Prompt{Answers: []string{"yes", "always", "no", "cancel"}}
 }
 
 // Changed also fires on the fleet's changes.
 func (b fleetBoard) Changed() (<-chan struct{}, func()) {
-	ch, stop := b.boardBackend.Changed()
+	ch, stop := b.local.Changed()
 	out := make(chan struct{}, 1)
 	done := make(chan struct{})
 	go func() {
@@ -244,7 +257,7 @@ func (b fleetBoard) Changed() (<-chan struct{}, func()) {
 				fire = true
 			case <-t.C:
 				// Other hosts' changes arrive in the fleet's view.
-				if n := b.s.fleetNode(); n != nil {
+				if n := b.l.node.Load(); n != nil {
 					if m := n.member.Load(); m != nil {
 						var d strings.Builder
 						for _, p := range m.Panes() {

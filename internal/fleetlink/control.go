@@ -1,4 +1,4 @@
-package server
+package fleetlink
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/corral-dev/corral/internal/httpapi"
 )
 
-func joinInfo(n *fleetNode, name, token string, others ...string) fleet.JoinInfo {
+func joinInfo(n *node, name, token string, others ...string) fleet.JoinInfo {
 	hub := n.hub
 	u := hub.URL()
 	// Every hub of a cluster this one has heard of.
@@ -42,8 +42,10 @@ func joinInfo(n *fleetNode, name, token string, others ...string) fleet.JoinInfo
 	return info
 }
 
-func (s *Server) FleetInit(req fleet.InitRequest) (fleet.JoinInfo, error) {
-	if err := s.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet status shows it, corral fleet leave leaves it"); err != nil {
+// FleetInit makes this daemon a fleet's hub and first member, and answers
+// with the command that joins it.
+func (l *Link) FleetInit(req fleet.InitRequest) (fleet.JoinInfo, error) {
+	if err := l.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet status shows it, corral fleet leave leaves it"); err != nil {
 		return fleet.JoinInfo{}, err
 	}
 	if req.Listen == "" {
@@ -57,27 +59,29 @@ func (s *Server) FleetInit(req fleet.InitRequest) (fleet.JoinInfo, error) {
 	if cfg.ClusterListen != "" {
 		cfg.Replicas = 1
 	}
-	return s.startHub(cfg)
+	return l.startHub(cfg)
 }
 
 // startHub runs this daemon's hub (fleet init, join-hub) and answers with
 // the commands that join it.
-func (s *Server) startHub(cfg fleet.Config, urls ...string) (fleet.JoinInfo, error) {
-	n, err := s.runFleet(cfg, false)
+func (l *Link) startHub(cfg fleet.Config, urls ...string) (fleet.JoinInfo, error) {
+	n, err := l.run(cfg, false)
 	if err != nil {
 		return fleet.JoinInfo{}, httpapi.BadRequest(err)
 	}
 	// A port chosen by the system is kept for the next start.
 	n.cfg.Listen = n.hub.Addr()
-	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
-		s.stopFleet(true)
+	if err := fleet.SaveConfig(l.opts.StateDir, n.cfg); err != nil {
+		l.Stop(true)
 		return fleet.JoinInfo{}, err
 	}
 	return joinInfo(n, cfg.Name, n.hub.FleetToken(), urls...), nil
 }
 
-func (s *Server) FleetJoinHub(ctx context.Context, req fleet.JoinHubRequest) (fleet.JoinInfo, error) {
-	if err := s.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet leave first"); err != nil {
+// FleetJoinHub makes this daemon one more hub of a cluster, with the
+// bundle the cluster's hubs give (fetched within ctx).
+func (l *Link) FleetJoinHub(ctx context.Context, req fleet.JoinHubRequest) (fleet.JoinInfo, error) {
+	if err := l.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet leave first"); err != nil {
 		return fleet.JoinInfo{}, err
 	}
 	if req.ClusterListen == "" || len(req.URLs) == 0 || req.HubToken == "" {
@@ -90,12 +94,12 @@ func (s *Server) FleetJoinHub(ctx context.Context, req fleet.JoinHubRequest) (fl
 	if err != nil {
 		return fleet.JoinInfo{}, httpapi.Coded(http.StatusBadRequest, "refused", err)
 	}
-	if err := fleet.InstallHubBundle(fleet.Dir(s.opts.StateDir), b); err != nil {
+	if err := fleet.InstallHubBundle(fleet.Dir(l.opts.StateDir), b); err != nil {
 		return fleet.JoinInfo{}, err
 	}
 	cfg := fleet.Config{Name: req.Name, Hub: true, Listen: req.Listen, TLS: b.TLS || !fleet.IsLoopback(req.Listen), MaxJobs: req.MaxJobs,
 		NotifyFleet: req.NotifyFleet, ClusterListen: req.ClusterListen, Routes: b.Routes, Replicas: min(b.Nodes+1, fleet.MaxReplicas)}
-	return s.startHub(cfg, req.URLs...)
+	return l.startHub(cfg, req.URLs...)
 }
 
 func hostPort(u string) string {
@@ -105,37 +109,40 @@ func hostPort(u string) string {
 	return u
 }
 
-func (s *Server) FleetJoin(req fleet.JoinRequest) (fleet.JoinResult, error) {
-	if err := s.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet leave first"); err != nil {
+// FleetJoin makes this daemon a member of the fleet at req.URLs.
+func (l *Link) FleetJoin(req fleet.JoinRequest) (fleet.JoinResult, error) {
+	if err := l.canEnterFleet(&req.Name, "this daemon is in a fleet already; corral fleet leave first"); err != nil {
 		return fleet.JoinResult{}, err
 	}
 	cfg := fleet.Config{Name: req.Name, URLs: req.URLs, Token: req.Token, Creds: req.Creds, CAFingerprint: req.CAFingerprint, MaxJobs: req.MaxJobs,
 		NotifyFleet: req.NotifyFleet}
-	n, err := s.runFleetOpts(cfg, false, true)
+	n, err := l.runOpts(cfg, false, true)
 	if err != nil {
 		return fleet.JoinResult{}, httpapi.Coded(http.StatusBadRequest, "refused", err)
 	}
-	if err := fleet.SaveConfig(s.opts.StateDir, n.cfg); err != nil {
-		s.stopFleet(true)
+	if err := fleet.SaveConfig(l.opts.StateDir, n.cfg); err != nil {
+		l.Stop(true)
 		return fleet.JoinResult{}, err
 	}
 	return fleet.JoinResult{Name: req.Name, URLs: req.URLs}, nil
 }
 
-func (s *Server) FleetLeave() (fleet.LeaveResult, error) {
-	n := s.fleetNode()
+// FleetLeave takes this daemon out of its fleet and forgets its config.
+func (l *Link) FleetLeave() (fleet.LeaveResult, error) {
+	n := l.node.Load()
 	if n == nil {
 		return fleet.LeaveResult{}, httpapi.Conflict("no_fleet", fleet.ErrNotConfigured)
 	}
-	s.stopFleet(true)
-	if err := fleet.RemoveConfig(s.opts.StateDir); err != nil {
+	l.Stop(true)
+	if err := fleet.RemoveConfig(l.opts.StateDir); err != nil {
 		return fleet.LeaveResult{}, err
 	}
 	return fleet.LeaveResult{Left: n.cfg.Name, WasHub: n.cfg.Hub}, nil
 }
 
-func (s *Server) FleetInvite(req fleet.InviteRequest) (any, error) {
-	n := s.fleetNode()
+// FleetInvite makes a host's credential on the hub (or revokes one).
+func (l *Link) FleetInvite(req fleet.InviteRequest) (any, error) {
+	n := l.node.Load()
 	if n == nil || n.hub == nil {
 		return nil, httpapi.Conflict("not_hub", errors.New("credentials are made on the fleet's hub (the machine that ran corral fleet init)"))
 	}
@@ -158,8 +165,9 @@ func (s *Server) FleetInvite(req fleet.InviteRequest) (any, error) {
 	return info, nil
 }
 
-func (s *Server) FleetForget(req fleet.ForgetRequest) (fleet.ForgetResult, error) {
-	n := s.fleetNode()
+// FleetForget takes a host out of the fleet's views, on the hub.
+func (l *Link) FleetForget(req fleet.ForgetRequest) (fleet.ForgetResult, error) {
+	n := l.node.Load()
 	if n == nil || n.hub == nil {
 		return fleet.ForgetResult{}, httpapi.Conflict("not_hub", errors.New("hosts are forgotten on the fleet's hub (the machine that ran corral fleet init)"))
 	}
@@ -169,8 +177,10 @@ func (s *Server) FleetForget(req fleet.ForgetRequest) (fleet.ForgetResult, error
 	return fleet.ForgetResult{Forgotten: req.Host}, nil
 }
 
-func (s *Server) FleetSet(req fleet.SetRequest) (fleet.SetResult, error) {
-	n := s.fleetNode()
+// FleetSet changes the fleet's forget-after (on the hub) or this host's
+// job limit, in the config and at once.
+func (l *Link) FleetSet(req fleet.SetRequest) (fleet.SetResult, error) {
+	n := l.node.Load()
 	switch {
 	case n == nil:
 		return fleet.SetResult{}, httpapi.Conflict("not_in_fleet", errors.New("this daemon is in no fleet (corral fleet init or corral fleet join)"))
@@ -183,9 +193,9 @@ func (s *Server) FleetSet(req fleet.SetRequest) (fleet.SetResult, error) {
 	case req.MaxJobs != nil && (*req.MaxJobs < 0 || *req.MaxJobs > math.MaxInt32):
 		return fleet.SetResult{}, httpapi.BadRequest(errors.New("--max-jobs must be 0 (take no jobs) or more"))
 	}
-	s.fleetSetMu.Lock()
-	defer s.fleetSetMu.Unlock()
-	cfg, err := fleet.LoadConfig(s.opts.StateDir)
+	l.setMu.Lock()
+	defer l.setMu.Unlock()
+	cfg, err := fleet.LoadConfig(l.opts.StateDir)
 	if err != nil {
 		return fleet.SetResult{}, err
 	}
@@ -195,7 +205,7 @@ func (s *Server) FleetSet(req fleet.SetRequest) (fleet.SetResult, error) {
 	if req.MaxJobs != nil {
 		cfg.MaxJobs = *req.MaxJobs
 	}
-	if err := fleet.SaveConfig(s.opts.StateDir, cfg); err != nil {
+	if err := fleet.SaveConfig(l.opts.StateDir, cfg); err != nil {
 		return fleet.SetResult{}, err
 	}
 	if req.ForgetAfterMS != nil {
@@ -218,8 +228,8 @@ func (s *Server) FleetSet(req fleet.SetRequest) (fleet.SetResult, error) {
 
 // canEnterFleet refuses a daemon in a fleet already (saying already) and a
 // bad host name; an empty name becomes the default one.
-func (s *Server) canEnterFleet(name *string, already string) error {
-	if s.fleetNode() != nil {
+func (l *Link) canEnterFleet(name *string, already string) error {
+	if l.node.Load() != nil {
 		return httpapi.Conflict("in_fleet", errors.New(already))
 	}
 	if *name == "" {

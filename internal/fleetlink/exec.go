@@ -1,4 +1,4 @@
-package server
+package fleetlink
 
 import (
 	"cmp"
@@ -16,7 +16,9 @@ import (
 )
 
 // fleetJob is a job this daemon put on the fleet's queue: its lines as
-// they come, for the caller's stream.
+// they come, for the caller's stream. mu guards the fields that change
+// (lines, grew, ended, started); it is taken last, and never across a call
+// to the fleet.
 type fleetJob struct {
 	mu     sync.Mutex
 	lines  [][]byte
@@ -42,8 +44,10 @@ func (j *fleetJob) add(line []byte) {
 	j.mu.Unlock()
 }
 
-func (s *Server) FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error) {
-	m, err := s.fleetMember()
+// FleetExec queues a job on the fleet: for one host (any, or --host), or
+// one on each host --hosts or --all-hosts match.
+func (l *Link) FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error) {
+	m, err := l.member()
 	if err != nil {
 		return fleet.ExecStarted{}, err
 	}
@@ -86,7 +90,7 @@ func (s *Server) FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error) {
 	// The caller's environment stays here: the job runs in its host's
 	// own (plus --env), and the queue is readable by the fleet's hosts.
 	req.Exec.CallerEnv = nil
-	n := s.fleetNode()
+	n := l.node.Load()
 	id := fleet.NewJobID()
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &fleetJob{grew: make(chan struct{}), cancel: cancel, each: each != nil, hosts: each, name: req.Exec.Name, agent: req.Exec.Agent,
@@ -117,9 +121,9 @@ func (s *Server) FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error) {
 	return fleet.ExecStarted{ID: id, Hosts: each}, nil
 }
 
-// fleetJob is a job this daemon queued, by its fleet job id.
-func (s *Server) fleetJob(id string) (*fleetJob, error) {
-	if n := s.fleetNode(); n != nil {
+// job is a job this daemon queued, by its fleet job id.
+func (l *Link) job(id string) (*fleetJob, error) {
+	if n := l.node.Load(); n != nil {
 		if v, ok := n.jobs.Load(id); ok {
 			return v.(*fleetJob), nil
 		}
@@ -128,8 +132,8 @@ func (s *Server) fleetJob(id string) (*fleetJob, error) {
 }
 
 // FleetJobFeed follows the lines of a job this daemon queued.
-func (s *Server) FleetJobFeed(id string) (httpapi.LineFeed, error) {
-	j, err := s.fleetJob(id)
+func (l *Link) FleetJobFeed(id string) (httpapi.LineFeed, error) {
+	j, err := l.job(id)
 	if err != nil {
 		return nil, err
 	}
@@ -146,23 +150,26 @@ func (j *fleetJob) Since(next int) ([][]byte, int, <-chan struct{}, bool) {
 
 // FleetJobKill cancels a job this daemon queued: on each host that took
 // it, and here.
-func (s *Server) FleetJobKill(id string) (fleet.CancelResult, error) {
-	j, err := s.fleetJob(id)
+func (l *Link) FleetJobKill(id string) (fleet.CancelResult, error) {
+	j, err := l.job(id)
 	if err != nil {
 		return fleet.CancelResult{}, err
 	}
-	if m := s.fleetNode().member.Load(); m != nil {
-		_ = m.CancelJob(id)
+	// The node may have gone (fleet leave) since the job was found.
+	if n := l.node.Load(); n != nil {
+		if m := n.member.Load(); m != nil {
+			_ = m.CancelJob(id)
+		}
 	}
 	if j.each {
 		j.cancel() // each host's job is cancelled, and the run ends
 	} else {
 		// A job no host has taken yet ends here.
-		time.AfterFunc(ExecCancelWait, j.cancel)
+		time.AfterFunc(execCancelWait, j.cancel)
 	}
 	return fleet.CancelResult{ID: id, Status: "cancelling"}, nil
 }
 
-// ExecCancelWait is how long a cancelled fleet job may take to confirm
+// execCancelWait is how long a cancelled fleet job may take to confirm
 // its end before the caller's daemon gives it up.
-const ExecCancelWait = 5 * time.Second
+const execCancelWait = 5 * time.Second

@@ -1,4 +1,4 @@
-package server
+package fleetlink
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 // running on each host).
 
 // localJobs are this daemon's jobs that have not ended.
-func (s *Server) localJobs(host string) []fleet.JobRow {
+func (l *Link) localJobs(host string) []fleet.JobRow {
 	out := []fleet.JobRow{}
-	for _, p := range (fleetLocal{s}).Panes() {
+	for _, p := range (l.d).Panes() {
 		if p.Backend == "headless" && p.ExitCode == nil && p.State != "exited" && p.State != "lost" {
 			out = append(out, fleet.JobRow{Host: host, ID: p.ID, Name: p.Name, Agent: p.Agent, State: p.State, Since: p.Since})
 		}
@@ -24,23 +24,23 @@ func (s *Server) localJobs(host string) []fleet.JobRow {
 }
 
 // Jobs lists this daemon's running jobs.
-func (s *Server) Jobs() []fleet.JobRow {
+func (l *Link) Jobs() []fleet.JobRow {
 	host := ""
-	if n := s.fleetNode(); n != nil {
+	if n := l.node.Load(); n != nil {
 		host = n.cfg.Name
 	}
-	return s.localJobs(host)
+	return l.localJobs(host)
 }
 
 // FleetJobs lists the fleet's jobs: those running on every host (from
 // the fleet's view), the ones this daemon queued that no host has taken
 // yet, and on the hub every queued job.
-func (s *Server) FleetJobs(ctx context.Context) ([]fleet.JobRow, error) {
-	m, err := s.fleetMember()
+func (l *Link) FleetJobs(ctx context.Context) ([]fleet.JobRow, error) {
+	m, err := l.member()
 	if err != nil {
 		return nil, err
 	}
-	n := s.fleetNode()
+	n := l.node.Load()
 	rows := m.RunningJobs()
 	// Running jobs this daemon queued carry their fleet job's id.
 	queued := map[string]bool{}
@@ -70,7 +70,7 @@ func (s *Server) FleetJobs(ctx context.Context) ([]fleet.JobRow, error) {
 		more, err := n.hub.QueuedJobs(ctx)
 		cancel()
 		if err != nil {
-			s.opts.Logf("fleet: list the queued jobs: %v", err)
+			l.opts.Logf("fleet: list the queued jobs: %v", err)
 		}
 		for _, q := range more {
 			if !queued[q.FleetJob+" "+q.Host] {
