@@ -47,7 +47,7 @@ func (j *fleetJob) add(line []byte) {
 // FleetExec queues a job on the fleet: for one host (any, or --host), or
 // one on each host --hosts or --all-hosts match.
 func (l *Link) FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error) {
-	m, err := l.member()
+	n, m, err := l.nodeMember()
 	if err != nil {
 		return fleet.ExecStarted{}, err
 	}
@@ -90,7 +90,6 @@ func (l *Link) FleetExec(req fleet.ExecRequest) (fleet.ExecStarted, error) {
 	// The caller's environment stays here: the job runs in its host's
 	// own (plus --env), and the queue is readable by the fleet's hosts.
 	req.Exec.CallerEnv = nil
-	n := l.node.Load()
 	id := fleet.NewJobID()
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &fleetJob{grew: make(chan struct{}), cancel: cancel, each: each != nil, hosts: each, name: req.Exec.Name, agent: req.Exec.Agent,

@@ -36,11 +36,10 @@ func (l *Link) Jobs() []fleet.JobRow {
 // the fleet's view), the ones this daemon queued that no host has taken
 // yet, and on the hub every queued job.
 func (l *Link) FleetJobs(ctx context.Context) ([]fleet.JobRow, error) {
-	m, err := l.member()
+	n, m, err := l.nodeMember()
 	if err != nil {
 		return nil, err
 	}
-	n := l.node.Load()
 	rows := m.RunningJobs()
 	// Running jobs this daemon queued carry their fleet job's id.
 	queued := map[string]bool{}

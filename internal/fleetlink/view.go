@@ -10,18 +10,25 @@ import (
 	"github.com/corral-dev/corral/internal/httpapi"
 )
 
-// fleetMember is the daemon's fleet member: an error while it is in no
+// member is the daemon's fleet member: an error while it is in no
 // fleet, or has not reached it yet.
 func (l *Link) member() (*fleet.Member, error) {
+	_, m, err := l.nodeMember()
+	return m, err
+}
+
+// nodeMember is the fleet node and its member from one reading: the node
+// can go (fleet leave) between two.
+func (l *Link) nodeMember() (*node, *fleet.Member, error) {
 	n := l.node.Load()
 	if n == nil {
-		return nil, httpapi.Conflict("no_fleet", fleet.ErrNotConfigured)
+		return nil, nil, httpapi.Conflict("no_fleet", fleet.ErrNotConfigured)
 	}
 	m := n.member.Load()
 	if m == nil {
-		return nil, httpapi.Coded(http.StatusServiceUnavailable, "unreachable", fmt.Errorf("host %s has not reached its fleet yet (it keeps trying; the daemon's log says why)", n.cfg.Name))
+		return nil, nil, httpapi.Coded(http.StatusServiceUnavailable, "unreachable", fmt.Errorf("host %s has not reached its fleet yet (it keeps trying; the daemon's log says why)", n.cfg.Name))
 	}
-	return m, nil
+	return n, m, nil
 }
 
 // FleetStatus says the daemon's fleet and the hosts it sees.
