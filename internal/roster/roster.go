@@ -59,13 +59,13 @@ func (r *Roster) Named(name string) (string, bool) {
 
 // Taken says why name cannot be given to a new pane or job (nil when it
 // can): a member has it as its name or its id, or a start in flight
-// reserved it.
+// reserved it as either.
 func (r *Roster) Taken(name string) error {
 	if name == "" {
 		return nil
 	}
 	_, named := r.names[name]
-	if named || r.Has(name) || r.reservedNames[name] > 0 {
+	if named || r.Has(name) || r.Reserved(name) || r.reservedNames[name] > 0 {
 		return fmt.Errorf("a pane named %s exists; pick another --name, or remove it with corral rm %s", name, name)
 	}
 	return nil

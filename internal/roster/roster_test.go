@@ -19,12 +19,12 @@ func TestNamesAndIDsAreUniqueAcrossMembersAndStarts(t *testing.T) {
 		name  string
 		taken bool
 	}{
-		{"first", true},   // a member's name
-		{"pa", true},      // a member's id
-		{"second", true},  // a start in flight's name
-		{starting, false}, // a start's id is not a name taken (as before: only names are)
-		{"third", false},  // nobody's
-		{"", false},       // no name
+		{"first", true},  // a member's name
+		{"pa", true},     // a member's id
+		{"second", true}, // a start in flight's name
+		{starting, true}, // a start in flight's id
+		{"third", false}, // nobody's
+		{"", false},      // no name
 	} {
 		if err := r.Taken(tc.name); (err != nil) != tc.taken {
 			t.Errorf("Taken(%q) = %v, want taken %v", tc.name, err, tc.taken)
