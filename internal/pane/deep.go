@@ -38,12 +38,24 @@ func onDeepStack(f func(), done chan struct{}) {
 	<-done
 }
 
+// goShared runs f on a shared goroutine, without waiting for it.
+func goShared(f func()) {
+	c := deepCall{f: f}
+	select {
+	case deepCalls <- c:
+	default:
+		go deepWorker(c)
+	}
+}
+
 func deepWorker(c deepCall) {
 	t := time.NewTimer(deepIdle)
 	defer t.Stop()
 	for {
 		c.f()
-		c.done <- struct{}{}
+		if c.done != nil {
+			c.done <- struct{}{}
+		}
 		t.Reset(deepIdle)
 		select {
 		case c = <-deepCalls:
