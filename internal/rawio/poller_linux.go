@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,7 +51,7 @@ func newPoller() (*Poller, error) {
 		// event.
 		_ = rc.Read(func(fd uintptr) bool {
 			for {
-				n, err := unix.EpollWait(int(fd), events, 0)
+				n, err := epollTake(int(fd), events)
 				if err == unix.EINTR {
 					continue
 				}
@@ -100,7 +101,7 @@ func (p *Poller) add(fd int, mk func(id uint64) func(), flags uint32) (id uint64
 	p.fns[id] = mk(id)
 	p.mu.Unlock()
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | flags, Fd: int32(uint32(id)), Pad: int32(uint32(id >> 32))}
-	if err := unix.EpollCtl(p.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	if err := epollCtl(p.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		p.mu.Lock()
 		delete(p.fns, id)
 		p.mu.Unlock()
@@ -113,7 +114,7 @@ func (p *Poller) add(fd int, mk func(id uint64) func(), flags uint32) (id uint64
 // now.
 func (p *Poller) Rearm(id uint64, fd int) error {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: int32(uint32(id)), Pad: int32(uint32(id >> 32))}
-	if err := unix.EpollCtl(p.ep, unix.EPOLL_CTL_MOD, fd, &ev); err != nil {
+	if err := epollCtl(p.ep, unix.EPOLL_CTL_MOD, fd, &ev); err != nil {
 		return fmt.Errorf("epoll: %w", err)
 	}
 	return nil
@@ -129,6 +130,29 @@ func (p *Poller) Remove(id uint64, fd int) {
 	delete(p.fns, id)
 	p.mu.Unlock()
 	if ok && fd >= 0 {
-		_ = unix.EpollCtl(p.ep, unix.EPOLL_CTL_DEL, fd, nil)
+		_ = epollCtl(p.ep, unix.EPOLL_CTL_DEL, fd, &unix.EpollEvent{})
 	}
+}
+
+// epoll_ctl and an epoll_wait that does not wait never block: they are made
+// without telling the scheduler (see Read), once or more for every output
+// of every pane.
+
+func epollCtl(ep, op, fd int, ev *unix.EpollEvent) error {
+	_, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(ep), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(ev)), 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// epollTake takes the events ready now, without waiting.
+func epollTake(ep int, events []unix.EpollEvent) (int, error) {
+	// epoll_pwait with no signal mask: plain epoll_wait is not on every
+	// architecture (arm64).
+	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
