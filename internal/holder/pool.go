@@ -23,10 +23,10 @@ import (
 // many panes, and since a pane waits in the holder's poller (a few
 // kilobytes a pane, no goroutine) it is most of what the holders cost:
 // at 1,000 panes 256 a process cost 90 KB a pane in all against 107 KB
-// with 128, and 512 83 KB, but with 512 a shutdown and a restart took
-// 3–4.6 s against 1–3 s (docs/benchmarks.md). A holder that crashes takes
-// its panes with it (they are then lost, for corral restore): 256 of
-// them. Fewer under a low open-file limit (see groupSize).
+// with 128, and 512 82 KB, but with 512 a shutdown took up to 4.6 s
+// (docs/benchmarks.md). A holder that crashes takes its panes with it
+// (they are then lost, for corral restore): 256 of them. Fewer under a
+// low open-file limit (see groupSize).
 const GroupSize = 256
 
 // filesPerPane bounds the descriptors a pane holds in its holder: about
