@@ -1,6 +1,9 @@
 package pane
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // A pane's reading goroutine waits in the poller for as long as the pane
 // lives, and a goroutine keeps the stack its deepest call needed (feeding
@@ -48,7 +51,12 @@ func goShared(f func()) {
 	}
 }
 
+// deepWorkers counts the shared goroutines alive.
+var deepWorkers atomic.Int32
+
 func deepWorker(c deepCall) {
+	deepWorkers.Add(1)
+	defer deepWorkers.Add(-1)
 	t := time.NewTimer(deepIdle)
 	defer t.Stop()
 	for {
