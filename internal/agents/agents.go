@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unique"
 
 	"github.com/corral-dev/corral/internal/agentdef"
 )
@@ -379,12 +380,14 @@ func IntegrateRun(argv []string, o Options) Launch {
 		if hidden == "" {
 			hidden = argv[0]
 		}
-		l.Missing[k.name] = fmt.Sprintf("%s recognised, but its hooks go on its command line and the pane runs it through %s, "+
-			"where corral cannot add them; start it as corral run -- %s … (npx, node, env and links are seen through)", k.name, hidden, k.bins[0])
+		// Interned: every pane started the same way says the same, and
+		// the daemon keeps what each pane's launch said for its life.
+		l.Missing[k.name] = intern(fmt.Sprintf("%s recognised, but its hooks go on its command line and the pane runs it through %s, "+
+			"where corral cannot add them; start it as corral run -- %s … (npx, node, env and links are seen through)", k.name, hidden, k.bins[0]))
 	}
 	env, files, problem, watch := geminiRun(f, argv, o)
 	if problem != "" {
-		l.Missing["gemini"] = problem
+		l.Missing["gemini"] = intern(problem)
 	} else {
 		l.Env = append(l.Env, env...)
 		l.Files = append(l.Files, files...)
@@ -472,3 +475,6 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// intern returns the one copy of s kept for the process.
+func intern(s string) string { return unique.Make(s).Value() }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestFind(t *testing.T) {
@@ -359,5 +360,21 @@ func TestGeminiFolderTrustDoubt(t *testing.T) {
 				t.Fatalf("the doubt does not name the folder: %q", got)
 			}
 		})
+	}
+}
+
+// Launches that say the same keep one copy of what they miss: the daemon
+// keeps each pane's for its life, a thousand panes over.
+func TestMissingShared(t *testing.T) {
+	o := Options{Hook: []string{"/opt/corral", "hook"}, Dir: t.TempDir()}
+	a := IntegrateRun([]string{"bash", "-c", "claude"}, o)
+	b := IntegrateRun([]string{"bash", "-c", "claude"}, o)
+	if len(a.Missing) == 0 {
+		t.Fatal("nothing missing through bash -c")
+	}
+	for agent, why := range a.Missing {
+		if other := b.Missing[agent]; other != why || unsafe.StringData(other) != unsafe.StringData(why) {
+			t.Errorf("%s: two launches keep two copies of %q", agent, why)
+		}
 	}
 }

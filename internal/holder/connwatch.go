@@ -12,7 +12,7 @@ import (
 
 // connWatch is a Conn read by the process's poller (Watch).
 type connWatch struct {
-	p     *poller
+	p     *rawio.Poller
 	id    atomic.Uint64 // 0: not watched
 	got   func(Msg) bool
 	ended func(error)
@@ -42,7 +42,7 @@ func (c *Conn) Watch(got func(Msg) bool, ended func(error)) error {
 	var aerr error
 	if err := c.rc.Control(func(fd uintptr) {
 		var id uint64
-		if id, aerr = p.add(int(fd), c.watchReady); aerr == nil {
+		if id, aerr = p.Add(int(fd), c.watchReady); aerr == nil {
 			w.id.Store(id)
 		}
 	}); err != nil {
@@ -97,8 +97,8 @@ func (c *Conn) watchReady() {
 // be another's once closed) and tells its owner, once.
 func (c *Conn) endWatch(w *connWatch, err error) {
 	if id := w.id.Swap(0); id != 0 {
-		if c.rc.Control(func(fd uintptr) { w.p.remove(id, int(fd)) }) != nil {
-			w.p.remove(id, -1)
+		if c.rc.Control(func(fd uintptr) { w.p.Remove(id, int(fd)) }) != nil {
+			w.p.Remove(id, -1)
 		}
 	}
 	w.once.Do(func() { go w.ended(err) })

@@ -256,6 +256,7 @@ func (h *holder) kill(sig syscall.Signal) {
 	if gone {
 		return
 	}
+	widen.signalled()
 	sweeps.signal(h.group, sig)
 	killGroup(h.pid, sig)
 	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT {

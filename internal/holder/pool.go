@@ -20,20 +20,20 @@ import (
 // GroupSize is how many panes one holder process takes. The process's own
 // cost (the Go runtime and what the binary's packages keep: about 4 MB of
 // its own memory, and its share of the binary's pages) is shared by that
-// many panes: at 32 a pane it was more than half of a held pane's whole
-// cost, and since a pane waits in the holder's poller (a few kilobytes a
-// pane, no goroutine) it is most of what the holders cost. 256 saved
-// another 16 KB a pane at 1,000 panes, but a holder ends its panes on one
-// processor: a shutdown of 220 panes in one process took 1.6 times as long
-// as in two. A holder that crashes takes its panes with it (they are then
-// lost, for corral restore). Fewer under a low open-file limit (see
-// groupSize).
-const GroupSize = 128
+// many panes, and since a pane waits in the holder's poller (a few
+// kilobytes a pane, no goroutine) it is most of what the holders cost:
+// at 1,000 panes 256 a process cost 90 KB a pane in all against 107 KB
+// with 128, and 512 82 KB, but with 512 a shutdown took up to 4.6 s
+// (docs/benchmarks.md). A holder that crashes takes its panes with it
+// (they are then lost, for corral restore): 256 of them. Fewer under a
+// low open-file limit (see groupSize).
+const GroupSize = 256
 
 // filesPerPane bounds the descriptors a pane holds in its holder: about
-// five (648 in a holder of 128 panes: its socket, terminal, ring, the
-// daemon's connection), and while a daemon adopts it again, the holder's
-// own reading of the terminal and the next daemon's connection.
+// five (its socket, terminal, ring, the daemon's connection), and while a
+// daemon adopts it again, the holder's own reading of the terminal and the
+// next daemon's connection. A holder of GroupSize panes needs an open-file
+// hard limit of 2,112 (64 + 256 × 8): most systems' is 4,096 or more.
 const filesPerPane = 8
 
 // groupSize is how many panes a holder takes under an open-file hard limit

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,13 +19,13 @@ import (
 )
 
 // thePoller is the process's poller, started with its first pane.
-var thePoller = sync.OnceValues(newPoller)
+var thePoller = rawio.ThePoller
 
 // watched is a bare descriptor the poller may watch: Close ends the watch
 // before the descriptor (whose number may be reused at once).
 type watched struct {
 	*rawio.FD
-	p  *poller
+	p  *rawio.Poller
 	id atomic.Uint64 // 0: not watched
 }
 
@@ -39,10 +38,10 @@ func newWatched(fd int) (*watched, error) {
 }
 
 // watch calls fn in the poller's goroutine while the descriptor is
-// readable (see poller.add).
+// readable (see rawio.Poller.Add).
 func (w *watched) watch(fn func()) error {
 	return w.Use(func(fd int) error {
-		id, err := w.p.add(fd, fn)
+		id, err := w.p.Add(fd, fn)
 		if err == nil {
 			w.id.Store(id)
 		}
@@ -55,8 +54,8 @@ func (w *watched) unwatch() {
 	if id == 0 {
 		return
 	}
-	if w.Use(func(fd int) error { w.p.remove(id, fd); return nil }) != nil {
-		w.p.remove(id, -1)
+	if w.Use(func(fd int) error { w.p.Remove(id, fd); return nil }) != nil {
+		w.p.Remove(id, -1)
 	}
 }
 

@@ -1,6 +1,9 @@
 package pane
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // A pane's reading goroutine waits in the poller for as long as the pane
 // lives, and a goroutine keeps the stack its deepest call needed (feeding
@@ -38,12 +41,29 @@ func onDeepStack(f func(), done chan struct{}) {
 	<-done
 }
 
+// goShared runs f on a shared goroutine, without waiting for it.
+func goShared(f func()) {
+	c := deepCall{f: f}
+	select {
+	case deepCalls <- c:
+	default:
+		go deepWorker(c)
+	}
+}
+
+// deepWorkers counts the shared goroutines alive.
+var deepWorkers atomic.Int32
+
 func deepWorker(c deepCall) {
+	deepWorkers.Add(1)
+	defer deepWorkers.Add(-1)
 	t := time.NewTimer(deepIdle)
 	defer t.Stop()
 	for {
 		c.f()
-		c.done <- struct{}{}
+		if c.done != nil {
+			c.done <- struct{}{}
+		}
 		t.Reset(deepIdle)
 		select {
 		case c = <-deepCalls:

@@ -77,7 +77,7 @@ func startHeld(cfg Config, path string) (*Pane, error) {
 func heldMaster(hc *holder.Conn) *master {
 	fd := hc.TakePTY()
 	if hc.Ring != nil {
-		return fileMaster(os.NewFile(uintptr(fd), "/dev/ptmx"))
+		return readMaster(fd)
 	}
 	return bareMaster(fd)
 }
@@ -202,7 +202,7 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 		}
 	}
 	if p.ring != nil {
-		go p.readLoop() // to the end of what the terminal holds
+		p.startReading() // to the end of what the terminal holds
 	}
 	switch {
 	case !exited:
@@ -360,8 +360,7 @@ func (p *Pane) Detach() bool {
 	if p.ring != nil {
 		// Stop reading before letting go: every byte read is in the
 		// ring, and the holder reads on from where this stopped.
-		p.stopRead.Store(true)
-		_ = p.ptmx.file.SetReadDeadline(time.Now())
+		p.stopReading()
 		<-p.readDone
 	}
 	p.letGoOfRing()

@@ -99,6 +99,7 @@ type Pane struct {
 	// readDone is closed when the read loop has ended; stopRead ends it.
 	readDone chan struct{}
 	stopRead atomic.Bool
+	rd       termRead
 	// closing: Close ends the pane, which goes with it; its last screen
 	// is not kept apart (rendering a thousand screens made a shutdown
 	// slow).
@@ -199,14 +200,14 @@ func Start(cfg Config) (*Pane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
-	ptmx, err = nonBlocking(ptmx)
+	fd, err := nonBlocking(ptmx)
 	if err != nil {
 		killGroup(cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		procs.Release(cmd.Process.Pid)
 		return nil, err
 	}
-	m := fileMaster(ptmx)
+	m := readMaster(fd)
 	src := &ptySource{master: m, pid: cmd.Process.Pid, group: procs.Group{Root: cmd.Process.Pid}}
 	if cfg.ID != "" {
 		src.group.Mark = "CORRAL_PANE=" + cfg.ID
@@ -253,11 +254,11 @@ func newPane(cfg Config, src Source, ptmx *master, pid int, started time.Time) *
 func (p *Pane) run() {
 	if p.hc != nil {
 		if p.ring != nil {
-			go p.readLoop()
+			p.startReading()
 		}
 		go p.heldLoop()
 	} else {
-		go p.readLoop()
+		p.startReading()
 		go p.reap()
 	}
 	go p.sweepLoop()
@@ -290,9 +291,14 @@ func (p *Pane) ID() string { return p.cfg.ID }
 func (p *Pane) Done() <-chan struct{} { return p.done }
 
 // readLoop feeds the program's output to the engine, one raw read per
-// frame (rawio.ReadTerminal).
+// frame, from a goroutine of the pane's (where the terminal does not wait
+// in the process's poller: see startReading).
 func (p *Pane) readLoop() {
 	defer close(p.readDone)
+	if p.ptmx.file == nil {
+		p.readBareLoop()
+		return
+	}
 	rc, err := p.ptmx.file.SyscallConn()
 	if err != nil {
 		return
@@ -301,30 +307,30 @@ func (p *Pane) readLoop() {
 	// this one, waiting for the next, keeps a small stack.
 	var b []byte
 	done := make(chan struct{}, 1)
-	feed := func() {
-		p.mu.Lock()
-		if p.ring != nil {
-			// Under a holder that shares its ring: before the engine, so
-			// that a crash right after the read still leaves the bytes to
-			// the next daemon; under the lock, so that whoever holds it
-			// sees a screen made of exactly what the ring holds (see
-			// checkpointLocked).
-			p.ring.Append(b)
-		}
-		p.queueLocked(p.engine.Feed(time.Now(), b))
-		p.checkpointLocked(CheckpointEvery, CheckpointGap)
-		p.scheduleLocked()
-		p.forwardLocked(b)
-		p.unlock()
-		p.kick()
-	}
-	// reap sets stopRead when it gives up on the end of the output.
+	feed := func() { p.feedRead(b) }
+	// stopReading sets stopRead.
 	rawio.ReadTerminal(rc, &p.stopRead, func(read []byte) {
 		p.outputAt.Store(time.Now().UnixNano())
 		b = read
 		onDeepStack(feed, done)
 		b = nil
 	})
+}
+
+// readBareLoop reads a bare terminal whose watch by the poller failed:
+// its waits are bounded polls (roomWait), so stopRead is seen within one.
+func (p *Pane) readBareLoop() {
+	buf := make([]byte, 32<<10)
+	for !p.stopRead.Load() {
+		n, err := p.ptmx.bare.Read(buf)
+		if n > 0 {
+			p.outputAt.Store(time.Now().UnixNano())
+			p.feedRead(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // DrainWait bounds how long the end of a program's output is read after
@@ -369,8 +375,7 @@ func (p *Pane) drain() {
 	case <-p.readDone:
 	case <-time.After(DrainWait):
 		// Something holds the terminal still: stop reading it.
-		p.stopRead.Store(true)
-		_ = p.ptmx.Close()
+		p.stopReading()
 		<-p.readDone
 	}
 }

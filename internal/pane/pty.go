@@ -15,19 +15,23 @@ import (
 // again). The duplicate is close-on-exec: a plain dup would be inherited
 // by every later pane's program, which could then type into this pane and
 // read its output, and would keep it open after the daemon dies.
-func nonBlocking(m *os.File) (*os.File, error) {
+func nonBlocking(m *os.File) (int, error) {
 	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		m.Close()
-		return nil, fmt.Errorf("dup pty: %w", err)
+		return -1, fmt.Errorf("dup pty: %w", err)
 	}
 	m.Close()
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("pty non-blocking: %w", err)
+		return -1, fmt.Errorf("pty non-blocking: %w", err)
 	}
-	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+	return fd, nil
 }
+
+// newPTYFile makes a non-blocking terminal master a file in the runtime's
+// poller.
+func newPTYFile(fd int) *os.File { return os.NewFile(uintptr(fd), "/dev/ptmx") }
 
 func setSize(m *master, cols, rows int) error {
 	return m.control(func(fd int) error {

@@ -1,8 +1,9 @@
 //go:build !linux
 
-package holder
+package rawio
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -12,9 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// poller, where there is no epoll: a goroutine a watch, waiting in the
+// Poller, where there is no epoll: a goroutine a watch, waiting in the
 // runtime's poller on a duplicate of the descriptor.
-type poller struct {
+type Poller struct {
 	mu   sync.Mutex
 	next uint64
 	ws   map[uint64]*otherWatch
@@ -25,9 +26,12 @@ type otherWatch struct {
 	stop atomic.Bool
 }
 
-func newPoller() (*poller, error) { return &poller{ws: map[uint64]*otherWatch{}}, nil }
+// ThePoller is the process's poller.
+var ThePoller = sync.OnceValues(func() (*Poller, error) { return &Poller{ws: map[uint64]*otherWatch{}}, nil })
 
-func (p *poller) add(fd int, fn func()) (uint64, error) {
+// Add calls fn in a goroutine of the watch's whenever fd is readable,
+// until Remove(id).
+func (p *Poller) Add(fd int, fn func()) (uint64, error) {
 	syscall.ForkLock.RLock()
 	nfd, err := unix.Dup(fd)
 	if err == nil {
@@ -65,7 +69,14 @@ func (p *poller) add(fd int, fn func()) (uint64, error) {
 	return id, nil
 }
 
-func (p *poller) remove(id uint64, fd int) {
+// AddOnce is not offered here: a caller reads in a goroutine of its own.
+func (p *Poller) AddOnce(fd int, fn func(id uint64)) (uint64, error) { return 0, errors.ErrUnsupported }
+
+// Rearm: see AddOnce.
+func (p *Poller) Rearm(id uint64, fd int) error { return errors.ErrUnsupported }
+
+// Remove ends the watch id.
+func (p *Poller) Remove(id uint64, fd int) {
 	p.mu.Lock()
 	w := p.ws[id]
 	delete(p.ws, id)
@@ -74,19 +85,4 @@ func (p *poller) remove(id uint64, fd int) {
 		w.stop.Store(true)
 		_ = w.f.SetReadDeadline(time.Now())
 	}
-}
-
-func acceptRaw(fd int) (int, error) {
-	syscall.ForkLock.RLock()
-	defer syscall.ForkLock.RUnlock()
-	nfd, _, err := unix.Accept(fd)
-	if err != nil {
-		return -1, err
-	}
-	unix.CloseOnExec(nfd)
-	if err := unix.SetNonblock(nfd, true); err != nil {
-		unix.Close(nfd)
-		return -1, err
-	}
-	return nfd, nil
 }
