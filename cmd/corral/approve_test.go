@@ -245,6 +245,9 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 	e := newEnv(t)
 	policy := filepath.Join(e.dir, "p.toml")
 	os.WriteFile(policy, []byte(approvePolicy), 0o600)
+	// The cases, a pane each in the one daemon, at once.
+	run, wait := atOnce(t)
+	defer wait()
 	for _, c := range []struct {
 		name, command, want, decision string
 	}{
@@ -259,7 +262,7 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 		// something else, the report claiming ls. The dialog decides.
 		{"forged", "chmod -R 777 /tmp/x", "blocked", "the prompt on screen does not show ls -la /tmp whole: left to you"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		run(c.name, func(t *testing.T) {
 			args := []string{"run", "--name", c.name, "--agent", "claude-code", "--policy", policy, "--", corralBin, "fake-agent", "--osc7501", "--command", c.command}
 			if c.name == "forged" {
 				args = append(args, "--claim", "ls -la /tmp")
@@ -312,6 +315,8 @@ func TestPolicyApprovedNeverBlocked(t *testing.T) {
 	// A fake Claude Code: corral's fake agent under the name claude, so
 	// that corral adds its hooks (--settings) as it does to the real one.
 	os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\nexec "+corralBin+" fake-agent \"$@\"\n"), 0o755)
+	run, wait := atOnce(t)
+	defer wait()
 	for _, c := range []struct {
 		name, command string
 		blocked       bool
@@ -319,7 +324,7 @@ func TestPolicyApprovedNeverBlocked(t *testing.T) {
 		{"approved", "ls -la /tmp", false},
 		{"person", "curl example.com", true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		run(c.name, func(t *testing.T) {
 			e.must("run", "--name", c.name, "--agent", "claude-code", "--policy", policy, "--", filepath.Join(bin, "claude"), "--command", c.command, "--hook-delay", "700ms")
 			var blockedCode int
 			done := make(chan int, 1)

@@ -614,57 +614,90 @@ func TestSendEnterRefusedWhenADialogOpensLate(t *testing.T) {
 }
 
 // A pane's state changes wait for the event log; a request to that pane
-// must not wait with them. With a full log (8 MB) read over and over by
-// corral events, send to a pane whose state keeps changing answers in
-// less than one such read takes (it once waited for all of them in turn).
+// must not wait with them (a send once waited for every read of a full
+// log in turn). The older log file is a FIFO, so corral events blocks
+// while it holds the log, for as long as the test keeps the FIFO's
+// writer open: the pane's state changes wait for it, and a send to the
+// pane must answer all the same. A send that waited would wait for good;
+// the bound only ends the test.
 func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
-	proctest.Slow(t, "about 10 s")
+	t.Parallel()
 	e := newEnv(t)
-	state := filepath.Join(e.dir, "state")
-	if err := os.MkdirAll(state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	for n := 1; log.Len() < 8_000_000; n++ {
-		fmt.Fprintf(&log, `{"seq":%d,"time":"2026-12-01T10:00:00.000Z","pane":"old01","name":"x","agent":"claude-code","state":"blocked","kind":"permission","message":"approve Bash: a command line long enough to make an event of some size","source":"screen","rule":"r","previous":"working","previous_kind":""}`+"\n", n)
-	}
-	if err := os.WriteFile(filepath.Join(state, "events.ndjson"), log.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	e.must("run", "--name", "flip", "--", "sh", "-c", `stty -echo; while :; do printf '\rContinue? [y/n] '; sleep 0.1; printf '\r\033[Kworking'; sleep 0.1; done`)
 	e.must("wait", "flip", "--state", "blocked", "--timeout", "10s")
-	t0 := time.Now()
-	e.must("events")
-	read := time.Since(t0)
-	stop := make(chan struct{})
-	var readers sync.WaitGroup
-	for range 4 {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				e.run("events")
-			}
-		}()
+	// Made after the daemon started: it reads the older file at its start.
+	fifo := filepath.Join(e.dir, "state", "events.ndjson.1")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	defer func() { close(stop); readers.Wait() }()
-	time.Sleep(read / 2)
-	var longest time.Duration
-	for range 12 {
-		t0 := time.Now()
-		if _, errs, code := e.run("send", "flip", "x"); code != 0 && code != 3 {
-			t.Fatalf("send: exit %d %s", code, errs)
+	type result struct {
+		out, errs string
+		code      int
+	}
+	reader := make(chan result, 1)
+	go func() {
+		out, errs, code := e.run("events")
+		reader <- result{out, errs, code}
+	}()
+	// A writer can open the FIFO only once the reader has: from then on
+	// the reader holds the log until the writer closes.
+	var w *os.File
+	if !proctest.WaitFor(20*time.Second, func() bool {
+		f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		w = f
+		return err == nil
+	}) {
+		t.Fatal("corral events never read the event log")
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			w.Close()
 		}
-		longest = max(longest, time.Since(t0))
 	}
-	t.Logf("one read of the log: %v; the longest send during reads: %v", read.Round(time.Millisecond), longest.Round(time.Millisecond))
-	if longest > read+200*time.Millisecond {
-		t.Fatalf("a send took %v, longer than a read of the log (%v)", longest, read)
+	defer release()
+	last := e.pane("flip").State
+	for i := range 3 {
+		// A state change since the log was taken: its event waits.
+		if !proctest.WaitFor(20*time.Second, func() bool {
+			s := e.pane("flip").State
+			changed := s != last
+			last = s
+			return changed
+		}) {
+			t.Fatalf("the pane's state no longer changes while the log is read (%s)", last)
+		}
+		sent := make(chan result, 1)
+		go func() {
+			out, errs, code := e.run("send", "flip", "x")
+			sent <- result{out, errs, code}
+		}()
+		select {
+		case r := <-sent:
+			if r.code != 0 && r.code != 3 {
+				t.Fatalf("send %d: exit %d %s", i, r.code, r.errs)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("send %d waited for the event log's reader", i)
+		}
+	}
+	select {
+	case r := <-reader:
+		t.Fatalf("corral events ended while the test held the log (exit %d %s): the sends were not made during a read", r.code, r.errs)
+	default:
+	}
+	release()
+	select {
+	case r := <-reader:
+		if r.code != 0 || !strings.Contains(r.out, "flip") {
+			t.Fatalf("corral events after the read: exit %d %s\n%s", r.code, r.errs, r.out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("corral events did not end once the log could be read")
+	}
+	if err := os.Remove(fifo); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -674,9 +707,16 @@ func TestSendDoesNotWaitForEventLogReads(t *testing.T) {
 func TestSendEnterArrivesOnItsOwn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	script := `stty raw -echo; sleep 1; a=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); ` +
+	// Busy for half a second once started, well within the send's wait
+	// for a read (server.EnterReadWait, 2 s). The send starts once the
+	// program shows it started: a program still starting under load
+	// once read the text later than that wait, and the Enter with it.
+	script := `stty raw -echo; printf 'busy\r\n'; sleep 0.5; a=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); ` +
 		`b=$(dd bs=100 count=1 2>/dev/null | od -An -c | tr -s ' '); printf 'first:%s\r\nsecond:%s\r\n' "$a" "$b"; sleep 60`
 	e.must("run", "--name", "slow", "--", "sh", "-c", script)
+	if !proctest.WaitFor(20*time.Second, func() bool { return strings.Contains(e.must("screen", "slow"), "busy") }) {
+		t.Fatalf("the program never started:\n%s", e.must("screen", "slow"))
+	}
 	e.must("send", "slow", "hello", "--enter")
 	if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.must("screen", "slow"), "second:") }) {
 		t.Fatalf("the program never read twice:\n%s", e.must("screen", "slow"))

@@ -191,8 +191,15 @@ func OpenPeer(master int, flags int) (int, error) {
 }
 
 // InputQueued returns how many bytes typed into terminal fd wait to be
-// read.
-func InputQueued(fd int) (int, error) { return unix.IoctlGetInt(fd, unix.TIOCINQ) }
+// read, every byte written to its pty's master before the call counted.
+// Those reach the terminal's input queue through a kernel worker, a
+// moment later: right after a write TIOCINQ alone said 0 nine times in
+// ten (and the text typed was taken as read). A poll of the terminal
+// runs that worker's pending work first (n_tty_poll).
+func InputQueued(fd int) (int, error) {
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+	return unix.IoctlGetInt(fd, unix.TIOCINQ)
+}
 
 // FlushInput discards what was typed into terminal fd and not yet read.
 func FlushInput(fd int) error { return unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH) }

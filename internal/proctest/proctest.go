@@ -15,14 +15,19 @@ import (
 )
 
 // WaitFor polls cond until it holds (true) or d has passed (false: cond
-// was false at the deadline too).
+// was false at the deadline too). It looks every 10 ms at first, then
+// less often, every 50 ms at most: many conditions start a process (a
+// corral command) to look, and a test suite's waits polling every 10 ms
+// kept a 2-core machine busy starting them.
 func WaitFor(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
+	pause := 10 * time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			return cond()
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(pause*3/2, 50*time.Millisecond)
 	}
 	return true
 }
