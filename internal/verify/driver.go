@@ -117,6 +117,9 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 	var runs []StepRun
 	for _, s := range steps {
 		start := time.Now()
+		// pressed is when the step's last key went to corral: the agent
+		// can react (and corral with it) before the request returns.
+		var pressed time.Time
 		run := StepRun{Name: s.Name, Action: s.describe(), Want: s.Want, Start: secs(dr.cap.since(start))}
 		switch {
 		case s.Turn != "":
@@ -134,6 +137,7 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 			}
 		case s.Key == KeyNo && p.Keys[KeyNo] == "":
 			// A refusal goes the way a person's does: corral answer no.
+			pressed = time.Now()
 			if err := dr.answer(ctx, rules.AnswerNo); err != nil {
 				// corral does not see the prompt: the step is wrong, but
 				// the agent may well be asking, so its no keys go in as a
@@ -141,6 +145,7 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 				if dr.o.Log != nil {
 					fmt.Fprintf(dr.o.Log, "%-16s corral answer no failed (%v): pressing the keys\n", s.Name, err)
 				}
+				pressed = time.Now()
 				if err := dr.send(ctx, dr.keys(KeyNo), false); err != nil {
 					return nil, err
 				}
@@ -152,6 +157,7 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 						return nil, err
 					}
 				}
+				pressed = time.Now()
 				if err := dr.send(ctx, k, false); err != nil {
 					return nil, err
 				}
@@ -159,6 +165,9 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 		}
 		from := dr.cap.since(start)
 		typed := dr.cap.since(time.Now())
+		if !pressed.IsZero() {
+			typed = dr.cap.since(pressed)
+		}
 		deadline := start.Add(s.Deadline)
 		if s.At > 0 {
 			if err := sleepCtx(ctx, time.Until(start.Add(s.At))); err != nil {
