@@ -47,6 +47,8 @@ type snapshot struct {
 	manifest *rules.Manifest
 	held     combine.Decision
 	key      snapshotKey
+	// gen counts the snapshots published (Generation).
+	gen uint64
 }
 
 // snapshotKey is everything a snapshot is built from that can change: the
@@ -95,7 +97,10 @@ func (p *Pane) publishLocked() {
 	if s := p.snap.Load(); s != nil && s.key == k {
 		return
 	}
-	s := &snapshot{key: k, manifest: k.manifest, held: k.held}
+	s := &snapshot{key: k, manifest: k.manifest, held: k.held, gen: 1}
+	if prev := p.snap.Load(); prev != nil {
+		s.gen = prev.gen + 1
+	}
 	since := k.since
 	if since.IsZero() {
 		since = p.started
@@ -132,6 +137,11 @@ func (p *Pane) Info() Info {
 	in.HooksIgnored += int(p.hooksDropped.Load())
 	return in
 }
+
+// Generation changes whenever what Info says may have changed: a reader
+// that kept the last one it saw knows, without a copy, whether to look
+// again.
+func (p *Pane) Generation() uint64 { return p.snap.Load().gen }
 
 // Brief is Info without its command and records (nil): a listing that
 // shows neither copies nothing but the struct.

@@ -2,6 +2,7 @@ package panestore
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -163,6 +164,70 @@ func TestStoreWritesTouchedRows(t *testing.T) {
 		if r.ID == "a1" && r.State != "working" {
 			t.Errorf("a1 read back as %q", r.State)
 		}
+	}
+}
+
+// With WatchChanges, the loop's tick writes what changed untold (a size,
+// OSC 7501 records) and nothing else: while nothing changes, no row is
+// built or encoded, whatever the number of panes.
+func TestStoreTickWritesChangedRowsAlone(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	live := map[string]Row{}
+	for i := range 200 {
+		id := fmt.Sprintf("p%d", i)
+		live[id] = Row{ID: id, State: "idle"}
+	}
+	whole, asked := 0, 0
+	s := New(dir, t.Logf, func(ids map[string]bool) []Row {
+		mu.Lock()
+		defer mu.Unlock()
+		if ids == nil {
+			whole++
+		}
+		var out []Row
+		for id, r := range live {
+			if ids == nil || ids[id] {
+				out = append(out, r)
+			}
+		}
+		return out
+	})
+	s.Save()
+	var change map[string]bool
+	s.WatchChanges(func() map[string]bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		c := change
+		change = nil
+		return c
+	})
+	mu.Lock()
+	whole = 0
+	live["p7"] = Row{ID: "p7", State: "idle", Cols: 132}
+	change = map[string]bool{"p7": true}
+	mu.Unlock()
+	s.Start()
+	defer s.Stop()
+	journal := filepath.Join(dir, journalName)
+	if !proctest.WaitFor(10*time.Second, func() bool {
+		b, _ := os.ReadFile(journal)
+		return strings.Contains(string(b), `"cols":132`)
+	}) {
+		t.Fatal("a change no Touch told was not written")
+	}
+	if !proctest.WaitFor(10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked >= 3
+	}) {
+		t.Fatal("the loop stopped asking what changed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if whole != 0 {
+		t.Errorf("the whole table was built %d times in %d ticks with nothing changed", whole, asked)
 	}
 }
 

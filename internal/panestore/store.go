@@ -43,6 +43,14 @@ func (t *Store) SaveRows(ids map[string]bool) {
 	}
 }
 
+// WatchChanges gives the loop, before Start, what says which panes'
+// rows may have changed since it last asked (OSC 7501 records, a size:
+// what no Touch tells): every tableEvery it writes those rows alone, and
+// compares the whole table only every wholeEvery. Without it, the whole
+// table is compared every tableEvery (each row encoded: O(panes) a
+// second while nothing happens).
+func (t *Store) WatchChanges(changed func() map[string]bool) { t.changed = changed }
+
 // Start runs the loop that writes the rows a state change or a hook asked
 // for (Touch) soon after, and every tableEvery whatever else changed (OSC
 // 7501 records, a size), until Stop.
@@ -55,6 +63,7 @@ func (t *Store) loop() {
 	defer close(t.loopDone)
 	tick := time.NewTicker(tableEvery)
 	defer tick.Stop()
+	wholeAt := time.Now()
 	for {
 		select {
 		case <-t.stop:
@@ -70,7 +79,14 @@ func (t *Store) loop() {
 				continue
 			}
 		case <-tick.C:
+			if t.changed != nil && time.Since(wholeAt) < wholeEvery {
+				if ids := t.changed(); len(ids) > 0 {
+					t.SaveRows(ids)
+				}
+				continue
+			}
 		}
+		wholeAt = time.Now()
 		t.Save()
 	}
 }

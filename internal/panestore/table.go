@@ -41,8 +41,12 @@ const (
 	compactAt = 1 << 20
 	// tableDelay batches the writes that state changes ask for.
 	tableDelay = 200 * time.Millisecond
-	// tableEvery is how often the table is compared with the panes.
+	// tableEvery is how often the table is compared with the panes (with
+	// WatchChanges: with the panes that changed).
 	tableEvery = time.Second
+	// wholeEvery is how often the whole table is compared with the panes
+	// when WatchChanges says which changed: a net under what it misses.
+	wholeEvery = 30 * time.Second
 )
 
 // File is the table as written: the panes under a holder, and the lost ones.
@@ -133,6 +137,9 @@ type Store struct {
 	dir  string // the state folder
 	logf func(string, ...any)
 	rows func(ids map[string]bool) []Row
+	// changed says which panes' rows may have changed (WatchChanges; set
+	// before Start, read by the loop alone).
+	changed func() map[string]bool
 
 	// unread: a table was there and could not be read, so the holders
 	// it named are not known.

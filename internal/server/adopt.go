@@ -110,6 +110,27 @@ func (s *Server) tableRows(ids map[string]bool) []panestore.Row {
 	return rows
 }
 
+// changedRows names the held panes whose state may have changed since
+// the table's loop last asked: a load and a comparison a pane, no row
+// built or encoded.
+func (s *Server) changedRows() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids map[string]bool
+	for id, e := range s.panes {
+		if e.held == nil {
+			continue
+		}
+		if gen := e.p.Generation(); e.tableGen.Swap(gen) != gen {
+			if ids == nil {
+				ids = map[string]bool{}
+			}
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
 // saved is the policy as the table keeps it.
 func (a *approver) saved() *panestore.Policy {
 	if a == nil {

@@ -29,6 +29,9 @@ type entry struct {
 	// held is the pane table's row of a pane under a holder (nil when
 	// none).
 	held *panestore.Held
+	// tableGen is the pane's Generation when its row was last given to
+	// the table's loop (changedRows).
+	tableGen atomic.Uint64
 	// approve decides the pane's permission requests (nil: none does);
 	// worktree is the git worktree corral made for it.
 	approve  atomic.Pointer[approver]

@@ -161,6 +161,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, started: time.Now(), log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
 		panes: map[string]*entry{}, jobs: map[string]*job{}, roster: roster.New(), done: make(chan struct{})}
 	s.table = panestore.New(opts.StateDir, opts.Logf, s.tableRows)
+	s.table.WatchChanges(s.changedRows)
 	s.fleet = fleetlink.New(fleetLocal{s}, fleetlink.Options{StateDir: opts.StateDir, Logf: opts.Logf})
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
