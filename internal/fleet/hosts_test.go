@@ -231,10 +231,17 @@ func TestReplayedHeartbeatKeepsItsAge(t *testing.T) {
 		return time.Since(last) > time.Second
 	})
 	v := f.joinAs("v", "", f.hub.FleetToken(), newFakeLocal())
-	waitFor(t, 5*time.Second, "b in v's view", func() bool { _, ok := hostReachable(v, "b"); return ok })
-	v.view.mu.Lock()
-	seen := v.view.hosts["b"].seen
-	v.view.mu.Unlock()
+	// b's panes can show in v's view before its heartbeat does.
+	var seen time.Time
+	waitFor(t, 5*time.Second, "b's heartbeat in v's view", func() bool {
+		v.view.mu.Lock()
+		defer v.view.mu.Unlock()
+		if h := v.view.hosts["b"]; h != nil {
+			seen = h.seen
+			return true
+		}
+		return false
+	})
 	if seen.Sub(last) > 500*time.Millisecond {
 		t.Fatalf("b's replayed heartbeat counts as seen %v after the hub saw it come; it was written then", seen.Sub(last).Round(time.Millisecond))
 	}
