@@ -76,7 +76,10 @@ type Change struct {
 
 // Counters count what the engine saw and refused.
 type Counters struct {
-	Classifications  int
+	Classifications int
+	// ScreenReads counts the classifications that read the screen; the
+	// others (the sweep's, a timer's) found it unchanged since the last.
+	ScreenReads      int
 	StatusReports    int
 	StatusDiscarded  int
 	Bells            int
@@ -115,6 +118,13 @@ type Engine struct {
 	// fed counts Feeds and resizes; identifiedAt is its value when the
 	// screen was last matched against the agents' patterns.
 	fed, identifiedAt uint64
+	// verdict is what manifest verdictOf read on the screen when fed was
+	// verdictFed (verdictOf nil: none yet). The screen changes only by a
+	// Feed or a Resize: the sweep's reclassification of an unchanged
+	// screen reuses it, with no copy of the screen and no rule run.
+	verdict    rules.Verdict
+	verdictOf  *rules.Manifest
+	verdictFed uint64
 
 	dirty       bool
 	firstDirty  time.Time
@@ -427,17 +437,27 @@ func (e *Engine) classifyLocked(now time.Time) {
 	e.dirty = false
 	e.classifiedAt = now
 	e.counters.Classifications++
-	snap := e.term.Snapshot()
-	scr := rules.Screen{Lines: snap.Lines, Title: snap.Title}
+	var snap *term.Snapshot // the screen, copied when something reads it
+	screen := func() rules.Screen {
+		if snap == nil {
+			s := e.term.Snapshot()
+			snap = &s
+		}
+		return rules.Screen{Lines: snap.Lines, Title: snap.Title}
+	}
 	if !e.fixed && e.fed != e.identifiedAt {
 		// Only new output can make an agent recognisable: the sweep's
 		// reclassification of an unchanged screen does not look again.
 		e.identifiedAt = e.fed
-		if m := e.cfg.Rules.IdentifyScreen(scr); m != nil {
+		if m := e.cfg.Rules.IdentifyScreen(screen()); m != nil {
 			e.manifest, e.fixed = m, true
 		}
 	}
-	verdict := e.manifest.Classify(scr)
+	if e.verdictOf != e.manifest || e.verdictFed != e.fed {
+		e.verdict, e.verdictOf, e.verdictFed = e.manifest.Classify(screen()), e.manifest, e.fed
+		e.counters.ScreenReads++
+	}
+	verdict := e.verdict
 	if verdict.State != rules.Blocked {
 		e.promptShown = time.Time{}
 	} else if e.promptShown.IsZero() {
@@ -509,7 +529,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 		if next.Message == "" {
 			// No signal said what it asks (a report without text, a rule
 			// without a message): the screen's question line says it.
-			next.Message, fallback = promptLine(snap.Lines, next.Kind, in.Screen.State == combine.Blocked), true
+			next.Message, fallback = promptLine(screen().Lines, next.Kind, in.Screen.State == combine.Blocked), true
 		}
 	}
 	e.msgFallback = fallback

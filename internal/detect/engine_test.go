@@ -169,6 +169,40 @@ func TestReportsApplyAtOnce(t *testing.T) {
 	}
 }
 
+// Reclassifying an unchanged screen (the sweep, a deadline) reuses its
+// last reading; output, a resize or another manifest reads it again, and
+// the decision is the one a fresh reading gives.
+func TestUnchangedScreenIsReadOnce(t *testing.T) {
+	e, _ := newToy(t)
+	reads := func() int { return e.Counters().ScreenReads }
+	e.Feed(at(0), []byte("Allow Bash: ls?\r\n\r\n? for shortcuts"))
+	e.Classify(at(10))
+	base := reads()
+	for i := range 5 {
+		e.Classify(at(20 + i))
+	}
+	if got := reads(); got != base {
+		t.Errorf("five reclassifications of an unchanged screen read it %d times", got-base)
+	}
+	if d, _ := e.Decision(); d.State != combine.Blocked || d.Message != "Allow Bash: ls?" {
+		t.Errorf("decision %+v", d)
+	}
+	e.Feed(at(100), []byte("\x1b[2J\x1b[Hesc to interrupt"))
+	e.Classify(at(110))
+	if got := reads(); got != base+1 {
+		t.Errorf("output then a classification: %d screen reads, want 1", got-base)
+	}
+	if d, _ := e.Decision(); d.State != combine.Working {
+		t.Errorf("after new output: %+v", d)
+	}
+	e.Resize(at(200), 30, 6)
+	e.Classify(at(210))
+	e.Classify(at(220))
+	if got := reads(); got != base+2 {
+		t.Errorf("a resize then two classifications: %d screen reads in all, want 2", got-base)
+	}
+}
+
 func TestScreenOnlyIgnoresReports(t *testing.T) {
 	set, _ := rules.Loader{Embedded: fstest.MapFS{"toy.toml": {Data: []byte(toyManifest)}}}.Load(nil)
 	e := New(Config{Cols: 40, Rows: 6, Rules: set, Agent: "toy", ScreenOnly: true})
