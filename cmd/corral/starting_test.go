@@ -61,8 +61,8 @@ func TestStartingAgentTakesItsFirstTask(t *testing.T) {
 }
 
 // An Enter the agent did not take (the text still in its input box) is
-// pressed once more; one that is not taken twice is reported (exit 3),
-// never lost silently.
+// pressed again, up to four in all; one that is never taken is reported
+// (exit 3), never lost silently.
 func TestSendEnterNotTaken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -71,6 +71,12 @@ func TestSendEnterNotTaken(t *testing.T) {
 	e.must("wait", "once", "--state", "idle", "--timeout", "20s")
 	e.must("send", "once", "ask", "--enter")
 	e.must("wait", "once", "--state", "blocked", "--timeout", "20s")
+
+	// Three dropped in a row (opencode under load dropped two).
+	e.must("run", "--name", "thrice", "--", claude, "--drop-enter", "3")
+	e.must("wait", "thrice", "--state", "idle", "--timeout", "20s")
+	e.must("send", "thrice", "ask", "--enter")
+	e.must("wait", "thrice", "--state", "blocked", "--timeout", "20s")
 
 	e.must("run", "--name", "never", "--", claude, "--drop-enter", "5")
 	e.must("wait", "never", "--state", "idle", "--timeout", "20s")

@@ -50,22 +50,40 @@ func typeText(e *entry, text string, enter, guard bool) error {
 		return nil
 	}
 	// Still in the input box: the Enter was dropped (Gemini CLI dropped
-	// one in ~17). Once more, while the agent is still waiting for it.
-	if d := p.Info().Decision; (d.State == combine.Working && d.Kind != detect.KindSubmitted) || d.State == combine.Blocked {
-		return nil
+	// one in ~17; opencode under load, a second after its input box was
+	// drawn, dropped two in a row). Again, a little later each time, while
+	// the agent is still waiting for it.
+	for try := 1; try < EnterTries; try++ {
+		if d := p.Info().Decision; (d.State == combine.Working && d.Kind != detect.KindSubmitted) || d.State == combine.Blocked {
+			return nil
+		}
+		if try > 1 {
+			time.Sleep(time.Duration(try-1) * EnterRetryGap)
+			if enterTaken(p, text) {
+				return nil
+			}
+		}
+		if err := p.Input([]byte("\r"), guard); err != nil {
+			return fmt.Errorf("the text was typed but Enter was not: %w", err)
+		}
+		if enterTaken(p, text) {
+			return nil
+		}
 	}
-	if err := p.Input([]byte("\r"), guard); err != nil {
-		return fmt.Errorf("the text was typed but Enter was not: %w", err)
-	}
-	if !enterTaken(p, text) {
-		return ErrEnterNotTaken
-	}
-	return nil
+	return ErrEnterNotTaken
 }
 
+// EnterTries is how many Enters a send presses while the text stays in
+// the input box; EnterRetryGap, times the try, spaces the later ones (the
+// fourth comes about 4 s after the first).
+const (
+	EnterTries    = 4
+	EnterRetryGap = 400 * time.Millisecond
+)
+
 // ErrEnterNotTaken says the text is still in the agent's input box after
-// two Enters.
-var ErrEnterNotTaken = errors.New("the text was typed and Enter pressed twice, but the text is still in the input box: the agent did not take it; see corral screen")
+// EnterTries Enters.
+var ErrEnterNotTaken = fmt.Errorf("the text was typed and Enter pressed %d times, but the text is still in the input box: the agent did not take it; see corral screen", EnterTries)
 
 // EnterTakeWait bounds the wait for an Enter to take the text out of the
 // input box.
