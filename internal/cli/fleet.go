@@ -36,6 +36,7 @@ func fleetInit(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		c.Timeout += fleet.SetupWait // the daemon answers once its member is set up
 		var info fleet.JoinInfo
 		if err := c.Do(ctx, "POST", "/v1/fleet/init", fleet.InitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet,
 			ForgetAfterMS: forgetAfter.Milliseconds(), ClusterListen: *clusterListen}, &info); err != nil {
@@ -100,6 +101,7 @@ func fleetJoin(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		c.Timeout += fleet.SetupWait // the daemon answers once its member is set up
 		var out fleet.JoinResult
 		if err := c.Do(ctx, "POST", "/v1/fleet/join", fleet.JoinRequest{URLs: urls, Token: *token, Creds: *creds, Name: *name,
 			CAFingerprint: *fp, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &out); err != nil {
@@ -141,6 +143,7 @@ func fleetJoinHub(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		c.Timeout += fleet.SetupWait // the daemon answers once its member is set up
 		var info fleet.JoinInfo
 		if err := c.Do(ctx, "POST", "/v1/fleet/join-hub", fleet.JoinHubRequest{URLs: urls, HubToken: *hubToken, CAFingerprint: *fp, Name: *name,
 			Listen: *listen, ClusterListen: *clusterListen, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &info); err != nil {

@@ -17,6 +17,13 @@ import (
 	"github.com/corral-dev/corral/internal/eventlog"
 )
 
+// SetupWait bounds a member's set-up: the hub's buckets and streams made
+// or found. Making a bucket on file storage took over 10 s on a loaded
+// 2-core machine (a hub's first start, every process of a test suite at
+// once). A command that asks the daemon to join or start a fleet waits
+// this much longer for its answer.
+const SetupWait = 30 * time.Second
+
 // Local is the daemon a member speaks for.
 type Local interface {
 	// Handler is the daemon's own API, served in process.
@@ -246,9 +253,7 @@ func (m *Member) setup(ctx context.Context) error {
 		return err
 	}
 	m.js = js
-	// Making a bucket on file storage took over 10 s on a loaded 2-core
-	// machine (a hub's first start, every process of a test suite at once).
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, SetupWait)
 	defer cancel()
 	if m.o.Admin {
 		if err := EnsureStreams(ctx, js, m.o.Replicas); err != nil {
