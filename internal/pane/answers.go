@@ -40,6 +40,7 @@ func (p *Pane) NoteUndecided() { p.noteDecision("", false) }
 func (p *Pane) noteDecision(text string, decided bool) {
 	p.mu.Lock()
 	if !p.exited {
+		p.stir()
 		if decided {
 			p.queueLocked(p.engine.NoteDecided(time.Now(), text))
 		} else {

@@ -125,6 +125,7 @@ func (p *Pane) lockClassified() (time.Time, error) {
 		p.unlock()
 		return time.Time{}, ErrExited
 	}
+	p.stir()
 	now := time.Now()
 	p.queueLocked(p.engine.Classify(now))
 	return now, nil
@@ -185,6 +186,7 @@ func (p *Pane) hookLoop() {
 	for {
 		select {
 		case h := <-p.hooks:
+			p.stir()
 			p.mu.Lock()
 			if !p.exited {
 				p.queueLocked(p.engine.ApplyHook(time.Now(), h))
@@ -205,6 +207,7 @@ func (p *Pane) MarkSeen() {
 		return
 	}
 	if !p.exited {
+		p.stir()
 		p.queueLocked(p.engine.MarkSeen(time.Now()))
 	}
 	p.unlock()
@@ -242,6 +245,7 @@ func (p *Pane) Resize(cols, rows int) error {
 		return err
 	}
 	p.cfg.Cols, p.cfg.Rows = cols, rows
+	p.stir()
 	p.engine.Resize(time.Now(), cols, rows)
 	p.scheduleLocked()
 	return nil

@@ -107,9 +107,6 @@ const ReplayWait = 5 * time.Second
 // differs from a.Last, and the program is asked to redraw (SIGWINCH).
 // cfg's size gives way to the terminal's own.
 func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
-	if cfg.Sweep <= 0 {
-		cfg.Sweep = time.Second
-	}
 	ptmx := heldMaster(hc)
 	if ws, err := getSize(ptmx); err == nil && CheckSize(int(ws.Col), int(ws.Row)) == nil {
 		cfg.Cols, cfg.Rows = int(ws.Col), int(ws.Row)
@@ -234,7 +231,7 @@ func (p *Pane) heldLoop() {
 	feed := func() { p.feedHeld(out) }
 	err := p.hc.Run(func(m holder.Msg) bool {
 		if len(m.Output) > 0 {
-			p.outputAt.Store(time.Now().UnixNano())
+			p.noteOutput()
 			out = m.Output
 			onDeepStack(feed, done) // on a shared goroutine, as readLoop's
 			out = nil
@@ -271,7 +268,7 @@ func (p *Pane) watchHeld() bool {
 	var end atomic.Pointer[heldEnd]
 	err := p.hc.Watch(func(m holder.Msg) bool {
 		if len(m.Output) > 0 { // a holder sharing its ring sends none
-			p.outputAt.Store(time.Now().UnixNano())
+			p.noteOutput()
 			p.feedHeld(m.Output)
 		}
 		if m.Exit {

@@ -30,9 +30,6 @@ func Open(cfg Config, src Source, pid int, screen []byte) (*Pane, *Feed, error) 
 	if src == nil {
 		return nil, nil, errors.New("open a pane: no terminal to watch")
 	}
-	if cfg.Sweep <= 0 {
-		cfg.Sweep = time.Second
-	}
 	if cols, rows, err := src.Size(); err == nil && CheckSize(cols, rows) == nil {
 		cfg.Cols, cfg.Rows = cols, rows
 	}
@@ -83,7 +80,7 @@ func (p *Pane) feedOutside(b []byte, redraw bool) {
 	if len(b) == 0 {
 		return
 	}
-	p.outputAt.Store(time.Now().UnixNano())
+	p.noteOutput()
 	p.mu.Lock()
 	if p.exited {
 		p.unlock()

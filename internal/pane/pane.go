@@ -53,6 +53,10 @@ type Config struct {
 	OnExit func(p *Pane)
 	// Sweep is the safety-net classification interval (default 1s).
 	Sweep time.Duration
+	// SettleAfter is how long nothing happens in a pane (no output, no
+	// input, no report, no change) before its sweep slows to QuietSweep
+	// (defaults: DefaultSettleAfter, DefaultQuietSweep; see schedule.go).
+	SettleAfter, QuietSweep time.Duration
 	// CompactAfter is how long the program is quiet before the pane's
 	// screen is packed, checked at each sweep (0: DefaultCompactAfter;
 	// negative: never).
@@ -135,6 +139,12 @@ type Pane struct {
 	// foreground group it last looked up (only the clock changes it).
 	sweepAt   clockEntry
 	sweepSeen int
+	// sweepMu orders the moves of sweepAt between the paces (sweepSlow
+	// says which is armed); stirredAt is when something other than output
+	// last happened (Unix nanoseconds). See schedule.go.
+	sweepMu   sync.Mutex
+	sweepSlow atomic.Bool
+	stirredAt atomic.Int64
 
 	in             inputQueue
 	droppedReplies atomic.Int64
@@ -171,9 +181,6 @@ func Start(cfg Config) (*Pane, error) {
 	}
 	if err := CheckSize(cfg.Cols, cfg.Rows); err != nil {
 		return nil, err
-	}
-	if cfg.Sweep <= 0 {
-		cfg.Sweep = time.Second
 	}
 	path, err := procs.Resolve(cfg.Argv[0], cfg.Dir, cfg.Env)
 	if err != nil {
@@ -223,6 +230,7 @@ func Start(cfg Config) (*Pane, error) {
 // on src (whose PTY, if the pane reads it, is ptmx); run starts its
 // goroutines.
 func newPane(cfg Config, src Source, ptmx *master, pid int, started time.Time) *Pane {
+	cfg.setPaces()
 	p := &Pane{cfg: cfg, src: src, ptmx: ptmx, started: started, pid: pid, done: make(chan struct{}), readDone: make(chan struct{}), name: cfg.Name,
 		mu: newLock()}
 	p.sweepAt = clockEntry{work: p.fireSweep, kind: clockSweep, index: -1}
@@ -310,7 +318,7 @@ func (p *Pane) readLoop() {
 	feed := func() { p.feedRead(b) }
 	// stopReading sets stopRead.
 	rawio.ReadTerminal(rc, &p.stopRead, func(read []byte) {
-		p.outputAt.Store(time.Now().UnixNano())
+		p.noteOutput()
 		b = read
 		onDeepStack(feed, done)
 		b = nil
@@ -324,7 +332,7 @@ func (p *Pane) readBareLoop() {
 	for !p.stopRead.Load() {
 		n, err := p.ptmx.bare.Read(buf)
 		if n > 0 {
-			p.outputAt.Store(time.Now().UnixNano())
+			p.noteOutput()
 			p.feedRead(buf[:n])
 		}
 		if err != nil {

@@ -92,7 +92,7 @@ func (p *Pane) readReady() {
 		for {
 			n, err := rawio.Read(uintptr(fd), buf[:])
 			if n > 0 {
-				p.outputAt.Store(time.Now().UnixNano())
+				p.noteOutput()
 				p.feedRead(buf[:n])
 			}
 			switch {

@@ -46,10 +46,39 @@ func (p *Pane) scheduleLocked() {
 	p.timer.reset(at)
 }
 
-// sweepLoop starts the safety net: every Sweep, whatever the screen did,
-// the clock reclassifies the pane and checks its foreground process.
+// The sweep is the safety net: every Sweep, whatever the screen did, the
+// clock reclassifies the pane and reads its foreground process. What it
+// nets is near in time to something that happened: a hook's grace, an
+// interrupt's window, a program started in the foreground after the
+// output that asked for it. A pane in which nothing has happened for
+// SettleAfter (no output, input, report or change) has nothing left to
+// net but a program that changes its foreground without a word, so its
+// sweep slows to QuietSweep; the first thing that happens in it brings
+// the sweep back to Sweep at once (wakeSweep). A thousand idle panes cost
+// a wake-up every QuietSweep instead of a thousand reads a second.
+const (
+	DefaultSettleAfter = 30 * time.Second
+	DefaultQuietSweep  = 10 * time.Second
+)
+
+// setPaces fills in the sweep's defaults.
+func (c *Config) setPaces() {
+	if c.Sweep <= 0 {
+		c.Sweep = time.Second
+	}
+	if c.SettleAfter <= 0 {
+		c.SettleAfter = DefaultSettleAfter
+	}
+	if c.QuietSweep <= 0 {
+		c.QuietSweep = DefaultQuietSweep
+	}
+	c.QuietSweep = max(c.QuietSweep, c.Sweep)
+}
+
+// sweepLoop starts the safety net.
 func (p *Pane) sweepLoop() {
-	paneClock.set(&p.sweepAt, nextSweep(time.Now(), p.cfg.Sweep))
+	p.stir()
+	p.armSweep(time.Now())
 }
 
 // nextSweep is the next multiple of every after now: the sweeps of every
@@ -59,6 +88,61 @@ func nextSweep(now time.Time, every time.Duration) time.Time {
 	return now.Truncate(every).Add(every)
 }
 
+// settled reports whether nothing has happened in the pane for SettleAfter.
+func (p *Pane) settled(now time.Time) bool {
+	last := max(p.outputAt.Load(), p.stirredAt.Load())
+	return now.Sub(time.Unix(0, last)) >= p.cfg.SettleAfter
+}
+
+// armSweep puts the next sweep on the clock at the pace the pane calls for.
+// sweepSlow is set before the pane's times are read, and wakeSweep writes
+// a time before it reads sweepSlow: of a sweep slowing and a wake-up at
+// once, one sees the other.
+func (p *Pane) armSweep(now time.Time) {
+	p.sweepMu.Lock()
+	defer p.sweepMu.Unlock()
+	p.sweepSlow.Store(true)
+	every := p.cfg.QuietSweep
+	if !p.settled(now) {
+		p.sweepSlow.Store(false)
+		every = p.cfg.Sweep
+	}
+	paneClock.set(&p.sweepAt, nextSweep(now, every))
+}
+
+// stir says something other than output happened in the pane (input, a
+// report, a size, a change of state or foreground).
+func (p *Pane) stir() {
+	p.stirredAt.Store(time.Now().UnixNano())
+	p.wakeSweep()
+}
+
+// noteOutput says the program wrote.
+func (p *Pane) noteOutput() {
+	p.outputAt.Store(time.Now().UnixNano())
+	p.wakeSweep()
+}
+
+// wakeSweep brings a slowed sweep back to its pace; when it is not slowed,
+// as while anything happens, it is one atomic load.
+func (p *Pane) wakeSweep() {
+	if !p.sweepSlow.Load() {
+		return
+	}
+	p.sweepMu.Lock()
+	defer p.sweepMu.Unlock()
+	if !p.sweepSlow.Load() {
+		return
+	}
+	select {
+	case <-p.done:
+		return // gone: its sweep is off the clock
+	default:
+	}
+	p.sweepSlow.Store(false)
+	paneClock.set(&p.sweepAt, nextSweep(time.Now(), p.cfg.Sweep))
+}
+
 // fireSweep runs on the clock.
 func (p *Pane) fireSweep() {
 	select {
@@ -66,7 +150,7 @@ func (p *Pane) fireSweep() {
 		return
 	default:
 	}
-	paneClock.set(&p.sweepAt, nextSweep(time.Now(), p.cfg.Sweep))
+	p.armSweep(time.Now())
 	pgrp, err := p.src.Foreground()
 	if err != nil || pgrp <= 0 || pgrp == p.sweepSeen {
 		pgrp = 0
@@ -94,6 +178,7 @@ func (p *Pane) fireSweep() {
 func (p *Pane) sweepLocked(fg foreground) {
 	if !p.exited {
 		if fg.pgrp != 0 {
+			p.stir()
 			p.foregroundLocked(fg)
 		}
 		p.queueLocked(p.engine.Classify(time.Now()))
@@ -107,6 +192,7 @@ func (p *Pane) sweepLocked(fg foreground) {
 
 func (p *Pane) queueLocked(cs []detect.Change) {
 	if len(cs) > 0 {
+		p.stir()
 		p.queue = append(p.queue, cs...)
 		p.queued.Store(true)
 	}
