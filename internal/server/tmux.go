@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
-	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/pane"
@@ -113,7 +112,7 @@ func (s *Server) watchTmux(req tmuxSaved, save bool) (*tmuxwatch.Watch, error) {
 	w, err := tmuxwatch.Start(srv, tmuxwatch.Options{
 		Config: s.tmuxPaneConfig,
 		Added:  s.tmuxAdded,
-		Failed: func(cfg pane.Config, _ error) { s.unreserve(cfg.ID) },
+		Failed: func(cfg pane.Config, _ error) { s.set.Unreserve(cfg.ID) },
 		Logf:   s.opts.Logf,
 	})
 	if err != nil {
@@ -152,11 +151,7 @@ func containsSaved(list []tmuxSaved, x tmuxSaved) bool {
 	return false
 }
 
-func (s *Server) isClosing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closing
-}
+func (s *Server) isClosing() bool { return s.set.Closing() }
 
 // unwatchTmux lets go of a tmux server: its panes leave corral's list
 // (their programs run on in tmux), and it is forgotten.
@@ -184,9 +179,9 @@ func (s *Server) unwatchTmux(req tmuxSaved) error {
 	_ = w.Close()
 	s.saveTmux(kept)
 	// Its panes, the closed ones too, go from the list.
-	for _, e := range s.listPanes() {
-		if e.tmux != nil && e.tmux.Socket() == sock {
-			_ = s.remove(e.tmux.ID(), true)
+	for _, e := range s.set.Panes() {
+		if e.Tmux != nil && e.Tmux.Socket() == sock {
+			_ = s.remove(e.Tmux.ID(), true)
 		}
 	}
 	return nil
@@ -235,7 +230,7 @@ func (s *Server) tmuxPaneConfig(tp tmuxctl.Pane) (pane.Config, error) {
 		if len([]rune(name)) > MaxNameLen || strings.ContainsAny(name, "\x00\n\r\t") {
 			continue
 		}
-		id, cfg.Rules, err = s.reserve(name)
+		id, cfg.Rules, err = s.set.Reserve(name)
 		if err == nil {
 			cfg.Name = name
 			break
@@ -250,14 +245,13 @@ func (s *Server) tmuxPaneConfig(tp tmuxctl.Pane) (pane.Config, error) {
 	cfg.ID = id
 	cfg.Argv = []string{tp.Command}
 	cfg.Dir = tp.Path
-	name := cfg.Name
-	cfg.OnChange = func(p *pane.Pane, c detect.Change) { s.record(p.ID(), name, p.Info().Agent, c) }
+	cfg.OnChange = s.set.OnChange(cfg.Name)
 	return cfg, nil
 }
 
 // tmuxAdded lists a new tmux pane.
 func (s *Server) tmuxAdded(p *tmuxwatch.Pane) {
-	s.register(p.ID(), &entry{p: p.Pane, name: p.Info().Name, tmux: p})
+	s.set.Register(p.ID(), &entry{P: p.Pane, Name: p.Info().Name, Tmux: p})
 }
 
 // tmuxServers lists the watched servers.
@@ -327,10 +321,10 @@ func (s *Server) findTmux(socket, paneID string) *entry {
 		return nil
 	}
 	clean := realPath(socket)
-	for _, e := range s.listPanes() {
-		if t := e.tmux; t != nil && t.TmuxID == paneID && realPath(t.Socket()) == clean {
+	for _, e := range s.set.Panes() {
+		if t := e.Tmux; t != nil && t.TmuxID == paneID && realPath(t.Socket()) == clean {
 			select {
-			case <-e.p.Done():
+			case <-e.P.Done():
 				continue // a closed pane's id is not reused, but it reports nothing
 			default:
 			}
