@@ -15,8 +15,9 @@
 // Locks: Set.mu guards the pane map, the job map and the roster (the ids
 // and names of both, the start order, the reservations of starts in
 // flight) and the shutdown's flags (closing, collected). It is never held
-// while calling into a pane, a job, the pane table or a function of
-// Options. The pane table's rows function (tableRows) takes Set.mu and no
+// while calling into a pane (but for its lock-free reads, such as
+// Generation), a job, the pane table or a function of Options; the
+// server's own lock is never held with it. The pane table's rows function (tableRows) takes Set.mu and no
 // store lock; a row is built from the pane's snapshot and its Held, whose
 // own lock is taken alone.
 package paneset
