@@ -46,7 +46,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"handover":      {"osproc"},
 		"roster":        nil,
 		"panestore":     {"agentdef", "agents", "api", "combine", "detect", "eventlog", "holder", "osproc", "pane", "procs", "safefile", "status"},
-		"paneset":       {"agents", "api", "detect", "holder", "pane", "panestore", "roster", "rules", "tmuxwatch"},
+		"paneset":       {"agents", "api", "detect", "eventlog", "holder", "pane", "panestore", "roster", "rules", "safefile", "tmuxctl", "tmuxwatch"},
 		"fleetlink":     {"api", "board", "buildinfo", "eventlog", "fleet", "httpapi", "term"},
 		"server":        {"agentdef", "agents", "api", "approval", "config", "httpapi", "board", "buildinfo", "detect", "eventlog", "fleetlink", "handover", "headless", "holder", "notify", "pane", "paneset", "panestore", "procs", "rules", "ruleswatch", "safefile", "combine", "term", "tmuxctl", "tmuxwatch", "tomlfile", "osproc"},
 		"tmuxwatch":     {"pane", "tmuxctl", "osproc"},

@@ -76,6 +76,9 @@ type Set[X any, J Job] struct {
 	table       *panestore.Store
 	handingOver atomic.Bool
 
+	// tmux are the tmux servers watched (see tmux.go).
+	tmux tmuxWatches
+
 	holderLogOnce sync.Once
 	holderLog     *os.File
 	holders       *holder.Pool // new panes' holder processes
@@ -415,3 +418,6 @@ func (s *Set[X, J]) EndPane(p *pane.Pane) {
 	}
 	p.Close(s.opts.KillGrace)
 }
+
+// MaxNameLen bounds a pane's name.
+const MaxNameLen = 64

@@ -9,11 +9,12 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/paneset"
 )
 
 // Bounds on what a new pane's request may carry, besides MaxBody.
 const (
-	MaxNameLen  = 64
+	MaxNameLen  = paneset.MaxNameLen
 	MaxArgs     = 4096
 	MaxEnvVars  = 4096
 	MaxFieldLen = 64 << 10

@@ -89,9 +89,6 @@ type Server struct {
 	handoverTo string
 	handoverLn *os.File
 
-	// tmux are the tmux servers watched (see tmux.go).
-	tmux tmuxWatches
-
 	// fleet is the daemon's bridge to its fleet (internal/fleetlink),
 	// which sees the daemon as fleetLocal; it serves the API's fleet
 	// routes.
@@ -215,7 +212,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.set.Adopt(s.lastLogged)
 	s.adoptJobs()
 	s.endLeft(s.set.KeptByHolders(s.set.PaneIDs()), "when its holder or daemon was killed")
-	s.watchSavedTmux()
+	s.set.WatchSavedTmux()
 	s.set.StartTable()
 	go s.pruneLoop(ctx)
 	s.fleet.Start()
@@ -303,7 +300,7 @@ func (s *Server) stop() {
 				s.forgetJob(j) // jobs end with a shutdown, and are forgotten, as they always were
 			}
 		}
-		s.stopTmux()
+		s.set.StopTmux()
 		s.fleet.Stop(false)
 		s.set.StopTable()
 		s.notify.Wait()

@@ -256,7 +256,7 @@ func (s *Server) Hook(req api.HookRequest) (api.HookResult, error) {
 	if req.Pane == "" && req.TmuxPane != "" {
 		// The daemon's socket is its user's alone: a report naming a
 		// watched tmux pane comes from that user's agent in it.
-		e := s.findTmux(req.TmuxSocket, req.TmuxPane)
+		e := s.set.FindTmux(req.TmuxSocket, req.TmuxPane)
 		if e == nil {
 			s.hooksRefused.Add(1)
 			return api.HookResult{}, httpapi.Coded(http.StatusForbidden, "not_watched", fmt.Errorf("hook report refused: tmux pane %s of %s is not watched (corral tmux watch)", req.TmuxPane, req.TmuxSocket))
