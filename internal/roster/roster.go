@@ -4,7 +4,7 @@
 // its id and name before what it starts is ready.
 //
 // A Roster is not safe for concurrent use: its owner locks around it (the
-// daemon's table lock, Server.mu). Every operation but All and Len is
+// daemon's table lock, paneset.Set's mu). Every operation but All and Len is
 // O(1) in the number of members.
 package roster
 

@@ -11,15 +11,15 @@ import (
 const PromptDrawWait = 1500 * time.Millisecond
 
 // answer answers a pane's or a job's request: a job's at once (see
-// job.Answer), a pane's as entry.answer types it.
+// job.Answer), a pane's as answerPane types it.
 func (f found) answer(choice string) (string, error) {
 	if f.job != nil {
 		return f.job.Answer(choice)
 	}
-	return f.pane.answer(choice)
+	return answerPane(f.pane, choice)
 }
 
-// answer types a pane's answer once its prompt can take it. An agent's
+// answerPane types a pane's answer once its prompt can take it. An agent's
 // own report of a prompt (a PermissionRequest hook, an OSC 7501 "blocked")
 // comes before the dialog that reads the keys exists, and a dialog just
 // drawn may not read keys yet (Claude Code drops them for a moment): keys
@@ -27,8 +27,8 @@ func (f found) answer(choice string) (string, error) {
 // blocked, wait until the screen has shown the prompt for the manifest's
 // answer_settle — at most PromptDrawWait for the prompt to appear; an
 // agent whose prompt corral's rules do not know is answered after that.
-func (e *entry) answer(choice string) (string, error) {
-	p := e.p
+func answerPane(e *entry, choice string) (string, error) {
+	p := e.P
 	start := time.Now()
 	for {
 		in := p.Info()

@@ -42,7 +42,7 @@ func (s *Server) Attach(ref string) (httpapi.Session, error) {
 	if f.job != nil {
 		return nil, httpapi.Coded(http.StatusConflict, "bad_request", errors.New("a headless job has no terminal to attach to; follow it with corral events --follow"))
 	}
-	p := f.pane.p
+	p := f.pane.P
 	initial, w, err := p.WatchWithin()
 	if err != nil {
 		return nil, inputError(err)

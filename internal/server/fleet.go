@@ -22,17 +22,11 @@ func (l fleetLocal) Notify(e eventlog.Event) { l.s.notify.Event(e) }
 
 // Pane is the pane or job of that id (not a name).
 func (l fleetLocal) Pane(id string) (api.Pane, bool) {
-	l.s.mu.Lock()
-	e, isPane := l.s.panes[id]
-	j, isJob := l.s.jobs[id]
-	l.s.mu.Unlock()
-	switch {
-	case isPane:
-		return paneJSON(e), true
-	case isJob:
-		return j.json(), true
+	u, ok := l.s.set.Get(id)
+	if !ok {
+		return api.Pane{}, false
 	}
-	return api.Pane{}, false
+	return foundOf(u).json(), true
 }
 
 func (l fleetLocal) Subscribe(after uint64) (<-chan eventlog.Event, []eventlog.Event, func()) {

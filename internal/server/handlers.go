@@ -9,11 +9,12 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/paneset"
 )
 
 // Bounds on what a new pane's request may carry, besides MaxBody.
 const (
-	MaxNameLen  = 64
+	MaxNameLen  = paneset.MaxNameLen
 	MaxArgs     = 4096
 	MaxEnvVars  = 4096
 	MaxFieldLen = 64 << 10
@@ -49,7 +50,7 @@ func (f found) killer() killer {
 	if f.job != nil {
 		return f.job
 	}
-	return f.pane.p
+	return f.pane.P
 }
 
 // kill signals a pane or job and waits briefly for its end, so the
@@ -84,10 +85,10 @@ func kill(u killer, sig syscall.Signal, escalate bool, grace time.Duration) erro
 
 // paneRow is paneJSON(e).Row(), without the rest.
 func paneRow(e *entry) api.PaneRow {
-	in := e.p.Brief()
+	in := e.P.Brief()
 	d := in.Decision
-	_, problem := e.integration(in.Agent)
-	out := api.PaneRow{ID: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
+	_, problem := e.Integration(in.Agent)
+	out := api.PaneRow{ID: in.ID, Name: e.Name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
 		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), IntegrationError: problem}
 	if in.Exited {
 		code := in.ExitCode
@@ -98,21 +99,21 @@ func paneRow(e *entry) api.PaneRow {
 
 // paneJSON is a pane as the API shows it.
 func paneJSON(e *entry) api.Pane {
-	in := e.p.Info()
+	in := e.P.Info()
 	d := in.Decision
-	integration, problem := e.integration(in.Agent)
-	out := api.Pane{ID: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
+	integration, problem := e.Integration(in.Agent)
+	out := api.Pane{ID: in.ID, Name: e.Name, Agent: in.Agent, State: string(d.State), Kind: d.Kind, Message: d.Message,
 		Since: in.Since.UTC().Format(eventlog.TimeFormat), Source: string(d.Source), Rule: d.Rule, PID: in.PID,
 		Cwd: in.Dir, Cols: in.Cols, Rows: in.Rows, Command: in.Argv, Foreground: in.Foreground, Records: []api.Record{},
-		Integration: integration, IntegrationError: problem, HooksRefused: e.refused.Load(), HooksIgnored: in.HooksIgnored}
-	_, out.Backend = e.p.Outside()
-	if t := e.tmux; t != nil {
+		Integration: integration, IntegrationError: problem, HooksRefused: e.Refused.Load(), HooksIgnored: in.HooksIgnored}
+	_, out.Backend = e.P.Outside()
+	if t := e.Tmux; t != nil {
 		out.Tmux = &api.TmuxPane{Socket: t.Socket(), Pane: t.TmuxID, Target: t.Target()}
 	}
-	if a := e.approve.Load(); a != nil {
+	if a := e.Ext.approve.Load(); a != nil {
 		out.Policy, out.Approval = a.policy.Source, a.latest()
 	}
-	if wt := e.worktree.Load(); wt != nil {
+	if wt := e.Ext.worktree.Load(); wt != nil {
 		out.Worktree = wt.status()
 	}
 	if in.Progress >= 0 {

@@ -30,9 +30,10 @@ const (
 )
 
 // job is a headless run hosted by the daemon: a kind of its own beside the
-// panes, in its own table (Server.jobs). It has no terminal and takes no
-// typing; its state comes from its stream, its permission requests are
-// answered through Answer, and its events are kept for its stream.
+// panes, in its own table (the pane set's jobs). It has no terminal and
+// takes no typing; its state comes from its stream, its permission
+// requests are answered through Answer, and its events are kept for its
+// stream.
 type job struct {
 	id, name, agent string
 	argv            []string

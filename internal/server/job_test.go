@@ -17,33 +17,38 @@ import (
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
-	"github.com/corral-dev/corral/internal/panestore"
-	"github.com/corral-dev/corral/internal/roster"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
 // testServer is a daemon's tables without its socket: what the routes
 // that serve panes and jobs read.
-func testServer(t *testing.T) *Server {
+func testServer(t testing.TB) *Server {
 	t.Helper()
-	return &Server{panes: map[string]*entry{}, jobs: map[string]*job{}, roster: roster.New(),
-		table: panestore.New(t.TempDir(), t.Logf, nil)}
+	s := &Server{opts: Options{StateDir: t.TempDir(), Logf: t.Logf}}
+	s.set = s.newSet()
+	return s
 }
 
 // reserveTestID reserves id and name for a start, as reserve does a new
 // id.
-func reserveTestID(t *testing.T, s *Server, id, name string) {
+func reserveTestID(t testing.TB, s *Server, id, name string) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	got, err := s.roster.Reserve(name)
+	got, _, err := s.set.ReserveAs(id, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.roster.Rereserve(got, id) != id {
+	if got != id {
 		t.Fatalf("the id %s is taken", id)
 	}
-	s.spawning.Add(1)
+}
+
+// registerTestPane registers p under id and name.
+func registerTestPane(t testing.TB, s *Server, id, name string, p *pane.Pane) {
+	t.Helper()
+	reserveTestID(t, s, id, name)
+	if !s.set.Register(id, &entry{P: p, Name: name}) {
+		t.Fatal("the pane was not registered")
+	}
 }
 
 // addTestPane registers a pane over an outside terminal that shows nothing.
@@ -60,10 +65,7 @@ func addTestPane(t *testing.T, s *Server, id, name string) *pane.Pane {
 	}
 	t.Cleanup(func() { p.Close(time.Second) })
 	t.Cleanup(src.free)
-	reserveTestID(t, s, id, name)
-	if !s.register(id, &entry{p: p, name: name}) {
-		t.Fatal("the pane was not registered")
-	}
+	registerTestPane(t, s, id, name, p)
 	return p
 }
 
@@ -81,7 +83,7 @@ echo '{"type":"result","status":"success","stats":{}}'`
 		t.Fatal("the job did not end")
 	}
 	reserveTestID(t, s, id, name)
-	if !s.registerJob(j) {
+	if !s.set.RegisterJob(id, name, j) {
 		t.Fatal("the job was not registered")
 	}
 	return j
@@ -219,9 +221,7 @@ func TestPanesAndJobsShareNames(t *testing.T) {
 		{"second", true}, {"jb", true}, // a job's
 		{"fourth", false},
 	} {
-		s.mu.Lock()
-		err := s.roster.Taken(tc.name)
-		s.mu.Unlock()
+		err := s.set.Taken(tc.name)
 		if (err != nil) != tc.taken {
 			t.Errorf("the name %s: %v, want taken %v", tc.name, err, tc.taken)
 		}
@@ -264,9 +264,7 @@ func TestPanesAndJobsShareNames(t *testing.T) {
 	if got, want := ids(), "pa/stuck pc/stuck"; got != want {
 		t.Errorf("the list after the job's removal: %s, want %s", got, want)
 	}
-	s.mu.Lock()
-	err := s.roster.Taken("second")
-	s.mu.Unlock()
+	err := s.set.Taken("second")
 	if err != nil {
 		t.Errorf("the removed job's name: %v", err)
 	}

@@ -26,6 +26,9 @@ import (
 // shutdown ends jobs and forgets them, as before; a hand-over lets the
 // running ones go on.
 
+// maxSocketPath is what a unix socket's path may hold.
+const maxSocketPath = 107
+
 // jobRow is the name of a job's row in its folder.
 const jobRow = "job.json"
 
@@ -163,9 +166,9 @@ func (s *Server) adoptJobs() {
 	var ended []*job
 	for _, rec := range recs {
 		dir := filepath.Join(root, rec.ID)
-		id, _, err := s.reserveAs(rec.ID, rec.Name)
+		id, _, err := s.set.ReserveAs(rec.ID, rec.Name)
 		if err == nil && id != rec.ID {
-			s.unreserve(id)
+			s.set.Unreserve(id)
 			err = errors.New("its id is taken")
 		}
 		if err != nil {
@@ -181,7 +184,7 @@ func (s *Server) adoptJobs() {
 				ended = append(ended, j)
 			}
 		}
-		s.registerJob(j)
+		s.set.RegisterJob(j.id, j.name, j)
 	}
 	// A job that ended while no daemon ran is read to its end before the
 	// daemon answers: its first listing shows its outcome, not "working".
@@ -235,9 +238,7 @@ func endedJob(dir string, rec *jobRecord) *job {
 // jobHeldRunning reports whether id is a held job still running here:
 // its processes are its holder's, not left behind.
 func (s *Server) jobHeldRunning(id string) bool {
-	s.mu.Lock()
-	j := s.jobs[id]
-	s.mu.Unlock()
+	j, _ := s.set.Job(id)
 	if j == nil || j.spool == "" {
 		return false
 	}

@@ -26,7 +26,7 @@ func (s *Server) endLeft(keep map[string]bool, when string) {
 	find := func() []procs.Left {
 		var out []procs.Left
 		for _, l := range procs.FindLeft(owner, "CORRAL_PANE", "CORRAL_JOB") {
-			if l.Key == "CORRAL_PANE" && (keep[l.ID] || s.table.Unread()) || panestore.HolderAlive(l.PID) ||
+			if l.Key == "CORRAL_PANE" && (keep[l.ID] || s.set.TableUnread()) || panestore.HolderAlive(l.PID) ||
 				l.Key == "CORRAL_JOB" && s.jobHeldRunning(l.ID) {
 				continue
 			}

@@ -15,9 +15,7 @@ import (
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/pane"
-	"github.com/corral-dev/corral/internal/panestore"
 	"github.com/corral-dev/corral/internal/proctest"
-	"github.com/corral-dev/corral/internal/roster"
 	"github.com/corral-dev/corral/internal/rules"
 )
 
@@ -67,7 +65,7 @@ func TestListAnswersWhilePanesAreStuck(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{panes: map[string]*entry{}, roster: roster.New(), table: panestore.New(t.TempDir(), t.Logf, nil)}
+			s := testServer(t)
 			for i := range panes {
 				id := fmt.Sprintf("p%d", i)
 				src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}
@@ -90,8 +88,7 @@ func TestListAnswersWhilePanesAreStuck(t *testing.T) {
 					t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
 				}
 				tc.stick(p, src, consumer)
-				s.panes[id] = &entry{p: p, name: "name-" + id}
-				s.roster.Add(id, "name-"+id)
+				registerTestPane(t, s, id, "name-"+id, p)
 			}
 
 			start := time.Now()
@@ -126,7 +123,7 @@ func TestListViewLs(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	s := &Server{panes: map[string]*entry{}, roster: roster.New(), table: panestore.New(t.TempDir(), t.Logf, nil)}
+	s := testServer(t)
 	for i := range 3 {
 		id := fmt.Sprintf("p%d", i)
 		src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}
@@ -141,8 +138,7 @@ func TestListViewLs(t *testing.T) {
 		if !proctest.WaitFor(5*time.Second, func() bool { return p.Info().Decision.State == combine.Blocked }) {
 			t.Fatalf("pane %s never read blocked: %+v", id, p.Info().Decision)
 		}
-		s.panes[id] = &entry{p: p, name: "name-" + id}
-		s.roster.Add(id, "name-"+id)
+		registerTestPane(t, s, id, "name-"+id, p)
 	}
 	get := func(path string) []byte {
 		rec := httptest.NewRecorder()
@@ -180,7 +176,7 @@ func BenchmarkList(b *testing.B) {
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}
-	s := &Server{panes: map[string]*entry{}, roster: roster.New(), table: panestore.New(b.TempDir(), b.Logf, nil)}
+	s := testServer(b)
 	for i := range 1000 {
 		id := fmt.Sprintf("p%d", i)
 		src := &stuckSource{entered: make(chan struct{}), release: make(chan struct{})}
@@ -190,8 +186,7 @@ func BenchmarkList(b *testing.B) {
 		}
 		b.Cleanup(func() { p.Close(time.Second) })
 		b.Cleanup(src.free)
-		s.panes[id] = &entry{p: p, name: "name-" + id}
-		s.roster.Add(id, "name-"+id)
+		registerTestPane(b, s, id, "name-"+id, p)
 	}
 	h := s.routes()
 	for _, path := range []string{"/v1/panes", "/v1/panes?view=ls"} {

@@ -54,7 +54,7 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 	if err != nil {
 		return false
 	}
-	a := e.approve.Load()
+	a := e.Ext.approve.Load()
 	if a == nil {
 		return false
 	}
@@ -88,13 +88,13 @@ func (s *Server) policyTakes(id string, ev eventlog.Event) bool {
 func (s *Server) decideReport(e *entry, a *approver, agent string, at time.Time) (ap api.Approval, input string, ok bool) {
 	// The agent's hooks decide where they are in force: answering its
 	// report as well would type keys into whatever comes next.
-	if in, _ := e.integration(agent); in == "claude-code" {
+	if in, _ := e.Integration(agent); in == "claude-code" {
 		return ap, "", false
 	}
 	// The agent's own report of the request, whichever signal decided
 	// the state: the root OSC 7501 record.
 	msg := ""
-	for _, r := range e.p.Info().Records {
+	for _, r := range e.P.Info().Records {
 		if r.ID == "" && r.State == "blocked" && r.Kind == "permission" {
 			msg = r.Msg
 		}
@@ -152,13 +152,13 @@ func (s *Server) policyHeld(id string, c detect.Change) {
 	if err != nil {
 		return
 	}
-	p, a := e.p, e.approve.Load()
+	p, a := e.P, e.Ext.approve.Load()
 	if a == nil {
 		p.NoteUndecided()
 		return
 	}
 	agent := p.Info().Agent
-	if in, _ := e.integration(agent); in == "claude-code" {
+	if in, _ := e.Integration(agent); in == "claude-code" {
 		return
 	}
 	ap, input, ok := s.decideReport(e, a, agent, c.At)
@@ -213,7 +213,7 @@ func (s *Server) answerHeld(e *entry, p *pane.Pane, a *approver, ap api.Approval
 // "$ ls" above a dialog for "rm -rf DIR" and report "ls").
 // A request left to the person after all is notified then.
 func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input string, ev eventlog.Event) {
-	p := e.p
+	p := e.P
 	deadline := time.Now().Add(PromptDrawWait)
 	for {
 		in := p.Info()
@@ -232,7 +232,7 @@ func (s *Server) answerReport(e *entry, a *approver, ap api.Approval, input stri
 	}
 	now := time.Now()
 	a.noteDecided(ap, now)
-	if _, err := e.answer(approval.AnswerChoice(ap)); err != nil {
+	if _, err := answerPane(e, approval.AnswerChoice(ap)); err != nil {
 		a.setLast(approval.LeftToPerson(ap, "could not answer ("+err.Error()+")"))
 		s.notify.Event(ev)
 		return
@@ -280,11 +280,11 @@ func (s *Server) decidePermission(e *entry, rep agents.Report, payload []byte) *
 	switch {
 	case ok && req.Question:
 		opts := req.Options
-		e.question.Store(&opts)
+		e.Ext.question.Store(&opts)
 	case ok || (!rep.Ignore && rep.State != combine.Blocked):
-		e.question.Store(nil) // another request, or the agent went on
+		e.Ext.question.Store(nil) // another request, or the agent went on
 	}
-	a := e.approve.Load()
+	a := e.Ext.approve.Load()
 	if a == nil || !ok {
 		return nil
 	}
@@ -298,10 +298,10 @@ func (s *Server) decidePermission(e *entry, rep agents.Report, payload []byte) *
 	}
 	a.mu.Unlock()
 	if ap.Decision == "person" {
-		e.p.NoteUndecided() // a prompt held for the decision is the person's now
+		e.P.NoteUndecided() // a prompt held for the decision is the person's now
 		return nil
 	}
-	e.p.NoteDecided(ap.Text) // its dialog, drawn or to come, is not a block
+	e.P.NoteDecided(ap.Text) // its dialog, drawn or to come, is not a block
 	s.recordDecision(e, ap, now)
 	if ap.Decision == "allow" {
 		return &api.HookDecision{Behavior: "allow"}
@@ -321,9 +321,9 @@ func expandHome(p string) string {
 // recordDecision logs a rule's decision as an event naming the policy
 // file and rule, in the pane's state at that moment.
 func (s *Server) recordDecision(e *entry, ap api.Approval, now time.Time) {
-	in := e.p.Info()
+	in := e.P.Info()
 	d := in.Decision
-	ev := eventlog.Event{Time: now, Pane: in.ID, Name: e.name, Agent: in.Agent, State: string(d.State), Kind: d.Kind,
+	ev := eventlog.Event{Time: now, Pane: in.ID, Name: e.Name, Agent: in.Agent, State: string(d.State), Kind: d.Kind,
 		Message: ap.Text, Source: SourcePolicy, Rule: fmt.Sprintf("%s rule %d", ap.Policy, ap.Rule),
 		Previous: string(d.State), PreviousKind: d.Kind}
 	s.logEvent(ev)

@@ -27,9 +27,8 @@ import (
 	"github.com/corral-dev/corral/internal/holder"
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
-	"github.com/corral-dev/corral/internal/panestore"
+	"github.com/corral-dev/corral/internal/paneset"
 	"github.com/corral-dev/corral/internal/procs"
-	"github.com/corral-dev/corral/internal/roster"
 	"github.com/corral-dev/corral/internal/rules"
 	"github.com/corral-dev/corral/internal/ruleswatch"
 )
@@ -71,40 +70,24 @@ type Server struct {
 	// hooksRefused counts hook reports refused for a wrong or missing token.
 	hooksRefused atomic.Int64
 
-	// mu guards the fields that follow.
+	// mu guards the rules in force and the web board (the panes and jobs
+	// are the set's, under its own lock).
 	mu    sync.Mutex
 	rules *rules.Set
 	// rulesProblems are the newest load's problems: broken user files,
 	// each with the version kept in force instead.
 	rulesProblems []string
-	board         *board.Server     // the web board, once started
-	panes         map[string]*entry // the panes, by id
-	jobs          map[string]*job   // the headless jobs, by id
-	// roster is the panes' and jobs' ids and names, in start order, with
-	// those of starts in flight (outside mu) reserved.
-	roster *roster.Roster
-	// spawning counts the starts in flight; stop waits for them (a while)
-	// so that what they start is ended with the rest.
-	spawning sync.WaitGroup
-	// collected is set once stop has taken the list of panes to end.
-	collected bool
-	closing   bool
-	shutdown  sync.Once
+	board         *board.Server // the web board, once started
 
-	// The pane table (internal/panestore), and the holders' shared log
-	// (see adopt.go).
-	table       *panestore.Store
-	handingOver atomic.Bool
+	shutdown sync.Once
+
+	// set is the daemon's panes, and its jobs beside them
+	// (internal/paneset): their table, the pane table, adoption, restore.
+	set *paneSet
 	// handoverTo is where the lock and the socket go at a hand-over, and
 	// handoverLn the socket's copy to send.
-	handoverTo    string
-	handoverLn    *os.File
-	holderLogOnce sync.Once
-	holderLog     *os.File
-	holders       *holder.Pool // new panes' holder processes
-
-	// tmux are the tmux servers watched (see tmux.go).
-	tmux tmuxWatches
+	handoverTo string
+	handoverLn *os.File
 
 	// fleet is the daemon's bridge to its fleet (internal/fleetlink),
 	// which sees the daemon as fleetLocal; it serves the API's fleet
@@ -159,14 +142,13 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, started: time.Now(), log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
-		panes: map[string]*entry{}, jobs: map[string]*job{}, roster: roster.New(), done: make(chan struct{})}
-	s.table = panestore.New(opts.StateDir, opts.Logf, s.tableRows)
-	s.table.WatchChanges(s.changedRows)
+		done: make(chan struct{})}
+	s.set = s.newSet()
 	s.fleet = fleetlink.New(fleetLocal{s}, fleetlink.Options{StateDir: opts.StateDir, Logf: opts.Logf})
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {
 		if e, err := s.findPane(id); err == nil { // a job has no terminal to tell
-			e.p.Notify(b)
+			e.P.Notify(b)
 		}
 	}
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
@@ -227,17 +209,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	go s.reapLoop()
 	scrubEnv()
-	s.adoptAll()
+	s.set.Adopt(s.lastLogged)
 	s.adoptJobs()
-	s.mu.Lock()
-	keep := make(map[string]bool, len(s.panes))
-	for id := range s.panes {
-		keep[id] = true
-	}
-	s.mu.Unlock()
-	s.endLeft(s.table.KeptByHolders(keep), "when its holder or daemon was killed")
-	s.watchSavedTmux()
-	s.table.Start()
+	s.endLeft(s.set.KeptByHolders(s.set.PaneIDs()), "when its holder or daemon was killed")
+	s.set.WatchSavedTmux()
+	s.set.StartTable()
 	go s.pruneLoop(ctx)
 	s.fleet.Start()
 	errc := make(chan error, 1)
@@ -295,7 +271,7 @@ func (s *Server) reapLoop() {
 const reapIdle = 30 * time.Second
 
 // SpawnWait bounds how long shutdown waits for the starts in flight.
-const SpawnWait = 5 * time.Second
+const SpawnWait = paneset.SpawnWait
 
 // Shutdown asks Serve to end.
 func (s *Server) Shutdown() {
@@ -309,46 +285,24 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 
 func (s *Server) stop() {
 	s.shutdown.Do(func() {
-		s.mu.Lock()
-		s.closing = true
-		s.mu.Unlock()
-		spawned := make(chan struct{})
-		go func() {
-			s.spawning.Wait()
-			close(spawned)
-		}()
-		select {
-		case <-spawned:
-		case <-time.After(SpawnWait):
-		}
-		s.mu.Lock()
-		s.collected = true
-		panes := make([]*pane.Pane, 0, len(s.panes))
-		for _, e := range s.panes {
-			panes = append(panes, e.p)
-		}
-		jobs := make([]*job, 0, len(s.jobs))
-		for _, j := range s.jobs {
-			jobs = append(jobs, j)
-		}
-		s.mu.Unlock()
+		panes, jobs := s.set.Collect()
 		var wg sync.WaitGroup
 		for _, p := range panes {
-			wg.Go(func() { s.endPane(p) })
+			wg.Go(func() { s.set.EndPane(p) })
 		}
 		for _, j := range jobs {
 			wg.Go(func() { s.endJob(j) })
 		}
 		wg.Wait()
-		if !s.handingOver.Load() {
-			s.endLeft(s.table.KeptByHolders(nil), "when it ended")
+		if !s.set.HandingOver() {
+			s.endLeft(s.set.KeptByHolders(nil), "when it ended")
 			for _, j := range jobs {
 				s.forgetJob(j) // jobs end with a shutdown, and are forgotten, as they always were
 			}
 		}
-		s.stopTmux()
+		s.set.StopTmux()
 		s.fleet.Stop(false)
-		s.table.Stop()
+		s.set.StopTable()
 		s.notify.Wait()
 		s.hub.CloseAll("the daemon is shutting down")
 		s.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/fleetlink"
 	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/pane"
+	"github.com/corral-dev/corral/internal/paneset"
 	"github.com/corral-dev/corral/internal/panestore"
 	"github.com/corral-dev/corral/internal/ruleswatch"
 	"github.com/corral-dev/corral/internal/term"
@@ -52,14 +53,14 @@ func (s *Server) Exists(ref string) error {
 }
 
 // ListPanes is every pane and job, then the lost panes.
-func (s *Server) ListPanes() []api.Pane { return append(s.listJSON(), s.table.LostPanes()...) }
+func (s *Server) ListPanes() []api.Pane { return append(s.listJSON(), s.set.Lost()...) }
 
 // PaneRows is ListPanes with corral ls's columns only. A pane's row is
 // read from its snapshot alone: none of its command, records or
 // worktree is copied.
 func (s *Server) PaneRows() []api.PaneRow {
 	list := s.list()
-	lost := s.table.LostPanes()
+	lost := s.set.Lost()
 	out := make([]api.PaneRow, 0, len(list)+len(lost))
 	for _, f := range list {
 		if f.job != nil {
@@ -104,17 +105,21 @@ func (s *Server) Run(req api.RunRequest) (api.Pane, error) {
 	if err != nil {
 		return api.Pane{}, httpapi.BadRequest(err)
 	}
-	p, err := s.start(pane.Config{Name: req.Name, Argv: req.Command, Dir: req.Cwd, Env: req.Env,
-		Cols: req.Cols, Rows: req.Rows, Agent: req.Agent}, startOpts{remove: req.Remove, approve: approve, worktree: wt})
+	p, err := s.set.Start(pane.Config{Name: req.Name, Argv: req.Command, Dir: req.Cwd, Env: req.Env,
+		Cols: req.Cols, Rows: req.Rows, Agent: req.Agent}, paneset.StartOptions[paneExt]{Remove: req.Remove, Init: func(e *entry) {
+		e.Ext.approve.Store(approve)
+		holdForPolicy(e.P, approve)
+		e.Ext.worktree.Store(wt)
+	}})
 	if err != nil {
 		wt.undo()
 		return api.Pane{}, httpapi.BadRequest(err)
 	}
 	e, err := s.findPane(p.ID())
 	if err != nil { // --rm, and it has already ended and gone
-		e = &entry{p: p, name: req.Name}
-		e.approve.Store(approve)
-		e.worktree.Store(wt)
+		e = &entry{P: p, Name: req.Name}
+		e.Ext.approve.Store(approve)
+		e.Ext.worktree.Store(wt)
 	}
 	return paneJSON(e), nil
 }
@@ -134,7 +139,7 @@ func (s *Server) Screen(ref string, ansi bool) (api.Screen, error) {
 			out.ANSI = j.ansi()
 		}
 	} else {
-		p := f.pane.p
+		p := f.pane.P
 		snap = p.Snapshot()
 		p.MarkSeen()
 		if ansi {
@@ -157,7 +162,7 @@ func (s *Server) Send(ctx context.Context, ref string, req api.SendRequest, wait
 	}
 	e := f.pane
 	if !req.Force {
-		if err := awaitReady(ctx, e.p, wait); err != nil {
+		if err := awaitReady(ctx, e.P, wait); err != nil {
 			return api.Pane{}, inputError(err)
 		}
 	}
@@ -230,7 +235,7 @@ func (s *Server) Remove(ref string, force, worktree bool) (api.Pane, error) {
 	}
 	out := f.json()
 	if err := s.remove(f.id(), force); err != nil {
-		if errors.Is(err, errStillRunning) {
+		if errors.Is(err, paneset.ErrStillRunning) {
 			return api.Pane{}, httpapi.Conflict("running", err)
 		}
 		return api.Pane{}, err
@@ -251,18 +256,18 @@ func (s *Server) Hook(req api.HookRequest) (api.HookResult, error) {
 	if req.Pane == "" && req.TmuxPane != "" {
 		// The daemon's socket is its user's alone: a report naming a
 		// watched tmux pane comes from that user's agent in it.
-		e := s.findTmux(req.TmuxSocket, req.TmuxPane)
+		e := s.set.FindTmux(req.TmuxSocket, req.TmuxPane)
 		if e == nil {
 			s.hooksRefused.Add(1)
 			return api.HookResult{}, httpapi.Coded(http.StatusForbidden, "not_watched", fmt.Errorf("hook report refused: tmux pane %s of %s is not watched (corral tmux watch)", req.TmuxPane, req.TmuxSocket))
 		}
 		return s.applyHook(e, req)
 	}
-	e, err := s.findStarting(req.Pane)
-	if err != nil || req.Token == "" || subtle.ConstantTimeCompare([]byte(req.Token), []byte(e.token)) != 1 {
+	e, err := s.set.FindStarting(req.Pane)
+	if err != nil || req.Token == "" || subtle.ConstantTimeCompare([]byte(req.Token), []byte(e.Token)) != 1 {
 		s.hooksRefused.Add(1)
 		if e != nil {
-			e.refused.Add(1)
+			e.Refused.Add(1)
 		}
 		return api.HookResult{}, httpapi.Coded(http.StatusForbidden, "bad_token", errors.New("hook report refused: wrong or missing pane token"))
 	}
@@ -273,28 +278,26 @@ func (s *Server) Hook(req api.HookRequest) (api.HookResult, error) {
 func (s *Server) applyHook(e *entry, req api.HookRequest) (api.HookResult, error) {
 	rep, err := agents.ParseHook(req.Agent, req.Payload)
 	if err != nil {
-		e.p.ApplyHook(detect.Hook{Ignore: true}) // counted
+		e.P.ApplyHook(detect.Hook{Ignore: true}) // counted
 		return api.HookResult{}, httpapi.BadRequest(err)
 	}
-	e.hooksSeen.Add(1)
+	e.HooksSeen.Add(1)
 	if !rep.Hidden {
-		s.noteSession(e, req.Agent, panestore.SessionOf(rep.Session, req.Payload))
+		s.set.NoteSession(e, req.Agent, panestore.SessionOf(rep.Session, req.Payload))
 	}
 	// A request a rule decided never waits on anyone: the agent goes on.
 	decided := s.decidePermission(e, rep, req.Payload)
 	if decided != nil {
 		rep.State, rep.Kind, rep.Message = combine.Working, "", ""
 	}
-	e.p.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
+	e.P.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
 		NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})
-	return api.HookResult{Pane: e.p.ID(), Event: rep.Event, Ignored: rep.Why, Decision: decided}, nil
+	return api.HookResult{Pane: e.P.ID(), Event: rep.Event, Ignored: rep.Why, Decision: decided}, nil
 }
 
 // Status is the daemon's own.
 func (s *Server) Status() api.Status {
-	s.mu.Lock()
-	units := len(s.panes) + len(s.jobs)
-	s.mu.Unlock()
+	units := s.set.Len()
 	return api.Status{Socket: s.opts.Socket, PID: os.Getpid(), Panes: units, HooksRefused: s.hooksRefused.Load(),
 		Build: buildinfo.Self(), Started: s.started.UTC().Format(time.RFC3339)}
 }

@@ -30,7 +30,7 @@ const (
 // pane.EnterSettle) and the guard looks again: a program that drew a
 // dialog on reading the text would take the Enter as its answer.
 func typeText(e *entry, text string, enter, guard bool) error {
-	p := e.p
+	p := e.P
 	if err := p.Input([]byte(text), guard); err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 type boardBackend struct{ s *Server }
 
 func (b boardBackend) Panes() []api.Pane {
-	return append(b.s.listJSON(), b.s.table.LostPanes()...)
+	return append(b.s.listJSON(), b.s.set.Lost()...)
 }
 
 func (b boardBackend) StyledScreen(id string) ([][]term.Run, error) {
@@ -27,7 +27,7 @@ func (b boardBackend) StyledScreen(id string) ([][]term.Run, error) {
 	if f.job != nil {
 		return f.job.styledRows(), nil
 	}
-	return f.pane.p.StyledRows(), nil
+	return f.pane.P.StyledRows(), nil
 }
 
 func (b boardBackend) Answer(id, choice string) (string, error) {
@@ -66,8 +66,8 @@ func (b boardBackend) Prompt(id string) board.Prompt {
 		return board.Prompt{Answers: jobAnswers}
 	}
 	var pr board.Prompt
-	pr.Answers, pr.Options = f.pane.p.PromptAnswers()
-	if q := f.pane.question.Load(); q != nil && pr.Options {
+	pr.Answers, pr.Options = f.pane.P.PromptAnswers()
+	if q := f.pane.Ext.question.Load(); q != nil && pr.Options {
 		pr.Labels = *q
 	}
 	return pr

@@ -209,7 +209,7 @@ func (wt *worktree) remove() error {
 func (s *Server) worktreeRemovable(f found) error {
 	var wt *worktree
 	if f.pane != nil {
-		wt = f.pane.worktree.Load()
+		wt = f.pane.Ext.worktree.Load()
 	}
 	if wt == nil { // a job has none
 		return httpapi.Coded(http.StatusBadRequest, "no_worktree", fmt.Errorf("pane %s has no worktree corral made; remove it without --worktree", f.id()))
@@ -237,13 +237,13 @@ func (s *Server) worktreeRemovable(f found) error {
 // removeWorktree removes the pane's worktree once the pane is gone; its
 // branch stays.
 func (s *Server) removeWorktree(e *entry) error {
-	wt := e.worktree.Load()
+	wt := e.Ext.worktree.Load()
 	if _, err := os.Stat(wt.path); err != nil {
 		_, _ = git(wt.repo, "worktree", "prune")
 		return nil
 	}
 	if err := wt.remove(); err != nil {
-		return httpapi.Conflict("dirty", fmt.Errorf("pane %s was removed, but %v", e.p.ID(), err))
+		return httpapi.Conflict("dirty", fmt.Errorf("pane %s was removed, but %v", e.P.ID(), err))
 	}
 	return nil
 }
