@@ -36,7 +36,7 @@ func fleetInit(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		c.Timeout += fleet.SetupWait // the daemon answers once its member is set up
+		c.Timeout += fleet.HubStartWait + fleet.SetupWait // the daemon answers once its hub and member are set up
 		var info fleet.JoinInfo
 		if err := c.Do(ctx, "POST", "/v1/fleet/init", fleet.InitRequest{Name: *name, Listen: *listen, TLS: *tls, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet,
 			ForgetAfterMS: forgetAfter.Milliseconds(), ClusterListen: *clusterListen}, &info); err != nil {
@@ -143,7 +143,7 @@ func fleetJoinHub(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		c.Timeout += fleet.SetupWait // the daemon answers once its member is set up
+		c.Timeout += fleet.HubStartWait + fleet.SetupWait // the daemon answers once its hub and member are set up
 		var info fleet.JoinInfo
 		if err := c.Do(ctx, "POST", "/v1/fleet/join-hub", fleet.JoinHubRequest{URLs: urls, HubToken: *hubToken, CAFingerprint: *fp, Name: *name,
 			Listen: *listen, ClusterListen: *clusterListen, MaxJobs: *maxJobs, NotifyFleet: *notifyFleet}, &info); err != nil {

@@ -177,9 +177,9 @@ func StartHub(o HubOptions) (*Hub, error) {
 		srv.SetLoggerV2(logger.NewStdLogger(true, true, false, false, false, logger.LogUTC(true)), true, false, false)
 	}
 	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
+	if !srv.ReadyForConnections(HubStartWait) {
 		srv.Shutdown()
-		return nil, fmt.Errorf("fleet hub: the NATS server did not start listening on %s within 10s (is the port taken?)", o.Listen)
+		return nil, fmt.Errorf("fleet hub: the NATS server did not start listening on %s within %v (is the port taken? the machine or its disk overloaded?)", o.Listen, HubStartWait)
 	}
 	h.srv = srv
 	if err := startKeeper(h); err != nil {

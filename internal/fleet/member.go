@@ -24,6 +24,11 @@ import (
 // this much longer for its answer.
 const SetupWait = 30 * time.Second
 
+// HubStartWait bounds a hub's NATS server's start: it opens its JetStream
+// store before it listens, and on a loaded machine (a test run of every
+// package under the race detector) that took over 10 s.
+const HubStartWait = 30 * time.Second
+
 // Local is the daemon a member speaks for.
 type Local interface {
 	// Handler is the daemon's own API, served in process.
