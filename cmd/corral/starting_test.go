@@ -67,20 +67,31 @@ func TestSendEnterNotTaken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	claude := fakeClaude(t, e)
-	e.must("run", "--name", "once", "--", claude, "--drop-enter", "1")
-	e.must("wait", "once", "--state", "idle", "--timeout", "20s")
-	e.must("send", "once", "ask", "--enter")
-	e.must("wait", "once", "--state", "blocked", "--timeout", "20s")
-
-	// Three dropped in a row (opencode under load dropped two).
-	e.must("run", "--name", "thrice", "--", claude, "--drop-enter", "3")
-	e.must("wait", "thrice", "--state", "idle", "--timeout", "20s")
-	e.must("send", "thrice", "ask", "--enter")
-	e.must("wait", "thrice", "--state", "blocked", "--timeout", "20s")
-
-	e.must("run", "--name", "never", "--", claude, "--drop-enter", "5")
-	e.must("wait", "never", "--state", "idle", "--timeout", "20s")
-	if _, errs, code := e.run("send", "never", "ask", "--enter"); code != 3 || !strings.Contains(errs, "did not take it") {
-		t.Fatalf("an Enter never taken: exit %d %q", code, errs)
+	// The cases, a pane each in the one daemon, at once: each send waits
+	// longer before each Enter again (about 5 s in all for one never taken).
+	run, wait := atOnce(t)
+	defer wait()
+	for _, c := range []struct {
+		name  string
+		drops string // Enters the agent drops in a row
+		taken bool
+	}{
+		{"once", "1", true},
+		{"thrice", "3", true}, // opencode under load dropped two
+		{"never", "5", false},
+	} {
+		run(c.name, func(t *testing.T) {
+			e := &env{t: t, dir: e.dir, vars: e.vars}
+			e.must("run", "--name", c.name, "--", claude, "--drop-enter", c.drops)
+			e.must("wait", c.name, "--state", "idle", "--timeout", "20s")
+			if !c.taken {
+				if _, errs, code := e.run("send", c.name, "ask", "--enter"); code != 3 || !strings.Contains(errs, "did not take it") {
+					t.Fatalf("an Enter never taken: exit %d %q", code, errs)
+				}
+				return
+			}
+			e.must("send", c.name, "ask", "--enter")
+			e.must("wait", c.name, "--state", "blocked", "--timeout", "20s")
+		})
 	}
 }

@@ -721,6 +721,8 @@ func TestFleetTLS(t *testing.T) {
 	}
 }
 
+// A host that stops answering mid-job has its job queued again, and
+// another host runs it.
 func TestFleetJobRetry(t *testing.T) {
 	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
@@ -737,7 +739,15 @@ func TestFleetJobRetry(t *testing.T) {
 			mu.Unlock()
 		})
 	}()
-	waitFor(t, 5*time.Second, "the job started on dies", func() bool { return dies.jobs.Load() == 1 })
+	// Mid-job: once the caller heard that dies runs it. dies counts the job
+	// as its own when it takes it off the queue, before it tells the caller;
+	// a host gone in between leaves no taker to fall silent, and the job
+	// waits for good.
+	waitFor(t, 5*time.Second, "the caller to hear that dies runs the job", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(strings.Join(lines, "\n"), "host dies runs the job")
+	})
 	dies.cancel()
 	dies.nc.Close()
 	f.join("takes", newFakeLocal(), 1)

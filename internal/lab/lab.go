@@ -35,6 +35,11 @@ type Options struct {
 	Agent []string
 	Env   []string
 	Rules *rules.Set
+	// Quick makes the user bot three times as quick to answer a prompt and
+	// to give the next task (1–2.7 s and 1–3.3 s rather than 3–8 s and
+	// 3–10 s), for tests. The agent's own pace, its silent tool calls
+	// included, stays as it is.
+	Quick bool
 	// Progress, if set, hears about each task.
 	Progress func(format string, args ...any)
 }
@@ -94,6 +99,15 @@ func Run(ctx context.Context, o Options) ([]Score, error) {
 	}()
 
 	bot := rand.New(rand.NewSource(o.Seed + 1))
+	// human is how long a person takes to react: least ms and up to spread
+	// ms more (the bot draws the same numbers, quick or not).
+	human := func(least, spread int) time.Duration {
+		d := time.Duration(least+bot.Intn(spread)) * time.Millisecond
+		if o.Quick {
+			d /= 3
+		}
+		return d
+	}
 	var samples []sample
 	sweep := false
 	tasksSent, lastTruth := 0, ""
@@ -114,11 +128,11 @@ func Run(ctx context.Context, o Options) ([]Score, error) {
 			// The user bot reacts to what it sees, like a person.
 			switch truth {
 			case fakeagent.TruthBlocked:
-				nextAction = now.Add(time.Duration(3000+bot.Intn(5000)) * time.Millisecond)
+				nextAction = now.Add(human(3000, 5000))
 				action = func() { _ = p.Input([]byte("1"), false) }
 			case fakeagent.TruthIdle, fakeagent.TruthIdleAfterQuestion:
 				if tasksSent < o.Tasks {
-					wait := time.Duration(3000+bot.Intn(7000)) * time.Millisecond
+					wait := human(3000, 7000)
 					if tasksSent == 0 {
 						wait = time.Second
 					}
