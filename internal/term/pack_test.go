@@ -360,3 +360,47 @@ func BenchmarkCompactAndWake(b *testing.B) {
 		term.Write(frame)
 	}
 }
+
+// A terminal that shows plain text (a shell, a spinner) makes neither the
+// style cache nor the tables' indexes: 100 terminals of 80x24 given 200
+// lines of history and a spinner redrawn on its last row, the heap after a
+// collection, each terminal's rows compacted between redraws as a pane's
+// are.
+func TestPlainTerminalHeap(t *testing.T) {
+	const terms = 100
+	var out strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&out, "line %d of the scrollback\r\n", i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ts := make([]*Terminal, terms)
+	for i := range ts {
+		ts[i] = New(Options{Cols: 80, Rows: 24, ScrollbackLines: 500})
+		ts[i].Write([]byte(out.String()))
+		for j := range 4 {
+			ts[i].Snapshot()
+			ts[i].CompactRows()
+			fmt.Fprintf(ts[i], "\r\x1b[K%c working (%d)", `|/-\`[j], j)
+		}
+		ts[i].Snapshot()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / terms
+	t.Logf("an 80x24 terminal, 200 lines of history, a spinner: %.0f bytes", per)
+	for _, term := range ts {
+		if term.emu.styleCache != nil || term.emu.styleIdx != nil || term.emu.linkIdx != nil {
+			t.Fatal("a plain terminal made its style cache or an index")
+		}
+		if got := term.Snapshot().Lines[23]; !strings.HasPrefix(got, `\ working (3)`) {
+			t.Fatalf("the last row reads %q", got)
+		}
+	}
+	// 200 rows of history are ~6 KB (text and offsets), the screen's rows
+	// and their texts ~3 KB, the emulator and parser ~2 KB.
+	if per > 12<<10 {
+		t.Fatalf("a plain terminal costs %.0f bytes; at most %d", per, 12<<10)
+	}
+}
