@@ -234,6 +234,7 @@ func (e *emulator) pack(text []string) {
 		e.p.SetDataSize(-1) // as new: the buffer of the longest string seen goes
 	}
 	e.sb.shrink()
+	e.sb.squeeze()
 }
 
 // unpack gives the screens their cells back, every row's.
@@ -247,6 +248,7 @@ func (e *emulator) unpackScreens() {
 	if !e.packed {
 		return
 	}
+	e.sb.open()
 	for _, s := range []*screen{&e.main, &e.alt} {
 		if s.screenPack != nil && s.pack != nil {
 			s.lines = unpackLines(s.pack, e.rows, e.cols, s.packText)
