@@ -317,6 +317,9 @@ func (g *group) reapOrphans() {
 		case <-t.C:
 		}
 		procs.Reap()
+		// A look's copy of the process table is garbage that an idle
+		// holder would keep as free pages for its life.
+		g.trimLater()
 		// Each look reads every process of the machine: the ends of many
 		// panes at once (a shutdown) are reaped together, not one look
 		// each. A SIGCHLD meanwhile waits in chld.

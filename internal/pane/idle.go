@@ -23,7 +23,12 @@ func (p *Pane) compactIdleLocked(now time.Time) {
 		return
 	}
 	if now.Sub(time.Unix(0, p.outputAt.Load())) >= after {
-		p.term.Compact()
+		if !p.term.Compacted() {
+			p.term.Compact()
+			// What the packing freed (cells, the history's text) goes
+			// back to the system once panes stop going idle.
+			trimHeapLater()
+		}
 		return
 	}
 	if now.Sub(p.rowsPackedAt) >= after {

@@ -271,6 +271,7 @@ func (p *Pane) run() {
 	}
 	go p.sweepLoop()
 	go p.deliverLoop()
+	trimHeapLater()
 }
 
 // replyWriter queues the terminal's query answers for the program. It
@@ -408,6 +409,7 @@ func (p *Pane) ended(code int) {
 	}
 	p.unlock()
 	close(p.done)
+	trimHeapLater()
 	if p.cfg.OnExit != nil {
 		p.cfg.OnExit(p)
 	}

@@ -19,7 +19,7 @@
 //     It is never held while calling the rows function or writing a file.
 //
 //   - Store.wmu orders the writes of the table and its journal, and guards
-//     the rows as last written and the files' sizes. Rows are built
+//     a hash of each row as last written and the files' sizes. Rows are built
 //     outside both (the rows function runs before either is taken).
 //
 //   - Held.mu guards one live pane's row (its sessions, noted by hook

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"sort"
@@ -150,12 +151,13 @@ type Store struct {
 	// dirtyIDs are the panes whose rows were asked to be written soon.
 	dirtyIDs map[string]bool
 
-	// wmu orders the writes and guards what follows: every row as last
-	// written (nil until the first write, which writes the table whole),
-	// and the sizes of the table file and the journal.
+	// wmu orders the writes and guards what follows: a hash of every row
+	// as last written (nil until the first write, which writes the table
+	// whole), and the sizes of the table file and the journal.
 	wmu            sync.Mutex
 	written        map[string]writtenRow
 	tbytes, jbytes int64
+	seed           maphash.Seed
 
 	dirty chan struct{}
 	// stop ends the loop that writes the table; loopDone says it has.
@@ -165,9 +167,12 @@ type Store struct {
 	started  atomic.Bool
 }
 
-// writtenRow is a row as written: compact JSON, and whether it is lost.
+// writtenRow is a row as written: a hash of its compact JSON, and whether
+// it is lost. Only the hash is kept (the JSON was ~2 KB a pane, kept for
+// the daemon's life): it says whether a row changed, and a compaction
+// reads the rows back from the table and journal it folds.
 type writtenRow struct {
-	b    []byte
+	sum  uint64
 	lost bool
 }
 
@@ -186,7 +191,7 @@ type journalLine struct {
 // (the table then keeps its lost rows alone).
 func New(stateDir string, logf func(string, ...any), rows func(ids map[string]bool) []Row) *Store {
 	return &Store{path: filepath.Join(stateDir, tableName), dir: stateDir, logf: logf, rows: rows, dirty: make(chan struct{}, 1),
-		stop: make(chan struct{}), loopDone: make(chan struct{}), dirtyIDs: map[string]bool{}}
+		stop: make(chan struct{}), loopDone: make(chan struct{}), dirtyIDs: map[string]bool{}, seed: maphash.MakeSeed()}
 }
 
 func (t *Store) journalPath() string { return filepath.Join(filepath.Dir(t.path), journalName) }
@@ -217,6 +222,16 @@ func (t *Store) replay(f File) File {
 		t.logf("pane table journal %s: %v; set aside as %s, the panes it names are not adopted", path, err, aside)
 		return f
 	}
+	out, skipped := applyJournal(f, b)
+	if skipped > 0 {
+		t.logf("pane table journal %s: %d lines skipped (not a change this daemon reads, or cut by a crash)", path, skipped)
+	}
+	return out
+}
+
+// applyJournal applies the journal's lines b to f; skipped counts the
+// lines it could not read (a torn last one, another version's).
+func applyJournal(f File, b []byte) (out File, skipped int) {
 	type slot struct {
 		row  Row
 		lost bool
@@ -235,7 +250,6 @@ func (t *Store) replay(f File) File {
 	for _, r := range f.Lost {
 		put(r, true)
 	}
-	skipped := 0
 	lines := bytes.Split(b, []byte{'\n'})
 	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
 		lines = lines[:len(lines)-1]
@@ -255,10 +269,7 @@ func (t *Store) replay(f File) File {
 			skipped++
 		}
 	}
-	if skipped > 0 {
-		t.logf("pane table journal %s: %d lines skipped (not a change this daemon reads, or cut by a crash)", path, skipped)
-	}
-	out := File{Version: tableVersion}
+	out = File{Version: tableVersion}
 	for _, id := range order {
 		if sl, ok := byID[id]; ok {
 			if sl.lost {
@@ -268,7 +279,33 @@ func (t *Store) replay(f File) File {
 			}
 		}
 	}
-	return out
+	return out, skipped
+}
+
+// readBack reads the table and journal this store wrote, for a
+// compaction; unlike load, it sets nothing aside: a failure leaves both
+// files as they are.
+func (t *Store) readBack() (File, error) {
+	var f File
+	b, err := safefile.ReadOwned(t.path, tableMax)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return f, fmt.Errorf("pane table: %w", err)
+	default:
+		if err := json.Unmarshal(b, &f); err != nil {
+			return f, fmt.Errorf("pane table %s: %w", t.path, err)
+		}
+	}
+	j, err := safefile.ReadOwned(t.journalPath(), journalMax)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return f, fmt.Errorf("pane table journal: %w", err)
+	}
+	f, _ = applyJournal(f, j)
+	return f, nil
 }
 
 // loadTable reads the table file alone.
@@ -317,16 +354,33 @@ func (t *Store) write(f File) error {
 }
 
 func (t *Store) writeLocked(f File) error {
-	t.written = map[string]writtenRow{}
+	rows := encodeRows(f)
+	t.written = make(map[string]writtenRow, len(rows))
+	for id, r := range rows {
+		t.written[id] = writtenRow{sum: maphash.Bytes(t.seed, r.b), lost: r.lost}
+	}
+	return t.writeTableLocked(rows)
+}
+
+// encodedRow is a row's compact JSON, and whether it is lost.
+type encodedRow struct {
+	b    []byte
+	lost bool
+}
+
+// encodeRows encodes f's rows by id (a later row of an id replaces an
+// earlier one).
+func encodeRows(f File) map[string]encodedRow {
+	rows := make(map[string]encodedRow, len(f.Panes)+len(f.Lost))
 	for _, r := range f.Panes {
 		b, _ := json.Marshal(r)
-		t.written[r.ID] = writtenRow{b: b}
+		rows[r.ID] = encodedRow{b: b}
 	}
 	for _, r := range f.Lost {
 		b, _ := json.Marshal(r)
-		t.written[r.ID] = writtenRow{b: b, lost: true}
+		rows[r.ID] = encodedRow{b: b, lost: true}
 	}
-	return t.compactLocked()
+	return rows
 }
 
 // sync writes the rows of f that changed since they were last written
@@ -350,10 +404,11 @@ func (t *Store) sync(f File, only map[string]bool) error {
 			return
 		}
 		b, _ := json.Marshal(row)
-		if w, ok := t.written[row.ID]; ok && w.lost == lost && bytes.Equal(w.b, b) {
+		sum := maphash.Bytes(t.seed, b)
+		if w, ok := t.written[row.ID]; ok && w.lost == lost && w.sum == sum {
 			return
 		}
-		t.written[row.ID] = writtenRow{b: b, lost: lost}
+		t.written[row.ID] = writtenRow{sum: sum, lost: lost}
 		line, _ := json.Marshal(journalLine{Op: "put", Lost: lost, Row: &row})
 		lines = append(lines, line)
 	}
@@ -374,6 +429,9 @@ func (t *Store) sync(f File, only map[string]bool) error {
 		return nil
 	}
 	if err := t.appendLocked(lines); err != nil {
+		// What the journal holds is not known: the next whole
+		// comparison writes the table whole from the panes.
+		t.written = nil
 		return err
 	}
 	if t.jbytes >= compactAt && t.jbytes > t.tbytes {
@@ -405,17 +463,27 @@ func (t *Store) appendLocked(lines [][]byte) error {
 	return nil
 }
 
-// compactLocked writes the rows as the table file, atomically (a
-// temporary file, fsync, rename), then empties the journal.
+// compactLocked folds the journal into the table: the rows as written,
+// read back from both.
 func (t *Store) compactLocked() error {
-	ids := make([]string, 0, len(t.written))
-	for id := range t.written {
+	f, err := t.readBack()
+	if err != nil {
+		return err
+	}
+	return t.writeTableLocked(encodeRows(f))
+}
+
+// writeTableLocked writes rows as the table file, atomically (a temporary
+// file, fsync, rename), then empties the journal.
+func (t *Store) writeTableLocked(rows map[string]encodedRow) error {
+	ids := make([]string, 0, len(rows))
+	for id := range rows {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	var panes, lost [][]byte
 	for _, id := range ids {
-		if w := t.written[id]; w.lost {
+		if w := rows[id]; w.lost {
 			lost = append(lost, w.b)
 		} else {
 			panes = append(panes, w.b)

@@ -151,11 +151,33 @@ func (m *Manifest) MatchesProcess(name string, argv []string) bool {
 // MatchesScreen reports whether a screen shows this manifest's agent,
 // from its title or visible rows.
 func (m *Manifest) MatchesScreen(s Screen) bool {
-	if title := strings.TrimSpace(s.Title); m.title != nil && title != "" && m.title.MatchString(title) {
+	var text joinedScreen
+	return m.matchesScreen(strings.TrimSpace(s.Title), s.Lines, &text)
+}
+
+// joinedScreen is a screen's rows joined by newlines, made once for every
+// manifest a screen is read against (a classification of a spinning pane
+// joined it once a manifest: most of a busy daemon's garbage).
+type joinedScreen struct {
+	s    string
+	done bool
+}
+
+func (j *joinedScreen) of(lines []string) string {
+	if !j.done {
+		j.s, j.done = strings.Join(lines, "\n"), true
+	}
+	return j.s
+}
+
+// matchesScreen is MatchesScreen with the title trimmed and the rows'
+// join shared.
+func (m *Manifest) matchesScreen(title string, lines []string, text *joinedScreen) bool {
+	if m.title != nil && title != "" && m.title.MatchString(title) {
 		return true
 	}
 	if m.screen != nil {
-		return m.screen.MatchString(strings.Join(s.Lines, "\n"))
+		return m.screen.MatchString(text.of(lines))
 	}
 	return false
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,46 @@ func TestBlockedRulesHaveMessages(t *testing.T) {
 				t.Errorf("%s rule %q is blocked but has no (?P<msg>…) group", agent, r.ID)
 			}
 		}
+	}
+}
+
+// Identifying a screen that shows no known agent (a shell's, a spinner's:
+// read at every classification of such a pane) joins its rows once, not
+// once a manifest: one allocation whatever the number of agents, and the
+// answer each manifest gives alone.
+func TestIdentifyScreenJoinsOnce(t *testing.T) {
+	set := embeddedSet(t)
+	lines := make([]string, 24)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %d of the scrollback", i)
+	}
+	lines[23] = "| working (12)"
+	for _, tc := range []struct {
+		name  string
+		scr   Screen
+		agent string
+	}{
+		{"a shell", Screen{Lines: lines}, ""},
+		{"a shell, titled", Screen{Lines: lines, Title: "bash"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if m := set.IdentifyScreen(tc.scr); m != nil {
+				got = m.Name
+			}
+			alone := ""
+			for _, n := range set.order {
+				if m := set.byName[n]; n != Generic && m.MatchesScreen(tc.scr) {
+					alone = n
+					break
+				}
+			}
+			if got != tc.agent || alone != tc.agent {
+				t.Fatalf("identified %q (each manifest alone: %q), want %q", got, alone, tc.agent)
+			}
+			if n := testing.AllocsPerRun(20, func() { set.IdentifyScreen(tc.scr) }); n > 1 {
+				t.Fatalf("IdentifyScreen allocated %.0f times, want at most 1 (the rows joined once)", n)
+			}
+		})
 	}
 }

@@ -58,9 +58,11 @@ func (s *Set) IdentifyProcess(name string, argv []string) *Manifest {
 // IdentifyScreen returns the agent whose title or screen patterns match,
 // or nil.
 func (s *Set) IdentifyScreen(scr Screen) *Manifest {
+	title := strings.TrimSpace(scr.Title)
+	var text joinedScreen
 	for _, n := range s.order {
 		m := s.byName[n]
-		if n != Generic && m.MatchesScreen(scr) {
+		if n != Generic && m.matchesScreen(title, scr.Lines, &text) {
 			return m
 		}
 	}

@@ -41,12 +41,13 @@ func (t *Terminal) Checkpoint() (b []byte, ok bool) {
 
 	// Not a full reset (RIS): that also says the program's status
 	// reports are void, and the reports stay with whoever replays this.
-	b = make([]byte, 0, len(resetForCheckpoint)+len(e.sb.text)+2*e.sb.len()+2*e.rows*e.cols+256)
+	b = make([]byte, 0, len(resetForCheckpoint)+e.sb.size()+2*e.sb.len()+2*e.rows*e.cols+256)
 	b = append(b, resetForCheckpoint...)
 	// History: each row printed and scrolled off the top.
 	if n := e.sb.len(); n > 0 {
+		text := e.sb.view()
 		for i := range n {
-			b = append(b, e.sb.line(i)...)
+			b = append(b, e.sb.line(text, i)...)
 			b = append(b, '\r', '\n')
 		}
 		b = cup(b, e.rows-1, 0)

@@ -83,11 +83,10 @@ func newEmulator(t *Terminal, cols, rows, scrollback int) *emulator {
 		HandlePm:  func([]byte) { e.flush() },
 		HandleSos: func([]byte) { e.flush() },
 	})
-	e.styleCache = new([32]styleSlot)
+	// The style cache and the tables' indexes are made on first use (a
+	// pane that prints plain text never needs them: ~2 KB a pane).
 	e.styles = []style{{}}
-	e.styleIdx = map[style]uint16{{}: 0}
 	e.links = []link{{}}
-	e.linkIdx = map[link]uint16{{}: 0}
 	e.main = e.newScreen()
 	e.alt = screen{bottom: rows, right: cols}
 	e.scr = &e.main

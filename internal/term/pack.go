@@ -234,6 +234,7 @@ func (e *emulator) pack(text []string) {
 		e.p.SetDataSize(-1) // as new: the buffer of the longest string seen goes
 	}
 	e.sb.shrink()
+	e.sb.squeeze()
 }
 
 // unpack gives the screens their cells back, every row's.
@@ -247,6 +248,7 @@ func (e *emulator) unpackScreens() {
 	if !e.packed {
 		return
 	}
+	e.sb.open()
 	for _, s := range []*screen{&e.main, &e.alt} {
 		if s.screenPack != nil && s.pack != nil {
 			s.lines = unpackLines(s.pack, e.rows, e.cols, s.packText)
@@ -409,43 +411,45 @@ func (sb *scrollback) shrink() {
 
 func (e *emulator) styleIndex() map[style]uint16 {
 	if e.styleIdx == nil {
-		e.rebuildIndexes()
+		e.rebuildStyleIndex()
 	}
 	return e.styleIdx
 }
 
 func (e *emulator) linkIndex() map[link]uint16 {
 	if e.linkIdx == nil {
-		e.rebuildIndexes()
+		e.rebuildLinkIndex()
 	}
 	return e.linkIdx
 }
 
 func (e *emulator) clusterIndex() map[string]int32 {
 	if e.clusterIdx == nil {
-		e.rebuildIndexes()
+		e.rebuildClusterIndex()
 	}
 	return e.clusterIdx
 }
 
 //go:noinline
-func (e *emulator) rebuildIndexes() {
-	if e.styleIdx == nil {
-		e.styleIdx = make(map[style]uint16, len(e.styles))
-		for i := len(e.styles) - 1; i >= 0; i-- {
-			e.styleIdx[e.styles[i]] = uint16(i)
-		}
+func (e *emulator) rebuildStyleIndex() {
+	e.styleIdx = make(map[style]uint16, len(e.styles))
+	for i := len(e.styles) - 1; i >= 0; i-- {
+		e.styleIdx[e.styles[i]] = uint16(i)
 	}
-	if e.linkIdx == nil {
-		e.linkIdx = make(map[link]uint16, len(e.links))
-		for i := len(e.links) - 1; i >= 0; i-- {
-			e.linkIdx[e.links[i]] = uint16(i)
-		}
+}
+
+//go:noinline
+func (e *emulator) rebuildLinkIndex() {
+	e.linkIdx = make(map[link]uint16, len(e.links))
+	for i := len(e.links) - 1; i >= 0; i-- {
+		e.linkIdx[e.links[i]] = uint16(i)
 	}
-	if e.clusterIdx == nil {
-		e.clusterIdx = make(map[string]int32, len(e.clusters))
-		for i := len(e.clusters) - 1; i >= 0; i-- {
-			e.clusterIdx[e.clusters[i]] = int32(i)
-		}
+}
+
+//go:noinline
+func (e *emulator) rebuildClusterIndex() {
+	e.clusterIdx = make(map[string]int32, len(e.clusters))
+	for i := len(e.clusters) - 1; i >= 0; i-- {
+		e.clusterIdx[e.clusters[i]] = int32(i)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -358,5 +359,115 @@ func BenchmarkCompactAndWake(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		term.Compact()
 		term.Write(frame)
+	}
+}
+
+// A terminal that shows plain text (a shell, a spinner) makes neither the
+// style cache nor the tables' indexes: 100 terminals of 80x24 given 200
+// lines of history and a spinner redrawn on its last row, the heap after a
+// collection, each terminal's rows compacted between redraws as a pane's
+// are.
+func TestPlainTerminalHeap(t *testing.T) {
+	const terms = 100
+	var out strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&out, "line %d of the scrollback\r\n", i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ts := make([]*Terminal, terms)
+	for i := range ts {
+		ts[i] = New(Options{Cols: 80, Rows: 24, ScrollbackLines: 500})
+		ts[i].Write([]byte(out.String()))
+		for j := range 4 {
+			ts[i].Snapshot()
+			ts[i].CompactRows()
+			fmt.Fprintf(ts[i], "\r\x1b[K%c working (%d)", `|/-\`[j], j)
+		}
+		ts[i].Snapshot()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / terms
+	t.Logf("an 80x24 terminal, 200 lines of history, a spinner: %.0f bytes", per)
+	for _, term := range ts {
+		if term.emu.styleCache != nil || term.emu.styleIdx != nil || term.emu.linkIdx != nil {
+			t.Fatal("a plain terminal made its style cache or an index")
+		}
+		if got := term.Snapshot().Lines[23]; !strings.HasPrefix(got, `\ working (3)`) {
+			t.Fatalf("the last row reads %q", got)
+		}
+	}
+	// 200 rows of history are ~6 KB (text and offsets), the screen's rows
+	// and their texts ~3 KB, the emulator and parser ~2 KB.
+	if per > 12<<10 {
+		t.Fatalf("a plain terminal costs %.0f bytes; at most %d", per, 12<<10)
+	}
+}
+
+// An idle terminal's history is kept compressed, and reads the same: its
+// rows, a checkpoint and what later output adds to it. 50 terminals with
+// 500 rows of a transcript each, the heap after a collection before and
+// after Compact.
+func TestIdleHistoryCompressed(t *testing.T) {
+	const terms = 50
+	var out strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&out, "\x1b[1m●\x1b[22m Read file_%d.go and updated the parser for case %d, keeping the tests green\r\n", i, i%7)
+	}
+	heap := func() float64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC() // the compressors' pool emptied too
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc)
+	}
+	ts := make([]*Terminal, terms)
+	for i := range ts {
+		ts[i] = New(Options{Cols: 120, Rows: 32, ScrollbackLines: 500})
+		ts[i].Write([]byte(out.String()))
+	}
+	history := ts[0].Scrollback(0)
+	checkpoint, ok := ts[0].Checkpoint()
+	if !ok || len(history) != 500 {
+		t.Fatalf("checkpoint %v, %d rows of history", ok, len(history))
+	}
+	before := heap()
+	for _, term := range ts {
+		term.Compact()
+	}
+	compacted := heap()
+	if ts[0].emu.sb.z == nil {
+		t.Fatal("an idle terminal's history is not compressed")
+	}
+	size, zsize := ts[0].emu.sb.size(), len(ts[0].emu.sb.z)
+	// The same terminals with their history's text back: what the
+	// compression saves.
+	for _, term := range ts[1:] {
+		term.emu.sb.open()
+	}
+	saved := (heap() - compacted) / (terms - 1)
+	t.Logf("500 rows of history, %d bytes of text, %d compressed: %.0f bytes fewer a terminal (%.0f with the screen packed)", size, zsize, saved, (before-compacted)/terms)
+	if saved < float64(size)/2 {
+		t.Fatalf("compressing the history saved %.0f bytes of %d", saved, size)
+	}
+	if got := ts[0].Scrollback(0); !slices.Equal(got, history) {
+		t.Fatalf("the history read compressed differs: %d rows, first %q", len(got), got[0])
+	}
+	if got, _ := ts[0].Checkpoint(); !bytes.Equal(got, checkpoint) {
+		t.Fatal("the checkpoint of a compacted terminal differs")
+	}
+	if ts[0].emu.sb.z == nil {
+		t.Fatal("a read left the history uncompressed")
+	}
+	// Output after: the history goes on from where it was.
+	ts[0].Write([]byte(strings.Repeat("after\r\n", 40)))
+	got := ts[0].Scrollback(0)
+	if len(got) != 500 || !slices.Equal(got[:460], history[40:]) {
+		t.Fatalf("history after more output: %d rows, first %q (want %q)", len(got), got[0], history[40])
+	}
+	if ts[0].emu.sb.z != nil {
+		t.Fatal("a write left the history compressed")
 	}
 }

@@ -43,6 +43,9 @@ func (e *emulator) clearStyleCache() {
 func (e *emulator) lookup(st style) uint16 {
 	h := ((uint64(st.fg) ^ uint64(st.bg)*0xc2b2ae3d27d4eb4f ^ uint64(st.ul)*0x165667b19e3779f9 ^
 		uint64(st.attrs)<<40 ^ uint64(st.under)<<48 ^ uint64(st.link)<<52) * 0x9e3779b97f4a7c15) >> 59
+	if st == (style{}) {
+		return 0 // the table's first entry, always
+	}
 	if e.styleCache == nil {
 		e.styleCache = new([32]styleSlot)
 	}

@@ -402,8 +402,9 @@ func (t *Terminal) Scrollback(n int) []string {
 		n = total
 	}
 	out := make([]string, 0, n)
+	text := sb.view()
 	for i := total - n; i < total; i++ {
-		out = append(out, string(sb.line(i)))
+		out = append(out, string(sb.line(text, i)))
 	}
 	return out
 }
