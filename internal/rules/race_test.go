@@ -1,0 +1,5 @@
+//go:build race
+
+package rules
+
+func init() { raceBuild = true }
