@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -366,6 +367,9 @@ func TestGeminiFolderTrustDoubt(t *testing.T) {
 // Launches that say the same keep one copy of what they miss: the daemon
 // keeps each pane's for its life, a thousand panes over.
 func TestMissingShared(t *testing.T) {
+	// The shared copy lives as long as some pane keeps it: a collection
+	// between the two launches, with none kept, may free it.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	o := Options{Hook: []string{"/opt/corral", "hook"}, Dir: t.TempDir()}
 	a := IntegrateRun([]string{"bash", "-c", "claude"}, o)
 	b := IntegrateRun([]string{"bash", "-c", "claude"}, o)
