@@ -54,15 +54,6 @@ func worktreeOf(row panestore.Row) *worktree {
 	return wt
 }
 
-// endJob ends a job at shutdown; at a hand-over, a held job is let go
-// instead, for the next daemon.
-func (s *Server) endJob(j *job) {
-	if s.set.HandingOver() && j.letGo() {
-		return
-	}
-	j.Close(s.opts.KillGrace)
-}
-
 // lastLogged returns the newest logged decision of every pane.
 func (s *Server) lastLogged() map[string]panestore.Logged {
 	evs, _, err := s.log.Since(time.Time{})

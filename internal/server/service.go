@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/fleetlink"
 	"github.com/corral-dev/corral/internal/httpapi"
+	"github.com/corral-dev/corral/internal/jobs"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/paneset"
 	"github.com/corral-dev/corral/internal/panestore"
@@ -64,7 +65,7 @@ func (s *Server) PaneRows() []api.PaneRow {
 	out := make([]api.PaneRow, 0, len(list)+len(lost))
 	for _, f := range list {
 		if f.job != nil {
-			out = append(out, f.job.json().Row())
+			out = append(out, f.job.JSON().Row())
 		} else {
 			out = append(out, paneRow(f.pane))
 		}
@@ -136,7 +137,7 @@ func (s *Server) Screen(ref string, ansi bool) (api.Screen, error) {
 	if j := f.job; j != nil {
 		snap = j.Snapshot()
 		if ansi {
-			out.ANSI = j.ansi()
+			out.ANSI = j.ANSI()
 		}
 	} else {
 		p := f.pane.P
@@ -158,7 +159,7 @@ func (s *Server) Send(ctx context.Context, ref string, req api.SendRequest, wait
 		return api.Pane{}, err
 	}
 	if f.job != nil {
-		return api.Pane{}, inputError(f.job.refuseInput())
+		return api.Pane{}, inputError(f.job.RefuseInput())
 	}
 	e := f.pane
 	if !req.Force {
@@ -198,7 +199,7 @@ func inputError(err error) error {
 		return httpapi.Conflict("not_taken", err)
 	case errors.Is(err, ErrStarting):
 		return httpapi.Conflict("starting", err)
-	case errors.Is(err, ErrNoInput):
+	case errors.Is(err, jobs.ErrNoInput):
 		return httpapi.Conflict("no_input", err)
 	case errors.Is(err, pane.ErrNoAnswer):
 		return httpapi.Coded(http.StatusBadRequest, "no_answer", err)
