@@ -88,7 +88,7 @@ type Job struct {
 	// fleet: the fleet job it runs (nil for none).
 	fleet *api.FleetJob
 
-	// A held job (see jobstore.go): its folder, what keeps its outcome
+	// A held job (see store.go): its folder, what keeps its outcome
 	// there, and the detach that lets it go on for the next daemon (ran is
 	// closed once its Run has returned).
 	spool    string

@@ -70,7 +70,8 @@ func (s *Server) lastLogged() map[string]panestore.Logged {
 // Handover readies the daemon to let go of every pane under a holder
 // (without ending its program), write the table and stop (Shutdown, once
 // this is answered): the next daemon adopts them.
-// Headless jobs run inside the daemon and end with it.
+// Held headless jobs are let go too, for the next daemon; the others end
+// with this one.
 // With to (a socket of the new daemon's in the state folder), the lock and
 // the listening socket are passed on to it rather than let go of.
 func (s *Server) Handover(req api.HandoverRequest) (api.HandoverResult, error) {
