@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/corral-dev/corral/internal/paneset"
 	"github.com/corral-dev/corral/internal/panestore"
+	"github.com/corral-dev/corral/internal/worktree"
 )
 
 // holderExe is the binary a holder runs: this daemon's own, even when the
@@ -30,7 +31,7 @@ type paneExt struct {
 	// approve decides the pane's permission requests (nil: none does);
 	// worktree is the git worktree corral made for it.
 	approve  atomic.Pointer[approver]
-	worktree atomic.Pointer[worktree]
+	worktree atomic.Pointer[worktree.Worktree]
 	// question holds the choices of the question the agent's hook last
 	// asked, until the agent goes on.
 	question atomic.Pointer[[]string]
@@ -56,7 +57,7 @@ func (s *Server) fromRow(row panestore.Row) func(*entry) {
 
 // savedExt is what the table keeps of a pane's policy and worktree.
 func savedExt(e *entry) (*panestore.Policy, *panestore.Worktree) {
-	return e.Ext.approve.Load().saved(), e.Ext.worktree.Load().saved()
+	return e.Ext.approve.Load().saved(), savedWorktree(e.Ext.worktree.Load())
 }
 
 // found is what a route that serves panes and jobs alike found: a pane's

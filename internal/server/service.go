@@ -113,7 +113,7 @@ func (s *Server) Run(req api.RunRequest) (api.Pane, error) {
 		e.Ext.worktree.Store(wt)
 	}})
 	if err != nil {
-		wt.undo()
+		wt.Undo()
 		return api.Pane{}, httpapi.BadRequest(err)
 	}
 	e, err := s.findPane(p.ID())
@@ -223,13 +223,13 @@ func (s *Server) Kill(ref string, sig syscall.Signal, escalate bool, grace time.
 }
 
 // Remove removes an ended pane or job (force: ends it first), and with
-// worktree the git worktree corral made for it.
-func (s *Server) Remove(ref string, force, worktree bool) (api.Pane, error) {
+// withWorktree the git worktree corral made for it.
+func (s *Server) Remove(ref string, force, withWorktree bool) (api.Pane, error) {
 	f, err := s.lookup(ref)
 	if err != nil {
 		return api.Pane{}, err
 	}
-	if worktree {
+	if withWorktree {
 		if err := s.worktreeRemovable(f); err != nil {
 			return api.Pane{}, err
 		}
@@ -242,7 +242,7 @@ func (s *Server) Remove(ref string, force, worktree bool) (api.Pane, error) {
 		return api.Pane{}, err
 	}
 	out.State = StateRemoved
-	if worktree {
+	if withWorktree {
 		if err := s.removeWorktree(f.pane); err != nil {
 			return api.Pane{}, err
 		}
