@@ -11,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/panestore"
+	"github.com/corral-dev/corral/internal/worktree"
 )
 
 // saved is the policy as the table keeps it.
@@ -21,12 +22,12 @@ func (a *approver) saved() *panestore.Policy {
 	return &panestore.Policy{Source: a.policy.Source, Text: string(a.text)}
 }
 
-// saved is the worktree as the table keeps it.
-func (wt *worktree) saved() *panestore.Worktree {
+// savedWorktree is the worktree as the table keeps it.
+func savedWorktree(wt *worktree.Worktree) *panestore.Worktree {
 	if wt == nil {
 		return nil
 	}
-	return &panestore.Worktree{Path: wt.path, Repo: wt.repo, Branch: wt.branch, Base: wt.base, NewBranch: wt.newBranch}
+	return &panestore.Worktree{Path: wt.Path, Repo: wt.Repo, Branch: wt.Branch, Base: wt.Base, NewBranch: wt.NewBranch}
 }
 
 // policyOf is the policy a table's pane had (nil: none, or it no
@@ -44,23 +45,14 @@ func (s *Server) policyOf(row panestore.Row) *approver {
 }
 
 // worktreeOf is the worktree a table's pane had.
-func worktreeOf(row panestore.Row) *worktree {
+func worktreeOf(row panestore.Row) *worktree.Worktree {
 	w := row.Worktree
 	if w == nil || w.Path == "" || w.Repo == "" {
 		return nil
 	}
-	wt := &worktree{path: w.Path, repo: w.Repo, branch: w.Branch, base: w.Base, newBranch: w.NewBranch}
-	wt.refresh()
+	wt := &worktree.Worktree{Path: w.Path, Repo: w.Repo, Branch: w.Branch, Base: w.Base, NewBranch: w.NewBranch}
+	wt.Refresh()
 	return wt
-}
-
-// endJob ends a job at shutdown; at a hand-over, a held job is let go
-// instead, for the next daemon.
-func (s *Server) endJob(j *job) {
-	if s.set.HandingOver() && j.letGo() {
-		return
-	}
-	j.Close(s.opts.KillGrace)
 }
 
 // lastLogged returns the newest logged decision of every pane.
@@ -79,7 +71,8 @@ func (s *Server) lastLogged() map[string]panestore.Logged {
 // Handover readies the daemon to let go of every pane under a holder
 // (without ending its program), write the table and stop (Shutdown, once
 // this is answered): the next daemon adopts them.
-// Headless jobs run inside the daemon and end with it.
+// Held headless jobs are let go too, for the next daemon; the others end
+// with this one.
 // With to (a socket of the new daemon's in the state folder), the lock and
 // the listening socket are passed on to it rather than let go of.
 func (s *Server) Handover(req api.HandoverRequest) (api.HandoverResult, error) {

@@ -11,7 +11,7 @@ import (
 const PromptDrawWait = 1500 * time.Millisecond
 
 // answer answers a pane's or a job's request: a job's at once (see
-// job.Answer), a pane's as answerPane types it.
+// jobs.Job.Answer), a pane's as answerPane types it.
 func (f found) answer(choice string) (string, error) {
 	if f.job != nil {
 		return f.job.Answer(choice)

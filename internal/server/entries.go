@@ -8,9 +8,11 @@ import (
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/jobs"
 	"github.com/corral-dev/corral/internal/osproc"
 	"github.com/corral-dev/corral/internal/paneset"
 	"github.com/corral-dev/corral/internal/panestore"
+	"github.com/corral-dev/corral/internal/worktree"
 )
 
 // holderExe is the binary a holder runs: this daemon's own, even when the
@@ -20,7 +22,7 @@ var holderExe = osproc.SelfExe()
 // paneSet is the daemon's panes (internal/paneset), with its jobs beside
 // them; entry is one pane there.
 type (
-	paneSet = paneset.Set[paneExt, *job]
+	paneSet = paneset.Set[paneExt, *jobs.Job]
 	entry   = paneset.Entry[paneExt]
 )
 
@@ -29,7 +31,7 @@ type paneExt struct {
 	// approve decides the pane's permission requests (nil: none does);
 	// worktree is the git worktree corral made for it.
 	approve  atomic.Pointer[approver]
-	worktree atomic.Pointer[worktree]
+	worktree atomic.Pointer[worktree.Worktree]
 	// question holds the choices of the question the agent's hook last
 	// asked, until the agent goes on.
 	question atomic.Pointer[[]string]
@@ -38,7 +40,7 @@ type paneExt struct {
 // newSet makes the daemon's pane set, over the pane table in the state
 // folder.
 func (s *Server) newSet() *paneSet {
-	return paneset.New(paneset.Options[paneExt, *job]{StateDir: s.opts.StateDir, Socket: s.opts.Socket, HolderExe: holderExe,
+	return paneset.New(paneset.Options[paneExt, *jobs.Job]{StateDir: s.opts.StateDir, Socket: s.opts.Socket, HolderExe: holderExe,
 		Logf: s.opts.Logf, KillGrace: s.opts.KillGrace, Rules: s.currentRules, Record: s.record, Removed: s.removed,
 		FromRow: s.fromRow, Saved: savedExt})
 }
@@ -55,22 +57,22 @@ func (s *Server) fromRow(row panestore.Row) func(*entry) {
 
 // savedExt is what the table keeps of a pane's policy and worktree.
 func savedExt(e *entry) (*panestore.Policy, *panestore.Worktree) {
-	return e.Ext.approve.Load().saved(), e.Ext.worktree.Load().saved()
+	return e.Ext.approve.Load().saved(), savedWorktree(e.Ext.worktree.Load())
 }
 
 // found is what a route that serves panes and jobs alike found: a pane's
 // entry or a job, exactly one of them.
 type found struct {
 	pane *entry
-	job  *job
+	job  *jobs.Job
 }
 
-func foundOf(u paneset.Unit[paneExt, *job]) found { return found{pane: u.Pane, job: u.Job} }
+func foundOf(u paneset.Unit[paneExt, *jobs.Job]) found { return found{pane: u.Pane, job: u.Job} }
 
 // id is the pane's or the job's id.
 func (f found) id() string {
 	if f.job != nil {
-		return f.job.id
+		return f.job.ID()
 	}
 	return f.pane.P.ID()
 }
@@ -78,7 +80,7 @@ func (f found) id() string {
 // json is the pane or the job as the API shows it.
 func (f found) json() api.Pane {
 	if f.job != nil {
-		return f.job.json()
+		return f.job.JSON()
 	}
 	return paneJSON(f.pane)
 }
@@ -125,13 +127,13 @@ func (s *Server) remove(ref string, force bool) error { return s.set.Remove(ref,
 
 // removed is told of a pane or job that left the set: what it held goes
 // with it, and a "removed" event says so.
-func (s *Server) removed(id string, e *entry, j *job) {
+func (s *Server) removed(id string, e *entry, j *jobs.Job) {
 	s.notify.Forget(id)
 	var d combine.Decision
 	name, agent := "", ""
 	if j != nil {
 		s.forgetJob(j)
-		d, name, agent = j.Decision(), j.name, j.agent
+		d, name, agent = j.Decision(), j.Name(), j.Agent()
 	} else {
 		in := e.P.Info()
 		d, name, agent = in.Decision, e.Name, in.Agent

@@ -114,7 +114,7 @@ func paneJSON(e *entry) api.Pane {
 		out.Policy, out.Approval = a.policy.Source, a.latest()
 	}
 	if wt := e.Ext.worktree.Load(); wt != nil {
-		out.Worktree = wt.status()
+		out.Worktree = wt.Status()
 	}
 	if in.Progress >= 0 {
 		v := in.Progress

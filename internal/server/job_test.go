@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/headless"
+	"github.com/corral-dev/corral/internal/jobs"
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/rules"
@@ -26,6 +27,7 @@ func testServer(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{opts: Options{StateDir: t.TempDir(), Logf: t.Logf}}
 	s.set = s.newSet()
+	s.jobs = s.newJobs()
 	return s
 }
 
@@ -70,12 +72,12 @@ func addTestPane(t *testing.T, s *Server, id, name string) *pane.Pane {
 }
 
 // endedTestJob runs a Gemini-like job to its end and registers it.
-func endedTestJob(t *testing.T, s *Server, id, name, prompt string) *job {
+func endedTestJob(t *testing.T, s *Server, id, name, prompt string) *jobs.Job {
 	t.Helper()
 	script := `echo '{"type":"init","session_id":"g-1","model":"m"}'
 echo '{"type":"message","role":"assistant","content":"Hello there."}'
 echo '{"type":"result","status":"success","stats":{}}'`
-	j := startJob(id, name, headless.Options{Agent: "gemini", Argv: []string{"sh", "-c", script}, Prompt: prompt}, func(detect.Change) {}, nil)
+	j := jobs.Run(id, name, headless.Options{Agent: "gemini", Argv: []string{"sh", "-c", script}, Prompt: prompt}, func(detect.Change) {})
 	select {
 	case <-j.Done():
 	case <-time.After(10 * time.Second):
@@ -120,7 +122,7 @@ func TestJobRoutes(t *testing.T) {
 		prompt string // a prompt keeps stdin open for the permission relay
 		want   string // in the refusal of typing
 	}{
-		{"without a relay", "", ErrNoInput.Error()},
+		{"without a relay", "", jobs.ErrNoInput.Error()},
 		{"with a relay", "hi", "answer its permission requests with corral answer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,10 +186,10 @@ func TestJobRoutes(t *testing.T) {
 					t.Errorf("%s: %d %+v, want %d %s saying %q", rt.route, code, e, rt.status, rt.code, rt.says)
 				}
 			}
-			if err := (boardBackend{s}).Send("view", "hello", true); !errors.Is(err, ErrNoInput) || !strings.Contains(err.Error(), tc.want) {
+			if err := (boardBackend{s}).Send("view", "hello", true); !errors.Is(err, jobs.ErrNoInput) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("the board typing into a job: %v, want ErrNoInput saying %q", err, tc.want)
 			}
-			if pr := (boardBackend{s}).Prompt("view"); fmt.Sprint(pr.Answers) != fmt.Sprint(jobAnswers) || pr.Options {
+			if pr := (boardBackend{s}).Prompt("view"); fmt.Sprint(pr.Answers) != "[yes no]" || pr.Options {
 				t.Errorf("the board's prompt of a job: %+v", pr)
 			}
 			// A pane has no job stream.

@@ -25,6 +25,7 @@ import (
 	"github.com/corral-dev/corral/internal/fleetlink"
 	"github.com/corral-dev/corral/internal/handover"
 	"github.com/corral-dev/corral/internal/holder"
+	"github.com/corral-dev/corral/internal/jobs"
 	"github.com/corral-dev/corral/internal/notify"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/paneset"
@@ -84,6 +85,9 @@ type Server struct {
 	// set is the daemon's panes, and its jobs beside them
 	// (internal/paneset): their table, the pane table, adoption, restore.
 	set *paneSet
+	// jobs starts the headless jobs (internal/jobs) and takes the held
+	// ones again; they are registered in set.
+	jobs *jobs.Host
 	// handoverTo is where the lock and the socket go at a hand-over, and
 	// handoverLn the socket's copy to send.
 	handoverTo string
@@ -144,6 +148,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, started: time.Now(), log: elog, hub: eventlog.NewHub(), notify: notifier, ln: ln, lock: lock, rules: set, rulesProblems: problems,
 		done: make(chan struct{})}
 	s.set = s.newSet()
+	s.jobs = s.newJobs()
 	s.fleet = fleetlink.New(fleetLocal{s}, fleetlink.Options{StateDir: opts.StateDir, Logf: opts.Logf})
 	notifier.Logf = opts.Logf
 	notifier.ToAttached = func(id string, b []byte) {

@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/fleetlink"
 	"github.com/corral-dev/corral/internal/httpapi"
+	"github.com/corral-dev/corral/internal/jobs"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/paneset"
 	"github.com/corral-dev/corral/internal/panestore"
@@ -64,7 +65,7 @@ func (s *Server) PaneRows() []api.PaneRow {
 	out := make([]api.PaneRow, 0, len(list)+len(lost))
 	for _, f := range list {
 		if f.job != nil {
-			out = append(out, f.job.json().Row())
+			out = append(out, f.job.JSON().Row())
 		} else {
 			out = append(out, paneRow(f.pane))
 		}
@@ -112,7 +113,7 @@ func (s *Server) Run(req api.RunRequest) (api.Pane, error) {
 		e.Ext.worktree.Store(wt)
 	}})
 	if err != nil {
-		wt.undo()
+		wt.Undo()
 		return api.Pane{}, httpapi.BadRequest(err)
 	}
 	e, err := s.findPane(p.ID())
@@ -136,7 +137,7 @@ func (s *Server) Screen(ref string, ansi bool) (api.Screen, error) {
 	if j := f.job; j != nil {
 		snap = j.Snapshot()
 		if ansi {
-			out.ANSI = j.ansi()
+			out.ANSI = j.ANSI()
 		}
 	} else {
 		p := f.pane.P
@@ -158,7 +159,7 @@ func (s *Server) Send(ctx context.Context, ref string, req api.SendRequest, wait
 		return api.Pane{}, err
 	}
 	if f.job != nil {
-		return api.Pane{}, inputError(f.job.refuseInput())
+		return api.Pane{}, inputError(f.job.RefuseInput())
 	}
 	e := f.pane
 	if !req.Force {
@@ -198,7 +199,7 @@ func inputError(err error) error {
 		return httpapi.Conflict("not_taken", err)
 	case errors.Is(err, ErrStarting):
 		return httpapi.Conflict("starting", err)
-	case errors.Is(err, ErrNoInput):
+	case errors.Is(err, jobs.ErrNoInput):
 		return httpapi.Conflict("no_input", err)
 	case errors.Is(err, pane.ErrNoAnswer):
 		return httpapi.Coded(http.StatusBadRequest, "no_answer", err)
@@ -222,13 +223,13 @@ func (s *Server) Kill(ref string, sig syscall.Signal, escalate bool, grace time.
 }
 
 // Remove removes an ended pane or job (force: ends it first), and with
-// worktree the git worktree corral made for it.
-func (s *Server) Remove(ref string, force, worktree bool) (api.Pane, error) {
+// withWorktree the git worktree corral made for it.
+func (s *Server) Remove(ref string, force, withWorktree bool) (api.Pane, error) {
 	f, err := s.lookup(ref)
 	if err != nil {
 		return api.Pane{}, err
 	}
-	if worktree {
+	if withWorktree {
 		if err := s.worktreeRemovable(f); err != nil {
 			return api.Pane{}, err
 		}
@@ -241,7 +242,7 @@ func (s *Server) Remove(ref string, force, worktree bool) (api.Pane, error) {
 		return api.Pane{}, err
 	}
 	out.State = StateRemoved
-	if worktree {
+	if withWorktree {
 		if err := s.removeWorktree(f.pane); err != nil {
 			return api.Pane{}, err
 		}

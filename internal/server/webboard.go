@@ -25,7 +25,7 @@ func (b boardBackend) StyledScreen(id string) ([][]term.Run, error) {
 		return nil, err
 	}
 	if f.job != nil {
-		return f.job.styledRows(), nil
+		return f.job.StyledRows(), nil
 	}
 	return f.pane.P.StyledRows(), nil
 }
@@ -44,7 +44,7 @@ func (b boardBackend) Send(id, text string, enter bool) error {
 		return err
 	}
 	if f.job != nil {
-		return f.job.refuseInput()
+		return f.job.RefuseInput()
 	}
 	return typeText(f.pane, text, enter, true)
 }
@@ -63,7 +63,7 @@ func (b boardBackend) Prompt(id string) board.Prompt {
 		return board.Prompt{}
 	}
 	if f.job != nil {
-		return board.Prompt{Answers: jobAnswers}
+		return board.Prompt{Answers: f.job.Answers()}
 	}
 	var pr board.Prompt
 	pr.Answers, pr.Options = f.pane.P.PromptAnswers()

@@ -1,4 +1,21 @@
-package server
+// Package jobs is the daemon's headless jobs, a kind of their own beside
+// the panes: a job's life (its run, its stream's events kept for its
+// stream, its screen of readable lines, its permission requests answered,
+// its cancel and its end), the folders that keep a held job across
+// daemons, and taking those jobs again when a daemon starts.
+//
+// The daemon keeps the table the jobs are registered in (the pane set's,
+// one space of ids and names with the panes) and gives this package what
+// it needs through Options: its state folder, its socket, the holder's
+// binary, where a change of state goes. There is no package state.
+//
+// Locks: Job.mu guards a job's changing fields (its state, screen, kept
+// events, pending permission request, outcome) and is held only to read
+// or write them: never while calling out (Options.Record, a permission's
+// answer, the row written at the end), so a job's changes reach the
+// daemon outside it, and the daemon may hold its own locks while it reads
+// a job. Host has no lock: its options are set once.
+package jobs
 
 import (
 	"context"
@@ -29,12 +46,12 @@ const (
 	jobEvents      = 10000 // events, for a stream that starts late or falls behind
 )
 
-// job is a headless run hosted by the daemon: a kind of its own beside the
+// Job is a headless run hosted by the daemon: a kind of its own beside the
 // panes, in its own table (the pane set's jobs). It has no terminal and
 // takes no typing; its state comes from its stream, its permission
 // requests are answered through Answer, and its events are kept for its
 // stream.
-type job struct {
+type Job struct {
 	id, name, agent string
 	argv            []string
 	dir             string
@@ -71,7 +88,7 @@ type job struct {
 	// fleet: the fleet job it runs (nil for none).
 	fleet *api.FleetJob
 
-	// A held job (see jobstore.go): its folder, what keeps its outcome
+	// A held job (see store.go): its folder, what keeps its outcome
 	// there, and the detach that lets it go on for the next daemon (ran is
 	// closed once its Run has returned).
 	spool    string
@@ -89,11 +106,20 @@ type permissionAsk struct {
 // ErrNoInput refuses typing into a job.
 var ErrNoInput = errors.New("a headless job takes no input")
 
-// startJob runs a headless job; changes of state go to onChange. A held
-// job (o.Spool) calls onEnd once its outcome is known.
-func startJob(id, name string, o headless.Options, onChange func(detect.Change), onEnd func(headless.Outcome, time.Time)) *job {
+// Run runs a headless job of these options as they are (Host.Start holds
+// or guards it first); changes of state go to onChange.
+func Run(id, name string, o headless.Options, onChange func(detect.Change)) *Job {
+	j, ctx, o := newJob(id, name, o, onChange, nil)
+	j.run(ctx, o)
+	return j
+}
+
+// newJob makes a job of these options and returns them wired to it, for
+// run; the caller may set the job's fields before. A held job (o.Spool)
+// calls onEnd once its outcome is known.
+func newJob(id, name string, o headless.Options, onChange func(detect.Change), onEnd func(headless.Outcome, time.Time)) (*Job, context.Context, headless.Options) {
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &job{id: id, name: name, agent: o.Agent, argv: o.Argv, dir: o.Dir, started: time.Now(), cancel: cancel,
+	j := &Job{id: id, name: name, agent: o.Agent, argv: o.Argv, dir: o.Dir, started: time.Now(), cancel: cancel,
 		done: make(chan struct{}), onChange: onChange, grew: make(chan struct{}),
 		decision: combine.Decision{State: combine.Working, Source: combine.SourceStream},
 		spool:    o.Spool, onEnd: onEnd, detach: make(chan struct{}), ran: make(chan struct{})}
@@ -124,6 +150,11 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change),
 		// The stall event itself reached the stream (and the screen) first.
 		j.set(combine.Decision{State: combine.Working, Kind: KindStalled, Source: combine.SourceStream, Message: fmt.Sprintf("stalled: no output for %v", quiet)})
 	}
+	return j, ctx, o
+}
+
+// run runs the job's process, and ends the job with its outcome.
+func (j *Job) run(ctx context.Context, o headless.Options) {
 	go func() {
 		defer close(j.ran)
 		out, err := headless.Run(ctx, o)
@@ -135,13 +166,18 @@ func startJob(id, name string, o headless.Options, onChange func(detect.Change),
 		}
 		j.finish(out)
 	}()
-	return j
 }
 
-// letGo stops following a held job and leaves it running, for the next
+// ID, Name and Agent are the job's id, its name and how its stream is
+// read.
+func (j *Job) ID() string    { return j.id }
+func (j *Job) Name() string  { return j.name }
+func (j *Job) Agent() string { return j.agent }
+
+// LetGo stops following a held job and leaves it running, for the next
 // daemon (a hand-over). It reports false for a job that is not held or
 // has ended: that one is ended or over as before.
-func (j *job) letGo() bool {
+func (j *Job) LetGo() bool {
 	if j.spool == "" {
 		return false
 	}
@@ -160,13 +196,14 @@ func (j *job) letGo() bool {
 	}
 }
 
-func (j *job) Done() <-chan struct{} { return j.done }
+func (j *Job) Done() <-chan struct{} { return j.done }
 
-// jobAnswers are the answers a job's permission request takes.
-var jobAnswers = []string{"yes", "no"}
+// Answers are the answers a job's permission request takes, as the web
+// board offers them.
+func (j *Job) Answers() []string { return []string{"yes", "no"} }
 
-// refuseInput says why a job takes no typing.
-func (j *job) refuseInput() error {
+// RefuseInput says why a job takes no typing.
+func (j *Job) RefuseInput() error {
 	if j.asks {
 		return fmt.Errorf("%w; answer its permission requests with corral answer", ErrNoInput)
 	}
@@ -182,7 +219,7 @@ const KindRetrying = "retrying"
 // event records one stream event and wakes the streams. Streams read the
 // kept events at their own pace: none is lost to a slow reader unless it
 // falls jobEvents behind.
-func (j *job) event(e headless.Event) {
+func (j *Job) event(e headless.Event) {
 	j.screenLine(e)
 	j.mu.Lock()
 	if e.Type == headless.EventInit {
@@ -212,7 +249,7 @@ func (j *job) event(e headless.Event) {
 }
 
 // Session returns the agent's session id, once its init line arrived.
-func (j *job) Session() string {
+func (j *Job) Session() string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.session
@@ -220,7 +257,7 @@ func (j *job) Session() string {
 
 // screenLine puts an event on the job's screen: pieces of a streamed text
 // on one line, nothing for events corral has no use for.
-func (j *job) screenLine(e headless.Event) {
+func (j *Job) screenLine(e headless.Event) {
 	if !e.Readable() || e.Type == headless.EventText && e.Delta && e.Text == "" {
 		return
 	}
@@ -238,7 +275,7 @@ func (j *job) screenLine(e headless.Event) {
 	j.line(e.Summary())
 }
 
-func (j *job) line(s string) {
+func (j *Job) line(s string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, l := range strings.Split(s, "\n") {
@@ -257,7 +294,7 @@ func (j *job) line(s string) {
 }
 
 // ask parks a permission request until someone answers.
-func (j *job) ask(req headless.Event, answer func(bool, string)) {
+func (j *Job) ask(req headless.Event, answer func(bool, string)) {
 	j.mu.Lock()
 	j.pending = &permissionAsk{req: req, answer: answer}
 	j.mu.Unlock()
@@ -266,7 +303,7 @@ func (j *job) ask(req headless.Event, answer func(bool, string)) {
 }
 
 // Answer allows (yes, always) or denies (no, cancel) the pending request.
-func (j *job) Answer(choice string) (string, error) {
+func (j *Job) Answer(choice string) (string, error) {
 	j.mu.Lock()
 	p := j.pending
 	j.pending = nil
@@ -288,7 +325,7 @@ func (j *job) Answer(choice string) (string, error) {
 	return choice, nil
 }
 
-func (j *job) set(d combine.Decision) {
+func (j *Job) set(d combine.Decision) {
 	j.mu.Lock()
 	prev := j.decision
 	changed := combine.Changed(prev, d)
@@ -304,12 +341,12 @@ func (j *job) set(d combine.Decision) {
 	}
 }
 
-func (j *job) finish(out headless.Outcome) {
+func (j *Job) finish(out headless.Outcome) {
 	j.finishAt(out, time.Now())
 }
 
 // finishAt ends the job with its outcome, at when.
-func (j *job) finishAt(out headless.Outcome, when time.Time) {
+func (j *Job) finishAt(out headless.Outcome, when time.Time) {
 	if j.onEnd != nil {
 		j.onEnd(out, when) // kept before anyone learns it
 	}
@@ -332,7 +369,7 @@ func (j *job) finishAt(out headless.Outcome, when time.Time) {
 // releaseEvents lets go of a finished job's kept events (a single line of
 // an agent's output may be megabytes); a stream that starts later learns
 // how many it missed.
-func (j *job) releaseEvents() {
+func (j *Job) releaseEvents() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.base += len(j.events)
@@ -340,14 +377,14 @@ func (j *job) releaseEvents() {
 }
 
 // EndedAt is when the job ended (zero while it runs).
-func (j *job) EndedAt() time.Time {
+func (j *Job) EndedAt() time.Time {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.endedAt
 }
 
 // Outcome returns how the job ended (nil while it runs).
-func (j *job) Outcome() *headless.Outcome {
+func (j *Job) Outcome() *headless.Outcome {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.outcome
@@ -357,7 +394,7 @@ func (j *job) Outcome() *headless.Outcome {
 // start), the number after them, how many of those asked for were dropped
 // (too old), a channel closed when there is more, and whether the job has
 // ended (then nothing follows what was returned).
-func (j *job) Since(next int) (evs []headless.Event, after, missed int, more <-chan struct{}, ended bool) {
+func (j *Job) Since(next int) (evs []headless.Event, after, missed int, more <-chan struct{}, ended bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if next < j.base {
@@ -369,15 +406,15 @@ func (j *job) Since(next int) (evs []headless.Event, after, missed int, more <-c
 }
 
 // Decision is the job's state.
-func (j *job) Decision() combine.Decision {
+func (j *Job) Decision() combine.Decision {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.decision
 }
 
-// json is the job as the API shows it: a row beside the panes, of backend
+// JSON is the job as the API shows it: a row beside the panes, of backend
 // "headless", whose stream is its report (its integration).
-func (j *job) json() api.Pane {
+func (j *Job) JSON() api.Pane {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	d := j.decision
@@ -393,7 +430,7 @@ func (j *job) json() api.Pane {
 }
 
 // Snapshot is the job's screen: its newest readable lines.
-func (j *job) Snapshot() term.Snapshot {
+func (j *Job) Snapshot() term.Snapshot {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	lines := j.lines
@@ -403,8 +440,8 @@ func (j *job) Snapshot() term.Snapshot {
 	return term.Snapshot{Cols: 120, Rows: len(lines), Lines: append([]string(nil), lines...), Title: j.name}
 }
 
-// styledRows is the job's screen for the web board: its lines, unstyled.
-func (j *job) styledRows() [][]term.Run {
+// StyledRows is the job's screen for the web board: its lines, unstyled.
+func (j *Job) StyledRows() [][]term.Run {
 	lines := j.Snapshot().Lines
 	out := make([][]term.Run, len(lines))
 	for i, l := range lines {
@@ -413,20 +450,20 @@ func (j *job) styledRows() [][]term.Run {
 	return out
 }
 
-// ansi is the job's screen as a terminal would draw it: its lines.
-func (j *job) ansi() string {
+// ANSI is the job's screen as a terminal would draw it: its lines.
+func (j *Job) ANSI() string {
 	return strings.Join(j.Snapshot().Lines, "\r\n")
 }
 
 // Kill ends the job's process group (any signal ends it: a job has no
 // terminal to deliver others to).
-func (j *job) Kill(syscall.Signal) error {
+func (j *Job) Kill(syscall.Signal) error {
 	j.cancel()
 	return nil
 }
 
 // Close ends the job and waits (a while) for its end.
-func (j *job) Close(grace time.Duration) {
+func (j *Job) Close(grace time.Duration) {
 	j.cancel()
 	select {
 	case <-j.done:

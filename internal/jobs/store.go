@@ -1,4 +1,4 @@
-package server
+package jobs
 
 import (
 	"encoding/json"
@@ -53,18 +53,77 @@ type jobRecord struct {
 	EndedAt time.Time         `json:"ended_at,omitzero"`
 }
 
-// jobKeep is what a job's row keeps that its options hold only parsed.
-type jobKeep struct {
+// Keep is what a job's row keeps that its options hold only parsed: its
+// policy's text and the fleet job it runs.
+type Keep struct {
 	Policy, PolicySource string
 	Fleet                *api.FleetJob
 }
 
-// jobsDir returns (making it, mode 0700) the folder of held jobs.
-func (s *Server) jobsDir() (string, error) {
-	if s.opts.StateDir == "" {
+// Options are what the daemon gives its jobs. The functions are called
+// without a job's lock.
+type Options struct {
+	// StateDir holds the held jobs' folders (STATE/jobs/ID); with none, a
+	// job is guarded, not held.
+	StateDir string
+	// Socket is the daemon's, in each job's environment: what a job left
+	// running is found by it.
+	Socket string
+	// HolderExe is the binary that guards a job ("guard") or holds it
+	// ("jobhold").
+	HolderExe string
+	Logf      func(format string, args ...any)
+	// Record takes every change of a job's state.
+	Record func(id, name, agent string, c detect.Change)
+}
+
+// Host starts the daemon's jobs and takes its held jobs again.
+type Host struct{ opts Options }
+
+// New makes a Host.
+func New(opts Options) *Host {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.Record == nil {
+		opts.Record = func(string, string, string, detect.Change) {}
+	}
+	return &Host{opts: opts}
+}
+
+// onChange is a job's onChange: its changes go to Options.Record.
+func (h *Host) onChange(id, name, agent string) func(detect.Change) {
+	return func(c detect.Change) { h.opts.Record(id, name, agent, c) }
+}
+
+// Start runs a job under the id and name the daemon reserved for it: held
+// (it outlives the daemon) when it can be, otherwise guarded (it ends
+// with the daemon).
+func (h *Host) Start(id, name string, o headless.Options, keep Keep) *Job {
+	o.Mark = "CORRAL_JOB=" + id
+	o.Env = append(o.Env[:len(o.Env):len(o.Env)], "CORRAL_SOCKET="+h.opts.Socket)
+	o.Guard = []string{h.opts.HolderExe, "guard"}
+	var onEnd func(headless.Outcome, time.Time)
+	if heldMode(o) {
+		rec, err := h.hold(id, name, &o, keep)
+		if err != nil {
+			h.opts.Logf("job %s: %v; it runs guarded, and ends with this daemon", id, err)
+		} else {
+			onEnd = h.keepOutcome(o.Spool, rec)
+		}
+	}
+	j, ctx, o := newJob(id, name, o, h.onChange(id, name, o.Agent), onEnd)
+	j.fleet = keep.Fleet
+	j.run(ctx, o)
+	return j
+}
+
+// dir returns (making it, mode 0700) the folder of held jobs.
+func (h *Host) dir() (string, error) {
+	if h.opts.StateDir == "" {
 		return "", errors.New("no state folder")
 	}
-	dir := filepath.Join(s.opts.StateDir, "jobs")
+	dir := filepath.Join(h.opts.StateDir, "jobs")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("jobs folder: %w", err)
 	}
@@ -86,9 +145,9 @@ func heldMode(o headless.Options) bool {
 	return o.Mode != "pty-lite" && o.Agent != "acp" && os.Getenv("CORRAL_NO_HOLDER") != "1"
 }
 
-// holdJob makes the job's folder and row, and sets o to run it held.
-func (s *Server) holdJob(id, name string, o *headless.Options, keep jobKeep) (*jobRecord, error) {
-	root, err := s.jobsDir()
+// hold makes the job's folder and row, and sets o to run it held.
+func (h *Host) hold(id, name string, o *headless.Options, keep Keep) (*jobRecord, error) {
+	root, err := h.dir()
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +166,7 @@ func (s *Server) holdJob(id, name string, o *headless.Options, keep jobKeep) (*j
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	o.Spool, o.Hold, o.Started = dir, []string{holderExe, "jobhold"}, rec.Started
+	o.Spool, o.Hold, o.Started = dir, []string{h.opts.HolderExe, "jobhold"}, rec.Started
 	o.Guard = nil
 	return rec, nil
 }
@@ -124,25 +183,29 @@ func saveJobRecord(dir string, rec *jobRecord) error {
 }
 
 // keepOutcome returns the onEnd of a held job: its row gets its outcome.
-func (s *Server) keepOutcome(dir string, rec *jobRecord) func(headless.Outcome, time.Time) {
+func (h *Host) keepOutcome(dir string, rec *jobRecord) func(headless.Outcome, time.Time) {
 	return func(out headless.Outcome, when time.Time) {
 		r := *rec
 		r.Outcome, r.EndedAt = &out, when
 		if err := saveJobRecord(dir, &r); err != nil {
-			s.opts.Logf("job %s: %v", rec.ID, err)
+			h.opts.Logf("job %s: %v", rec.ID, err)
 		}
 	}
 }
 
-// adoptJobs takes the held jobs of the state folder again, oldest first.
-func (s *Server) adoptJobs() {
-	root, err := s.jobsDir()
+// Adopt takes the held jobs of the state folder again, oldest first:
+// take reserves a job's id and name in the daemon's table (a job whose id
+// it refuses is left alone), register adds the job under them. A job that
+// ended while no daemon ran is read to its end (a while) before Adopt
+// returns.
+func (h *Host) Adopt(take func(id, name string) error, register func(*Job)) {
+	root, err := h.dir()
 	if err != nil {
 		return
 	}
 	ents, err := os.ReadDir(root)
 	if err != nil {
-		s.opts.Logf("jobs folder: %v", err)
+		h.opts.Logf("jobs folder: %v", err)
 		return
 	}
 	var recs []*jobRecord
@@ -157,34 +220,29 @@ func (s *Server) adoptJobs() {
 			err = json.Unmarshal(b, &rec)
 		}
 		if err != nil || rec.ID != de.Name() {
-			s.opts.Logf("job folder %s: no job's row (%v); left alone", dir, err)
+			h.opts.Logf("job folder %s: no job's row (%v); left alone", dir, err)
 			continue
 		}
 		recs = append(recs, &rec)
 	}
 	sort.SliceStable(recs, func(i, k int) bool { return recs[i].Started.Before(recs[k].Started) })
-	var ended []*job
+	var ended []*Job
 	for _, rec := range recs {
 		dir := filepath.Join(root, rec.ID)
-		id, _, err := s.set.ReserveAs(rec.ID, rec.Name)
-		if err == nil && id != rec.ID {
-			s.set.Unreserve(id)
-			err = errors.New("its id is taken")
-		}
-		if err != nil {
-			s.opts.Logf("job %s (%s) not taken again: %v", rec.ID, rec.Name, err)
+		if err := take(rec.ID, rec.Name); err != nil {
+			h.opts.Logf("job %s (%s) not taken again: %v", rec.ID, rec.Name, err)
 			continue
 		}
-		var j *job
+		var j *Job
 		if rec.Outcome != nil {
 			j = endedJob(dir, rec)
 		} else {
-			j = s.followJob(dir, rec)
+			j = h.follow(dir, rec)
 			if headless.HeldExited(dir) {
 				ended = append(ended, j)
 			}
 		}
-		s.set.RegisterJob(j.id, j.name, j)
+		register(j)
 	}
 	// A job that ended while no daemon ran is read to its end before the
 	// daemon answers: its first listing shows its outcome, not "working".
@@ -198,8 +256,8 @@ func (s *Server) adoptJobs() {
 	}
 }
 
-// followJob follows a held job that had not ended when its daemon did.
-func (s *Server) followJob(dir string, rec *jobRecord) *job {
+// follow follows a held job that had not ended when its daemon did.
+func (h *Host) follow(dir string, rec *jobRecord) *Job {
 	id, name, agent := rec.ID, rec.Name, rec.Agent
 	o := headless.Options{Agent: rec.Agent, Argv: rec.Argv, Dir: rec.Dir, Mark: "CORRAL_JOB=" + id,
 		Timeout: time.Duration(rec.TimeoutMS) * time.Millisecond, Stall: time.Duration(rec.StallMS) * time.Millisecond,
@@ -207,21 +265,22 @@ func (s *Server) followJob(dir string, rec *jobRecord) *job {
 	if rec.Policy != "" {
 		p, err := headless.ParsePolicy(rec.PolicySource, []byte(rec.Policy))
 		if err != nil {
-			s.opts.Logf("job %s: its policy: %v; its requests come to you", id, err)
+			h.opts.Logf("job %s: its policy: %v; its requests come to you", id, err)
 		} else {
 			o.Policy = p
 		}
 	}
-	j := startJob(id, name, o, func(c detect.Change) { s.record(id, name, agent, c) }, s.keepOutcome(dir, rec))
+	j, ctx, o := newJob(id, name, o, h.onChange(id, name, agent), h.keepOutcome(dir, rec))
 	j.asks = rec.Relay && o.Policy == nil
 	j.fleet = rec.Fleet
+	j.run(ctx, o)
 	return j
 }
 
 // endedJob is a held job that ended before this daemon: its events and
 // outcome, as kept.
-func endedJob(dir string, rec *jobRecord) *job {
-	j := &job{id: rec.ID, name: rec.Name, agent: rec.Agent, argv: rec.Argv, dir: rec.Dir, started: rec.Started, cancel: func() {},
+func endedJob(dir string, rec *jobRecord) *Job {
+	j := &Job{id: rec.ID, name: rec.Name, agent: rec.Agent, argv: rec.Argv, dir: rec.Dir, started: rec.Started, cancel: func() {},
 		done: make(chan struct{}), grew: make(chan struct{}), quiet: true, spool: dir,
 		decision: combine.Decision{State: combine.Working, Source: combine.SourceStream},
 		detach:   make(chan struct{}), ran: make(chan struct{}), fleet: rec.Fleet}
@@ -235,11 +294,10 @@ func endedJob(dir string, rec *jobRecord) *job {
 	return j
 }
 
-// jobHeldRunning reports whether id is a held job still running here:
-// its processes are its holder's, not left behind.
-func (s *Server) jobHeldRunning(id string) bool {
-	j, _ := s.set.Job(id)
-	if j == nil || j.spool == "" {
+// HeldRunning reports whether the job is held and still running: its
+// processes are its holder's, not left behind.
+func (j *Job) HeldRunning() bool {
+	if j.spool == "" {
 		return false
 	}
 	select {
@@ -250,15 +308,17 @@ func (s *Server) jobHeldRunning(id string) bool {
 	}
 }
 
-// forgetJob removes an ended held job's folder.
-func (s *Server) forgetJob(j *job) {
-	if j.spool != "" {
-		select {
-		case <-j.done:
-			if err := os.RemoveAll(j.spool); err != nil {
-				s.opts.Logf("job %s: %v", j.id, err)
-			}
-		default: // still running (it did not end at shutdown): the next daemon takes it
-		}
+// Forget removes an ended held job's folder.
+func (j *Job) Forget() error {
+	if j.spool == "" {
+		return nil
 	}
+	select {
+	case <-j.done:
+		if err := os.RemoveAll(j.spool); err != nil {
+			return fmt.Errorf("job %s: its folder: %w", j.id, err)
+		}
+	default: // still running (it did not end at shutdown): the next daemon takes it
+	}
+	return nil
 }
