@@ -279,7 +279,10 @@ func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
 func TestHeldJobAnsweredAfterDaemonKill(t *testing.T) {
 	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
 	e := newEnv(t)
-	script := `read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
+	// The folder in the script makes it this test's own: endJobAtCleanup
+	// kills every process with the script in its arguments, and other tests
+	// run the same relay script in parallel.
+	script := `: ` + e.dir + `; read prompt; echo '` + initJSON + `'; echo '` + askJSON + `'; read reply; ` +
 		`case "$reply" in *'"behavior":"allow"'*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"allowed"}]}}';; ` +
 		`*) echo '{"type":"assistant","message":{"content":[{"type":"text","text":"denied"}]}}';; esac; echo '` + resultJSON + `'; cat >/dev/null`
 	cmd := exec.Command(corralBin, "exec", "--name", "relay", "--agent", "claude", "--prompt", "clean up", "--", "sh", "-c", script)
