@@ -253,9 +253,8 @@ const (
 // Error is every error response's body.
 type Error struct {
 	Error string `json:"error"`
-	// Code is machine-readable: not_found, blocked, not_blocked, exited,
-	// bad_request, no_answer, running (corral rm of a running pane),
-	// internal.
+	// Code is machine-readable (not_found, blocked, bad_request, internal,
+	// ...): docs/api.md lists every code with its HTTP status.
 	Code string `json:"code"`
 }
 
@@ -293,7 +292,7 @@ type BoardResult struct {
 // ExecRequest starts a headless job: POST /v1/jobs.
 type ExecRequest struct {
 	Name      string   `json:"name"`
-	Agent     string   `json:"agent"` // claude, codex or gemini
+	Agent     string   `json:"agent"` // a headless agent (corral agents), auto or acp
 	Command   []string `json:"command"`
 	Cwd       string   `json:"cwd"`
 	Env       []string `json:"env"`

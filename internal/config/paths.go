@@ -24,8 +24,9 @@ func SocketPath() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("corral-%d", os.Getuid()), "corral.sock")
 }
 
-// StateDir holds the event log and the daemon's log: $CORRAL_STATE_DIR, or
-// $XDG_STATE_HOME/corral, or ~/.local/state/corral.
+// StateDir holds the daemon's state (its log, the event log, the pane
+// table, held jobs, the fleet's config: docs/configuration.md lists it):
+// $CORRAL_STATE_DIR, or $XDG_STATE_HOME/corral, or ~/.local/state/corral.
 func StateDir() string {
 	if d := os.Getenv("CORRAL_STATE_DIR"); d != "" {
 		return d

@@ -20,7 +20,7 @@
 // Generation), a job, the pane table or a function of Options; the
 // server's own lock is never held with it. The tmux watches' mu guards
 // the watched servers; it is never held while a watch starts or closes
-// (those run tmux), and it may take Set.mu (never the other way). The pane table's rows function (tableRows) takes Set.mu and no
-// store lock; a row is built from the pane's snapshot and its Held, whose
+// (those run tmux), and it may take Set.mu (never the other way). The pane
+// table's rows function (tableRows) takes Set.mu and no store lock; a row is built from the pane's snapshot and its Held, whose
 // own lock is taken alone.
 package paneset

@@ -311,13 +311,3 @@ func (s *Server) Rules() api.Rules {
 	s.mu.Unlock()
 	return ruleswatch.Describe(set, problems)
 }
-
-// lookupHTTP finds the pane or job the route's {id} names, or answers 404.
-func (s *Server) lookupHTTP(w http.ResponseWriter, r *http.Request) (found, bool) {
-	f, err := s.lookup(r.PathValue("id"))
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return found{}, false
-	}
-	return f, true
-}
