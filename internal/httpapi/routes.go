@@ -72,7 +72,17 @@ type route struct {
 func New(svc Service) http.Handler {
 	mux := http.NewServeMux()
 	h := &handlers{svc: svc, mux: mux}
-	for _, r := range append([]route{
+	for _, r := range h.routes() {
+		mux.HandleFunc(r.Pattern, r.Handler)
+	}
+	return mux
+}
+
+// routes is the route table (docs/api.md and docs/fleet.md name every
+// pattern: TestDocsNameEveryRoute).
+func (h *handlers) routes() []route {
+	svc := h.svc
+	return append([]route{
 		{"GET /v1/panes", h.list}, // ?view=ls: only corral ls's columns
 		{"POST /v1/panes", decodeCall(svc.Run)},
 		{"GET /v1/panes/{id}", h.get},
@@ -104,10 +114,7 @@ func New(svc Service) http.Handler {
 		{"GET /debug/pprof/profile", pprof.Profile},
 		{"GET /debug/pprof/trace", pprof.Trace},
 		{"GET /debug/pprof/symbol", pprof.Symbol},
-	}, fleetRoutes(svc)...) {
-		mux.HandleFunc(r.Pattern, r.Handler)
-	}
-	return mux
+	}, fleetRoutes(svc)...)
 }
 
 type handlers struct {
