@@ -1,0 +1,131 @@
+package fleet
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+)
+
+// A host that took a job off the queue and went before starting it: the
+// job runs on another host, once, within seconds; a host that comes back
+// late to a job its caller gave up does not start it.
+func TestFleetJobTakenNotStarted(t *testing.T) {
+	t.Parallel()
+	stop := func(m *Member) { m.cancel(); m.nc.Close() }
+	for _, tc := range []struct {
+		name  string
+		stage takeStage
+		// stopped: the host is stopped at stage; else it pauses there
+		// until the job ran elsewhere, then goes on.
+		stopped bool
+		note    string // the caller's note
+		within  time.Duration
+	}{
+		// The queue gives the message to another host after jobAckWait.
+		{name: "stopped-before-its-claim", stage: takeFetched, stopped: true, within: jobAckWait + 5*time.Second},
+		// The caller hears the claim, then silence, and gives it up.
+		{name: "stopped-after-its-claim", stage: takeClaimed, stopped: true,
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second},
+		{name: "slow-after-its-claim", stage: takeClaimed,
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := startFleet(t, "127.0.0.1:0")
+			reached, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			hook := func(m *Member, stage takeStage) {
+				if stage != tc.stage {
+					return
+				}
+				first := false
+				once.Do(func() { first = true })
+				if !first {
+					return
+				}
+				if tc.stopped {
+					stop(m)
+				}
+				close(reached)
+				if !tc.stopped {
+					<-release
+				}
+			}
+			ld := newFakeLocal()
+			dies := f.joinWith("dies", ld, 1, hook)
+			// Before dies closes, whatever the test's end.
+			free := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(free)
+			var mu sync.Mutex
+			var lines []string
+			done := make(chan error, 1)
+			go func() {
+				done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+					mu.Lock()
+					lines = append(lines, string(b))
+					mu.Unlock()
+				})
+			}()
+			select {
+			case <-reached:
+			case <-time.After(10 * time.Second * waitSlack):
+				t.Fatal("dies never took the job")
+			}
+			start := time.Now()
+			lt := newFakeLocal()
+			takes := f.join("takes", lt, 1)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(tc.within * waitSlack):
+				mu.Lock()
+				t.Fatalf("the job hangs %v after its host went between taking and starting it; lines:\n%s", time.Since(start), strings.Join(lines, "\n"))
+			}
+			took := time.Since(start)
+			free()
+			mu.Lock()
+			all := strings.Join(lines, "\n")
+			mu.Unlock()
+			if !strings.Contains(all, "host takes runs the job") || !strings.Contains(lines[len(lines)-1], `"state":"done"`) ||
+				!strings.Contains(all, tc.note) {
+				t.Fatalf("lines:\n%s", all)
+			}
+			if took > tc.within {
+				t.Errorf("the job ran elsewhere %v after its host went; want within %v", took, tc.within)
+			}
+			t.Logf("the job ran on another host %v after its host went", took.Round(time.Millisecond))
+			// The attempt dies claimed never starts, wherever its message
+			// goes: back to dies when it goes on, or to takes when the
+			// queue delivers it again after jobAckWait.
+			switch {
+			case tc.stage == takeClaimed && tc.stopped:
+				waitFor(t, jobAckWait+5*time.Second, "takes to find the attempt dies claimed fenced off", func() bool { return takes.fenced.Load() == 1 })
+			case tc.stage == takeClaimed:
+				waitFor(t, 5*time.Second, "dies to find the attempt it claimed fenced off", func() bool { return dies.fenced.Load() == 1 })
+			}
+			if n := ld.jobsStarted.Load(); n != 0 {
+				t.Errorf("dies started the job %d times, want 0", n)
+			}
+			if n := lt.jobsStarted.Load(); n != 1 {
+				t.Errorf("takes started the job %d times, want 1", n)
+			}
+		})
+	}
+}
+
+func (f *testFleet) joinWith(name string, local Local, maxJobs int, hook func(*Member, takeStage)) *Member {
+	f.t.Helper()
+	m, err := Join(context.Background(), MemberOptions{Name: name, URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(),
+		CAFingerprint: f.hub.Fingerprint(), Local: local, MaxJobs: maxJobs, Watch: true, Version: "test", takeHook: hook})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { m.Close(false) })
+	return m
+}
