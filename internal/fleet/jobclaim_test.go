@@ -11,8 +11,9 @@ import (
 )
 
 // A host that took a job off the queue and went before starting it: the
-// job runs on another host, once, within seconds; a host that comes back
-// late to a job its caller gave up does not start it.
+// job runs on another host (or on it, back, for a job addressed to it),
+// once, within seconds; a host that comes back late to a job its caller
+// gave up does not start it.
 func TestFleetJobTakenNotStarted(t *testing.T) {
 	t.Parallel()
 	stop := func(m *Member) { m.cancel(); m.nc.Close() }
@@ -24,14 +25,21 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 		stopped bool
 		note    string // the caller's note
 		within  time.Duration
+		// host is the job's (--host), "" for any; then the host that joins
+		// once dies went, and should run it.
+		host, then string
 	}{
 		// The queue gives the message to another host after jobAckWait.
-		{name: "stopped-before-its-claim", stage: takeFetched, stopped: true, within: jobAckWait + 5*time.Second},
+		{name: "stopped-before-its-claim", stage: takeFetched, stopped: true, within: jobAckWait + 5*time.Second, then: "takes"},
 		// The caller hears the claim, then silence, and gives it up.
 		{name: "stopped-after-its-claim", stage: takeClaimed, stopped: true,
-			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second},
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "takes"},
 		{name: "slow-after-its-claim", stage: takeClaimed,
-			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second},
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "takes"},
+		// A job for dies alone waits for it, and runs once when it is back:
+		// the message of the attempt it claimed comes back to it too.
+		{name: "for-it-and-back-after-its-claim", stage: takeClaimed, stopped: true, host: "dies",
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "dies"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -64,7 +72,7 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 			var lines []string
 			done := make(chan error, 1)
 			go func() {
-				done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+				done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, tc.host, 0, func(b []byte) {
 					mu.Lock()
 					lines = append(lines, string(b))
 					mu.Unlock()
@@ -77,7 +85,12 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 			}
 			start := time.Now()
 			lt := newFakeLocal()
-			takes := f.join("takes", lt, 1)
+			// dies comes back with the credential the hub gave it.
+			token := f.hub.FleetToken()
+			if tc.then == "dies" {
+				token = *dies.token.Load()
+			}
+			takes := f.joinWithToken(tc.then, token, lt, 1, nil)
 			select {
 			case err := <-done:
 				if err != nil {
@@ -92,28 +105,28 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 			mu.Lock()
 			all := strings.Join(lines, "\n")
 			mu.Unlock()
-			if !strings.Contains(all, "host takes runs the job") || !strings.Contains(lines[len(lines)-1], `"state":"done"`) ||
+			if !strings.Contains(all, "host "+tc.then+" runs the job") || !strings.Contains(lines[len(lines)-1], `"state":"done"`) ||
 				!strings.Contains(all, tc.note) {
 				t.Fatalf("lines:\n%s", all)
 			}
 			if took > tc.within {
-				t.Errorf("the job ran elsewhere %v after its host went; want within %v", took, tc.within)
+				t.Errorf("the job ran on %s %v after dies went; want within %v", tc.then, took, tc.within)
 			}
-			t.Logf("the job ran on another host %v after its host went", took.Round(time.Millisecond))
+			t.Logf("the job ran on %s %v after dies went", tc.then, took.Round(time.Millisecond))
 			// The attempt dies claimed never starts, wherever its message
 			// goes: back to dies when it goes on, or to takes when the
 			// queue delivers it again after jobAckWait.
 			switch {
 			case tc.stage == takeClaimed && tc.stopped:
-				waitFor(t, jobAckWait+5*time.Second, "takes to find the attempt dies claimed fenced off", func() bool { return takes.fenced.Load() == 1 })
+				waitFor(t, jobAckWait+5*time.Second, tc.then+" to find the attempt dies claimed fenced off", func() bool { return takes.fenced.Load() == 1 })
 			case tc.stage == takeClaimed:
 				waitFor(t, 5*time.Second, "dies to find the attempt it claimed fenced off", func() bool { return dies.fenced.Load() == 1 })
 			}
 			if n := ld.jobsStarted.Load(); n != 0 {
-				t.Errorf("dies started the job %d times, want 0", n)
+				t.Errorf("dies (before it went) started the job %d times, want 0", n)
 			}
 			if n := lt.jobsStarted.Load(); n != 1 {
-				t.Errorf("takes started the job %d times, want 1", n)
+				t.Errorf("%s started the job %d times, want 1", tc.then, n)
 			}
 		})
 	}
@@ -121,7 +134,12 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 
 func (f *testFleet) joinWith(name string, local Local, maxJobs int, hook func(*Member, takeStage)) *Member {
 	f.t.Helper()
-	m, err := Join(context.Background(), MemberOptions{Name: name, URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(),
+	return f.joinWithToken(name, f.hub.FleetToken(), local, maxJobs, hook)
+}
+
+func (f *testFleet) joinWithToken(name, token string, local Local, maxJobs int, hook func(*Member, takeStage)) *Member {
+	f.t.Helper()
+	m, err := Join(context.Background(), MemberOptions{Name: name, URLs: []string{f.hub.URL()}, Token: token,
 		CAFingerprint: f.hub.Fingerprint(), Local: local, MaxJobs: maxJobs, Watch: true, Version: "test", takeHook: hook})
 	if err != nil {
 		f.t.Fatal(err)
