@@ -46,6 +46,9 @@ const (
 // message meet its own claim elsewhere.
 const jobAckWait = 10 * time.Second
 
+// claimTries bounds the tries of a claim record's write (3 s each).
+const claimTries = 5
+
 // errFenced is a claim record refused because another came first.
 var errFenced = errors.New("another claim record came first")
 
@@ -54,14 +57,15 @@ func claimSubject(caller, job string) string {
 }
 
 // writeClaim writes rec on subject if the subject's last record is at
-// sequence after (0: none), and returns the new record's sequence. A try
-// that timed out may still have been written: the next try then meets it
-// and reports errFenced, which its writer takes as a refusal (the other
-// side then sees the record and goes on as if it had been answered).
-func (m *Member) writeClaim(subject string, rec claimRecord, after uint64) (uint64, error) {
+// sequence after (0: none), in at most tries tries, and returns the new
+// record's sequence. A try that timed out may still have been written: the
+// next try then meets it and reports errFenced, which its writer takes as
+// a refusal (the other side then sees the record and goes on as if it had
+// been answered).
+func (m *Member) writeClaim(subject string, rec claimRecord, after uint64, tries int) (uint64, error) {
 	b, _ := json.Marshal(rec)
 	var err error
-	for try := 0; try < 5 && m.ctx.Err() == nil; try++ {
+	for try := 0; try < tries && m.ctx.Err() == nil; try++ {
 		if try > 0 {
 			select {
 			case <-m.ctx.Done():

@@ -147,3 +147,34 @@ func (f *testFleet) joinWithToken(name, token string, local Local, maxJobs int, 
 	f.t.Cleanup(func() { m.Close(false) })
 	return m
 }
+
+// A job its caller gave up before any host took it is never started: the
+// host that takes its message later, which never heard the cancel, finds
+// it withdrawn.
+func TestFleetJobCancelledWhileQueuedNeverStarts(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- f.hm.SubmitJob(ctx, "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "later", 0, func([]byte) {})
+	}()
+	waitFor(t, 5*time.Second, "the job queued for later", func() bool {
+		rows, err := f.hub.QueuedJobs(context.Background())
+		return err == nil && len(rows) == 1
+	})
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("SubmitJob: %v, want context.Canceled", err)
+	}
+	ll := newFakeLocal()
+	later := f.join("later", ll, 1)
+	waitFor(t, 10*time.Second, "later to take the message and find it withdrawn", func() bool { return later.fenced.Load() == 1 })
+	if n := ll.jobsStarted.Load(); n != 0 {
+		t.Fatalf("later started the cancelled job %d times", n)
+	}
+	rows, err := f.hub.QueuedJobs(context.Background())
+	if err != nil || len(rows) != 0 {
+		t.Fatalf("the queue after later took the message: %v %v", rows, err)
+	}
+}

@@ -81,7 +81,7 @@ func (m *Member) runJob(jr JobRequest, subject string, claimed uint64) {
 	// takes a while (a folder made, a slow disk) is not silence.
 	stopAlive := m.sayAlive(pub)
 	defer stopAlive()
-	if _, err := m.writeClaim(subject, claimRecord{Type: claimStart, Host: m.o.Name, Attempt: jr.Attempt}, claimed); err != nil {
+	if _, err := m.writeClaim(subject, claimRecord{Type: claimStart, Host: m.o.Name, Attempt: jr.Attempt}, claimed, claimTries); err != nil {
 		if errors.Is(err, errFenced) {
 			m.fenced.Add(1)
 			m.o.Logf("fleet: job %s from %s (attempt %d) was given up by its caller before it started here; not started", jr.ID, jr.From, jr.Attempt+1)

@@ -300,7 +300,7 @@ func (m *Member) takeJob(msg jetstream.Msg) {
 	}
 	m.hook(takeFetched)
 	subject := claimSubject(jr.From, jr.ID)
-	claimed, err := m.writeClaim(subject, claimRecord{Type: claimClaim, Host: m.o.Name, Attempt: jr.Attempt}, jr.Fence)
+	claimed, err := m.writeClaim(subject, claimRecord{Type: claimClaim, Host: m.o.Name, Attempt: jr.Attempt}, jr.Fence, claimTries)
 	if errors.Is(err, errFenced) {
 		// A copy of an attempt another host claimed, or its caller gave
 		// up: the queue delivered it again.
@@ -435,7 +435,7 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			// An attempt not yet started never starts: a host that had not
 			// heard the cancel (or takes the message later) finds it fenced.
 			if !started {
-				_, _ = m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence)
+				_, _ = m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, 1)
 			}
 			return ctx.Err()
 		case msg, ok := <-msgs:
@@ -520,7 +520,7 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				// written after the last record seen: a host that claimed
 				// or started it meanwhile has its record first, and is
 				// heard.
-				seq, err := m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence)
+				seq, err := m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, claimTries)
 				switch {
 				case errors.Is(err, errFenced):
 					lastWord = time.Now()
