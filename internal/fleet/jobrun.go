@@ -87,7 +87,9 @@ func (m *Member) runJob(jr JobRequest, subject string, claimed uint64) {
 			m.o.Logf("fleet: job %s from %s (attempt %d) was given up by its caller before it started here; not started", jr.ID, jr.From, jr.Attempt+1)
 			return
 		}
-		pub.publish(outcomeLine("error", fmt.Sprintf("host %s did not start the job: %v", m.o.Name, err), 1), -1)
+		// Not started, and silent from now: its caller withdraws it and
+		// queues it again, as for a host gone.
+		m.o.Logf("fleet: job %s from %s (attempt %d) not started: %v", jr.ID, jr.From, jr.Attempt+1, err)
 		return
 	}
 	for _, p := range m.localJobs() {
