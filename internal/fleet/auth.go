@@ -444,9 +444,12 @@ func PermissionsFor(host string, control, jobs bool) *server.Permissions {
 				api+"CONSUMER.INFO."+JobsStream+"."+name, api+"CONSUMER.MSG.NEXT."+JobsStream+"."+name,
 				"$JS.ACK."+JobsStream+"."+name+".>")
 		}
+		// Claiming and starting a job of any caller's (see claimRecord).
+		pub = append(pub, subjJobOut+"*."+claimToken+".*")
 	}
 	if control {
-		pub = append(pub, subjCmd+"*", "corral.jobs.>", subjJobCtl+"*")
+		// Submitting jobs, and giving up one's own job's attempts.
+		pub = append(pub, subjCmd+"*", "corral.jobs.>", subjJobCtl+"*", subjJobOut+host+"."+claimToken+".*")
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub},

@@ -184,11 +184,23 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 		}
 	}
 	h.auth.mu.Unlock()
+	// copies are those the shared credentials should have: as many as the
+	// fleet's pane bucket, when that has more than this hub knows of hubs.
+	// The hub that makes the bucket may know fewer than the member that
+	// raised the fleet's buckets before it was made (which raises only a
+	// bucket it finds): the credentials once stayed at that one copy.
+	copies := func(c context.Context) int {
+		n := h.replicas
+		if st, err := js.Stream(c, "KV_"+PanesBucket); err == nil {
+			n = max(n, st.CachedInfo().Config.Replicas)
+		}
+		return min(n, MaxReplicas)
+	}
 	var kv jetstream.KeyValue
 	seed := false
 	for kv == nil {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		k, err := js.CreateKeyValue(c, jetstream.KeyValueConfig{Bucket: AuthBucket, History: 1, Replicas: h.replicas, Storage: jetstream.FileStorage, MaxBytes: 8 << 20})
+		k, err := js.CreateKeyValue(c, jetstream.KeyValueConfig{Bucket: AuthBucket, History: 1, Replicas: copies(c), Storage: jetstream.FileStorage, MaxBytes: 8 << 20})
 		if err == nil {
 			seed = true
 		} else {
@@ -236,6 +248,7 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 		}
 		initial := map[string]bool{}
 		loading := true
+		raiseErr := ""
 		raise := time.NewTicker(2 * time.Second)
 	loop:
 		for {
@@ -245,13 +258,19 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 				raise.Stop()
 				return
 			case <-raise.C:
-				// The bucket made before this hub joined has fewer
-				// copies than the cluster now allows: raised here.
+				// The bucket made before this hub joined, or before the
+				// fleet's buckets were raised, has fewer copies than the
+				// cluster now allows: raised here.
 				c, cancel := context.WithTimeout(ctx, 2*time.Second)
-				if st, err := js.Stream(c, "KV_"+AuthBucket); err == nil && st.CachedInfo().Config.Replicas < h.replicas {
-					cfg := st.CachedInfo().Config
-					cfg.Replicas = h.replicas
-					_, _ = js.UpdateStream(c, cfg)
+				if st, err := js.Stream(c, "KV_"+AuthBucket); err == nil {
+					if want := copies(c); st.CachedInfo().Config.Replicas < want {
+						cfg := st.CachedInfo().Config
+						cfg.Replicas = want
+						if _, err := js.UpdateStream(c, cfg); err != nil && err.Error() != raiseErr {
+							raiseErr = err.Error() // said once, tried again every 2 s
+							h.logf("fleet: the hubs' shared credentials (bucket %s) have %d copies, and could not be raised to %d: %v", AuthBucket, st.CachedInfo().Config.Replicas, want, err)
+						}
+					}
 				}
 				cancel()
 			case ch := <-puts:

@@ -3,7 +3,10 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,4 +259,70 @@ func TestPaneWritesGoOnAfterUnacknowledgedOnes(t *testing.T) {
 	la.set("p1", "blocked")
 	waitFor(t, 4*pubAckWait, "a's change after its writes went unacknowledged", func() bool { return state("p1") == "blocked" })
 	t.Logf("a's pane write reached the bucket %v after the bucket acknowledged again; %+v", time.Since(changed).Round(time.Millisecond), a.Stats())
+}
+
+// The hubs' shared credentials get as many copies as the fleet's
+// buckets, also when a member raised those before the credentials'
+// bucket was made (it raises only a bucket it finds) and each hub knows
+// of fewer hubs: the bucket once stayed at one copy for good.
+func TestAuthBucketFollowsTheFleetsCopies(t *testing.T) {
+	proctest.Slow(t, "a cluster of three hubs, about 20 s")
+	clusterParallel(t)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	routes := []string{"nats://" + freeAddr(t), "nats://" + freeAddr(t), "nats://" + freeAddr(t)}
+	if _, _, err := loadOrMakeCA(dirs[0]); err != nil {
+		t.Fatal(err)
+	}
+	hubs := make([]*Hub, 3)
+	for i := range hubs {
+		if i > 0 {
+			for _, f := range []string{"hub.json", "ca.pem", "ca-key.pem"} {
+				copyFile(t, filepath.Join(dirs[0], f), filepath.Join(dirs[i], f))
+			}
+		}
+		// Each hub knows of itself alone: one copy of what it makes.
+		h, err := StartHub(HubOptions{Dir: dirs[i], Listen: "127.0.0.1:0", ServerName: fmt.Sprintf("a%d", i),
+			Cluster: &ClusterOptions{Name: "corral", Listen: strings.TrimPrefix(routes[i], "nats://"), Routes: routes, Replicas: 1}})
+		if err != nil {
+			t.Fatalf("hub %d: %v", i, err)
+		}
+		hubs[i] = h
+		t.Cleanup(h.Close)
+	}
+	var admin *Member
+	waitFor(t, 20*time.Second, "the cluster's JetStream ready", func() bool {
+		m, err := Join(context.Background(), MemberOptions{Name: "admin", URLs: []string{hubs[0].URL(), hubs[1].URL(), hubs[2].URL()},
+			Token: hubs[0].AdminToken(), Admin: true, Replicas: 1})
+		if err != nil {
+			return false
+		}
+		admin = m
+		return true
+	})
+	defer admin.Close(false)
+	ctx := context.Background()
+	copies := func(stream string) int {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		st, err := admin.js.Stream(c, stream)
+		if err != nil {
+			return 0
+		}
+		return st.CachedInfo().Config.Replicas
+	}
+	waitFor(t, 10*time.Second, "the hubs' credentials bucket made", func() bool { return copies("KV_"+AuthBucket) == 1 })
+	// The fleet's pane bucket raised alone, as if before the credentials'
+	// bucket was made.
+	st, err := admin.js.Stream(ctx, "KV_"+PanesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.Replicas = 3
+	if _, err := admin.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, 10*time.Second, "three copies of the hubs' credentials", func() bool { return copies("KV_"+AuthBucket) == 3 })
+	t.Logf("the credentials' bucket had three copies %v after the pane bucket", time.Since(start).Round(time.Millisecond))
 }

@@ -31,6 +31,9 @@ const (
 	subjJobFor = "corral.jobs.host." // + HOST
 	subjJobOut = "corral.jobout."    // + CALLER.HOST.JOB
 	subjJobCtl = "corral.jobctl."    // + JOB: cancel
+	// A job's claim records go to corral.jobout.CALLER._claim.JOB: in the
+	// caller's output, under a token no host name can be.
+	claimToken = "_claim"
 	// A host that joined with the fleet token asks the hub for its own
 	// credential on corral.enroll.HOST; corral.unenroll.HOST gives it up
 	// when the host leaves.

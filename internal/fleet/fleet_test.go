@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +53,8 @@ type fakeLocal struct {
 	// jobExit makes jobs fail with this exit code.
 	jobExit int
 	killed  chan string
+	// jobsStarted counts the jobs started here.
+	jobsStarted atomic.Int32
 }
 
 func newFakeLocal(ids ...string) *fakeLocal {
@@ -81,6 +84,7 @@ func newFakeLocal(ids ...string) *fakeLocal {
 		_, _ = w.Write([]byte("{}"))
 	})
 	l.mux.HandleFunc("POST /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
+		l.jobsStarted.Add(1)
 		_ = json.NewEncoder(w).Encode(api.Pane{ID: "j1"})
 	})
 	l.mux.HandleFunc("GET /v1/jobs/{id}/stream", func(w http.ResponseWriter, r *http.Request) {
@@ -739,10 +743,8 @@ func TestFleetJobRetry(t *testing.T) {
 			mu.Unlock()
 		})
 	}()
-	// Mid-job: once the caller heard that dies runs it. dies counts the job
-	// as its own when it takes it off the queue, before it tells the caller;
-	// a host gone in between leaves no taker to fall silent, and the job
-	// waits for good.
+	// Mid-job: once the caller heard that dies runs it (a host gone between
+	// taking a job and starting it: TestFleetJobTakenNotStarted).
 	waitFor(t, 5*time.Second, "the caller to hear that dies runs the job", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

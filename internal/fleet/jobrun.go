@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -66,14 +67,34 @@ func (p *jobPublisher) control(v map[string]any) {
 	p.publish(b, -1)
 }
 
-// runJob runs a fleet job as a local one and streams its lines back. A
-// job this host runs already (its daemon restarted, and the caller queued
-// it again) is tied to the message, never run twice.
-func (m *Member) runJob(jr JobRequest) {
+// runJob runs a fleet job this host claimed (its claim record at sequence
+// claimed on subject) as a local one and streams its lines back. It starts
+// it only once its start record is written after the claim: a caller that
+// gave the attempt up meanwhile has fenced it off. A job this host runs
+// already (its daemon restarted, and the caller queued it again) is tied to
+// the message, never run twice.
+func (m *Member) runJob(jr JobRequest, subject string, claimed uint64) {
 	pub := m.publisher(jr)
+	// "taken" for a caller that knows no claim records.
 	pub.control(map[string]any{"type": "taken", "attempt": jr.Attempt})
+	// The caller hears from the host from its claim on: a start that
+	// takes a while (a folder made, a slow disk) is not silence.
+	stopAlive := m.sayAlive(pub)
+	defer stopAlive()
+	if _, err := m.writeClaim(subject, claimRecord{Type: claimStart, Host: m.o.Name, Attempt: jr.Attempt}, claimed, claimTries); err != nil {
+		if errors.Is(err, errFenced) {
+			m.fenced.Add(1)
+			m.o.Logf("fleet: job %s from %s (attempt %d) was given up by its caller before it started here; not started", jr.ID, jr.From, jr.Attempt+1)
+			return
+		}
+		// Not started, and silent from now: its caller withdraws it and
+		// queues it again, as for a host gone.
+		m.o.Logf("fleet: job %s from %s (attempt %d) not started: %v", jr.ID, jr.From, jr.Attempt+1, err)
+		return
+	}
 	for _, p := range m.localJobs() {
 		if p.Fleet.ID == jr.ID {
+			stopAlive()
 			m.reportJob(jr, p.ID)
 			return
 		}
@@ -104,6 +125,7 @@ func (m *Member) runJob(jr JobRequest) {
 	}
 	var p api.Pane
 	_ = json.Unmarshal(resp, &p)
+	stopAlive()
 	m.streamJob(pub, p.ID, false)
 }
 
@@ -133,22 +155,7 @@ func (m *Member) streamJob(pub *jobPublisher, local string, resumed bool) {
 		started["resumed"] = true
 	}
 	pub.control(started)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-m.ctx.Done():
-				return
-			case <-t.C:
-				pub.control(map[string]any{"type": "alive"})
-			}
-		}
-	}()
+	defer m.sayAlive(pub)()
 	// The job's stream, from this host's own API.
 	pr, pw := io.Pipe()
 	sctx, scancel := context.WithCancel(m.ctx)
@@ -187,6 +194,28 @@ func (m *Member) streamJob(pub *jobPublisher, local string, resumed bool) {
 		pub.publish(outcomeLine("error", fmt.Sprintf("host %s lost the job's stream: %v", m.o.Name, sc.Err()), 1), -1)
 	}
 	pr.Close()
+}
+
+// sayAlive says every second that this host is alive, for pub's job,
+// until stopped (once or more).
+func (m *Member) sayAlive(pub *jobPublisher) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-m.ctx.Done():
+				return
+			case <-t.C:
+				pub.control(map[string]any{"type": "alive"})
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
 }
 
 // localRunning reports whether this host's job id has not ended.

@@ -29,6 +29,10 @@ type JobRequest struct {
 	Attempt int             `json:"attempt"`
 	From    string          `json:"from"`
 	Exec    api.ExecRequest `json:"exec"`
+	// Fence is the sequence of the job's last claim record when the
+	// caller queued this attempt (0: none): the attempt's claim is written
+	// only after it (see claimRecord).
+	Fence uint64 `json:"fence,omitempty"`
 }
 
 const hdrAttempt = "Corral-Attempt"
@@ -243,9 +247,9 @@ func (m *Member) workLoop() {
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
 		own, err1 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: jobConsumer(m.o.Name),
-			FilterSubject: subjJobFor + m.o.Name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
+			FilterSubject: subjJobFor + m.o.Name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: jobAckWait})
 		anyc, err2 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: anyJobsConsumer,
-			FilterSubject: subjJobAny, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
+			FilterSubject: subjJobAny, AckPolicy: jetstream.AckExplicitPolicy, AckWait: jobAckWait})
 		cancel()
 		if err := errors.Join(err1, err2); err != nil {
 			m.setErr(fmt.Errorf("job queue: %w", err))
@@ -294,19 +298,42 @@ func (m *Member) takeJob(msg jetstream.Msg) {
 		_ = msg.Term()
 		return
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
-	err := msg.DoubleAck(ctx)
-	cancel()
-	if err != nil {
-		return // redelivered to someone, later
+	m.hook(takeFetched)
+	subject := claimSubject(jr.From, jr.ID)
+	claimed, err := m.writeClaim(subject, claimRecord{Type: claimClaim, Host: m.o.Name, Attempt: jr.Attempt}, jr.Fence, claimTries)
+	if errors.Is(err, errFenced) {
+		// A copy of an attempt another host claimed, or its caller gave
+		// up: the queue delivered it again.
+		m.fenced.Add(1)
+		m.ackJob(msg)
+		return
 	}
+	if err != nil {
+		return // delivered again after jobAckWait, to someone
+	}
+	m.hook(takeClaimed)
+	// The claim decides: a message that goes to another host all the
+	// same (the acknowledgement lost) meets it there.
+	m.ackJob(msg)
 	m.jobs.Add(1)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		defer m.jobDone()
-		m.runJob(jr)
+		m.runJob(jr, subject, claimed)
 	}()
+}
+
+func (m *Member) ackJob(msg jetstream.Msg) {
+	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+	_ = msg.DoubleAck(ctx)
+	cancel()
+}
+
+func (m *Member) hook(stage takeStage) {
+	if h := m.o.takeHook; h != nil {
+		h(m, stage)
+	}
 }
 
 // SubmitJob puts a job on the queue (for host, or any host with capacity)
@@ -343,9 +370,19 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 		return fmt.Errorf("follow the job's output: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	attempt := 0
+	// attempt numbers the messages queued for this job; retried counts
+	// those queued again after a start (--retry), unstarted those queued
+	// again because their host claimed them and never started them.
+	attempt, retried, unstarted := 0, 0, 0
+	// fence is the sequence of the job's last claim record seen or written
+	// (see claimRecord); claimed says taker wrote a claim (a host that
+	// writes none, of an older corral, is never fenced), started that it
+	// wrote its start.
+	var fence uint64
+	claims := claimSubject(m.o.Name, id)
+	claimed, started := false, false
 	enqueue := func() error {
-		b, _ := json.Marshal(JobRequest{ID: id, Attempt: attempt, From: m.o.Name, Exec: req})
+		b, _ := json.Marshal(JobRequest{ID: id, Attempt: attempt, From: m.o.Name, Exec: req, Fence: fence})
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		_, err := m.js.Publish(pctx, subject, b)
@@ -358,6 +395,32 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 		return err
 	}
 	taker, lastWord, queued := "", time.Now(), time.Now()
+	// gaveUp goes on from an attempt given up (its taker silent): queued
+	// again, or the job's outcome (done true).
+	gaveUp := func() (done bool, err error) {
+		next := func() error {
+			attempt++
+			taker, claimed, started, queued = "", false, false, time.Now()
+			return enqueue()
+		}
+		if claimed && !started {
+			// Fenced before its start: it did not run, and runs elsewhere.
+			if unstarted < jobUnstartedRequeues {
+				unstarted++
+				emit(diagnosticLine(fmt.Sprintf("host %s took the job and stopped answering before starting it (it did not run there); queued again", taker)))
+				return false, next()
+			}
+			emit(outcomeLine("error", fmt.Sprintf("the job did not start: %d hosts took it and stopped answering before starting it, the last %s", unstarted+1, taker), 1))
+			return true, nil
+		}
+		if retried < retry {
+			retried++
+			emit(diagnosticLine(fmt.Sprintf("host %s stopped answering mid-job; queued again (attempt %d of %d)", taker, retried+1, retry+1)))
+			return false, next()
+		}
+		emit(outcomeLine("error", fmt.Sprintf("host %s stopped answering mid-job (nothing for %v); the job is lost — its end on that host is unknown", taker, JobSilence), 1))
+		return true, nil
+	}
 	// nextEvent: the job's events up to it were emitted. A host that
 	// reports its job again (its daemon restarted; the job went on under
 	// its holder) sends them from the first: those are dropped.
@@ -369,12 +432,38 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 		case <-ctx.Done():
 			_ = m.nc.Publish(subjJobCtl+id, []byte("cancel"))
 			_ = m.nc.Flush()
+			// An attempt not yet started never starts: a host that had not
+			// heard the cancel (or takes the message later) finds it fenced.
+			if !started {
+				_, _ = m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, 1)
+			}
 			return ctx.Err()
 		case msg, ok := <-msgs:
 			if !ok {
 				return errors.New("the job's output stream ended")
 			}
 			from := strings.TrimSuffix(strings.TrimPrefix(msg.Subject, subjJobOut+m.o.Name+"."), "."+id)
+			if from == claimToken {
+				if meta, err := msg.Metadata(); err == nil {
+					fence = max(fence, meta.Sequence.Stream)
+				}
+				var rec claimRecord
+				if json.Unmarshal(msg.Data, &rec) != nil || rec.Attempt != attempt {
+					continue
+				}
+				switch {
+				case rec.Type == claimClaim && taker == "":
+					taker, claimed, lastWord = rec.Host, true, time.Now()
+				case rec.Type == claimStart && rec.Host == taker:
+					started, lastWord = true, time.Now()
+				case rec.Type == claimWithdraw && taker != "":
+					// This side's own, whose answer was lost.
+					if done, err := gaveUp(); done || err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			if a, _ := strconv.Atoi(msg.Header.Get(hdrAttempt)); a != attempt {
 				continue
 			}
@@ -385,7 +474,7 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			}
 			_ = json.Unmarshal(msg.Data, &probe)
 			if taker == "" && probe.Type == "taken" {
-				taker, lastWord = from, time.Now()
+				taker, lastWord = from, time.Now() // a host that writes no claim
 				continue
 			}
 			if from != taker {
@@ -427,21 +516,34 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				emit(diagnosticLine("the job waits for a host with capacity (corral fleet status shows each host's max_jobs)"))
 				queued = time.Now()
 			case taker != "" && time.Since(lastWord) > JobSilence:
-				if attempt < retry {
-					attempt++
-					emit(diagnosticLine(fmt.Sprintf("host %s stopped answering mid-job; queued again (attempt %d of %d)", taker, attempt+1, retry+1)))
-					taker, queued = "", time.Now()
-					if err := enqueue(); err != nil {
-						return err
-					}
+				// The attempt is given up only once the withdrawal is
+				// written after the last record seen: a host that claimed
+				// or started it meanwhile has its record first, and is
+				// heard.
+				seq, err := m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, claimTries)
+				switch {
+				case errors.Is(err, errFenced):
+					lastWord = time.Now()
 					continue
+				case err != nil:
+					// Not fenced (the fleet did not take the record): the
+					// host may still start it, so it is queued again only
+					// as a job that may have run (--retry).
+					claimed = false
+				default:
+					fence = max(fence, seq)
 				}
-				emit(outcomeLine("error", fmt.Sprintf("host %s stopped answering mid-job (nothing for %v); the job is lost — its end on that host is unknown", taker, JobSilence), 1))
-				return nil
+				if done, err := gaveUp(); done || err != nil {
+					return err
+				}
 			}
 		}
 	}
 }
+
+// jobUnstartedRequeues bounds how many times a job is queued again after
+// hosts claimed it and went silent before starting it.
+const jobUnstartedRequeues = 3
 
 // NewJobID returns a fleet job's id.
 func NewJobID() string { return "fj" + secret()[:16] }

@@ -69,6 +69,9 @@ type MemberOptions struct {
 	// Rights (a hub's own member) says what a host's credential allows.
 	Rights func(host string) Rights
 	Logf   func(string, ...any)
+
+	// takeHook, in tests, is called at each stage of taking a job.
+	takeHook func(m *Member, stage takeStage)
 }
 
 // Member is one daemon in the fleet.
@@ -121,6 +124,9 @@ type Member struct {
 	overQuota  atomic.Bool  // some panes are not in the fleet: the host's quota is full
 	published  atomic.Int64
 	jobs       atomic.Int32
+	// fenced counts the job attempts this host took off the queue and did
+	// not start: another host had claimed them, or their caller gave them up.
+	fenced atomic.Int64
 	// maxJobs is o.MaxJobs until SetMaxJobs changes it.
 	maxJobs atomic.Int32
 	// rights are what this host's credential allows, once a hub said (nil

@@ -1,0 +1,180 @@
+package fleet
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/api"
+)
+
+// A host that took a job off the queue and went before starting it: the
+// job runs on another host (or on it, back, for a job addressed to it),
+// once, within seconds; a host that comes back late to a job its caller
+// gave up does not start it.
+func TestFleetJobTakenNotStarted(t *testing.T) {
+	t.Parallel()
+	stop := func(m *Member) { m.cancel(); m.nc.Close() }
+	for _, tc := range []struct {
+		name  string
+		stage takeStage
+		// stopped: the host is stopped at stage; else it pauses there
+		// until the job ran elsewhere, then goes on.
+		stopped bool
+		note    string // the caller's note
+		within  time.Duration
+		// host is the job's (--host), "" for any; then the host that joins
+		// once dies went, and should run it.
+		host, then string
+	}{
+		// The queue gives the message to another host after jobAckWait.
+		{name: "stopped-before-its-claim", stage: takeFetched, stopped: true, within: jobAckWait + 5*time.Second, then: "takes"},
+		// The caller hears the claim, then silence, and gives it up.
+		{name: "stopped-after-its-claim", stage: takeClaimed, stopped: true,
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "takes"},
+		{name: "slow-after-its-claim", stage: takeClaimed,
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "takes"},
+		// A job for dies alone waits for it, and runs once when it is back:
+		// the message of the attempt it claimed comes back to it too.
+		{name: "for-it-and-back-after-its-claim", stage: takeClaimed, stopped: true, host: "dies",
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "dies"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := startFleet(t, "127.0.0.1:0")
+			reached, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			hook := func(m *Member, stage takeStage) {
+				if stage != tc.stage {
+					return
+				}
+				first := false
+				once.Do(func() { first = true })
+				if !first {
+					return
+				}
+				if tc.stopped {
+					stop(m)
+				}
+				close(reached)
+				if !tc.stopped {
+					<-release
+				}
+			}
+			ld := newFakeLocal()
+			dies := f.joinWith("dies", ld, 1, hook)
+			// Before dies closes, whatever the test's end.
+			free := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(free)
+			var mu sync.Mutex
+			var lines []string
+			done := make(chan error, 1)
+			go func() {
+				done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, tc.host, 0, func(b []byte) {
+					mu.Lock()
+					lines = append(lines, string(b))
+					mu.Unlock()
+				})
+			}()
+			select {
+			case <-reached:
+			case <-time.After(10 * time.Second * waitSlack):
+				t.Fatal("dies never took the job")
+			}
+			start := time.Now()
+			lt := newFakeLocal()
+			// dies comes back with the credential the hub gave it.
+			token := f.hub.FleetToken()
+			if tc.then == "dies" {
+				token = *dies.token.Load()
+			}
+			takes := f.joinWithToken(tc.then, token, lt, 1, nil)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(tc.within * waitSlack):
+				mu.Lock()
+				t.Fatalf("the job hangs %v after its host went between taking and starting it; lines:\n%s", time.Since(start), strings.Join(lines, "\n"))
+			}
+			took := time.Since(start)
+			free()
+			mu.Lock()
+			all := strings.Join(lines, "\n")
+			mu.Unlock()
+			if !strings.Contains(all, "host "+tc.then+" runs the job") || !strings.Contains(lines[len(lines)-1], `"state":"done"`) ||
+				!strings.Contains(all, tc.note) {
+				t.Fatalf("lines:\n%s", all)
+			}
+			if took > tc.within {
+				t.Errorf("the job ran on %s %v after dies went; want within %v", tc.then, took, tc.within)
+			}
+			t.Logf("the job ran on %s %v after dies went", tc.then, took.Round(time.Millisecond))
+			// The attempt dies claimed never starts, wherever its message
+			// goes: back to dies when it goes on, or to takes when the
+			// queue delivers it again after jobAckWait.
+			switch {
+			case tc.stage == takeClaimed && tc.stopped:
+				waitFor(t, jobAckWait+5*time.Second, tc.then+" to find the attempt dies claimed fenced off", func() bool { return takes.fenced.Load() == 1 })
+			case tc.stage == takeClaimed:
+				waitFor(t, 5*time.Second, "dies to find the attempt it claimed fenced off", func() bool { return dies.fenced.Load() == 1 })
+			}
+			if n := ld.jobsStarted.Load(); n != 0 {
+				t.Errorf("dies (before it went) started the job %d times, want 0", n)
+			}
+			if n := lt.jobsStarted.Load(); n != 1 {
+				t.Errorf("%s started the job %d times, want 1", tc.then, n)
+			}
+		})
+	}
+}
+
+func (f *testFleet) joinWith(name string, local Local, maxJobs int, hook func(*Member, takeStage)) *Member {
+	f.t.Helper()
+	return f.joinWithToken(name, f.hub.FleetToken(), local, maxJobs, hook)
+}
+
+func (f *testFleet) joinWithToken(name, token string, local Local, maxJobs int, hook func(*Member, takeStage)) *Member {
+	f.t.Helper()
+	m, err := Join(context.Background(), MemberOptions{Name: name, URLs: []string{f.hub.URL()}, Token: token,
+		CAFingerprint: f.hub.Fingerprint(), Local: local, MaxJobs: maxJobs, Watch: true, Version: "test", takeHook: hook})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { m.Close(false) })
+	return m
+}
+
+// A job its caller gave up before any host took it is never started: the
+// host that takes its message later, which never heard the cancel, finds
+// it withdrawn.
+func TestFleetJobCancelledWhileQueuedNeverStarts(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- f.hm.SubmitJob(ctx, "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "later", 0, func([]byte) {})
+	}()
+	waitFor(t, 5*time.Second, "the job queued for later", func() bool {
+		rows, err := f.hub.QueuedJobs(context.Background())
+		return err == nil && len(rows) == 1
+	})
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("SubmitJob: %v, want context.Canceled", err)
+	}
+	ll := newFakeLocal()
+	later := f.join("later", ll, 1)
+	waitFor(t, 10*time.Second, "later to take the message and find it withdrawn", func() bool { return later.fenced.Load() == 1 })
+	if n := ll.jobsStarted.Load(); n != 0 {
+		t.Fatalf("later started the cancelled job %d times", n)
+	}
+	rows, err := f.hub.QueuedJobs(context.Background())
+	if err != nil || len(rows) != 0 {
+		t.Fatalf("the queue after later took the message: %v %v", rows, err)
+	}
+}
