@@ -114,8 +114,8 @@ const trimAfter = 2 * time.Second
 // that the process's start touched (most of the binary: every package's
 // initialisers run in a holder too); an idle holder runs little of it.
 func trimProcess() {
-	debug.FreeOSMemory()
 	_, _ = procs.ReleaseCodePages() // a trim that fails costs memory, nothing else
+	debug.FreeOSMemory()            // after: the collection frees what the release read with
 }
 
 // trimLater asks for a trim once the starts and ends pause.

@@ -27,8 +27,8 @@ var heapTrim struct {
 // binary that the process's start and the panes' starts touched: the
 // daemon keeps running a small part of it.
 func trimProcess() {
-	debug.FreeOSMemory()
 	_, _ = procs.ReleaseCodePages() // a trim that fails costs memory, nothing else
+	debug.FreeOSMemory()            // after: the collection frees what the release read with
 }
 
 // trimHeapLater asks for a trim once panes stop starting and ending.
