@@ -25,6 +25,8 @@ type scrollback struct {
 	// then), zlen text's length; see squeeze.
 	z    []byte
 	zlen int
+	// unpushed counts the calls to settle since the last row pushed.
+	unpushed uint8
 }
 
 func (sb *scrollback) push(e *emulator, l []cell) {
@@ -32,6 +34,7 @@ func (sb *scrollback) push(e *emulator, l []cell) {
 		return
 	}
 	sb.open()
+	sb.unpushed = 0
 	if sb.len() == sb.max {
 		sb.first++ // the oldest row goes
 		sb.compact()
@@ -106,6 +109,26 @@ func (sb *scrollback) squeeze() {
 	}
 	sb.z, sb.zlen = slices.Clone(buf.Bytes()), len(sb.text)
 	sb.text = nil
+}
+
+// settleCalls is how many calls to settle in a row find no row pushed
+// before the history is compressed: with a call every few seconds, a
+// history that takes a row now and then is not compressed and opened
+// again at each one.
+const settleCalls = 2
+
+// settle compresses, as an idle terminal's, the history of a terminal
+// that is still written to but pushed no row to its history for
+// settleCalls calls: a program that redraws in place (a spinner, a clock,
+// a full-screen program) writes no history, and its rows would stay text
+// for as long as it draws.
+func (sb *scrollback) settle() {
+	if sb.unpushed < settleCalls {
+		sb.unpushed++
+		return
+	}
+	sb.shrink()
+	sb.squeeze()
 }
 
 // open gives the history its text back, for writing.
