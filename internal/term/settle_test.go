@@ -1,6 +1,7 @@
 package term
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,12 +32,19 @@ func TestDrawingTerminalHistoryCompressed(t *testing.T) {
 			for i, want := range c.compressed {
 				term.Write([]byte(c.tick))
 				history := term.Scrollback(0)
+				checkpoint, _ := term.Checkpoint()
 				term.CompactRows()
 				if got := term.emu.sb.z != nil; got != want {
 					t.Fatalf("after call %d: history compressed %v, want %v", i+1, got, want)
 				}
+				if want && (term.emu.sb.text != nil || term.emu.sb.starts != nil) {
+					t.Fatalf("after call %d: a compressed history keeps %d bytes of text and %d offsets", i+1, len(term.emu.sb.text), len(term.emu.sb.starts))
+				}
 				if after := term.Scrollback(0); !slices.Equal(after, history) {
 					t.Fatalf("after call %d: the history reads %d rows, %q…, want %d, %q…", i+1, len(after), after[:1], len(history), history[:1])
+				}
+				if after, _ := term.Checkpoint(); !bytes.Equal(after, checkpoint) {
+					t.Fatalf("after call %d: the checkpoint changed (%d bytes, was %d)", i+1, len(after), len(checkpoint))
 				}
 			}
 			// A row pushed to a compressed history lands after the others.

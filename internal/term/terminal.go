@@ -404,9 +404,9 @@ func (t *Terminal) Scrollback(n int) []string {
 		n = total
 	}
 	out := make([]string, 0, n)
-	text := sb.view()
+	text, starts := sb.view()
 	for i := total - n; i < total; i++ {
-		out = append(out, string(sb.line(text, i)))
+		out = append(out, string(historyLine(text, starts, i)))
 	}
 	return out
 }
