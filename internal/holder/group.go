@@ -110,12 +110,20 @@ type group struct {
 // allocates nothing that would reuse it.
 const trimAfter = 2 * time.Second
 
+// trimProcess gives the heap's free pages back, and the binary's pages
+// that the process's start touched (most of the binary: every package's
+// initialisers run in a holder too); an idle holder runs little of it.
+func trimProcess() {
+	_, _ = procs.ReleaseCodePages() // a trim that fails costs memory, nothing else
+	debug.FreeOSMemory()            // after: the collection frees what the release read with
+}
+
 // trimLater asks for a trim once the starts and ends pause.
 func (g *group) trimLater() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.trim == nil {
-		g.trim = time.AfterFunc(trimAfter, debug.FreeOSMemory)
+		g.trim = time.AfterFunc(trimAfter, trimProcess)
 		return
 	}
 	g.trim.Reset(trimAfter)

@@ -4,6 +4,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/corral-dev/corral/internal/procs"
 )
 
 // trimAfter is how long after the last pane started or ended the process
@@ -21,12 +23,20 @@ var heapTrim struct {
 	t  *time.Timer
 }
 
+// trimProcess gives the heap's free pages back, and the pages of the
+// binary that the process's start and the panes' starts touched: the
+// daemon keeps running a small part of it.
+func trimProcess() {
+	_, _ = procs.ReleaseCodePages() // a trim that fails costs memory, nothing else
+	debug.FreeOSMemory()            // after: the collection frees what the release read with
+}
+
 // trimHeapLater asks for a trim once panes stop starting and ending.
 func trimHeapLater() {
 	heapTrim.mu.Lock()
 	defer heapTrim.mu.Unlock()
 	if heapTrim.t == nil {
-		heapTrim.t = time.AfterFunc(trimAfter, debug.FreeOSMemory)
+		heapTrim.t = time.AfterFunc(trimAfter, trimProcess)
 		return
 	}
 	heapTrim.t.Reset(trimAfter)

@@ -45,9 +45,9 @@ func (t *Terminal) Checkpoint() (b []byte, ok bool) {
 	b = append(b, resetForCheckpoint...)
 	// History: each row printed and scrolled off the top.
 	if n := e.sb.len(); n > 0 {
-		text := e.sb.view()
+		text, starts := e.sb.view()
 		for i := range n {
-			b = append(b, e.sb.line(text, i)...)
+			b = append(b, historyLine(text, starts, i)...)
 			b = append(b, '\r', '\n')
 		}
 		b = cup(b, e.rows-1, 0)

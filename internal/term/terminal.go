@@ -206,8 +206,9 @@ func (t *Terminal) Freeze() {
 // CompactRows packs, one by one, the rows of the shown screen not written
 // since the last call: a terminal where a program still draws (a
 // spinner, a clock) keeps the rows it does not draw packed. The first
-// call packs none: it starts the count. Reads answer the same as before
-// it, as after Compact.
+// call packs none: it starts the count. Its history, if no row was
+// pushed to it over the last two calls, is compressed as Compact's is.
+// Reads answer the same as before it, as after Compact.
 func (t *Terminal) CompactRows() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -216,6 +217,7 @@ func (t *Terminal) CompactRows() {
 	}
 	t.refreshRowsLocked()
 	t.emu.packRows(t.rows)
+	t.emu.sb.settle()
 }
 
 // PackedRows reports how many rows CompactRows packed are not written to
@@ -402,9 +404,9 @@ func (t *Terminal) Scrollback(n int) []string {
 		n = total
 	}
 	out := make([]string, 0, n)
-	text := sb.view()
+	text, starts := sb.view()
 	for i := total - n; i < total; i++ {
-		out = append(out, string(sb.line(text, i)))
+		out = append(out, string(historyLine(text, starts, i)))
 	}
 	return out
 }
