@@ -452,11 +452,20 @@ func TestPolicyErrors(t *testing.T) {
 // In pty-lite mode a program that block-buffers a pipe writes each line as
 // it goes: the first line reaches corral while the program still runs.
 func TestPTYLiteLineBuffered(t *testing.T) {
-	for _, mode := range []string{"pty-lite", "pipe"} {
+	for _, tc := range []struct {
+		mode string
+		// timeout ends the run on a pipe, whose program waits for good;
+		// on pty-lite the program ends once its first line was seen.
+		timeout time.Duration
+	}{
+		{"pty-lite", 10 * time.Second},
+		{"pipe", time.Second},
+	} {
+		mode := tc.mode
 		t.Run(mode, func(t *testing.T) {
 			seen := t.TempDir() + "/seen"
 			early := false
-			out, err := Run(context.Background(), Options{Agent: "claude", Argv: []string{os.Args[0]}, Mode: mode, Timeout: 3 * time.Second,
+			out, err := Run(context.Background(), Options{Agent: "claude", Argv: []string{os.Args[0]}, Mode: mode, Timeout: tc.timeout,
 				Env: []string{"FAKE_STREAM=blockbuffer", "SEEN_FILE=" + seen},
 				OnEvent: func(e Event) {
 					if e.Type == EventInit {
