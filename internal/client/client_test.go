@@ -17,6 +17,7 @@ import (
 // would otherwise start a second daemon; one that answers a stream's start
 // may then take its time.
 func TestDaemonThatDoesNotAnswer(t *testing.T) {
+	t.Parallel() // each waits out a timeout of its own
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "s.sock")
 	ln, err := net.Listen("unix", sock)
@@ -131,6 +132,7 @@ func TestFleetPath(t *testing.T) {
 // finds the lock taken and exits waits for the other's to answer rather
 // than fail.
 func TestEnsureDaemonWaitsForAnotherStart(t *testing.T) {
+	t.Parallel() // each waits out a timeout of its own
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "s.sock")
 	exe := filepath.Join(dir, "lost-the-lock")

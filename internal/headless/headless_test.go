@@ -178,6 +178,7 @@ func types(evs []Event) string {
 }
 
 func TestGoodRun(t *testing.T) {
+	t.Parallel()
 	out, evs := run(t, "good", Options{})
 	if got := types(evs); got != "init,diagnostic,assistant,tool_use,result" {
 		t.Fatalf("events %s", got)
@@ -192,6 +193,7 @@ func TestGoodRun(t *testing.T) {
 }
 
 func TestMegabyteLine(t *testing.T) {
+	t.Parallel()
 	out, evs := run(t, "longline", Options{})
 	if out.State != "done" || len(evs) != 3 || len(evs[1].Text) != 3<<20 {
 		t.Fatalf("outcome %+v, %d events", out, len(evs))
@@ -199,6 +201,7 @@ func TestMegabyteLine(t *testing.T) {
 }
 
 func TestMissingResult(t *testing.T) {
+	t.Parallel()
 	out, evs := run(t, "noresult", Options{})
 	if out.State != "error" || out.ExitCode != 7 || out.Reason != "exited without a result event (exit status 7)" {
 		t.Fatalf("outcome %+v", out)
@@ -211,6 +214,7 @@ func TestMissingResult(t *testing.T) {
 
 // A run that ends without a result fails even when the agent exits 0.
 func TestMissingResultExitZero(t *testing.T) {
+	t.Parallel()
 	out, _ := run(t, "noresult0", Options{})
 	if out.State != "error" || out.ExitCode != ExitFailed || out.Reason != "exited without a result event (exit status 0)" {
 		t.Fatalf("outcome %+v", out)
@@ -218,6 +222,7 @@ func TestMissingResultExitZero(t *testing.T) {
 }
 
 func TestErrorResult(t *testing.T) {
+	t.Parallel()
 	out, _ := run(t, "iserror", Options{})
 	if out.State != "error" || out.Reason != "the result is an error: error_max_turns" || out.ExitCode != 1 {
 		t.Fatalf("outcome %+v", out)
@@ -225,6 +230,7 @@ func TestErrorResult(t *testing.T) {
 }
 
 func TestTimeoutKillsTheGroup(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	out, _ := run(t, "hang", Options{Timeout: 300 * time.Millisecond})
 	if out.State != "error" || out.ExitCode != ExitTimeout || time.Since(start) > 10*time.Second {
@@ -241,6 +247,7 @@ func TestTimeoutKillsTheGroup(t *testing.T) {
 }
 
 func TestStall(t *testing.T) {
+	t.Parallel()
 	var stalls int
 	out, evs := run(t, "quiet-then-done", Options{Stall: 100 * time.Millisecond, OnStall: func(time.Duration) { stalls++ }})
 	if out.State != "done" || stalls == 0 {
@@ -260,6 +267,7 @@ func TestStall(t *testing.T) {
 // An agent that does not read its stdin must not stop the run from
 // seeing its timeout, its cancellation or a permission answer.
 func TestDeafAgentCannotHoldTheRun(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
@@ -317,6 +325,7 @@ func TestDeafAgentCannotHoldTheRun(t *testing.T) {
 }
 
 func TestCancelKillsTheGroup(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	out, err := Run(ctx, Options{Agent: "claude", Argv: []string{os.Args[0]}, Env: []string{"FAKE_STREAM=hang"}})
@@ -326,6 +335,7 @@ func TestCancelKillsTheGroup(t *testing.T) {
 }
 
 func TestCodexStream(t *testing.T) {
+	t.Parallel()
 	out, evs := run(t, "codex", Options{Agent: "codex"})
 	if out.State != "done" || out.SessionID != "th-1" || types(evs) != "init,other,tool_use,tool_result,assistant,result" {
 		t.Fatalf("outcome %+v events %s", out, types(evs))
@@ -333,6 +343,7 @@ func TestCodexStream(t *testing.T) {
 }
 
 func TestParseGemini(t *testing.T) {
+	t.Parallel()
 	for line, want := range map[string]EventType{
 		`{"type":"init","session_id":"g1","model":"x"}`:                       EventInit,
 		`{"type":"message","role":"assistant","content":"hi","delta":true}`:   EventText,
@@ -375,6 +386,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestClaudeRelayArgv(t *testing.T) {
+	t.Parallel()
 	argv, prompt, ok := ClaudeRelay([]string{"claude", "-p", "fix the bug", "--output-format", "stream-json", "--verbose"}, "")
 	if !ok || prompt != "fix the bug" || strings.Join(argv, " ") != "claude -p --output-format stream-json --verbose --input-format stream-json --permission-prompt-tool stdio" {
 		t.Fatalf("%q %q %v", argv, prompt, ok)
@@ -407,6 +419,7 @@ func relayRun(t *testing.T, o Options) (Outcome, string) {
 }
 
 func TestRelayWithPolicy(t *testing.T) {
+	t.Parallel()
 	allow, err := ParsePolicy("p.toml", []byte("[[rule]]\ntool = 'Read|Grep'\ndecision = 'allow'\n[[rule]]\ntool = 'Bash'\ninput = '^rm -rf build$'\ndecision = 'allow'\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -424,6 +437,7 @@ func TestRelayWithPolicy(t *testing.T) {
 }
 
 func TestRelayAskingAPerson(t *testing.T) {
+	t.Parallel()
 	var asked Event
 	_, got := relayRun(t, Options{OnPermission: func(req Event, answer func(bool, string)) {
 		asked = req
@@ -438,6 +452,7 @@ func TestRelayAskingAPerson(t *testing.T) {
 }
 
 func TestPolicyErrors(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		"[[rule]]\ntool = 'Bash'\ndecision = 'maybe'\n": "rule 1: decision",
 		"[[rule]]\ntool = '('\ndecision = 'allow'\n":    "rule 1: tool",
@@ -452,11 +467,21 @@ func TestPolicyErrors(t *testing.T) {
 // In pty-lite mode a program that block-buffers a pipe writes each line as
 // it goes: the first line reaches corral while the program still runs.
 func TestPTYLiteLineBuffered(t *testing.T) {
-	for _, mode := range []string{"pty-lite", "pipe"} {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode string
+		// timeout ends the run on a pipe, whose program waits for good;
+		// on pty-lite the program ends once its first line was seen.
+		timeout time.Duration
+	}{
+		{"pty-lite", 10 * time.Second},
+		{"pipe", time.Second},
+	} {
+		mode := tc.mode
 		t.Run(mode, func(t *testing.T) {
 			seen := t.TempDir() + "/seen"
 			early := false
-			out, err := Run(context.Background(), Options{Agent: "claude", Argv: []string{os.Args[0]}, Mode: mode, Timeout: 3 * time.Second,
+			out, err := Run(context.Background(), Options{Agent: "claude", Argv: []string{os.Args[0]}, Mode: mode, Timeout: tc.timeout,
 				Env: []string{"FAKE_STREAM=blockbuffer", "SEEN_FILE=" + seen},
 				OnEvent: func(e Event) {
 					if e.Type == EventInit {
@@ -486,6 +511,7 @@ func TestPTYLiteLineBuffered(t *testing.T) {
 
 // A prompt on a pty-lite stream cannot be answered: the run fails at once.
 func TestPTYLitePromptFailsFast(t *testing.T) {
+	t.Parallel()
 	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -576,6 +602,7 @@ func fakeACP(w io.Writer) int {
 }
 
 func TestACP(t *testing.T) {
+	t.Parallel()
 	for _, allow := range []bool{true, false} {
 		var texts []string
 		var asked Event

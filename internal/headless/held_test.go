@@ -86,6 +86,7 @@ func endAtCleanup(t *testing.T, dir string) func(int) {
 // its events once, in order, and its outcome; so does one that ended
 // while no daemon followed it.
 func TestHeldRunAcrossDaemons(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		endUnseen  bool // the run ends before the next daemon follows it
@@ -147,6 +148,7 @@ func TestHeldRunAcrossDaemons(t *testing.T) {
 // again by the next, and its answer reaches the agent, with the tool's
 // input echoed.
 func TestHeldPermissionAcrossDaemons(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	o := Options{Agent: "claude", Argv: []string{os.Args[0]}, Env: []string{"FAKE_STREAM=relay"}, Prompt: "do it",
 		Spool: dir, Hold: []string{os.Args[0], "jobhold"}, Timeout: 20 * time.Second, OnStart: endAtCleanup(t, dir)}
@@ -185,6 +187,7 @@ func TestHeldPermissionAcrossDaemons(t *testing.T) {
 // A held run whose holder was killed while no daemon followed it ends in
 // error, and its program does not go on unseen.
 func TestHeldHolderKilled(t *testing.T) {
+	t.Parallel()
 	dir, gate := t.TempDir(), filepath.Join(t.TempDir(), "gate")
 	o := heldOptions(t, dir, gate)
 	detach := make(chan struct{})
@@ -229,6 +232,7 @@ func alive(pid int) bool {
 // A held run ends as the same run not held: the same events, state,
 // reason and exit status, however quickly it exits.
 func TestHeldRunLikeUnheld(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"good", "noresult", "noresult0", "iserror"} {
 		t.Run(mode, func(t *testing.T) {
 			var plainEvs, heldEvs events

@@ -15,6 +15,7 @@ import (
 // a checkpoint and the output since, not the whole ring; the next daemon
 // replays it to the same screen, colours and history, and the pane is live.
 func TestHeldCheckpointAdopt(t *testing.T) {
+	t.Parallel()
 	const lines = `i=0; while [ $i -lt 15000 ]; do printf '\033[3%dmline %d\033[0m %s\n' $((i%8)) $i xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done; `
 	for _, c := range []struct{ name, script string }{
 		{"lines", lines + `echo END; read x; echo got-$x; read y; echo got-$y; read z`},

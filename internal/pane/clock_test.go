@@ -8,6 +8,7 @@ import (
 // A wake-up is never early, at most one grid late, and entries due within
 // one grid cell share it.
 func TestFireTime(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct{ at, want time.Duration }{
 		{0, 0},

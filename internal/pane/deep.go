@@ -24,8 +24,9 @@ type deepCall struct {
 }
 
 // deepIdle is how long a shared goroutine waits for the next call before
-// it ends.
-const deepIdle = 5 * time.Second
+// it ends. A variable only so that tests, which wait for the shared
+// goroutines to end, can shorten it before any starts.
+var deepIdle = 5 * time.Second
 
 // onDeepStack runs f on a shared goroutine and returns once it has; done
 // (capacity 1, empty) is the caller's, reused from call to call. When no

@@ -19,6 +19,7 @@ import (
 // rule's "Allow execution of [Shell]?" after a kill -9 of the daemon, with
 // no event for the change, and "FOR 0s".
 func TestAdoptKeepsHookMessageAndSince(t *testing.T) {
+	t.Parallel()
 	h := holding(t, "h3")
 	cfg := Config{ID: "h3", Argv: []string{os.Args[0]}, Env: []string{"CORRAL_FAKE_AGENT=1"}, Cols: 80, Rows: 24,
 		Rules: ruleSet(t), Agent: "claude-code", Sweep: 200 * time.Millisecond, Holder: h}

@@ -31,12 +31,17 @@ func holding(t *testing.T, id string) *Holding {
 func cleanup(t testing.TB, p *Pane) {
 	_, hpid := p.Held()
 	pid := p.Info().PID
+	pStart, hStart := proctest.Started(pid), proctest.Started(hpid)
 	t.Cleanup(func() {
 		// Never 0: kill(0) and kill(-0) signal this process's own group.
-		if pid > 0 {
+		// Only what this test started: the pids ended long ago may name
+		// another package's processes by now. A group whose leader's pid
+		// is free is still this pane's (a pid stays in use while its
+		// group has members).
+		if now := proctest.Started(pid); pid > 0 && (now == pStart || now == "") {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
-		if hpid > 0 {
+		if hpid > 0 && proctest.Started(hpid) == hStart {
 			_ = syscall.Kill(hpid, syscall.SIGKILL)
 		}
 	})
@@ -45,6 +50,7 @@ func cleanup(t testing.TB, p *Pane) {
 // A held pane works as a pane of its own; detached, its program goes on,
 // and a new pane adopted from the holder has the same screen and is live.
 func TestHeldPaneDetachAndAdopt(t *testing.T) {
+	t.Parallel()
 	h := holding(t, "h1")
 	rec := &recorder{}
 	cfg := Config{ID: "h1", Argv: []string{"sh", "-c", "printf 'one\\ntwo\\n'; read x; echo got-$x; read y"},
@@ -113,6 +119,7 @@ func waitGone(t *testing.T, pids ...int) {
 // A program that exits while no daemon is connected leaves its status and
 // last output with its holder, for the next daemon.
 func TestHeldExitKeptForTheNextDaemon(t *testing.T) {
+	t.Parallel()
 	h := holding(t, "h2")
 	gate := filepath.Join(t.TempDir(), "gate")
 	cfg := Config{ID: "h2", Argv: []string{"sh", "-c", "read x; while [ ! -e " + gate + " ]; do sleep 0.01; done; echo bye-$x; exit 7"},
@@ -155,6 +162,7 @@ func TestHeldExitKeptForTheNextDaemon(t *testing.T) {
 
 // A socket whose other end does not know the pane's secret is refused.
 func TestHeldWrongSecretRefused(t *testing.T) {
+	t.Parallel()
 	h := holding(t, "h3")
 	p, err := Start(Config{ID: "h3", Argv: []string{"sleep", "30"}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h})
 	if err != nil {
@@ -172,6 +180,7 @@ func TestHeldWrongSecretRefused(t *testing.T) {
 // A holder killed under a live pane: the pane ends (status -1, saying
 // why) and so does every process of it.
 func TestHeldHolderKilled(t *testing.T) {
+	t.Parallel()
 	h := holding(t, "h4")
 	p, err := Start(Config{ID: "h4", Argv: []string{"sh", "-c", "sleep 1031 & echo up; sleep 1032"}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h})
 	if err != nil {
@@ -198,6 +207,7 @@ func TestHeldHolderKilled(t *testing.T) {
 // A held program ignores no signal its holder was spared (SigIgn in
 // /proc is inherited across exec): it takes Ctrl-C and a hangup.
 func TestHeldProgramSignalsDefault(t *testing.T) {
+	t.Parallel()
 	h := holding(t, "h5")
 	p, err := Start(Config{ID: "h5", Argv: []string{"sleep", "1033"}, Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h})
 	if err != nil {
@@ -233,6 +243,7 @@ func TestHeldProgramSignalsDefault(t *testing.T) {
 // pane to each other: nothing printed in between is lost, and each can
 // type into it.
 func TestHeldSharedAndStreamHandOver(t *testing.T) {
+	t.Parallel()
 	h := holding(t, "h5")
 	cfg := Config{ID: "h5", Argv: []string{"sh", "-c", `while read x; do echo "got-$x"; done`},
 		Cols: 60, Rows: 20, Rules: ruleSet(t), Holder: h}
@@ -289,6 +300,7 @@ func TestHeldSharedAndStreamHandOver(t *testing.T) {
 // the ring ends that turn again, but a new one needs input, which only a
 // daemon gives.
 func TestHeldSeenDoneStaysIdleAcrossHandOver(t *testing.T) {
+	t.Parallel()
 	h := holding(t, "h6")
 	working := status.Report{State: status.Working, Progress: status.NoProgress}.Encode()
 	done := status.Report{State: status.Done, Progress: status.NoProgress}.Encode()

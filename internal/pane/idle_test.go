@@ -17,6 +17,7 @@ import (
 // still see it whole, with its colours, and the next output unpacks it and
 // lands on it.
 func TestQuietPaneIsCompacted(t *testing.T) {
+	t.Parallel()
 	p, err := Start(Config{ID: "quiet", Argv: []string{"sh", "-i"}, Env: []string{"PS1=$ "},
 		Cols: 80, Rows: 24, Rules: ruleSet(t), Sweep: 50 * time.Millisecond, CompactAfter: 200 * time.Millisecond})
 	if err != nil {
@@ -60,6 +61,7 @@ func TestQuietPaneIsCompacted(t *testing.T) {
 // A pane whose program still draws one row (a spinner) has its other rows
 // packed, and its screen reads the same.
 func TestSpinnerPaneRowsAreCompacted(t *testing.T) {
+	t.Parallel()
 	prog := `printf '\033[32mfirst\033[m row\nsecond row\n'; i=0; while :; do printf '\r%s spinning' $i; i=$((i+1)); sleep 0.05; done`
 	p, err := Start(Config{ID: "spin", Argv: []string{"sh", "-c", prog},
 		Cols: 80, Rows: 24, Rules: ruleSet(t), Sweep: 50 * time.Millisecond, CompactAfter: 200 * time.Millisecond})
@@ -87,6 +89,7 @@ func TestSpinnerPaneRowsAreCompacted(t *testing.T) {
 // CompactAfter (its default when zero, never when negative), and not the
 // screen of a pane that exited.
 func TestCompactIdleDecides(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	tests := []struct {
 		name   string

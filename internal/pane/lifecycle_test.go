@@ -31,6 +31,7 @@ func sleeping(arg string) []int {
 // Close ends a pane whose grandchild left with setsid (and holds the
 // terminal open) at once, and leaves nothing.
 func TestCloseEndsSetsidGrandchild(t *testing.T) {
+	t.Parallel()
 	p, err := Start(Config{ID: "lc1", Argv: []string{"sh", "-c", "setsid sleep 33.1 & sleep 33.2"}, Env: []string{"CORRAL_PANE=lc1"}, Rules: ruleSet(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestCloseEndsSetsidGrandchild(t *testing.T) {
 // A command is found where the caller typed it: relative to the pane's
 // folder, or on the PATH it was given.
 func TestStartResolvesCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(dir+"/tool", []byte("#!/bin/sh\nexit 0\n"), 0o700); err != nil {
 		t.Fatal(err)

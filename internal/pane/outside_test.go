@@ -63,6 +63,7 @@ func waitState(t *testing.T, p *Pane, want combine.State) {
 // was, its output arrives through the feed, answers are typed into the
 // source, and its end is the source's word, not a signal of corral's.
 func TestOutsidePane(t *testing.T) {
+	t.Parallel()
 	src := &memSource{cols: 60, rows: 12}
 	rec := &recorder{}
 	p, feed, err := Open(Config{ID: "o1", Rules: ruleSet(t), Agent: "fake", OnChange: rec.add, Sweep: 100 * time.Millisecond},
@@ -120,6 +121,7 @@ func TestOutsidePane(t *testing.T) {
 // Closing a daemon lets go of an outside pane: nothing is signalled, no
 // exit is recorded, Done closes.
 func TestOutsidePaneCloseLetsGo(t *testing.T) {
+	t.Parallel()
 	src := &memSource{cols: 40, rows: 10}
 	rec := &recorder{}
 	p, feed, err := Open(Config{ID: "o2", Rules: ruleSet(t), OnChange: rec.add}, src, 0, nil)

@@ -2,6 +2,7 @@ package pane
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,13 @@ func TestMain(m *testing.M) {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "hold" { // a pane's holder
 		os.Exit(holder.Main(os.Stdin, os.Stdout, os.Stderr))
+	}
+	// The tests mostly wait on programs and timers.
+	proctest.MoreParallel(4)
+	// The goroutine counts wait for the shared goroutines to end; the
+	// benchmarks measure what the daemon keeps, so they keep its pace.
+	if flag.Lookup("test.bench").Value.String() == "" {
+		deepIdle = 200 * time.Millisecond
 	}
 	os.Exit(m.Run())
 }
@@ -107,6 +115,7 @@ func awaitScreen(t *testing.T, p *Pane, text string) {
 }
 
 func TestFakeAgentTurnAndPrompt(t *testing.T) {
+	t.Parallel()
 	p, rec := startFake(t, "claude-code")
 	awaitScreen(t, p, "? for shortcuts")
 	if err := p.Input([]byte("work 0.6\r"), true); err != nil {
@@ -154,6 +163,7 @@ func TestFakeAgentTurnAndPrompt(t *testing.T) {
 }
 
 func TestFakeAgentReportsOSC7501(t *testing.T) {
+	t.Parallel()
 	p, _ := startFake(t, "claude-code", "--osc7501", "--command", "rm -rf build")
 	awaitScreen(t, p, "? for shortcuts")
 	p.Input([]byte("ask\r"), true)
@@ -170,6 +180,7 @@ func TestFakeAgentReportsOSC7501(t *testing.T) {
 }
 
 func TestExitStatusAndScreenKept(t *testing.T) {
+	t.Parallel()
 	p, _ := startFake(t, "claude-code")
 	awaitScreen(t, p, "? for shortcuts")
 	p.Input([]byte("fail\r"), true)
@@ -193,6 +204,7 @@ func TestExitStatusAndScreenKept(t *testing.T) {
 // A real sh -i: the foreground process group follows the job, and the
 // agent is recognised from the foreground process.
 func TestShellForegroundTracking(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	p, err := Start(Config{ID: "sh", Argv: []string{"sh", "-i"}, Env: []string{"CORRAL_FAKE_AGENT=1", "PS1=$ "},
 		Cols: 80, Rows: 24, Rules: ruleSet(t), OnChange: rec.add, Sweep: 50 * time.Millisecond})
@@ -219,6 +231,7 @@ func TestShellForegroundTracking(t *testing.T) {
 // Kill ends the whole process group: a shell's background and foreground
 // jobs are all gone, none left as orphans.
 func TestKillLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	p, err := Start(Config{ID: "k", Argv: []string{"sh", "-c", "sleep 300 & sleep 301 & echo started; sleep 302"},
 		Cols: 80, Rows: 24, Rules: ruleSet(t)})
 	if err != nil {

@@ -47,7 +47,7 @@ func TestQuietPanesReadWithoutGoroutine(t *testing.T) {
 			}
 			// The shared goroutines of earlier tests end first: counted in
 			// base, their ends would hide goroutines of these panes.
-			if !proctest.WaitFor(4*deepIdle, func() bool { return deepWorkers.Load() == 0 }) {
+			if !proctest.WaitFor(15*time.Second, func() bool { return deepWorkers.Load() == 0 }) {
 				t.Fatalf("%d shared goroutines still alive", deepWorkers.Load())
 			}
 			base := runtime.NumGoroutine()
@@ -75,7 +75,7 @@ func TestQuietPanesReadWithoutGoroutine(t *testing.T) {
 			// fewer than a goroutine a pane.
 			const slack = 6
 			var got int
-			if !proctest.WaitFor(4*deepIdle, func() bool {
+			if !proctest.WaitFor(15*time.Second, func() bool {
 				got = runtime.NumGoroutine() - base
 				return got <= n*tc.per+slack
 			}) {

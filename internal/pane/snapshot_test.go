@@ -29,6 +29,7 @@ func report(id, msg string) []byte {
 // loop, the end), and readers then get it at once while the pane's lock
 // is held: they never wait for the pane and never see an older state.
 func TestInfoIsPublishedAndNeverWaits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		agent    string
@@ -117,6 +118,7 @@ func TestInfoIsPublishedAndNeverWaits(t *testing.T) {
 // returned reach neither the snapshot nor other readers. Readers run
 // beside the owner for -race to see any sharing.
 func TestSnapshotIsACopy(t *testing.T) {
+	t.Parallel()
 	p, feed, err := Open(Config{ID: "copy", Argv: []string{"agent", "--flag"}, Rules: ruleSet(t), Agent: "fake", Sweep: time.Hour},
 		&memSource{cols: 60, rows: 12}, 0, nil)
 	if err != nil {
@@ -183,6 +185,7 @@ func TestSnapshotIsACopy(t *testing.T) {
 // publishes: a change made under the lock and released another way would
 // stay unseen by readers.
 func TestLockIsReleasedThroughUnlock(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // its foreground without a word is not read at the sweep's pace, and the
 // next thing that happens brings the pace back at once.
 func TestQuietPaneSweepsSlowly(t *testing.T) {
+	t.Parallel()
 	gate := filepath.Join(t.TempDir(), "go")
 	script := `echo ready; while [ ! -e "$1" ]; do sleep 0.05; done; set -m; sleep 30; true`
 	p, err := Start(Config{ID: "q", Argv: []string{"bash", "-c", script, "bash", gate}, Cols: 80, Rows: 24, Rules: ruleSet(t),
@@ -47,6 +48,7 @@ func TestQuietPaneSweepsSlowly(t *testing.T) {
 
 // Output wakes a slowed sweep too.
 func TestOutputWakesTheSweep(t *testing.T) {
+	t.Parallel()
 	gate := filepath.Join(t.TempDir(), "go")
 	script := `echo ready; while [ ! -e "$1" ]; do sleep 0.05; done; echo woke; exec sleep 30`
 	p, err := Start(Config{ID: "w", Argv: []string{"sh", "-c", script, "sh", gate}, Cols: 80, Rows: 24, Rules: ruleSet(t),

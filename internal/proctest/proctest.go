@@ -53,6 +53,17 @@ func Alive(pid int) bool {
 	return len(f) > 0 && f[0] != "Z"
 }
 
+// Started returns when a process started (in clock ticks since boot), or
+// "" if there is no such process. A pid and its start time name one
+// process: pids are reused, within minutes where pid_max is 32768 and
+// tests start thousands of processes.
+func Started(pid int) string {
+	if f := stat(pid); len(f) > 19 {
+		return f[19]
+	}
+	return ""
+}
+
 // GroupMembers counts the live (not zombie) processes in a process group.
 func GroupMembers(pgid int) int {
 	entries, _ := os.ReadDir("/proc")

@@ -23,6 +23,8 @@ func TestMain(m *testing.M) {
 		hexdump()
 		os.Exit(0)
 	}
+	// Each test has a tmux server of its own and mostly waits on it.
+	proctest.MoreParallel(4)
 	os.Exit(m.Run())
 }
 

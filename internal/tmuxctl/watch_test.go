@@ -22,6 +22,7 @@ import (
 // Two sessions, three panes: each Added with what it printed before the
 // watch began, then its later output; the panes as tmux has them.
 func TestWatchSessionsAndPanes(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "alpha", "-x", "100", "-y", "30", echoLoop("hello-before-a1"))
 	s.must("split-window", "-t", "alpha", echoLoop("hello-before-a2"))
@@ -104,6 +105,7 @@ func atoi(t *testing.T, s string) int {
 // a pane resized, a program's command and directory changing, all while
 // watched.
 func TestWatchFollowsChanges(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "alpha", "-x", "100", "-y", "30", echoLoop("m-first"))
 	r := newRecorder(t)
@@ -163,6 +165,7 @@ func TestWatchFollowsChanges(t *testing.T) {
 // The watch leaves the user's window sizes as they are: detached with the
 // default options, and with a real client of another size attached.
 func TestWindowSizesUnchanged(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "big", "-x", "200", "-y", "50", "sleep 1000")
 	s.must("new-window", "-d", "-t", "big", "sleep 1000")
@@ -222,6 +225,7 @@ var hexRE = regexp.MustCompile(`<([0-9a-f]+)>`)
 // SendKeys writes exact bytes: escape, CR, UTF-8, Ctrl-C, NUL, every
 // byte value, and more than one command's worth.
 func TestSendKeysExact(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	exe, err := os.Executable()
 	if err != nil {
@@ -283,6 +287,7 @@ func TestSendKeysExact(t *testing.T) {
 // A capture and the stream after it have nothing lost or repeated
 // between them: the first number output follows the last one captured.
 func TestCaptureThenStreamNoGap(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "count", "-x", "80", "-y", "10",
 		`i=0; while [ $i -lt 100000 ]; do i=$((i+1)); printf '%d\n' $i; sleep 0.002; done; sleep 100`)
@@ -323,6 +328,7 @@ func TestCaptureThenStreamNoGap(t *testing.T) {
 // A pane in the alternate screen is drawn in it, its cursor where the
 // program left it, hidden if it was.
 func TestCaptureAlternateScreen(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "alt", "-x", "80", "-y", "24",
 		`printf '\033[?1049h\033[2J\033[5;10Halt-text\033[?25l'; exec sleep 100`)
@@ -345,6 +351,7 @@ func TestCaptureAlternateScreen(t *testing.T) {
 // Added once and its output delivered once; when the owning session is
 // killed, the other session's client takes it over with a Redraw.
 func TestLinkedWindowOwnership(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "a", "-x", "80", "-y", "24", echoLoop("linked"))
 	s.must("new-session", "-d", "-s", "b", "-t", "a")
@@ -383,6 +390,7 @@ func TestLinkedWindowOwnership(t *testing.T) {
 // A server not running is looked for; found, it is watched; killed, its
 // panes are Closed; started again, it is watched again.
 func TestServerGoneAndBack(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	r := newRecorder(t)
 	w := s.watch(r, Options{})
@@ -409,6 +417,7 @@ func TestServerGoneAndBack(t *testing.T) {
 
 // Close detaches every control client and leaves no tmux client process.
 func TestCloseLeavesNoClients(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "one", "sleep 100")
 	s.must("new-session", "-d", "-s", "two", "sleep 100")
@@ -556,6 +565,7 @@ func TestFlood(t *testing.T) {
 // not end the session's panes: the watcher attaches again, and redraws
 // them.
 func TestReattachAfterUserDetach(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "alpha", "-x", "80", "-y", "24", echoLoop("detach-me"))
 	r := newRecorder(t)
@@ -580,6 +590,7 @@ func TestReattachAfterUserDetach(t *testing.T) {
 // to another session, which has its own client: the moved one is
 // detached, the killed session's panes are Closed, the other's stay.
 func TestDetachOnDestroyOff(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "keep", "-x", "80", "-y", "24", echoLoop("keep"))
 	s.must("set-option", "-g", "detach-on-destroy", "off")
@@ -606,6 +617,7 @@ func TestDetachOnDestroyOff(t *testing.T) {
 // A server killed and started again before the watcher looks: the old
 // panes are Closed and the new ones Added, though their ids are the same.
 func TestServerRestartedQuickly(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "one", echoLoop("old-server"))
 	r := newRecorder(t)
@@ -664,6 +676,7 @@ func TestCaptureUTF8(t *testing.T) {
 // takes the session most recently active: the watcher attaches the least
 // recently active first, so the same session is still taken.
 func TestAttachKeepsMostRecentSession(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.must("new-session", "-d", "-s", "b-old", "sleep 100")
 	old := atoi(t, s.must("display-message", "-p", "-t", "b-old", "#{session_activity}"))
@@ -685,6 +698,7 @@ func TestAttachKeepsMostRecentSession(t *testing.T) {
 // A server that stops answering (stopped with SIGSTOP) does not hang
 // Close: its clients are killed after 2 s, and SendKeys times out.
 func TestCloseWithServerStopped(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for timeouts; runs without -short")
 	}

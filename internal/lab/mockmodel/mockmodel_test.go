@@ -142,22 +142,27 @@ func TestStreamStep(t *testing.T) {
 	}
 	defer gemini.Close()
 	geminiBody := `{"contents":[{"role":"user","parts":[{"text":"corral:stream 1"}]}],"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}]}`
-	for _, c := range []struct{ name, url, body string }{
-		{"chat", chat.URL + "/v1/chat/completions", chatBody("corral:stream 1", "")},
-		{"anthropic", claude.URL + "/v1/messages", strings.Replace(anthropicRequest(`"corral:stream 1"`), `{`, `{"stream":true,`, 1)},
-		{"gemini", gemini.URL + "/v1beta/models/m:streamGenerateContent?alt=sse", geminiBody},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
-			got := post(t, c.url, c.body)
-			if d := time.Since(start); d < 800*time.Millisecond || d > 5*time.Second {
-				t.Errorf("the answer took %v, want about 1s", d)
-			}
-			if !strings.Contains(got, "word5") || strings.Count(got, "word") < 5 {
-				t.Errorf("answer does not stream word1…word5:\n%s", got)
-			}
-		})
-	}
+	// The three servers are asked at once (a group's parallel subtests
+	// end before the group does).
+	t.Run("each API", func(t *testing.T) {
+		for _, c := range []struct{ name, url, body string }{
+			{"chat", chat.URL + "/v1/chat/completions", chatBody("corral:stream 1", "")},
+			{"anthropic", claude.URL + "/v1/messages", strings.Replace(anthropicRequest(`"corral:stream 1"`), `{`, `{"stream":true,`, 1)},
+			{"gemini", gemini.URL + "/v1beta/models/m:streamGenerateContent?alt=sse", geminiBody},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				start := time.Now()
+				got := post(t, c.url, c.body)
+				if d := time.Since(start); d < 800*time.Millisecond || d > 5*time.Second {
+					t.Errorf("the answer took %v, want about 1s", d)
+				}
+				if !strings.Contains(got, "word5") || strings.Count(got, "word") < 5 {
+					t.Errorf("answer does not stream word1…word5:\n%s", got)
+				}
+			})
+		}
+	})
 	for _, s := range []*Server{chat, claude, gemini} {
 		if !s.Heard("corral:stream") || s.Heard("corral:shell") {
 			t.Errorf("%s: Heard does not say which turns requests carried", s.URL)
