@@ -93,7 +93,11 @@ type group struct {
 
 	mu       sync.Mutex // guards what follows
 	panes    map[string]*holder
-	starting int  // starts under way
+	starting int // starts under way
+	// opening counts the starts under way at each socket path: a pane that
+	// ends meanwhile leaves the path's file alone, which may already be the
+	// new pane's (a socket made again at once can get the inode just freed).
+	opening  map[string]int
 	started  bool // a start was tried: the process ends with its last pane
 	eof      bool // stdin ended: no more starts
 	ending   bool // SIGTERM, or the last pane ended: no more starts
@@ -232,6 +236,13 @@ func (g *group) answer(r Ready) {
 func (g *group) start(cfg Config) {
 	name := strings.TrimSuffix(filepath.Base(cfg.Socket), ".sock")
 	logf := func(format string, args ...any) { g.logf("pane "+name+": "+format, args...) }
+	path := filepath.Clean(cfg.Socket)
+	g.mu.Lock()
+	if g.opening == nil {
+		g.opening = map[string]int{}
+	}
+	g.opening[path]++
+	g.mu.Unlock()
 	g.released.Add(1)
 	h, err := start(cfg, logf, g.remove, g.released.Done, g.exits)
 	r := Ready{PID: os.Getpid()}
@@ -241,13 +252,18 @@ func (g *group) start(cfg Config) {
 	} else {
 		r.ProgramPID = h.pid
 		g.mu.Lock()
-		g.panes[filepath.Clean(cfg.Socket)] = h
+		g.panes[path] = h
 		sigterm := g.ending
 		g.mu.Unlock()
 		if sigterm { // it came while every pane was being ended
 			go h.end()
 		}
 	}
+	g.mu.Lock()
+	if g.opening[path]--; g.opening[path] <= 0 {
+		delete(g.opening, path)
+	}
+	g.mu.Unlock()
 	g.answer(r)
 	g.trimLater()
 	g.mu.Lock()
@@ -260,17 +276,22 @@ func (g *group) start(cfg Config) {
 // was ended.
 func (g *group) remove(h *holder) {
 	h.ln.Close()
-	// The path is the pane's id: a pane started again (corral restore)
-	// may listen there already.
-	if fi, err := os.Stat(h.cfg.Socket); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Ino == h.sockIno {
-			os.Remove(h.cfg.Socket)
-		}
-	}
+	path := filepath.Clean(h.cfg.Socket)
 	g.trimLater()
 	g.mu.Lock()
-	if g.panes[filepath.Clean(h.cfg.Socket)] == h {
-		delete(g.panes, filepath.Clean(h.cfg.Socket))
+	// The path is the pane's id: a pane started again (corral restore, or
+	// a start at once in this process) may listen there already. In this
+	// process the lock orders the removal with its start; from another
+	// process, the file is the old pane's if its inode is.
+	if other, ok := g.panes[path]; (!ok || other == h) && g.opening[path] == 0 {
+		if fi, err := os.Stat(path); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Ino == h.sockIno {
+				os.Remove(path)
+			}
+		}
+	}
+	if g.panes[path] == h {
+		delete(g.panes, path)
 	}
 	g.checkOverLocked()
 	g.mu.Unlock()

@@ -517,3 +517,48 @@ func TestGroupSizeUnderFileLimit(t *testing.T) {
 		}
 	}
 }
+
+// A pane that ends leaves its path's socket alone when a newer pane of its
+// process owns the path, or is starting there, even when the newer socket
+// got the inode the old one freed (ext4 hands it out again at once).
+func TestRemoveKeepsNewerSocketOfSameInode(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		newer    bool // the newer pane is in the group
+		starting bool // a start is listening at the path
+	}{
+		{"newer pane registered", true, false},
+		{"newer pane starting", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sock := filepath.Join(dir, "p.sock")
+			ln, err := listen(sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			fi, _ := os.Stat(sock)
+			ino := fi.Sys().(*syscall.Stat_t).Ino
+			oldLn, err := listen(filepath.Join(dir, "old.sock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := &group{logf: t.Logf, panes: map[string]*holder{}, opening: map[string]int{}, over: make(chan struct{})}
+			// The old pane's recorded inode is the newer socket's, as after
+			// an inode's reuse.
+			old := &holder{cfg: Config{Socket: sock}, ln: oldLn, sockIno: ino}
+			g.panes[sock] = old
+			if c.newer {
+				g.panes[sock] = &holder{cfg: Config{Socket: sock}, ln: ln, sockIno: ino}
+			}
+			if c.starting {
+				g.opening[sock] = 1
+			}
+			g.remove(old)
+			if _, err := os.Stat(sock); err != nil {
+				t.Fatalf("the newer pane's socket was removed: %v", err)
+			}
+		})
+	}
+}
