@@ -176,7 +176,7 @@ func TestPoolSigtermAndAbandon(t *testing.T) {
 		}
 		sts = append(sts, st)
 	}
-	t.Cleanup(func() { syscall.Kill(sts[0].PID, syscall.SIGKILL) })
+	proctest.KillAtCleanup(t, sts[0].PID)
 	sts[2].Abandon()
 	waitGone(t, "the abandoned pane's program", sts[2].ProgramPID)
 	if !proctest.Alive(sts[0].ProgramPID) || !proctest.Alive(sts[1].ProgramPID) {
@@ -348,7 +348,7 @@ func TestSigtermDeliversExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(st.PID, syscall.SIGKILL) })
+	proctest.KillAtCleanup(t, st.PID)
 	c, err := Dial(cfg.Socket, cfg.Secret, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -392,7 +392,7 @@ func TestEndOnlyExitedAndPathReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(st.PID, syscall.SIGKILL) })
+	proctest.KillAtCleanup(t, st.PID)
 	if err := EndStray(cfg.Socket, true, time.Second); !errors.Is(err, ErrStillRuns) {
 		t.Fatalf("end of a running program, only if exited: %v", err)
 	}
@@ -433,7 +433,7 @@ func TestAbandonLetsGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(st.PID, syscall.SIGKILL) })
+	proctest.KillAtCleanup(t, st.PID)
 	st.Abandon()
 	waitGone(t, "the holder of an abandoned pane", st.PID)
 	if _, err := os.Stat(cfg.Socket); err == nil {

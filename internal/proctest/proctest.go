@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -62,6 +63,17 @@ func Started(pid int) string {
 		return f[19]
 	}
 	return ""
+}
+
+// KillAtCleanup kills pid with SIGKILL when the test ends, if it is still
+// the process it is now: a pid gone since may name another test's process.
+func KillAtCleanup(t testing.TB, pid int) {
+	started := Started(pid)
+	t.Cleanup(func() {
+		if started != "" && Started(pid) == started {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 }
 
 // GroupMembers counts the live (not zombie) processes in a process group.
