@@ -22,12 +22,13 @@ import (
 // of its own memory, and its share of the binary's pages) is shared by
 // that many panes, and since a pane waits in the holder's poller (a few
 // kilobytes a pane, no goroutine) it is most of what the holders cost: at
-// 1,000 panes 512 a process cost 64 KB a pane in all against 70 KB with
-// 256 (docs/benchmarks.md). Not more: one holder of 1,000 panes ended
-// them in 31 s and adopted them again in 4.6 s, against 0.5 s and 0.9 s
-// for two of 512. A holder that crashes takes its panes with it (they are
-// then lost, for corral restore): 512 of them. Fewer under a low
-// open-file limit (see groupSize).
+// 1,000 panes 512 a process cost 61–64 KB a pane in all against 70–71 KB
+// with 256 (docs/benchmarks.md). Not more: one holder of 1,000 panes saved
+// up to 5 KB a pane more, but started each pane slower and, in a run under
+// load, took 31 s to end them (two of 512: at most 2.9 s). A holder that
+// crashes takes its panes with it (they are then lost, for corral
+// restore): 512 of them. Fewer under a low open-file limit (see
+// groupSize).
 const GroupSize = 512
 
 // filesPerPane bounds the descriptors a pane holds in its holder: about
