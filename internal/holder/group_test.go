@@ -505,8 +505,11 @@ func TestGroupSizeUnderFileLimit(t *testing.T) {
 		want  int
 	}{
 		{1 << 20, GroupSize},
-		{64 + GroupSize*filesPerPane, GroupSize},
-		{64 + GroupSize*filesPerPane - 1, GroupSize - 1},
+		{20000, 512}, // this limit or more: the whole group
+		{4160, 512},  // 64 + 512 × 8
+		{4159, 511},  // one descriptor short of the last pane's 8
+		{4096, 504},  // a common hard limit
+		{2112, 256},  // 64 + 256 × 8
 		{1024, 120},
 		{256, 24},
 		{64, 1},

@@ -18,33 +18,38 @@ import (
 )
 
 // GroupSize is how many panes one holder process takes. The process's own
-// cost (the Go runtime and what the binary's packages keep: about 4 MB of
-// its own memory, and its share of the binary's pages) is shared by that
-// many panes, and since a pane waits in the holder's poller (a few
-// kilobytes a pane, no goroutine) it is most of what the holders cost:
-// at 1,000 panes 256 a process cost 90 KB a pane in all against 107 KB
-// with 128, and 512 82 KB, but with 512 a shutdown took up to 4.6 s
-// (docs/benchmarks.md). A holder that crashes takes its panes with it
-// (they are then lost, for corral restore): 256 of them. Fewer under a
-// low open-file limit (see groupSize).
-const GroupSize = 256
+// cost (the Go runtime and what the binary's packages keep: about 3.5 MB
+// of its own memory, and its share of the binary's pages) is shared by
+// that many panes, and since a pane waits in the holder's poller (a few
+// kilobytes a pane, no goroutine) it is most of what the holders cost: at
+// 1,000 panes 512 a process cost 61–64 KB a pane in all against 70–71 KB
+// with 256 (docs/benchmarks.md). Not more: one holder of 1,000 panes saved
+// up to 5 KB a pane more, but started each pane slower and, in a run under
+// load, took 31 s to end them (two of 512: at most 2.9 s). A holder that
+// crashes takes its panes with it (they are then lost, for corral
+// restore): 512 of them. Fewer under a low open-file limit (see
+// groupSize).
+const GroupSize = 512
 
 // filesPerPane bounds the descriptors a pane holds in its holder: about
 // five (its socket, terminal, ring, the daemon's connection), and while a
 // daemon adopts it again, the holder's own reading of the terminal and the
 // next daemon's connection. A holder of GroupSize panes needs an open-file
-// hard limit of 2,112 (64 + 256 × 8): most systems' is 4,096 or more.
+// hard limit of 4,160 (64 + 512 × 8); under the common 4,096 it takes 504.
 const filesPerPane = 8
 
+// spareFiles are the descriptors a holder needs besides its panes': its
+// own, and a margin.
+const spareFiles = 64
+
 // groupSize is how many panes a holder takes under an open-file hard limit
-// (a holder raises its soft limit to it): GroupSize, or as many as the
-// limit holds.
+// (a Go process raises its soft limit to it): GroupSize, or as many as the
+// limit holds, and always one.
 func groupSize(limit uint64) int {
-	const spare = 64 // the process's own, and a margin
-	if limit >= spare+GroupSize*filesPerPane {
+	if limit >= spareFiles+GroupSize*filesPerPane {
 		return GroupSize
 	}
-	return int(max(limit, spare+filesPerPane)-spare) / filesPerPane
+	return int(max(limit, spareFiles+filesPerPane)-spareFiles) / filesPerPane
 }
 
 // Pool starts panes in holder processes (exe hold), up to Size panes each,
