@@ -96,6 +96,7 @@ func (m *Member) writeClaim(subject string, rec claimRecord, after uint64, tries
 type takeStage int
 
 const (
-	takeFetched takeStage = iota // off the queue, not claimed
-	takeClaimed                  // claimed, not acknowledged nor started
+	takeFetched  takeStage = iota // off the queue, not claimed
+	takeClaimed                   // claimed, not acknowledged nor started
+	takeStarting                  // its start recorded, about to start here
 )

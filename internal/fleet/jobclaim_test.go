@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // A host that took a job off the queue and went before starting it: the
@@ -176,5 +177,48 @@ func TestFleetJobCancelledWhileQueuedNeverStarts(t *testing.T) {
 	rows, err := f.hub.QueuedJobs(context.Background())
 	if err != nil || len(rows) != 0 {
 		t.Fatalf("the queue after later took the message: %v %v", rows, err)
+	}
+}
+
+// A job cancelled as its host starts it (the cancel heard after the host
+// looked for one, before it knew the job's local id) is killed there: it
+// does not run on with no caller.
+func TestFleetJobCancelledAsItStartsIsKilled(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	id := NewJobID()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reached := make(chan bool, 1)
+	hook := func(m *Member, stage takeStage) {
+		if stage != takeStarting {
+			return
+		}
+		cancel()
+		reached <- proctest.WaitFor(5*time.Second*waitSlack, func() bool {
+			m.worker.mu.Lock()
+			defer m.worker.mu.Unlock()
+			_, ok := m.worker.cancelled[id]
+			return ok
+		})
+	}
+	ll := newFakeLocal()
+	ll.jobHang = true
+	runs := f.joinWith("runs", ll, 1, hook)
+	err := f.hm.SubmitJob(ctx, id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "runs", 0, func([]byte) {})
+	if err != context.Canceled {
+		t.Fatalf("SubmitJob: %v, want context.Canceled", err)
+	}
+	select {
+	case ok := <-reached:
+		if !ok {
+			t.Fatal("the cancel never reached runs")
+		}
+	case <-time.After(10 * time.Second * waitSlack):
+		t.Fatal("runs never came to start the job")
+	}
+	waitFor(t, 5*time.Second, "the job cancelled as it started to be killed on runs", func() bool { return runs.jobs.Load() == 0 })
+	if n := ll.jobsStarted.Load(); n > 1 {
+		t.Fatalf("runs started the job %d times", n)
 	}
 }

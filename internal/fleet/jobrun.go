@@ -116,6 +116,7 @@ func (m *Member) runJob(jr JobRequest, subject string, claimed uint64) {
 	}
 	req.Fleet = &api.FleetJob{ID: jr.ID, From: jr.From, Attempt: jr.Attempt}
 	body, _ := json.Marshal(req)
+	m.hook(takeStarting)
 	status, resp := m.local("POST", "/v1/jobs", body)
 	if status/100 != 2 {
 		var e api.Error
@@ -142,7 +143,12 @@ func (m *Member) streamJob(pub *jobPublisher, local string, resumed bool) {
 	w := m.worker
 	w.mu.Lock()
 	w.running[jr.ID] = local
+	// A cancel heard after runJob looked and before this knew no job to kill.
+	_, cancelled := w.cancelled[jr.ID]
 	w.mu.Unlock()
+	if cancelled {
+		m.local("POST", "/v1/panes/"+url.PathEscape(local)+"/kill", []byte(`{"signal":"TERM"}`))
+	}
 	defer func() {
 		w.mu.Lock()
 		if w.running[jr.ID] == local {
