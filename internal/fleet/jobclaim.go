@@ -77,6 +77,10 @@ func (m *Member) writeClaim(subject string, rec claimRecord, after uint64, tries
 		var ack *jetstream.PubAck
 		ack, err = m.js.Publish(ctx, subject, b, jetstream.WithExpectLastSequencePerSubject(after))
 		cancel()
+		if err == nil && m.o.claimAnswerLost != nil && m.o.claimAnswerLost(rec) {
+			err = context.DeadlineExceeded
+			continue
+		}
 		if err == nil {
 			return ack.Sequence, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,4 +222,42 @@ func TestFleetJobCancelledAsItStartsIsKilled(t *testing.T) {
 	if n := ll.jobsStarted.Load(); n > 1 {
 		t.Fatalf("runs started the job %d times", n)
 	}
+}
+
+// A host whose start record went through with its answer lost (its next
+// try then meets its own record and is refused) does not start the job,
+// and says so: its caller queues it again at once, and the job runs once,
+// not ends as lost mid-job.
+func TestFleetJobStartAnswerLost(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	var lost atomic.Int32
+	ll := newFakeLocal()
+	m, err := Join(context.Background(), MemberOptions{Name: "loses", URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(),
+		CAFingerprint: f.hub.Fingerprint(), Local: ll, MaxJobs: 1, Watch: true, Version: "test",
+		claimAnswerLost: func(rec claimRecord) bool { return rec.Type == claimStart && lost.Add(1) == 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(false) })
+	var lines []string
+	start := time.Now()
+	err = f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+		lines = append(lines, string(b))
+	})
+	took := time.Since(start)
+	all := strings.Join(lines, "\n")
+	if err != nil || len(lines) == 0 || !strings.Contains(lines[len(lines)-1], `"state":"done"`) {
+		t.Fatalf("SubmitJob: %v; lines:\n%s", err, all)
+	}
+	if lost.Load() < 1 {
+		t.Fatal("no start record's answer was lost")
+	}
+	if n := ll.jobsStarted.Load(); n != 1 {
+		t.Errorf("the job started %d times, want 1", n)
+	}
+	if took >= JobSilence {
+		t.Errorf("the job ran %v after it was queued; want within %v (no wait for silence)", took, JobSilence)
+	}
+	t.Logf("the job ran %v after it was queued; lines:\n%s", took.Round(time.Millisecond), all)
 }

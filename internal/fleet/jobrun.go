@@ -82,6 +82,10 @@ func (m *Member) runJob(jr JobRequest, subject string, claimed uint64) {
 	stopAlive := m.sayAlive(pub)
 	defer stopAlive()
 	if _, err := m.writeClaim(subject, claimRecord{Type: claimStart, Host: m.o.Name, Attempt: jr.Attempt}, claimed, claimTries); err != nil {
+		// Refused or not, the record may be there (its own, its answer
+		// lost), so the caller may count the attempt as started: it hears
+		// it was not, and queues it again at once.
+		pub.control(map[string]any{"type": "not_started", "attempt": jr.Attempt})
 		if errors.Is(err, errFenced) {
 			m.fenced.Add(1)
 			m.o.Logf("fleet: job %s from %s (attempt %d) was given up by its caller before it started here; not started", jr.ID, jr.From, jr.Attempt+1)

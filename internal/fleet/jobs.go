@@ -381,6 +381,8 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 	var fence uint64
 	claims := claimSubject(m.o.Name, id)
 	claimed, started := false, false
+	// notStarted: the taker said it did not start the attempt.
+	notStarted := false
 	enqueue := func() error {
 		b, _ := json.Marshal(JobRequest{ID: id, Attempt: attempt, From: m.o.Name, Exec: req, Fence: fence})
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -400,14 +402,18 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 	gaveUp := func() (done bool, err error) {
 		next := func() error {
 			attempt++
-			taker, claimed, started, queued = "", false, false, time.Now()
+			taker, claimed, started, notStarted, queued = "", false, false, false, time.Now()
 			return enqueue()
 		}
-		if claimed && !started {
+		if claimed && (!started || notStarted) {
 			// Fenced before its start: it did not run, and runs elsewhere.
 			if unstarted < jobUnstartedRequeues {
 				unstarted++
-				emit(diagnosticLine(fmt.Sprintf("host %s took the job and stopped answering before starting it (it did not run there); queued again", taker)))
+				why := "stopped answering before starting it"
+				if notStarted {
+					why = "could not record its start"
+				}
+				emit(diagnosticLine(fmt.Sprintf("host %s took the job and %s (it did not run there); queued again", taker, why)))
 				return false, next()
 			}
 			emit(outcomeLine("error", fmt.Sprintf("the job did not start: %d hosts took it and stopped answering before starting it, the last %s", unstarted+1, taker), 1))
@@ -480,9 +486,15 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			if from != taker {
 				continue
 			}
-			lastWord = time.Now()
+			if !notStarted { // an alive sent before it said so
+				lastWord = time.Now()
+			}
 			switch probe.Type {
 			case "alive", "taken":
+				continue
+			case "not_started":
+				// Given up at the next tick, without waiting for silence.
+				notStarted, lastWord = true, time.Time{}
 				continue
 			case "started":
 				text := fmt.Sprintf("host %s runs the job as %s:%s (answer its permission requests with corral answer %s:%s yes|no)", taker, taker, probe.Job, taker, probe.Job)
@@ -523,7 +535,12 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				seq, err := m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, claimTries)
 				switch {
 				case errors.Is(err, errFenced):
-					lastWord = time.Now()
+					// A record not seen yet came first: heard when it comes
+					// (the taker's start, which it did not follow, is given
+					// up at the next tick).
+					if !notStarted {
+						lastWord = time.Now()
+					}
 					continue
 				case err != nil:
 					// Not fenced (the fleet did not take the record): the
