@@ -58,7 +58,8 @@ func claimSubject(caller, job string) string {
 
 // writeClaim writes rec on subject if the subject's last record is at
 // sequence after (0: none), in at most tries tries, and returns the new
-// record's sequence. A try that timed out may still have been written: the
+// record's sequence; refused, errFenced and the subject's last sequence as
+// the server said it (after when it did not). A try that timed out may still have been written: the
 // next try then meets it and reports errFenced, which its writer takes as
 // a refusal (the other side then sees the record and goes on as if it had
 // been answered).
@@ -87,7 +88,12 @@ func (m *Member) writeClaim(subject string, rec claimRecord, after uint64, tries
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			return 0, errFenced
+			last := after
+			var n uint64
+			if _, err := fmt.Sscanf(apiErr.Description, "wrong last sequence: %d", &n); err == nil {
+				last = n
+			}
+			return last, errFenced
 		}
 	}
 	if err == nil {

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/api"
 	"github.com/corral-dev/corral/internal/proctest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A host that took a job off the queue and went before starting it: the
@@ -260,4 +262,81 @@ func TestFleetJobStartAnswerLost(t *testing.T) {
 		t.Errorf("the job ran %v after it was queued; want within %v (no wait for silence)", took, JobSilence)
 	}
 	t.Logf("the job ran %v after it was queued; lines:\n%s", took.Round(time.Millisecond), all)
+}
+
+// A job queued again (its host claimed it and stalled) whose claim records
+// are gone by the time a host takes it (they are kept 1 h, as the output;
+// purged here) still runs, once: the host that finds the fence gone says
+// so, and the caller fences and queues it again. Before, the host dropped
+// the message as fenced, and the caller waited for good.
+func TestFleetJobClaimRecordsGone(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	id := NewJobID()
+	var mu sync.Mutex
+	var lines []string
+	saw := func(s string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(strings.Join(lines, "\n"), s)
+	}
+	purged := make(chan error, 1)
+	var once sync.Once
+	hook := func(m *Member, stage takeStage) {
+		if stage != takeClaimed {
+			return
+		}
+		once.Do(func() {
+			// Stalled past the caller's silence, until the job is queued
+			// again; its records are then gone.
+			if !proctest.WaitFor(10*time.Second*waitSlack, func() bool { return saw("queued again") }) {
+				purged <- errors.New("the job was never queued again")
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s, err := f.hm.js.Stream(ctx, OutputStream)
+			if err == nil {
+				err = s.Purge(ctx, jetstream.WithPurgeSubject(claimSubject("hub", id)))
+			}
+			purged <- err
+		})
+	}
+	ll := newFakeLocal()
+	f.joinWith("stalls", ll, 1, hook)
+	done := make(chan error, 1)
+	go func() {
+		done <- f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+			mu.Lock()
+			lines = append(lines, string(b))
+			mu.Unlock()
+		})
+	}()
+	select {
+	case err := <-purged:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second * waitSlack):
+		t.Fatal("stalls never claimed the job")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second * waitSlack):
+		mu.Lock()
+		t.Fatalf("the job hangs once its claim records are gone; lines:\n%s", strings.Join(lines, "\n"))
+	}
+	mu.Lock()
+	all := strings.Join(lines, "\n")
+	mu.Unlock()
+	if !strings.Contains(all, "host stalls runs the job") || !strings.Contains(all, `"state":"done"`) ||
+		!strings.Contains(all, "host stalls found the job's claim records gone (they are kept 1h0m0s); queued again") {
+		t.Fatalf("lines:\n%s", all)
+	}
+	if n := ll.jobsStarted.Load(); n != 1 {
+		t.Errorf("the job started %d times, want 1", n)
+	}
 }

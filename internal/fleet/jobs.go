@@ -305,6 +305,11 @@ func (m *Member) takeJob(msg jetstream.Msg) {
 		// A copy of an attempt another host claimed, or its caller gave
 		// up: the queue delivered it again.
 		m.fenced.Add(1)
+		if claimed < jr.Fence {
+			// Or the records it was fenced by are gone (kept as long as
+			// the output): its caller, which waits for a claim, hears it.
+			m.publisher(jr).control(map[string]any{"type": "fence_gone", "last": claimed})
+		}
 		m.ackJob(msg)
 		return
 	}
@@ -397,14 +402,14 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 		return err
 	}
 	taker, lastWord, queued := "", time.Now(), time.Now()
+	next := func() error {
+		attempt++
+		taker, claimed, started, notStarted, queued = "", false, false, false, time.Now()
+		return enqueue()
+	}
 	// gaveUp goes on from an attempt given up (its taker silent): queued
 	// again, or the job's outcome (done true).
 	gaveUp := func() (done bool, err error) {
-		next := func() error {
-			attempt++
-			taker, claimed, started, notStarted, queued = "", false, false, false, time.Now()
-			return enqueue()
-		}
 		if claimed && (!started || notStarted) {
 			// Fenced before its start: it did not run, and runs elsewhere.
 			if unstarted < jobUnstartedRequeues {
@@ -477,8 +482,23 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				Type    string `json:"type"`
 				Job     string `json:"job"`
 				Resumed bool   `json:"resumed"`
+				Last    uint64 `json:"last"`
 			}
 			_ = json.Unmarshal(msg.Data, &probe)
+			if probe.Type == "fence_gone" && taker == "" && probe.Last < fence {
+				// The records this attempt is fenced by are gone: no host
+				// can claim it. Fenced again after what is left, it is
+				// queued again; refused, a record came first and is heard.
+				seq, err := m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, probe.Last, claimTries)
+				if err == nil {
+					fence = seq
+					emit(diagnosticLine(fmt.Sprintf("host %s found the job's claim records gone (they are kept %v); queued again", from, outputMaxAge)))
+					if err := next(); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			if taker == "" && probe.Type == "taken" {
 				taker, lastWord = from, time.Now() // a host that writes no claim
 				continue
