@@ -15,6 +15,9 @@ import (
 // stream, each written only if the subject's last record is the one its
 // writer read (a compare-and-set on the stream's sequence per subject):
 //
+//   - "queue": the caller, before it queues the job's first attempt,
+//     fenced by it. Without it a copy of the first attempt, fenced by
+//     nothing, could claim it once the records after it are gone.
 //   - "claim": a host takes an attempt off the queue, after the record the
 //     caller named when it queued the attempt (JobRequest.Fence). It is
 //     written before the queue message is acknowledged, so a host gone
@@ -28,12 +31,13 @@ import (
 //     starts. When the caller withdraws after a claim and before a start,
 //     the job did not run, and it queues it again, fenced by the withdrawal.
 type claimRecord struct {
-	Type    string `json:"type"` // claim, start, withdraw
+	Type    string `json:"type"` // queue, claim, start, withdraw
 	Host    string `json:"host,omitempty"`
 	Attempt int    `json:"attempt"`
 }
 
 const (
+	claimQueue    = "queue"
 	claimClaim    = "claim"
 	claimStart    = "start"
 	claimWithdraw = "withdraw"

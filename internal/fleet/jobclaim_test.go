@@ -264,79 +264,125 @@ func TestFleetJobStartAnswerLost(t *testing.T) {
 	t.Logf("the job ran %v after it was queued; lines:\n%s", took.Round(time.Millisecond), all)
 }
 
-// A job queued again (its host claimed it and stalled) whose claim records
-// are gone by the time a host takes it (they are kept 1 h, as the output;
-// purged here) still runs, once: the host that finds the fence gone says
-// so, and the caller fences and queues it again. Before, the host dropped
-// the message as fenced, and the caller waited for good.
+// A job queued again (its host claimed it and went or stalled) whose
+// claim records are gone by the time a host takes it (they are kept 1 h,
+// as the output; purged here) still runs, once: a host that finds the
+// fence gone says so, and the caller fences and queues it again. Before,
+// the host dropped the message as fenced, and the caller waited for good;
+// a copy of the first attempt, still queued, ran unseen.
 func TestFleetJobClaimRecordsGone(t *testing.T) {
 	t.Parallel()
-	f := startFleet(t, "127.0.0.1:0")
-	id := NewJobID()
-	var mu sync.Mutex
-	var lines []string
-	saw := func(s string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Contains(strings.Join(lines, "\n"), s)
-	}
-	purged := make(chan error, 1)
-	var once sync.Once
-	hook := func(m *Member, stage takeStage) {
-		if stage != takeClaimed {
-			return
-		}
-		once.Do(func() {
-			// Stalled past the caller's silence, until the job is queued
-			// again; its records are then gone.
-			if !proctest.WaitFor(10*time.Second*waitSlack, func() bool { return saw("queued again") }) {
-				purged <- errors.New("the job was never queued again")
-				return
+	for _, tc := range []struct {
+		name string
+		// stopped: the host is stopped once it claimed the job (both
+		// attempts' messages wait for it), and comes back once the
+		// records are gone; else it stalls there until then.
+		stopped bool
+		host    string // the job's (--host)
+	}{
+		{name: "stalled", host: ""},
+		{name: "back-to-both-attempts", stopped: true, host: "takes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := startFleet(t, "127.0.0.1:0")
+			id := NewJobID()
+			var mu sync.Mutex
+			var lines []string
+			saw := func(s string) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return strings.Contains(strings.Join(lines, "\n"), s)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			s, err := f.hm.js.Stream(ctx, OutputStream)
-			if err == nil {
-				err = s.Purge(ctx, jetstream.WithPurgeSubject(claimSubject("hub", id)))
+			purge := func() error {
+				if !proctest.WaitFor(10*time.Second*waitSlack, func() bool { return saw("queued again") }) {
+					return errors.New("the job was never queued again")
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				s, err := f.hm.js.Stream(ctx, OutputStream)
+				if err == nil {
+					err = s.Purge(ctx, jetstream.WithPurgeSubject(claimSubject("hub", id)))
+				}
+				return err
 			}
-			purged <- err
-		})
-	}
-	ll := newFakeLocal()
-	f.joinWith("stalls", ll, 1, hook)
-	done := make(chan error, 1)
-	go func() {
-		done <- f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+			reached := make(chan error, 1)
+			var once sync.Once
+			var claimedAt time.Time // set before reached
+			hook := func(m *Member, stage takeStage) {
+				if stage != takeClaimed {
+					return
+				}
+				once.Do(func() {
+					claimedAt = time.Now()
+					if tc.stopped {
+						m.cancel()
+						m.nc.Close()
+						reached <- nil
+						return
+					}
+					reached <- purge()
+				})
+			}
+			ll := newFakeLocal()
+			first := f.joinWith("takes", ll, 1, hook)
+			done := make(chan error, 1)
+			go func() {
+				done <- f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, tc.host, 0, func(b []byte) {
+					mu.Lock()
+					lines = append(lines, string(b))
+					mu.Unlock()
+				})
+			}()
+			select {
+			case err := <-reached:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second * waitSlack):
+				t.Fatal("takes never claimed the job")
+			}
+			lb := newFakeLocal()
+			var back *Member
+			if tc.stopped {
+				if err := purge(); err != nil {
+					t.Fatal(err)
+				}
+				// Back once the first attempt's message is due again: the
+				// queue gives it before the second's.
+				waitFor(t, jobAckWait, "the first attempt's message due again", func() bool { return time.Since(claimedAt) > jobAckWait })
+				back = f.joinWithToken("takes", *first.token.Load(), lb, 1, nil)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(15 * time.Second * waitSlack):
+				mu.Lock()
+				t.Fatalf("the job hangs once its claim records are gone; lines:\n%s", strings.Join(lines, "\n"))
+			}
 			mu.Lock()
-			lines = append(lines, string(b))
+			all := strings.Join(lines, "\n")
 			mu.Unlock()
+			if !strings.Contains(all, "host takes runs the job") || !strings.Contains(all, `"state":"done"`) ||
+				!strings.Contains(all, "host takes found the job's claim records gone (they are kept 1h0m0s); queued again") {
+				t.Fatalf("lines:\n%s", all)
+			}
+			// A copy of the first attempt would run unseen after the
+			// caller's end: give it the time to be taken.
+			// A copy of the first attempt, queued still, would run unseen
+			// after the caller's end: wait for the queue to be empty and
+			// the host idle.
+			if tc.stopped {
+				waitFor(t, 15*time.Second, "the queue empty and takes idle", func() bool {
+					rows, err := f.hub.QueuedJobs(context.Background())
+					return err == nil && len(rows) == 0 && back.jobs.Load() == 0
+				})
+			}
+			if n := ll.jobsStarted.Load() + lb.jobsStarted.Load(); n != 1 {
+				t.Errorf("the job started %d times, want 1", n)
+			}
 		})
-	}()
-	select {
-	case err := <-purged:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second * waitSlack):
-		t.Fatal("stalls never claimed the job")
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(15 * time.Second * waitSlack):
-		mu.Lock()
-		t.Fatalf("the job hangs once its claim records are gone; lines:\n%s", strings.Join(lines, "\n"))
-	}
-	mu.Lock()
-	all := strings.Join(lines, "\n")
-	mu.Unlock()
-	if !strings.Contains(all, "host stalls runs the job") || !strings.Contains(all, `"state":"done"`) ||
-		!strings.Contains(all, "host stalls found the job's claim records gone (they are kept 1h0m0s); queued again") {
-		t.Fatalf("lines:\n%s", all)
-	}
-	if n := ll.jobsStarted.Load(); n != 1 {
-		t.Errorf("the job started %d times, want 1", n)
 	}
 }

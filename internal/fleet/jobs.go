@@ -398,6 +398,11 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 		}
 		return nil
 	}
+	seq, err := m.writeClaim(claims, claimRecord{Type: claimQueue}, 0, claimTries)
+	if err != nil {
+		return fmt.Errorf("queue the job: %w", err)
+	}
+	fence = seq
 	if err := enqueue(); err != nil {
 		return err
 	}
