@@ -78,6 +78,10 @@ func (m *Member) writeClaim(subject string, rec claimRecord, after uint64, tries
 			case <-time.After(250 * time.Millisecond):
 			}
 		}
+		if m.o.claimWriteLost != nil && m.o.claimWriteLost(rec) {
+			err = context.DeadlineExceeded
+			continue
+		}
 		ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
 		var ack *jetstream.PubAck
 		ack, err = m.js.Publish(ctx, subject, b, jetstream.WithExpectLastSequencePerSubject(after))

@@ -386,3 +386,64 @@ func TestFleetJobClaimRecordsGone(t *testing.T) {
 		})
 	}
 }
+
+// A caller whose withdrawal of a silent host's attempt is not written (the
+// fleet does not answer it) does not queue the job again fenced by a record
+// the host may have followed: the host, back, starts its attempt after its
+// claim, and a new attempt fenced before that start could never be claimed.
+// The caller waits on, and the job runs once, seen.
+func TestFleetJobWithdrawNotWritten(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	var failed atomic.Int32
+	caller, err := Join(context.Background(), MemberOptions{Name: "calls", URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(),
+		CAFingerprint: f.hub.Fingerprint(), Local: newFakeLocal(), Watch: true, Version: "test",
+		claimWriteLost: func(rec claimRecord) bool {
+			return rec.Type == claimWithdraw && failed.Add(1) <= claimTries
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { caller.Close(false) })
+	release := make(chan struct{})
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free)
+	var once sync.Once
+	hook := func(m *Member, stage takeStage) {
+		if stage == takeClaimed {
+			once.Do(func() { <-release })
+		}
+	}
+	ll := newFakeLocal()
+	f.joinWith("stalls", ll, 1, hook)
+	var mu sync.Mutex
+	var lines []string
+	done := make(chan error, 1)
+	go func() {
+		done <- caller.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 1, func(b []byte) {
+			mu.Lock()
+			lines = append(lines, string(b))
+			mu.Unlock()
+		})
+	}()
+	waitFor(t, 20*time.Second, "the caller's withdrawal to fail", func() bool { return failed.Load() >= claimTries })
+	free()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second * waitSlack):
+		mu.Lock()
+		t.Fatalf("the job hangs after its withdrawal was not written; lines:\n%s", strings.Join(lines, "\n"))
+	}
+	mu.Lock()
+	all := strings.Join(lines, "\n")
+	mu.Unlock()
+	if !strings.Contains(all, "host stalls runs the job") || !strings.Contains(all, `"state":"done"`) {
+		t.Fatalf("lines:\n%s", all)
+	}
+	if n := ll.jobsStarted.Load(); n != 1 {
+		t.Errorf("the job started %d times, want 1", n)
+	}
+}

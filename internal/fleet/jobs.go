@@ -567,10 +567,18 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 						lastWord = time.Now()
 					}
 					continue
+				case err != nil && retried < retry:
+					// Queued again fenced by the last record seen, the job
+					// could never be claimed once the host goes on after
+					// it (its start): wait on, and withdraw at the next
+					// silence.
+					emit(diagnosticLine(fmt.Sprintf("host %s is silent and its attempt could not be given up (%v); waiting for it", taker, err)))
+					lastWord = time.Now()
+					continue
 				case err != nil:
 					// Not fenced (the fleet did not take the record): the
-					// host may still start it, so it is queued again only
-					// as a job that may have run (--retry).
+					// host may still start it; no try is left, and the job
+					// ends as lost.
 					claimed = false
 				default:
 					fence = max(fence, seq)

@@ -75,6 +75,9 @@ type MemberOptions struct {
 	// claimAnswerLost, in tests, says a claim record's write went through
 	// and its answer is lost.
 	claimAnswerLost func(rec claimRecord) bool
+	// claimWriteLost, in tests, says a try of a claim record's write
+	// timed out before it reached the fleet.
+	claimWriteLost func(rec claimRecord) bool
 }
 
 // Member is one daemon in the fleet.
