@@ -63,10 +63,10 @@ func claimSubject(caller, job string) string {
 // writeClaim writes rec on subject if the subject's last record is at
 // sequence after (0: none), in at most tries tries, and returns the new
 // record's sequence; refused, errFenced and the subject's last sequence as
-// the server said it (after when it did not). A try that timed out may still have been written: the
-// next try then meets it and reports errFenced, which its writer takes as
-// a refusal (the other side then sees the record and goes on as if it had
-// been answered).
+// the server said it (after when it did not). A try that timed out may
+// still have been written: the next try then meets it and reports
+// errFenced, which its writer takes as a refusal (a caller then sees its
+// own record and goes on as if answered; a host says not_started).
 func (m *Member) writeClaim(subject string, rec claimRecord, after uint64, tries int) (uint64, error) {
 	b, _ := json.Marshal(rec)
 	var err error
