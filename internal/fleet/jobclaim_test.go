@@ -447,3 +447,58 @@ func TestFleetJobWithdrawNotWritten(t *testing.T) {
 		t.Errorf("the job started %d times, want 1", n)
 	}
 }
+
+// A host that goes silent mid-job once the job's claim records are gone
+// (a job longer than the hour they are kept; purged here) has its job end
+// as lost on its caller, as any silent host's: the caller's withdrawal,
+// refused for a last record older than the one it saw, is written after
+// what is left. Before, the caller took the refusal for a record come
+// first, and waited for good.
+func TestFleetJobSilentAfterClaimRecordsGone(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	id := NewJobID()
+	ll := newFakeLocal()
+	ll.jobHang = true
+	runs := f.join("runs", ll, 1)
+	var mu sync.Mutex
+	var lines []string
+	saw := func(s string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(strings.Join(lines, "\n"), s)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+			mu.Lock()
+			lines = append(lines, string(b))
+			mu.Unlock()
+		})
+	}()
+	waitFor(t, 10*time.Second, "the job to run on runs", func() bool { return saw("host runs runs the job") })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := f.hm.js.Stream(ctx, OutputStream)
+	if err == nil {
+		err = s.Purge(ctx, jetstream.WithPurgeSubject(claimSubject("hub", id)))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs.cancel()
+	runs.nc.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After((JobSilence + 5*time.Second) * waitSlack):
+		mu.Lock()
+		t.Fatalf("the job hangs after its host went silent; lines:\n%s", strings.Join(lines, "\n"))
+	}
+	if !saw("host runs stopped answering mid-job") {
+		mu.Lock()
+		t.Fatalf("lines:\n%s", strings.Join(lines, "\n"))
+	}
+}

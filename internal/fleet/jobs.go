@@ -558,6 +558,11 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				// or started it meanwhile has its record first, and is
 				// heard.
 				seq, err := m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, claimTries)
+				if errors.Is(err, errFenced) && seq < fence {
+					// The records up to the one seen are gone (a job longer
+					// than they are kept): after what is left.
+					seq, err = m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, seq, claimTries)
+				}
 				switch {
 				case errors.Is(err, errFenced):
 					// A record not seen yet came first: heard when it comes
