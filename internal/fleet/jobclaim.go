@@ -15,6 +15,9 @@ import (
 // stream, each written only if the subject's last record is the one its
 // writer read (a compare-and-set on the stream's sequence per subject):
 //
+//   - "queue": the caller, before it queues the job's first attempt,
+//     fenced by it. Without it a copy of the first attempt, fenced by
+//     nothing, could claim it once the records after it are gone.
 //   - "claim": a host takes an attempt off the queue, after the record the
 //     caller named when it queued the attempt (JobRequest.Fence). It is
 //     written before the queue message is acknowledged, so a host gone
@@ -28,12 +31,13 @@ import (
 //     starts. When the caller withdraws after a claim and before a start,
 //     the job did not run, and it queues it again, fenced by the withdrawal.
 type claimRecord struct {
-	Type    string `json:"type"` // claim, start, withdraw
+	Type    string `json:"type"` // queue, claim, start, withdraw
 	Host    string `json:"host,omitempty"`
 	Attempt int    `json:"attempt"`
 }
 
 const (
+	claimQueue    = "queue"
 	claimClaim    = "claim"
 	claimStart    = "start"
 	claimWithdraw = "withdraw"
@@ -58,10 +62,11 @@ func claimSubject(caller, job string) string {
 
 // writeClaim writes rec on subject if the subject's last record is at
 // sequence after (0: none), in at most tries tries, and returns the new
-// record's sequence. A try that timed out may still have been written: the
-// next try then meets it and reports errFenced, which its writer takes as
-// a refusal (the other side then sees the record and goes on as if it had
-// been answered).
+// record's sequence; refused, errFenced and the subject's last sequence as
+// the server said it (after when it did not). A try that timed out may
+// still have been written: the next try then meets it and reports
+// errFenced, which its writer takes as a refusal (a caller then sees its
+// own record and goes on as if answered; a host says not_started).
 func (m *Member) writeClaim(subject string, rec claimRecord, after uint64, tries int) (uint64, error) {
 	b, _ := json.Marshal(rec)
 	var err error
@@ -73,17 +78,30 @@ func (m *Member) writeClaim(subject string, rec claimRecord, after uint64, tries
 			case <-time.After(250 * time.Millisecond):
 			}
 		}
+		if m.o.claimWriteLost != nil && m.o.claimWriteLost(rec) {
+			err = context.DeadlineExceeded
+			continue
+		}
 		ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
 		var ack *jetstream.PubAck
 		ack, err = m.js.Publish(ctx, subject, b, jetstream.WithExpectLastSequencePerSubject(after))
 		cancel()
+		if err == nil && m.o.claimAnswerLost != nil && m.o.claimAnswerLost(rec) {
+			err = context.DeadlineExceeded
+			continue
+		}
 		if err == nil {
 			return ack.Sequence, nil
 		}
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			return 0, errFenced
+			last := after
+			var n uint64
+			if _, err := fmt.Sscanf(apiErr.Description, "wrong last sequence: %d", &n); err == nil {
+				last = n
+			}
+			return last, errFenced
 		}
 	}
 	if err == nil {
@@ -96,6 +114,7 @@ func (m *Member) writeClaim(subject string, rec claimRecord, after uint64, tries
 type takeStage int
 
 const (
-	takeFetched takeStage = iota // off the queue, not claimed
-	takeClaimed                  // claimed, not acknowledged nor started
+	takeFetched  takeStage = iota // off the queue, not claimed
+	takeClaimed                   // claimed, not acknowledged nor started
+	takeStarting                  // its start recorded, about to start here
 )

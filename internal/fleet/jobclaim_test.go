@@ -2,12 +2,16 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/proctest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A host that took a job off the queue and went before starting it: the
@@ -176,5 +180,325 @@ func TestFleetJobCancelledWhileQueuedNeverStarts(t *testing.T) {
 	rows, err := f.hub.QueuedJobs(context.Background())
 	if err != nil || len(rows) != 0 {
 		t.Fatalf("the queue after later took the message: %v %v", rows, err)
+	}
+}
+
+// A job cancelled as its host starts it (the cancel heard after the host
+// looked for one, before it knew the job's local id) is killed there: it
+// does not run on with no caller.
+func TestFleetJobCancelledAsItStartsIsKilled(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	id := NewJobID()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reached := make(chan bool, 1)
+	hook := func(m *Member, stage takeStage) {
+		if stage != takeStarting {
+			return
+		}
+		cancel()
+		reached <- proctest.WaitFor(5*time.Second*waitSlack, func() bool {
+			m.worker.mu.Lock()
+			defer m.worker.mu.Unlock()
+			_, ok := m.worker.cancelled[id]
+			return ok
+		})
+	}
+	ll := newFakeLocal()
+	ll.jobHang = true
+	runs := f.joinWith("runs", ll, 1, hook)
+	err := f.hm.SubmitJob(ctx, id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "runs", 0, func([]byte) {})
+	if err != context.Canceled {
+		t.Fatalf("SubmitJob: %v, want context.Canceled", err)
+	}
+	select {
+	case ok := <-reached:
+		if !ok {
+			t.Fatal("the cancel never reached runs")
+		}
+	case <-time.After(10 * time.Second * waitSlack):
+		t.Fatal("runs never came to start the job")
+	}
+	waitFor(t, 5*time.Second, "the job cancelled as it started to be killed on runs", func() bool { return runs.jobs.Load() == 0 })
+	if n := ll.jobsStarted.Load(); n > 1 {
+		t.Fatalf("runs started the job %d times", n)
+	}
+}
+
+// A host whose start record went through with its answer lost (its next
+// try then meets its own record and is refused) does not start the job,
+// and says so: its caller queues it again at once, and the job runs once,
+// not ends as lost mid-job.
+func TestFleetJobStartAnswerLost(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	var lost atomic.Int32
+	ll := newFakeLocal()
+	m, err := Join(context.Background(), MemberOptions{Name: "loses", URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(),
+		CAFingerprint: f.hub.Fingerprint(), Local: ll, MaxJobs: 1, Watch: true, Version: "test",
+		claimAnswerLost: func(rec claimRecord) bool { return rec.Type == claimStart && lost.Add(1) == 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(false) })
+	var lines []string
+	start := time.Now()
+	err = f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+		lines = append(lines, string(b))
+	})
+	took := time.Since(start)
+	all := strings.Join(lines, "\n")
+	if err != nil || len(lines) == 0 || !strings.Contains(lines[len(lines)-1], `"state":"done"`) {
+		t.Fatalf("SubmitJob: %v; lines:\n%s", err, all)
+	}
+	if lost.Load() < 1 {
+		t.Fatal("no start record's answer was lost")
+	}
+	if n := ll.jobsStarted.Load(); n != 1 {
+		t.Errorf("the job started %d times, want 1", n)
+	}
+	if took >= JobSilence {
+		t.Errorf("the job ran %v after it was queued; want within %v (no wait for silence)", took, JobSilence)
+	}
+	t.Logf("the job ran %v after it was queued; lines:\n%s", took.Round(time.Millisecond), all)
+}
+
+// A job queued again (its host claimed it and went or stalled) whose
+// claim records are gone by the time a host takes it (they are kept 1 h,
+// as the output; purged here) still runs, once: a host that finds the
+// fence gone says so, and the caller fences and queues it again. Before,
+// the host dropped the message as fenced, and the caller waited for good;
+// a copy of the first attempt, still queued, ran unseen.
+func TestFleetJobClaimRecordsGone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// stopped: the host is stopped once it claimed the job (both
+		// attempts' messages wait for it), and comes back once the
+		// records are gone; else it stalls there until then.
+		stopped bool
+		host    string // the job's (--host)
+	}{
+		{name: "stalled", host: ""},
+		{name: "back-to-both-attempts", stopped: true, host: "takes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := startFleet(t, "127.0.0.1:0")
+			id := NewJobID()
+			var mu sync.Mutex
+			var lines []string
+			saw := func(s string) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return strings.Contains(strings.Join(lines, "\n"), s)
+			}
+			purge := func() error {
+				if !proctest.WaitFor(10*time.Second*waitSlack, func() bool { return saw("queued again") }) {
+					return errors.New("the job was never queued again")
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				s, err := f.hm.js.Stream(ctx, OutputStream)
+				if err == nil {
+					err = s.Purge(ctx, jetstream.WithPurgeSubject(claimSubject("hub", id)))
+				}
+				return err
+			}
+			reached := make(chan error, 1)
+			var once sync.Once
+			var claimedAt time.Time // set before reached
+			hook := func(m *Member, stage takeStage) {
+				if stage != takeClaimed {
+					return
+				}
+				once.Do(func() {
+					claimedAt = time.Now()
+					if tc.stopped {
+						m.cancel()
+						m.nc.Close()
+						reached <- nil
+						return
+					}
+					reached <- purge()
+				})
+			}
+			ll := newFakeLocal()
+			first := f.joinWith("takes", ll, 1, hook)
+			done := make(chan error, 1)
+			go func() {
+				done <- f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, tc.host, 0, func(b []byte) {
+					mu.Lock()
+					lines = append(lines, string(b))
+					mu.Unlock()
+				})
+			}()
+			select {
+			case err := <-reached:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second * waitSlack):
+				t.Fatal("takes never claimed the job")
+			}
+			lb := newFakeLocal()
+			var back *Member
+			if tc.stopped {
+				if err := purge(); err != nil {
+					t.Fatal(err)
+				}
+				// Back once the first attempt's message is due again: the
+				// queue gives it before the second's.
+				waitFor(t, jobAckWait, "the first attempt's message due again", func() bool { return time.Since(claimedAt) > jobAckWait })
+				back = f.joinWithToken("takes", *first.token.Load(), lb, 1, nil)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(15 * time.Second * waitSlack):
+				mu.Lock()
+				t.Fatalf("the job hangs once its claim records are gone; lines:\n%s", strings.Join(lines, "\n"))
+			}
+			mu.Lock()
+			all := strings.Join(lines, "\n")
+			mu.Unlock()
+			if !strings.Contains(all, "host takes runs the job") || !strings.Contains(all, `"state":"done"`) ||
+				!strings.Contains(all, "host takes found the job's claim records gone (they are kept 1h0m0s); queued again") {
+				t.Fatalf("lines:\n%s", all)
+			}
+			// A copy of the first attempt would run unseen after the
+			// caller's end: give it the time to be taken.
+			// A copy of the first attempt, queued still, would run unseen
+			// after the caller's end: wait for the queue to be empty and
+			// the host idle.
+			if tc.stopped {
+				waitFor(t, 15*time.Second, "the queue empty and takes idle", func() bool {
+					rows, err := f.hub.QueuedJobs(context.Background())
+					return err == nil && len(rows) == 0 && back.jobs.Load() == 0
+				})
+			}
+			if n := ll.jobsStarted.Load() + lb.jobsStarted.Load(); n != 1 {
+				t.Errorf("the job started %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// A caller whose withdrawal of a silent host's attempt is not written (the
+// fleet does not answer it) does not queue the job again fenced by a record
+// the host may have followed: the host, back, starts its attempt after its
+// claim, and a new attempt fenced before that start could never be claimed.
+// The caller waits on, and the job runs once, seen.
+func TestFleetJobWithdrawNotWritten(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	var failed atomic.Int32
+	caller, err := Join(context.Background(), MemberOptions{Name: "calls", URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(),
+		CAFingerprint: f.hub.Fingerprint(), Local: newFakeLocal(), Watch: true, Version: "test",
+		claimWriteLost: func(rec claimRecord) bool {
+			return rec.Type == claimWithdraw && failed.Add(1) <= claimTries
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { caller.Close(false) })
+	release := make(chan struct{})
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free)
+	var once sync.Once
+	hook := func(m *Member, stage takeStage) {
+		if stage == takeClaimed {
+			once.Do(func() { <-release })
+		}
+	}
+	ll := newFakeLocal()
+	f.joinWith("stalls", ll, 1, hook)
+	var mu sync.Mutex
+	var lines []string
+	done := make(chan error, 1)
+	go func() {
+		done <- caller.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 1, func(b []byte) {
+			mu.Lock()
+			lines = append(lines, string(b))
+			mu.Unlock()
+		})
+	}()
+	waitFor(t, 20*time.Second, "the caller's withdrawal to fail", func() bool { return failed.Load() >= claimTries })
+	free()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second * waitSlack):
+		mu.Lock()
+		t.Fatalf("the job hangs after its withdrawal was not written; lines:\n%s", strings.Join(lines, "\n"))
+	}
+	mu.Lock()
+	all := strings.Join(lines, "\n")
+	mu.Unlock()
+	if !strings.Contains(all, "host stalls runs the job") || !strings.Contains(all, `"state":"done"`) {
+		t.Fatalf("lines:\n%s", all)
+	}
+	if n := ll.jobsStarted.Load(); n != 1 {
+		t.Errorf("the job started %d times, want 1", n)
+	}
+}
+
+// A host that goes silent mid-job once the job's claim records are gone
+// (a job longer than the hour they are kept; purged here) has its job end
+// as lost on its caller, as any silent host's: the caller's withdrawal,
+// refused for a last record older than the one it saw, is written after
+// what is left. Before, the caller took the refusal for a record come
+// first, and waited for good.
+func TestFleetJobSilentAfterClaimRecordsGone(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	id := NewJobID()
+	ll := newFakeLocal()
+	ll.jobHang = true
+	runs := f.join("runs", ll, 1)
+	var mu sync.Mutex
+	var lines []string
+	saw := func(s string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(strings.Join(lines, "\n"), s)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
+			mu.Lock()
+			lines = append(lines, string(b))
+			mu.Unlock()
+		})
+	}()
+	waitFor(t, 10*time.Second, "the job to run on runs", func() bool { return saw("host runs runs the job") })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := f.hm.js.Stream(ctx, OutputStream)
+	if err == nil {
+		err = s.Purge(ctx, jetstream.WithPurgeSubject(claimSubject("hub", id)))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs.cancel()
+	runs.nc.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After((JobSilence + 5*time.Second) * waitSlack):
+		mu.Lock()
+		t.Fatalf("the job hangs after its host went silent; lines:\n%s", strings.Join(lines, "\n"))
+	}
+	if !saw("host runs stopped answering mid-job") {
+		mu.Lock()
+		t.Fatalf("lines:\n%s", strings.Join(lines, "\n"))
 	}
 }

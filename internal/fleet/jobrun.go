@@ -82,6 +82,10 @@ func (m *Member) runJob(jr JobRequest, subject string, claimed uint64) {
 	stopAlive := m.sayAlive(pub)
 	defer stopAlive()
 	if _, err := m.writeClaim(subject, claimRecord{Type: claimStart, Host: m.o.Name, Attempt: jr.Attempt}, claimed, claimTries); err != nil {
+		// Refused or not, the record may be there (its own, its answer
+		// lost), so the caller may count the attempt as started: it hears
+		// it was not, and queues it again at once.
+		pub.control(map[string]any{"type": "not_started", "attempt": jr.Attempt})
 		if errors.Is(err, errFenced) {
 			m.fenced.Add(1)
 			m.o.Logf("fleet: job %s from %s (attempt %d) was given up by its caller before it started here; not started", jr.ID, jr.From, jr.Attempt+1)
@@ -116,6 +120,7 @@ func (m *Member) runJob(jr JobRequest, subject string, claimed uint64) {
 	}
 	req.Fleet = &api.FleetJob{ID: jr.ID, From: jr.From, Attempt: jr.Attempt}
 	body, _ := json.Marshal(req)
+	m.hook(takeStarting)
 	status, resp := m.local("POST", "/v1/jobs", body)
 	if status/100 != 2 {
 		var e api.Error
@@ -142,7 +147,12 @@ func (m *Member) streamJob(pub *jobPublisher, local string, resumed bool) {
 	w := m.worker
 	w.mu.Lock()
 	w.running[jr.ID] = local
+	// A cancel heard after runJob looked and before this knew no job to kill.
+	_, cancelled := w.cancelled[jr.ID]
 	w.mu.Unlock()
+	if cancelled {
+		m.local("POST", "/v1/panes/"+url.PathEscape(local)+"/kill", []byte(`{"signal":"TERM"}`))
+	}
 	defer func() {
 		w.mu.Lock()
 		if w.running[jr.ID] == local {

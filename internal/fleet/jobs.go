@@ -305,6 +305,11 @@ func (m *Member) takeJob(msg jetstream.Msg) {
 		// A copy of an attempt another host claimed, or its caller gave
 		// up: the queue delivered it again.
 		m.fenced.Add(1)
+		if claimed < jr.Fence {
+			// Or the records it was fenced by are gone (kept as long as
+			// the output): its caller, which waits for a claim, hears it.
+			m.publisher(jr).control(map[string]any{"type": "fence_gone", "last": claimed})
+		}
 		m.ackJob(msg)
 		return
 	}
@@ -381,6 +386,8 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 	var fence uint64
 	claims := claimSubject(m.o.Name, id)
 	claimed, started := false, false
+	// notStarted: the taker said it did not start the attempt.
+	notStarted := false
 	enqueue := func() error {
 		b, _ := json.Marshal(JobRequest{ID: id, Attempt: attempt, From: m.o.Name, Exec: req, Fence: fence})
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -391,23 +398,32 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 		}
 		return nil
 	}
+	seq, err := m.writeClaim(claims, claimRecord{Type: claimQueue}, 0, claimTries)
+	if err != nil {
+		return fmt.Errorf("queue the job: %w", err)
+	}
+	fence = seq
 	if err := enqueue(); err != nil {
 		return err
 	}
 	taker, lastWord, queued := "", time.Now(), time.Now()
+	next := func() error {
+		attempt++
+		taker, claimed, started, notStarted, queued = "", false, false, false, time.Now()
+		return enqueue()
+	}
 	// gaveUp goes on from an attempt given up (its taker silent): queued
 	// again, or the job's outcome (done true).
 	gaveUp := func() (done bool, err error) {
-		next := func() error {
-			attempt++
-			taker, claimed, started, queued = "", false, false, time.Now()
-			return enqueue()
-		}
-		if claimed && !started {
+		if claimed && (!started || notStarted) {
 			// Fenced before its start: it did not run, and runs elsewhere.
 			if unstarted < jobUnstartedRequeues {
 				unstarted++
-				emit(diagnosticLine(fmt.Sprintf("host %s took the job and stopped answering before starting it (it did not run there); queued again", taker)))
+				why := "stopped answering before starting it"
+				if notStarted {
+					why = "could not record its start"
+				}
+				emit(diagnosticLine(fmt.Sprintf("host %s took the job and %s (it did not run there); queued again", taker, why)))
 				return false, next()
 			}
 			emit(outcomeLine("error", fmt.Sprintf("the job did not start: %d hosts took it and stopped answering before starting it, the last %s", unstarted+1, taker), 1))
@@ -471,8 +487,23 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				Type    string `json:"type"`
 				Job     string `json:"job"`
 				Resumed bool   `json:"resumed"`
+				Last    uint64 `json:"last"`
 			}
 			_ = json.Unmarshal(msg.Data, &probe)
+			if probe.Type == "fence_gone" && taker == "" && probe.Last < fence {
+				// The records this attempt is fenced by are gone: no host
+				// can claim it. Fenced again after what is left, it is
+				// queued again; refused, a record came first and is heard.
+				seq, err := m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, probe.Last, claimTries)
+				if err == nil {
+					fence = seq
+					emit(diagnosticLine(fmt.Sprintf("host %s found the job's claim records gone (they are kept %v); queued again", from, outputMaxAge)))
+					if err := next(); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			if taker == "" && probe.Type == "taken" {
 				taker, lastWord = from, time.Now() // a host that writes no claim
 				continue
@@ -480,9 +511,15 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			if from != taker {
 				continue
 			}
-			lastWord = time.Now()
+			if !notStarted { // an alive sent before it said so
+				lastWord = time.Now()
+			}
 			switch probe.Type {
 			case "alive", "taken":
+				continue
+			case "not_started":
+				// Given up at the next tick, without waiting for silence.
+				notStarted, lastWord = true, time.Time{}
 				continue
 			case "started":
 				text := fmt.Sprintf("host %s runs the job as %s:%s (answer its permission requests with corral answer %s:%s yes|no)", taker, taker, probe.Job, taker, probe.Job)
@@ -521,14 +558,32 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 				// or started it meanwhile has its record first, and is
 				// heard.
 				seq, err := m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, claimTries)
+				if errors.Is(err, errFenced) && seq < fence {
+					// The records up to the one seen are gone (a job longer
+					// than they are kept): after what is left.
+					seq, err = m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, seq, claimTries)
+				}
 				switch {
 				case errors.Is(err, errFenced):
+					// A record not seen yet came first: heard when it comes
+					// (the taker's start, which it did not follow, is given
+					// up at the next tick).
+					if !notStarted {
+						lastWord = time.Now()
+					}
+					continue
+				case err != nil && retried < retry:
+					// Queued again fenced by the last record seen, the job
+					// could never be claimed once the host goes on after
+					// it (its start): wait on, and withdraw at the next
+					// silence.
+					emit(diagnosticLine(fmt.Sprintf("host %s is silent and its attempt could not be given up (%v); waiting for it", taker, err)))
 					lastWord = time.Now()
 					continue
 				case err != nil:
 					// Not fenced (the fleet did not take the record): the
-					// host may still start it, so it is queued again only
-					// as a job that may have run (--retry).
+					// host may still start it; no try is left, and the job
+					// ends as lost.
 					claimed = false
 				default:
 					fence = max(fence, seq)

@@ -72,6 +72,12 @@ type MemberOptions struct {
 
 	// takeHook, in tests, is called at each stage of taking a job.
 	takeHook func(m *Member, stage takeStage)
+	// claimAnswerLost, in tests, says a claim record's write went through
+	// and its answer is lost.
+	claimAnswerLost func(rec claimRecord) bool
+	// claimWriteLost, in tests, says a try of a claim record's write
+	// timed out before it reached the fleet.
+	claimWriteLost func(rec claimRecord) bool
 }
 
 // Member is one daemon in the fleet.

@@ -20,6 +20,9 @@ const (
 	outputBytes = 256 << 20
 )
 
+// outputMaxAge is how long a job's lines, and its claim records, are kept.
+const outputMaxAge = time.Hour
+
 func bucketConfigs(replicas int) []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
 		{Bucket: PanesBucket, History: 1, Replicas: replicas, Storage: jetstream.FileStorage, MaxValueSize: MaxRecord, MaxBytes: panesBytes},
@@ -61,7 +64,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		// A full queue refuses new jobs rather than dropping queued ones.
 		{Name: JobsStream, Subjects: []string{"corral.jobs.>"}, Retention: jetstream.WorkQueuePolicy, MaxAge: 24 * time.Hour,
 			MaxBytes: jobsBytes, Discard: jetstream.DiscardNew, Replicas: replicas, MaxMsgSize: MaxMessage},
-		{Name: OutputStream, Subjects: []string{subjJobOut + ">"}, MaxAge: time.Hour, MaxBytes: outputBytes,
+		{Name: OutputStream, Subjects: []string{subjJobOut + ">"}, MaxAge: outputMaxAge, MaxBytes: outputBytes,
 			Duplicates: time.Minute, Replicas: replicas, MaxMsgSize: MaxMessage},
 	} {
 		c.Replicas = kept(c.Name, c.Replicas)
