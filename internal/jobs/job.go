@@ -178,13 +178,8 @@ func (j *Job) Agent() string { return j.agent }
 // daemon (a hand-over). It reports false for a job that is not held or
 // has ended: that one is ended or over as before.
 func (j *Job) LetGo() bool {
-	if j.spool == "" {
+	if !j.HeldRunning() {
 		return false
-	}
-	select {
-	case <-j.done:
-		return false
-	default:
 	}
 	j.detached.Do(func() { close(j.detach) })
 	<-j.ran
