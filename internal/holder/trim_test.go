@@ -2,7 +2,6 @@ package holder
 
 import (
 	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,22 +41,6 @@ func codeStart(t *testing.T, pid int) uintptr {
 	return 0
 }
 
-// mapped reports whether the page at addr is in process pid's page
-// tables (/proc/PID/pagemap's present bit).
-func mapped(t *testing.T, pid int, addr uintptr) bool {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/pagemap", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var b [8]byte
-	if _, err := f.ReadAt(b[:], int64(addr/uintptr(os.Getpagesize())*8)); err != nil {
-		t.Fatal(err)
-	}
-	return binary.LittleEndian.Uint64(b[:])>>63 == 1
-}
-
 // A holder's start runs code (a request's decoding) that an idle holder
 // does not: once its starts pause, that code is no longer mapped in the
 // holder, so that a thousand panes' holders do not each count most of the
@@ -72,14 +55,14 @@ func TestIdleHolderReleasesItsCode(t *testing.T) {
 	pid := h.cmd.Process.Pid
 	// The same executable: the code is at the same offset in both.
 	decode := reflect.ValueOf(json.Unmarshal).Pointer() - codeStart(t, os.Getpid()) + codeStart(t, pid)
-	if !mapped(t, pid, decode) {
+	if !proctest.PageMapped(t, pid, decode) {
 		t.Fatal("the code that decoded the start is not mapped in the holder after the start")
 	}
-	if !proctest.WaitFor(trimAfter+10*time.Second, func() bool { return !mapped(t, pid, decode) }) {
+	if !proctest.WaitFor(trimAfter+10*time.Second, func() bool { return !proctest.PageMapped(t, pid, decode) }) {
 		t.Fatal("the code that decoded the start is still mapped in the idle holder")
 	}
 	// It comes back when it runs again: a second start.
-	if r := h.start(paneConfig(dir, "code2", "exec sleep 1062")); r.Error != "" || !mapped(t, pid, decode) {
-		t.Fatalf("a second start (%+v): its code mapped %v", r, mapped(t, pid, decode))
+	if r := h.start(paneConfig(dir, "code2", "exec sleep 1062")); r.Error != "" || !proctest.PageMapped(t, pid, decode) {
+		t.Fatalf("a second start (%+v): its code mapped %v", r, proctest.PageMapped(t, pid, decode))
 	}
 }

@@ -2,12 +2,13 @@ package procs
 
 import (
 	"bufio"
-	"encoding/binary"
 	"os"
 	"reflect"
 	"regexp"
 	"regexp/syntax"
 	"testing"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // exeResident is the resident kilobytes of this process's executable's
@@ -41,22 +42,6 @@ func exeResident(t *testing.T) int {
 	return total
 }
 
-// resident reports whether the page at addr is mapped in this process
-// (/proc/self/pagemap's present bit).
-func resident(t *testing.T, addr uintptr) bool {
-	t.Helper()
-	f, err := os.Open("/proc/self/pagemap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var b [8]byte
-	if _, err := f.ReadAt(b[:], int64(addr/uintptr(os.Getpagesize())*8)); err != nil {
-		t.Fatal(err)
-	}
-	return binary.LittleEndian.Uint64(b[:])>>63 == 1
-}
-
 func TestReleaseCodePages(t *testing.T) {
 	// Code that nothing else here runs: the regexp compiler's parser.
 	compile := func() {
@@ -65,7 +50,7 @@ func TestReleaseCodePages(t *testing.T) {
 	code := reflect.ValueOf(syntax.Parse).Pointer()
 	compile()
 	before := exeResident(t)
-	if !resident(t, code) {
+	if !proctest.PageMapped(t, os.Getpid(), code) {
 		t.Fatal("the parser's code is not resident after it ran")
 	}
 	released, err := ReleaseCodePages()
@@ -79,12 +64,12 @@ func TestReleaseCodePages(t *testing.T) {
 	if released>>10 < before/2 || after >= before {
 		t.Errorf("executable's read-only pages: %d kB before, %d kB released, %d kB after", before, released>>10, after)
 	}
-	if resident(t, code) {
+	if proctest.PageMapped(t, os.Getpid(), code) {
 		t.Error("the parser's code is still resident after its pages were released")
 	}
 	// What was released comes back from the file when it runs again.
 	compile()
-	if !resident(t, code) {
+	if !proctest.PageMapped(t, os.Getpid(), code) {
 		t.Error("the parser's code did not come back when it ran again")
 	}
 }

@@ -4,6 +4,7 @@
 package proctest
 
 import (
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"os"
@@ -74,6 +75,22 @@ func KillAtCleanup(t testing.TB, pid int) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
+}
+
+// PageMapped reports whether the page at addr is in process pid's page
+// tables (/proc/PID/pagemap's present bit).
+func PageMapped(t testing.TB, pid int, addr uintptr) bool {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/pagemap", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [8]byte
+	if _, err := f.ReadAt(b[:], int64(addr/uintptr(os.Getpagesize())*8)); err != nil {
+		t.Fatal(err)
+	}
+	return binary.LittleEndian.Uint64(b[:])>>63 == 1
 }
 
 // GroupMembers counts the live (not zombie) processes in a process group.
