@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,16 +73,9 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 			// Before dies closes, whatever the test's end.
 			free := sync.OnceFunc(func() { close(release) })
 			t.Cleanup(free)
-			var mu sync.Mutex
-			var lines []string
-			done := make(chan error, 1)
-			go func() {
-				done <- f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, tc.host, 0, func(b []byte) {
-					mu.Lock()
-					lines = append(lines, string(b))
-					mu.Unlock()
-				})
-			}()
+			job := submit(func(out func([]byte)) error {
+				return f.hm.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, tc.host, 0, out)
+			})
 			select {
 			case <-reached:
 			case <-time.After(10 * time.Second * waitSlack):
@@ -95,21 +89,12 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 				token = *dies.token.Load()
 			}
 			takes := f.joinWithToken(tc.then, token, lt, 1, nil)
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(tc.within * waitSlack):
-				mu.Lock()
-				t.Fatalf("the job hangs %v after its host went between taking and starting it; lines:\n%s", time.Since(start), strings.Join(lines, "\n"))
-			}
+			all := job.wait(t, tc.within*waitSlack, func() string {
+				return fmt.Sprintf("the job hangs %v after its host went between taking and starting it", time.Since(start))
+			})
 			took := time.Since(start)
 			free()
-			mu.Lock()
-			all := strings.Join(lines, "\n")
-			mu.Unlock()
-			if !strings.Contains(all, "host "+tc.then+" runs the job") || !strings.Contains(lines[len(lines)-1], `"state":"done"`) ||
+			if !strings.Contains(all, "host "+tc.then+" runs the job") || !strings.Contains(job.last(), `"state":"done"`) ||
 				!strings.Contains(all, tc.note) {
 				t.Fatalf("lines:\n%s", all)
 			}
@@ -287,15 +272,9 @@ func TestFleetJobClaimRecordsGone(t *testing.T) {
 			t.Parallel()
 			f := startFleet(t, "127.0.0.1:0")
 			id := NewJobID()
-			var mu sync.Mutex
-			var lines []string
-			saw := func(s string) bool {
-				mu.Lock()
-				defer mu.Unlock()
-				return strings.Contains(strings.Join(lines, "\n"), s)
-			}
+			job := new(submitted)
 			purge := func() error {
-				if !proctest.WaitFor(10*time.Second*waitSlack, func() bool { return saw("queued again") }) {
+				if !proctest.WaitFor(10*time.Second*waitSlack, func() bool { return job.saw("queued again") }) {
 					return errors.New("the job was never queued again")
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -326,14 +305,9 @@ func TestFleetJobClaimRecordsGone(t *testing.T) {
 			}
 			ll := newFakeLocal()
 			first := f.joinWith("takes", ll, 1, hook)
-			done := make(chan error, 1)
-			go func() {
-				done <- f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, tc.host, 0, func(b []byte) {
-					mu.Lock()
-					lines = append(lines, string(b))
-					mu.Unlock()
-				})
-			}()
+			job.start(func(out func([]byte)) error {
+				return f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, tc.host, 0, out)
+			})
 			select {
 			case err := <-reached:
 				if err != nil {
@@ -353,18 +327,7 @@ func TestFleetJobClaimRecordsGone(t *testing.T) {
 				waitFor(t, jobAckWait, "the first attempt's message due again", func() bool { return time.Since(claimedAt) > jobAckWait })
 				back = f.joinWithToken("takes", *first.token.Load(), lb, 1, nil)
 			}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(15 * time.Second * waitSlack):
-				mu.Lock()
-				t.Fatalf("the job hangs once its claim records are gone; lines:\n%s", strings.Join(lines, "\n"))
-			}
-			mu.Lock()
-			all := strings.Join(lines, "\n")
-			mu.Unlock()
+			all := job.wait(t, 15*time.Second*waitSlack, func() string { return "the job hangs once its claim records are gone" })
 			if !strings.Contains(all, "host takes runs the job") || !strings.Contains(all, `"state":"done"`) ||
 				!strings.Contains(all, "host takes found the job's claim records gone (they are kept 1h0m0s); queued again") {
 				t.Fatalf("lines:\n%s", all)
@@ -416,30 +379,12 @@ func TestFleetJobWithdrawNotWritten(t *testing.T) {
 	}
 	ll := newFakeLocal()
 	f.joinWith("stalls", ll, 1, hook)
-	var mu sync.Mutex
-	var lines []string
-	done := make(chan error, 1)
-	go func() {
-		done <- caller.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 1, func(b []byte) {
-			mu.Lock()
-			lines = append(lines, string(b))
-			mu.Unlock()
-		})
-	}()
+	job := submit(func(out func([]byte)) error {
+		return caller.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 1, out)
+	})
 	waitFor(t, 20*time.Second, "the caller's withdrawal to fail", func() bool { return failed.Load() >= claimTries })
 	free()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(15 * time.Second * waitSlack):
-		mu.Lock()
-		t.Fatalf("the job hangs after its withdrawal was not written; lines:\n%s", strings.Join(lines, "\n"))
-	}
-	mu.Lock()
-	all := strings.Join(lines, "\n")
-	mu.Unlock()
+	all := job.wait(t, 15*time.Second*waitSlack, func() string { return "the job hangs after its withdrawal was not written" })
 	if !strings.Contains(all, "host stalls runs the job") || !strings.Contains(all, `"state":"done"`) {
 		t.Fatalf("lines:\n%s", all)
 	}
@@ -461,22 +406,10 @@ func TestFleetJobSilentAfterClaimRecordsGone(t *testing.T) {
 	ll := newFakeLocal()
 	ll.jobHang = true
 	runs := f.join("runs", ll, 1)
-	var mu sync.Mutex
-	var lines []string
-	saw := func(s string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Contains(strings.Join(lines, "\n"), s)
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, func(b []byte) {
-			mu.Lock()
-			lines = append(lines, string(b))
-			mu.Unlock()
-		})
-	}()
-	waitFor(t, 10*time.Second, "the job to run on runs", func() bool { return saw("host runs runs the job") })
+	job := submit(func(out func([]byte)) error {
+		return f.hm.SubmitJob(context.Background(), id, api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "", 0, out)
+	})
+	waitFor(t, 10*time.Second, "the job to run on runs", func() bool { return job.saw("host runs runs the job") })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := f.hm.js.Stream(ctx, OutputStream)
@@ -488,17 +421,69 @@ func TestFleetJobSilentAfterClaimRecordsGone(t *testing.T) {
 	}
 	runs.cancel()
 	runs.nc.Close()
+	if all := job.wait(t, (JobSilence+5*time.Second)*waitSlack, func() string { return "the job hangs after its host went silent" }); !strings.Contains(all, "host runs stopped answering mid-job") {
+		t.Fatalf("lines:\n%s", all)
+	}
+}
+
+// submitted is a job submitted in the background: the lines its caller
+// hands out as they come, and its end.
+type submitted struct {
+	mu    sync.Mutex
+	lines []string
+	done  chan error
+}
+
+// submit runs a job's submission in the background, keeping its lines.
+func submit(run func(out func([]byte)) error) *submitted {
+	j := new(submitted)
+	j.start(run)
+	return j
+}
+
+// start runs the submission of j, which may be read before it starts.
+func (j *submitted) start(run func(out func([]byte)) error) {
+	j.done = make(chan error, 1)
+	go func() {
+		j.done <- run(func(b []byte) {
+			j.mu.Lock()
+			j.lines = append(j.lines, string(b))
+			j.mu.Unlock()
+		})
+	}()
+}
+
+// all is the lines so far, one a line.
+func (j *submitted) all() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return strings.Join(j.lines, "\n")
+}
+
+func (j *submitted) saw(s string) bool { return strings.Contains(j.all(), s) }
+
+// last is the last line so far.
+func (j *submitted) last() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.lines) == 0 {
+		return ""
+	}
+	return j.lines[len(j.lines)-1]
+}
+
+// wait waits up to d for the submission's end and returns its lines; the
+// test fails with hangs() and the lines when it has not ended, or with its
+// error.
+func (j *submitted) wait(t *testing.T, d time.Duration, hangs func() string) string {
+	t.Helper()
 	select {
-	case err := <-done:
+	case err := <-j.done:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After((JobSilence + 5*time.Second) * waitSlack):
-		mu.Lock()
-		t.Fatalf("the job hangs after its host went silent; lines:\n%s", strings.Join(lines, "\n"))
+	case <-time.After(d):
+		t.Fatalf("%s; lines:\n%s", hangs(), j.all())
 	}
-	if !saw("host runs stopped answering mid-job") {
-		mu.Lock()
-		t.Fatalf("lines:\n%s", strings.Join(lines, "\n"))
-	}
+	return j.all()
 }
