@@ -1,0 +1,49 @@
+package rules
+
+import "testing"
+
+// Claude Code 2.1.332 in auto mode, its safety check unreachable (a model
+// server on 127.0.0.1), asks to approve a tool call in a menu without
+// numbers, No first and selected: the screen as a pane showed it. It is a
+// permission prompt, answered yes by moving to Yes and pressing Enter (its
+// number, as the numbered dialog takes, does nothing there).
+func TestClaudeCodeUnnumberedApproval(t *testing.T) {
+	m := liveManifest(t, embeddedSet(t), "claude-code")
+	rule := "────────────────────────────────────────────────────────────"
+	dash := "╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌"
+	lines := []string{
+		" ▐▛███▛█   Claude Code v2.1.332",
+		"",
+		"❯ corral:shell",
+		"",
+		rule,
+		" Bash command",
+		" Run the command",
+		dash,
+		" ls -la /tmp",
+		dash,
+		" Auto mode can't check actions in this session, so this one needs your approval",
+		"",
+		" Do you want to proceed?",
+		" ❯ No",
+		"   Yes",
+		"",
+		" Esc to cancel · Tab to amend",
+	}
+	v := m.Classify(Screen{Lines: lines})
+	if v.State != Blocked || v.Kind != "permission" || v.Message != "Do you want to proceed?" || v.Rule != "permission-unnumbered" {
+		t.Fatalf("= %s/%s %q (rule %q), want blocked/permission \"Do you want to proceed?\" (permission-unnumbered)", v.State, v.Kind, v.Message, v.Rule)
+	}
+	for choice, want := range map[string]string{"yes": "\x1b[B\r", "no": "\x1b"} {
+		if k, ok := m.KeysFor(v.Rule, choice); !ok || k != want {
+			t.Errorf("answer %s = %q, want %q", choice, k, want)
+		}
+	}
+	// The numbered dialog is still the numbered rule's, answered by number.
+	numbered := append(append([]string{}, lines[:13]...), " ❯ 1. Yes", "   2. No", "", " Esc to cancel · Tab to amend")
+	if v := m.Classify(Screen{Lines: numbered}); v.Rule != "permission" {
+		t.Errorf("the numbered dialog: rule %q, want permission", v.Rule)
+	} else if k, _ := m.KeysFor(v.Rule, "yes"); k != "1" {
+		t.Errorf("the numbered dialog's yes = %q, want 1", k)
+	}
+}
