@@ -53,7 +53,7 @@ func apiError(err error) error {
 			return &exitError{code: exitRefused, err: fmt.Errorf("%v; answer it with corral answer, or see it with corral screen", ce)}
 		case "not_blocked":
 			return &exitError{code: exitRefused, err: fmt.Errorf("%v; nothing to answer", ce)}
-		case "exited", "no_input", "not_taken":
+		case "exited", "no_input", "not_taken", "unknown_prompt":
 			return &exitError{code: exitRefused, err: ce}
 		case "starting":
 			return &exitError{code: exitTimeout, err: ce}

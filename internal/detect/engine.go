@@ -244,6 +244,16 @@ func (e *Engine) SetManifest(m *rules.Manifest, now time.Time) []Change {
 	return e.classify(now)
 }
 
+// ScreenPrompt is the rule that recognised the prompt the screen showed
+// when last classified: "" when it shows none a blocked rule knows, even
+// while a report says the program is blocked.
+func (e *Engine) ScreenPrompt() string {
+	if e.verdict.State != rules.Blocked {
+		return ""
+	}
+	return e.verdict.Rule
+}
+
 // PromptShown is when the screen rules first saw the prompt now on
 // screen; zero when they see none.
 func (e *Engine) PromptShown() time.Time { return e.promptShown }

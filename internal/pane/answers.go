@@ -10,16 +10,22 @@ import (
 
 // PromptAnswers is what the pane's current prompt takes: the named
 // answers its rule or manifest defines (yes, always, no, cancel) and
-// whether it takes option numbers.
+// whether it takes option numbers. A prompt the manifest's rules do not
+// recognise on screen takes none (see Answer).
 func (p *Pane) PromptAnswers() (names []string, options bool) {
 	s := p.snap.Load()
-	m, d := s.manifest, s.info.Decision
+	m, rule := s.manifest, s.info.Decision.Rule
+	if m.RecognisesPrompts() {
+		if rule = s.key.screenPrompt; rule == "" {
+			return nil, false
+		}
+	}
 	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
-		if _, ok := m.KeysFor(d.Rule, n); ok {
+		if _, ok := m.KeysFor(rule, n); ok {
 			names = append(names, n)
 		}
 	}
-	_, options = m.KeysFor(d.Rule, "1")
+	_, options = m.KeysFor(rule, "1")
 	return names, options
 }
 

@@ -133,7 +133,12 @@ func (p *Pane) lockClassified() (time.Time, error) {
 
 // Answer types the manifest's keystrokes for choice ("yes", "always",
 // "no", "cancel" or an option number). It refuses unless the pane is
-// blocked, classifying first.
+// blocked, classifying first, and — when the manifest has rules for its
+// prompts — unless the screen shows one of them: the keys of one dialog
+// typed into another the rules do not know (a login, a warning, a mode
+// switch) may do anything, so corral never guesses. A caller that got
+// the block from a report waits for the dialog first (it is drawn a
+// moment after).
 func (p *Pane) Answer(choice string) (string, error) {
 	now, err := p.lockClassified()
 	if err != nil {
@@ -146,8 +151,21 @@ func (p *Pane) Answer(choice string) (string, error) {
 		return "", fmt.Errorf("%w (it is %s)", ErrNotBlocked, d.State)
 	}
 	m := p.engine.Manifest()
-	// The prompt a rule recognised may take its own keys.
-	keys, ok := m.KeysFor(d.Rule, choice)
+	// The prompt a rule recognises on screen may take its own keys.
+	rule := d.Rule
+	if m.RecognisesPrompts() {
+		if rule = p.engine.ScreenPrompt(); rule == "" {
+			p.unlock()
+			p.kick()
+			what := d.Message
+			if what == "" {
+				what = "no words"
+			}
+			return "", fmt.Errorf("the pane is blocked (%s), but %w (none of %s's prompt rules matches it): "+
+				"look at it with corral screen, then type its keys with corral send, or attach", what, ErrUnknownPrompt, m.Name)
+		}
+	}
+	keys, ok := m.KeysFor(rule, choice)
 	if !ok {
 		p.unlock()
 		p.kick()

@@ -70,6 +70,7 @@ type snapshotKey struct {
 	progress        int
 	hooksIgnored    int
 	promptShown     time.Time
+	screenPrompt    string
 }
 
 func (p *Pane) snapshotKeyLocked() snapshotKey {
@@ -80,7 +81,8 @@ func (p *Pane) snapshotKeyLocked() snapshotKey {
 	return snapshotKey{decision: d, since: since, held: held, manifest: p.engine.Manifest(), name: p.name,
 		cols: p.cfg.Cols, rows: p.cfg.Rows, pid: p.pid, exited: p.exited, exitCode: p.exitCode, exitedAt: p.exitedAt,
 		foreground: p.fgName, records: p.engine.RecordsVersion(), progressState: st, progress: v,
-		hooksIgnored: c.HooksIgnored + c.HooksOtherConversation, promptShown: p.engine.PromptShown()}
+		hooksIgnored: c.HooksIgnored + c.HooksOtherConversation, promptShown: p.engine.PromptShown(),
+		screenPrompt: p.engine.ScreenPrompt()}
 }
 
 // unlock publishes the pane's state for readers, if it changed, and

@@ -76,6 +76,9 @@ var (
 	ErrNotBlocked = errors.New("the pane is not blocked")
 	ErrExited     = errors.New("the pane has exited")
 	ErrNoAnswer   = errors.New("no such answer")
+	// ErrUnknownPrompt says the pane is blocked on something its screen
+	// rules do not recognise: corral does not know which keys answer it.
+	ErrUnknownPrompt = errors.New("its screen shows no prompt corral knows the keys of")
 	// ErrNotReading says input gave up waiting for the program to read.
 	ErrNotReading = errors.New("the program is not reading its input")
 	// ErrBusy says a request gave up waiting for the pane.

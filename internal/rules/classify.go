@@ -106,6 +106,18 @@ func clip(s string, n int) string {
 // manifest does not define it.
 func (m *Manifest) Keys(choice string) (string, bool) { return m.KeysFor("", choice) }
 
+// RecognisesPrompts reports whether the manifest has rules for the
+// prompts its program draws: then only a prompt one of them recognises on
+// screen is known well enough to answer with its keys.
+func (m *Manifest) RecognisesPrompts() bool {
+	for _, r := range m.Rules {
+		if r.State == Blocked {
+			return true
+		}
+	}
+	return false
+}
+
 // KeysFor is Keys for the prompt a rule recognised: the rule's own
 // answers first, then the manifest's.
 func (m *Manifest) KeysFor(rule, choice string) (string, bool) {

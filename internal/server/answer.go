@@ -25,8 +25,9 @@ func (f found) answer(choice string) (string, error) {
 // drawn may not read keys yet (Claude Code drops them for a moment): keys
 // typed then are lost, or land in the input box. So while the pane is
 // blocked, wait until the screen has shown the prompt for the manifest's
-// answer_settle — at most PromptDrawWait for the prompt to appear; an
-// agent whose prompt corral's rules do not know is answered after that.
+// answer_settle — at most PromptDrawWait for the prompt to appear; a
+// block whose dialog corral's rules do not recognise by then is refused
+// (pane.ErrUnknownPrompt).
 func answerPane(e *entry, choice string) (string, error) {
 	p := e.P
 	start := time.Now()

@@ -201,6 +201,8 @@ func inputError(err error) error {
 		return httpapi.Conflict("starting", err)
 	case errors.Is(err, jobs.ErrNoInput):
 		return httpapi.Conflict("no_input", err)
+	case errors.Is(err, pane.ErrUnknownPrompt):
+		return httpapi.Conflict("unknown_prompt", err)
 	case errors.Is(err, pane.ErrNoAnswer):
 		return httpapi.Coded(http.StatusBadRequest, "no_answer", err)
 	case errors.Is(err, pane.ErrBusy), errors.Is(err, pane.ErrNotReading):

@@ -1,0 +1,68 @@
+package pane
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/combine"
+	"github.com/corral-dev/corral/internal/proctest"
+)
+
+// startScript runs a shell script in a pane read by the claude-code
+// manifest (whose rules know its permission prompt).
+func startScript(t *testing.T, script string) *Pane {
+	t.Helper()
+	p, err := Start(Config{ID: "t1", Argv: []string{"sh", "-c", script}, Cols: 80, Rows: 24,
+		Rules: ruleSet(t), Agent: "claude-code", Sweep: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(2 * time.Second) })
+	return p
+}
+
+// A report that the program is blocked, under a dialog the rules do not
+// know: "dialog open" (base64 in the report), then a mode's warning.
+const unknownDialog = `printf '\033]7501;state=blocked:msg=ZGlhbG9nIG9wZW4=\033\\'; printf 'Auto mode cannot check actions\r\nEnter to continue, Esc to cancel\r\n'`
+
+// The permission prompt the claude-code manifest's rule recognises.
+const knownPrompt = `printf '%s\r\n Do you want to proceed?\r\n 1. Yes\r\n 2. No\r\n Esc to cancel\r\n' ────────────────────`
+
+func TestAnswerRefusesAnUnknownDialog(t *testing.T) {
+	t.Parallel()
+	p := startScript(t, unknownDialog+`; IFS= read -r line; printf 'typed:[%s]\r\n' "$line"; `+knownPrompt+`; sleep 30`)
+	in := await(t, p, "blocked by the report", inState(combine.Blocked))
+	if in.Decision.Message != "dialog open" || in.Decision.Rule != "" {
+		t.Fatalf("blocked: %+v", in.Decision)
+	}
+	if names, options := p.PromptAnswers(); len(names) > 0 || options {
+		t.Fatalf("an unknown dialog offers answers %v (options %v)", names, options)
+	}
+	keys, err := p.Answer("yes")
+	if !errors.Is(err, ErrUnknownPrompt) || keys != "" {
+		t.Fatalf("answer yes to an unknown dialog: keys %q, %v", keys, err)
+	}
+	for _, want := range []string{"dialog open", "corral screen", "corral send"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	if _, err := p.Answer("2"); !errors.Is(err, ErrUnknownPrompt) {
+		t.Fatalf("an option number to an unknown dialog: %v", err)
+	}
+	// Nothing was typed: the person's own Enter is the first line read.
+	if err := p.Input([]byte("\r"), false); err != nil {
+		t.Fatal(err)
+	}
+	awaitScreen(t, p, "typed:[]")
+	awaitScreen(t, p, "Do you want to proceed?")
+	// The prompt the rules know takes the manifest's keys.
+	if !proctest.WaitFor(5*time.Second, func() bool { names, _ := p.PromptAnswers(); return len(names) > 0 }) {
+		t.Fatal("the recognised prompt offers no answers")
+	}
+	if keys, err := p.Answer("yes"); err != nil || keys != "1" {
+		t.Fatalf("answer yes to the recognised prompt: %q %v", keys, err)
+	}
+}
