@@ -47,3 +47,36 @@ func TestClaudeCodeUnnumberedApproval(t *testing.T) {
 		t.Errorf("the numbered dialog's yes = %q, want 1", k)
 	}
 }
+
+// Screens of Claude Code 2.1.332 started as a user starts it (auto mode,
+// its default), in a corral pane against a loopback model server: the
+// empty input box under the mode's footer is idle, a turn is working, and
+// the notice auto mode opens when its check goes through that server is a
+// question answered yes with Enter, no with Esc.
+func TestClaudeCodeAutoModeScreens(t *testing.T) {
+	m := liveManifest(t, embeddedSet(t), "claude-code")
+	tests := []struct {
+		screen, rule string
+		state        State
+		kind, msg    string
+		keys         map[string]string
+	}{
+		{"idle_auto", "idle", Idle, "", "", nil},
+		{"working_auto", "working", Working, "", "", nil},
+		{"billing_notice", "notice", Blocked, "question", "We're changing auto mode to no longer charge for classifier requests in Claude Code.",
+			map[string]string{"yes": "\r", "no": "\x1b", "cancel": "\x1b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.screen, func(t *testing.T) {
+			v := m.Classify(Screen{Lines: readLiveScreen(t, "claude-code-auto", tt.screen)})
+			if v.Rule != tt.rule || v.State != tt.state || v.Kind != tt.kind || v.Message != tt.msg {
+				t.Fatalf("= %s/%s %q (rule %q), want %s/%s %q (rule %q)", v.State, v.Kind, v.Message, v.Rule, tt.state, tt.kind, tt.msg, tt.rule)
+			}
+			for choice, want := range tt.keys {
+				if k, ok := m.KeysFor(v.Rule, choice); !ok || k != want {
+					t.Errorf("answer %s = %q, want %q", choice, k, want)
+				}
+			}
+		})
+	}
+}
