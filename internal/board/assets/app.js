@@ -113,7 +113,7 @@ function answerButtons(p) {
     for (const o of opts) add(o.n, o.label ? o.n + " " + o.label : o.n, "option", o.label ? "answer " + o.n + ": " + o.label : "answer " + o.n);
   }
   for (const n of names) {
-    if (question && n !== "cancel") continue; // a question is answered by its options
+    if (question && opts.length && n !== "cancel") continue; // a question with options is answered by them
     add(n, answerLabels[n] || n, n === "no" || n === "cancel" ? "negative" : "");
   }
   return out;
