@@ -7,19 +7,19 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/autoapprove"
 	"github.com/corral-dev/corral/internal/combine"
-	"github.com/corral-dev/corral/internal/headless"
 	"github.com/corral-dev/corral/internal/httpapi"
 	"github.com/corral-dev/corral/internal/panestore"
 	"github.com/corral-dev/corral/internal/worktree"
 )
 
-// saved is the policy as the table keeps it.
-func (a *approver) saved() *panestore.Policy {
+// savedPolicy is the policy as the table keeps it.
+func savedPolicy(a *autoapprove.Approver) *panestore.Policy {
 	if a == nil {
 		return nil
 	}
-	return &panestore.Policy{Source: a.policy.Source, Text: string(a.text)}
+	return &panestore.Policy{Source: a.Source(), Text: string(a.Text())}
 }
 
 // savedWorktree is the worktree as the table keeps it.
@@ -32,16 +32,16 @@ func savedWorktree(wt *worktree.Worktree) *panestore.Worktree {
 
 // policyOf is the policy a table's pane had (nil: none, or it no
 // longer reads, which is logged: its requests are then left to the person).
-func (s *Server) policyOf(row panestore.Row) *approver {
+func (s *Server) policyOf(row panestore.Row) *autoapprove.Approver {
 	if row.Policy == nil {
 		return nil
 	}
-	p, err := headless.ParsePolicy(row.Policy.Source, []byte(row.Policy.Text))
+	a, err := autoapprove.Parse(row.Policy.Source, []byte(row.Policy.Text), policyEvents{s})
 	if err != nil {
 		s.opts.Logf("pane %s: its policy no longer reads (%v); its permission requests are left to you", row.ID, err)
 		return nil
 	}
-	return &approver{policy: p, text: []byte(row.Policy.Text)}
+	return a
 }
 
 // worktreeOf is the worktree a table's pane had.

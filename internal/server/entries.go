@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/autoapprove"
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/jobs"
@@ -30,7 +31,7 @@ type (
 type paneExt struct {
 	// approve decides the pane's permission requests (nil: none does);
 	// worktree is the git worktree corral made for it.
-	approve  atomic.Pointer[approver]
+	approve  atomic.Pointer[autoapprove.Approver]
 	worktree atomic.Pointer[worktree.Worktree]
 	// question holds the choices of the question the agent's hook last
 	// asked, until the agent goes on.
@@ -57,7 +58,7 @@ func (s *Server) fromRow(row panestore.Row) func(*entry) {
 
 // savedExt is what the table keeps of a pane's policy and worktree.
 func savedExt(e *entry) (*panestore.Policy, *panestore.Worktree) {
-	return e.Ext.approve.Load().saved(), savedWorktree(e.Ext.worktree.Load())
+	return savedPolicy(e.Ext.approve.Load()), savedWorktree(e.Ext.worktree.Load())
 }
 
 // found is what a route that serves panes and jobs alike found: a pane's

@@ -111,7 +111,7 @@ func paneJSON(e *entry) api.Pane {
 		out.Tmux = &api.TmuxPane{Socket: t.Socket(), Pane: t.TmuxID, Target: t.Target()}
 	}
 	if a := e.Ext.approve.Load(); a != nil {
-		out.Policy, out.Approval = a.policy.Source, a.latest()
+		out.Policy, out.Approval = a.Source(), a.Latest()
 	}
 	if wt := e.Ext.worktree.Load(); wt != nil {
 		out.Worktree = wt.Status()
