@@ -11,8 +11,9 @@ const module = "github.com/corral-dev/corral/internal/"
 // The pure packages know nothing of processes, sockets or the file
 // system's watches, and corral's packages depend one way: cmd → server →
 // pane → detect → term/rules/status/combine. Every package under internal
-// must have a row here, naming the corral packages it may import: a new
-// package declares its place.
+// must have a row here, naming the corral packages it imports, no more and
+// no fewer: a new package declares its place, and a row never allows what
+// a package stopped using.
 func TestDependencyBoundaries(t *testing.T) {
 	pure := []string{"term", "rules", "status", "combine", "detect", "tomlfile", "agentdef"}
 	forbidden := []string{"net", "net/http", "os/exec", "syscall", "github.com/creack/pty", "github.com/fsnotify/fsnotify"}
@@ -50,7 +51,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		"paneset":       {"agents", "api", "detect", "eventlog", "holder", "pane", "panestore", "roster", "rules", "safefile", "tmuxctl", "tmuxwatch"},
 		"fleetlink":     {"api", "board", "buildinfo", "eventlog", "fleet", "httpapi", "term"},
 		"jobs":          {"agentdef", "api", "combine", "detect", "eventlog", "headless", "pane", "rules", "safefile", "term"},
-		"server":        {"agents", "api", "autoapprove", "config", "httpapi", "board", "buildinfo", "detect", "eventlog", "fleetlink", "handover", "headless", "holder", "jobs", "notify", "pane", "paneset", "panestore", "procs", "rules", "ruleswatch", "safefile", "combine", "term", "tmuxctl", "tmuxwatch", "tomlfile", "osproc", "worktree"},
+		"server":        {"agents", "api", "autoapprove", "config", "httpapi", "board", "buildinfo", "detect", "eventlog", "fleetlink", "handover", "headless", "holder", "jobs", "notify", "pane", "paneset", "panestore", "procs", "rules", "ruleswatch", "safefile", "combine", "term", "osproc", "worktree"},
 		"tmuxwatch":     {"pane", "tmuxctl", "osproc"},
 		"worktree":      {"api", "config"},
 		"board":         {"api", "term"},
@@ -78,6 +79,11 @@ func TestDependencyBoundaries(t *testing.T) {
 		if !listed {
 			t.Errorf("internal/%s has no row in TestDependencyBoundaries: add one naming the corral packages it may import", pkg)
 			continue
+		}
+		for _, name := range ok {
+			if !contains(fields[1:], module+name) {
+				t.Errorf("the row of internal/%s allows internal/%s, which it does not import: remove it (a row says what a package uses)", pkg, name)
+			}
 		}
 		for _, imp := range fields[1:] {
 			if contains(pure, pkg) && contains(forbidden, imp) {
