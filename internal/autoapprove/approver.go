@@ -37,8 +37,9 @@ const SourcePolicy = "policy"
 const DecisionWindow = 2 * time.Second
 
 // PromptDrawWait bounds how long a decision waits for the prompt to show
-// the request whole before it leaves the request to the person.
-const PromptDrawWait = 1500 * time.Millisecond
+// the request whole before it leaves the request to the person: as long
+// as an answer waits for its prompt.
+const PromptDrawWait = pane.PromptDrawWait
 
 // decidedQuiet is how long after a rule decided a request the pane's
 // permission block is not notified: Claude Code draws its dialog while
@@ -46,7 +47,7 @@ const PromptDrawWait = 1500 * time.Millisecond
 const decidedQuiet = 3 * time.Second
 
 // Pane is what an approver needs of its pane. *pane.Pane has the most of
-// it; HooksDecide, AnswerPrompt and Name are the daemon's to give.
+// it; HooksDecide and Name are the daemon's to give.
 type Pane interface {
 	Info() pane.Info
 	PromptRegion() (string, bool)
@@ -62,7 +63,7 @@ type Pane interface {
 	// next.
 	HooksDecide(agent string) bool
 	// AnswerPrompt types choice into the pane's blocked prompt once the
-	// prompt can take it, as `corral answer` does.
+	// prompt can take it, as `corral answer` does (pane.Pane.AnswerPrompt).
 	AnswerPrompt(choice string) (string, error)
 }
 

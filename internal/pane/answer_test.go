@@ -2,6 +2,8 @@ package pane
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +66,38 @@ func TestAnswerRefusesAnUnknownDialog(t *testing.T) {
 	}
 	if keys, err := p.Answer("yes"); err != nil || keys != "1" {
 		t.Fatalf("answer yes to the recognised prompt: %q %v", keys, err)
+	}
+}
+
+// A report comes a moment before the agent draws its dialog: an answer in
+// that moment waits for the dialog rather than being refused or lost.
+func TestAnswerPromptWaitsForTheReportedPrompt(t *testing.T) {
+	t.Parallel()
+	drawn := filepath.Join(t.TempDir(), "draw")
+	p := startScript(t, `printf '\033]7501;state=blocked:kind=permission\033\\'; until [ -e '`+drawn+`' ]; do sleep 0.05; done; `+
+		knownPrompt+`; sleep 30`)
+	await(t, p, "blocked by the report", inState(combine.Blocked))
+	if _, err := p.Answer("yes"); !errors.Is(err, ErrUnknownPrompt) {
+		t.Fatalf("an answer before the dialog is drawn, not waiting for it: %v", err)
+	}
+	// The dialog is drawn a moment after the answer is asked for.
+	time.AfterFunc(300*time.Millisecond, func() { os.WriteFile(drawn, nil, 0o600) })
+	if keys, err := p.AnswerPrompt("yes"); err != nil || keys != "1" {
+		t.Fatalf("answer yes as the prompt is drawn: %q %v", keys, err)
+	}
+}
+
+// An unknown dialog is refused after PromptDrawWait, not at once and not
+// never.
+func TestAnswerPromptRefusesAnUnknownDialog(t *testing.T) {
+	t.Parallel()
+	p := startScript(t, unknownDialog+`; sleep 30`)
+	await(t, p, "blocked by the report", inState(combine.Blocked))
+	start := time.Now()
+	if _, err := p.AnswerPrompt("yes"); !errors.Is(err, ErrUnknownPrompt) {
+		t.Fatalf("answer yes to an unknown dialog: %v", err)
+	}
+	if took := time.Since(start); took < PromptDrawWait || took > PromptDrawWait+5*time.Second {
+		t.Fatalf("refused after %v; the dialog has %v to show", took, PromptDrawWait)
 	}
 }

@@ -117,3 +117,42 @@ func (p *Pane) AnswerHeld(choice, text string) (string, error) {
 	p.kick()
 	return keys, p.enqueue([]byte(keys), InputWait)
 }
+
+// PromptDrawWait bounds how long AnswerPrompt waits for the prompt it
+// answers to be on screen.
+const PromptDrawWait = 1500 * time.Millisecond
+
+// AnswerPrompt is Answer once the prompt can take the keys. An agent's own
+// report of a prompt (a PermissionRequest hook, an OSC 7501 "blocked")
+// comes before the dialog that reads the keys exists, and a dialog just
+// drawn may not read keys yet (Claude Code drops them for a moment): keys
+// typed then are lost, or land in the input box. So while the pane is
+// blocked, it waits until the screen has shown the prompt for the
+// manifest's answer_settle — at most PromptDrawWait for the prompt to
+// appear; a block whose dialog no rule recognises by then is refused
+// (ErrUnknownPrompt).
+func (p *Pane) AnswerPrompt(choice string) (string, error) {
+	start := time.Now()
+	for {
+		in := p.snap.Load().info
+		if in.Decision.State != combine.Blocked {
+			break // Answer refuses it
+		}
+		now := time.Now()
+		if !in.PromptShown.IsZero() {
+			if ready := in.PromptShown.Add(in.AnswerSettle); now.Before(ready) {
+				time.Sleep(ready.Sub(now))
+			}
+			break
+		}
+		if now.Sub(start) > PromptDrawWait {
+			break
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-p.done:
+			return "", ErrExited
+		}
+	}
+	return p.Answer(choice)
+}

@@ -36,8 +36,6 @@ func (p policyPane) HooksDecide(agent string) bool {
 	return in == "claude-code"
 }
 
-func (p policyPane) AnswerPrompt(choice string) (string, error) { return answerPane(p.e, choice) }
-
 func paneOfPolicy(e *entry) policyPane { return policyPane{Pane: e.P, e: e} }
 
 // policyEvents is where a policy's decisions go (autoapprove.Events): the
