@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,8 +27,12 @@ const (
 )
 
 // remotePaths are the API requests another host may make: the pane
-// commands that answer at once (streams stay local).
-var remotePaths = regexp.MustCompile(`^(GET /v1/panes(/[^/?]+(/screen)?)?|POST /v1/panes/[^/?]+/(send|answer|kill)|DELETE /v1/panes/[^/?]+|GET /v1/status)(\?[A-Za-z0-9=&_]*)?$`)
+// commands that answer at once (streams stay local). Compiled on first use:
+// ~55 KB of heap that every corral process, each holder's included, would
+// otherwise keep from its start.
+var remotePaths = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(GET /v1/panes(/[^/?]+(/screen)?)?|POST /v1/panes/[^/?]+/(send|answer|kill)|DELETE /v1/panes/[^/?]+|GET /v1/status)(\?[A-Za-z0-9=&_]*)?$`)
+})
 
 // ErrNoHost means no daemon of that name answers in the fleet.
 var ErrNoHost = errors.New("no such host answers in the fleet")
@@ -61,7 +66,7 @@ func (m *Member) Request(ctx context.Context, host, method, path string, body []
 	if err := CheckName(host); err != nil {
 		return 0, nil, err
 	}
-	if !remotePaths.MatchString(method + " " + path) {
+	if !remotePaths().MatchString(method + " " + path) {
 		return 0, nil, fmt.Errorf("%s %s cannot be sent to another host; run it there", method, path)
 	}
 	if down, at := m.HubDown(); down {
@@ -140,7 +145,7 @@ func (m *Member) serveCommand(msg *nats.Msg) {
 		go m.serveAttach(msg, true)
 		return
 	}
-	if !remotePaths.MatchString(method + " " + path) {
+	if !remotePaths().MatchString(method + " " + path) {
 		m.badIn.Add(1)
 		m.replyCommand(msg, http.StatusBadRequest, apiError("bad_request", fmt.Sprintf("host %s serves no %q %q from other hosts", m.o.Name, method, path)))
 		return

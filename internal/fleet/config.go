@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/internal/safefile"
@@ -159,11 +160,11 @@ func RemoveConfig(stateDir string) error {
 	return err
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`) })
 
 // CheckName refuses a host name that cannot be one subject token.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("host name %q: use 1 to 32 letters, digits, - or _, starting with a letter or digit", name)
 	}
 	return nil
