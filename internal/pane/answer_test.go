@@ -101,3 +101,30 @@ func TestAnswerPromptRefusesAnUnknownDialog(t *testing.T) {
 		t.Fatalf("refused after %v; the dialog has %v to show", took, PromptDrawWait)
 	}
 }
+
+// Claude Code's auto-mode notice takes Enter or Esc, and a digit typed
+// into it does nothing: corral offers and types only the notice rule's
+// answers, and refuses an option number with what it takes.
+func TestAnswerTakesOnlyThePromptsOwnAnswers(t *testing.T) {
+	t.Parallel()
+	p := startScript(t, `printf '%s\r\n  Auto mode can'"'"'t check actions in this session\r\n\r\n  Enter to stay in auto mode · Esc to cancel\r\n' ────────────────────; `+
+		`IFS= read -r line; printf 'typed:[%s]\r\n' "$line"; sleep 30`)
+	in := await(t, p, "blocked by the notice", inState(combine.Blocked))
+	if in.Decision.Kind != "question" || in.Decision.Rule != "notice" {
+		t.Fatalf("blocked: %+v", in.Decision)
+	}
+	if names, options := p.PromptAnswers(); strings.Join(names, " ") != "yes no cancel" || options {
+		t.Fatalf("the notice offers %v (options %v), want yes no cancel and no options", names, options)
+	}
+	for _, choice := range []string{"1", "always"} {
+		keys, err := p.Answer(choice)
+		if !errors.Is(err, ErrNoAnswer) || keys != "" || !strings.Contains(err.Error(), "[yes no cancel]") {
+			t.Fatalf("answer %s to the notice: keys %q, %v", choice, keys, err)
+		}
+	}
+	if keys, err := p.Answer("yes"); err != nil || keys != "\r" {
+		t.Fatalf("answer yes to the notice: %q %v", keys, err)
+	}
+	// Enter was the first key it read: the refused answers typed nothing.
+	awaitScreen(t, p, "typed:[]")
+}

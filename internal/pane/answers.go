@@ -106,7 +106,7 @@ func (p *Pane) AnswerHeld(choice, text string) (string, error) {
 	if !ok {
 		p.unlock()
 		p.kick()
-		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m))
+		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m, d.Rule))
 	}
 	p.queueLocked(p.engine.NoteDecided(now, text))
 	if choice == rules.AnswerNo || choice == rules.AnswerCancel {

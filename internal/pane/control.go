@@ -169,7 +169,7 @@ func (p *Pane) Answer(choice string) (string, error) {
 	if !ok {
 		p.unlock()
 		p.kick()
-		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m))
+		return "", fmt.Errorf("%w %q for %s; it knows %s", ErrNoAnswer, choice, m.Name, answerNames(m, rule))
 	}
 	p.queueLocked(p.engine.MarkSeen(now))
 	if choice == rules.AnswerNo || choice == rules.AnswerCancel || detect.IsInterrupt([]byte(keys)) {

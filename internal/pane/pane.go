@@ -429,14 +429,16 @@ func describe(d combine.Decision) string {
 	return s
 }
 
-func answerNames(m *rules.Manifest) string {
+// answerNames are the answers the prompt a rule recognised takes ("": the
+// manifest's), for an error.
+func answerNames(m *rules.Manifest, rule string) string {
 	var names []string
 	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
-		if _, ok := m.Answers[n]; ok {
+		if _, ok := m.KeysFor(rule, n); ok {
 			names = append(names, n)
 		}
 	}
-	if _, ok := m.Answers[rules.AnswerOption]; ok {
+	if _, ok := m.KeysFor(rule, "1"); ok {
 		names = append(names, "an option number")
 	}
 	if len(names) == 0 {

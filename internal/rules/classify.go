@@ -119,11 +119,14 @@ func (m *Manifest) RecognisesPrompts() bool {
 }
 
 // KeysFor is Keys for the prompt a rule recognised: the rule's own
-// answers first, then the manifest's.
+// answers first, then the manifest's (unless the rule takes only its own).
 func (m *Manifest) KeysFor(rule, choice string) (string, bool) {
 	tables := []map[string]string{m.Answers}
 	for _, r := range m.Rules {
-		if r.ID == rule && len(r.Answers) > 0 {
+		switch {
+		case r.ID == rule && r.AnswersOnly:
+			tables = []map[string]string{r.Answers}
+		case r.ID == rule && len(r.Answers) > 0:
 			tables = []map[string]string{r.Answers, m.Answers}
 		}
 	}

@@ -39,6 +39,14 @@ func TestClaudeCodeUnnumberedApproval(t *testing.T) {
 			t.Errorf("answer %s = %q, want %q", choice, k, want)
 		}
 	}
+	// Digits and "always" do nothing in this menu (seen live: corral
+	// answer 1 and 2 left it waiting): corral must refuse them, not type
+	// the numbered dialog's keys.
+	for _, choice := range []string{"always", "1", "2"} {
+		if k, ok := m.KeysFor(v.Rule, choice); ok {
+			t.Errorf("answer %s = %q, want refused: the menu takes no numbers", choice, k)
+		}
+	}
 	// The numbered dialog is still the numbered rule's, answered by number.
 	numbered := append(append([]string{}, lines[:13]...), " ❯ 1. Yes", "   2. No", "", " Esc to cancel · Tab to amend")
 	if v := m.Classify(Screen{Lines: numbered}); v.Rule != "permission" {
@@ -60,11 +68,15 @@ func TestClaudeCodeAutoModeScreens(t *testing.T) {
 		state        State
 		kind, msg    string
 		keys         map[string]string
+		refused      []string
 	}{
-		{"idle_auto", "idle", Idle, "", "", nil},
-		{"working_auto", "working", Working, "", "", nil},
+		{"idle_auto", "idle", Idle, "", "", nil, nil},
+		{"working_auto", "working", Working, "", "", nil, nil},
 		{"billing_notice", "notice", Blocked, "question", "We're changing auto mode to no longer charge for classifier requests in Claude Code.",
-			map[string]string{"yes": "\r", "no": "\x1b", "cancel": "\x1b"}},
+			map[string]string{"yes": "\r", "no": "\x1b", "cancel": "\x1b"}, []string{"always", "1"}},
+		// A digit typed into this notice did nothing, live.
+		{"check_unavailable", "notice", Blocked, "question", "Auto mode can't check actions in this session",
+			map[string]string{"yes": "\r", "no": "\x1b", "cancel": "\x1b"}, []string{"always", "1", "2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.screen, func(t *testing.T) {
@@ -75,6 +87,11 @@ func TestClaudeCodeAutoModeScreens(t *testing.T) {
 			for choice, want := range tt.keys {
 				if k, ok := m.KeysFor(v.Rule, choice); !ok || k != want {
 					t.Errorf("answer %s = %q, want %q", choice, k, want)
+				}
+			}
+			for _, choice := range tt.refused {
+				if k, ok := m.KeysFor(v.Rule, choice); ok {
+					t.Errorf("answer %s = %q, want refused: the notice takes Enter or Esc", choice, k)
 				}
 			}
 		})

@@ -115,6 +115,10 @@ type Rule struct {
 	// Answers are this prompt's own keystrokes, where they differ from the
 	// manifest's (a trust screen taking Enter where approvals take "y").
 	Answers map[string]string
+	// AnswersOnly: the prompt takes Answers and nothing else; the
+	// manifest's (an option number, "always") are refused, not typed
+	// into a prompt that ignores them.
+	AnswersOnly bool
 }
 
 // file mirrors the TOML schema.
@@ -145,13 +149,14 @@ type timingSection struct {
 }
 
 type ruleSection struct {
-	ID      string            `toml:"id"`
-	State   string            `toml:"state"`
-	Kind    string            `toml:"kind"`
-	Region  string            `toml:"region"`
-	Pattern string            `toml:"pattern"`
-	Note    string            `toml:"note"`
-	Answers map[string]string `toml:"answers"`
+	ID          string            `toml:"id"`
+	State       string            `toml:"state"`
+	Kind        string            `toml:"kind"`
+	Region      string            `toml:"region"`
+	Pattern     string            `toml:"pattern"`
+	Note        string            `toml:"note"`
+	Answers     map[string]string `toml:"answers"`
+	AnswersOnly bool              `toml:"answers_only"`
 }
 
 // Error is a problem in a manifest, located in its file.
@@ -318,7 +323,7 @@ func compileRule(i int, rs ruleSection, fail func(key, format string, args ...an
 		name = fmt.Sprintf("#%d", i+1)
 	}
 	ok := true
-	r := Rule{ID: rs.ID, Kind: rs.Kind, Note: rs.Note, msgGroup: -1}
+	r := Rule{ID: rs.ID, Kind: rs.Kind, Note: rs.Note, AnswersOnly: rs.AnswersOnly, msgGroup: -1}
 	if !idPattern().MatchString(rs.ID) {
 		fail("id", "rule %s: id %q must be 1-64 of [a-z0-9_-]", name, rs.ID)
 		ok = false
@@ -363,6 +368,10 @@ func compileRule(i int, rs ruleSection, fail func(key, format string, args ...an
 			fail("answers", "rule %s: "+format, append([]any{name}, args...)...)
 			ok = false
 		})
+	}
+	if rs.AnswersOnly && len(rs.Answers) == 0 {
+		fail("answers_only", "rule %s: answers_only needs answers: the keys this prompt takes", name)
+		ok = false
 	}
 	r.Pattern = re
 	r.msgGroup = re.SubexpIndex("msg")

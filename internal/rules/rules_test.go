@@ -147,6 +147,23 @@ func TestKeysAndIdentify(t *testing.T) {
 			t.Errorf("KeysFor(%q, %q) = %q, %v; want %q", tt.rule, tt.choice, got, ok, tt.want)
 		}
 	}
+	// A prompt that takes only its own answers refuses the manifest's.
+	only, err := Parse("o.toml", []byte("name = \"o\"\n[answers]\nyes = \"1\"\nalways = \"2\"\noption = \"{n}\"\n"+
+		"[[rule]]\nid = \"notice\"\nstate = \"blocked\"\npattern = 'Enter to continue'\nanswers = { yes = \"\\r\" }\nanswers_only = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := only.KeysFor("notice", "yes"); !ok || k != "\r" {
+		t.Errorf("KeysFor(notice, yes) = %q, %v; want \\r", k, ok)
+	}
+	for _, choice := range []string{"always", "1", "no"} {
+		if k, ok := only.KeysFor("notice", choice); ok {
+			t.Errorf("KeysFor(notice, %q) = %q; want refused (answers_only)", choice, k)
+		}
+	}
+	if k, ok := only.KeysFor("", "always"); !ok || k != "2" {
+		t.Errorf("KeysFor(\"\", always) = %q, %v; want the manifest's 2", k, ok)
+	}
 	if !m.MatchesProcess("toy", nil) || !m.MatchesProcess("node", []string{"node", "/opt/toy.js"}) || m.MatchesProcess("node", []string{"node", "x.js"}) {
 		t.Error("MatchesProcess")
 	}
@@ -179,6 +196,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad settle", "name = \"x\"\n[timing]\nanswer_settle = \"9s\"\n", "3:1", "answer_settle"},
 		{"answers on idle", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"idle\"\npattern = 'x'\nanswers = { yes = \"y\" }\n", "6:1", "answers are only for blocked"},
 		{"bad rule answer", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"blocked\"\npattern = 'x'\nanswers = { yes = \"\" }\n", "6:1", "rule a: answers.yes"},
+		{"answers_only without answers", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"blocked\"\npattern = 'x'\nanswers_only = true\n", "6:1", "rule a: answers_only needs answers"},
 		{"pattern too long", "name = \"x\"\n[[rule]]\nid = \"a\"\nstate = \"idle\"\npattern = '" + strings.Repeat("a", MaxPatternBytes+1) + "'\n", "5:1", "limit"},
 		// There is no key that runs a program: any attempt is an unknown key.
 		{"no commands", "name = \"x\"\nexec = \"rm -rf /\"\n", "2:1", `unknown key "exec"`},
