@@ -81,6 +81,19 @@ type Verify struct {
 	Skip    map[string]string // scenario steps it cannot take → why
 	Keys    map[string]string // yes, no, option, interrupt → keys, over its manifest's answers
 	Latency time.Duration     // how long the scripted model waits before each answer
+	// Variants are further profiles of the same agent started another
+	// way (Claude Code in its default auto mode), each with a scenario
+	// of its own.
+	Variants []Variant
+}
+
+// Variant is a verify profile of an agent started another way: the
+// agent's [verify] with its own arguments, ready text and scenario.
+type Variant struct {
+	Name     string   // the profile's name: the agent's and this ("claude-code" + "auto")
+	Args     []string // put after its binary instead of [verify] args (nil: none)
+	Ready    string   // text on its screen once it takes input ("": [verify] ready)
+	Scenario string   // the scenario internal/verify runs ("": the default)
 }
 
 // APIs are the model APIs the scripted model speaks.
@@ -127,6 +140,12 @@ type file struct {
 		Skip    map[string]string `toml:"skip"`
 		Keys    map[string]string `toml:"keys"`
 		Latency string            `toml:"latency"`
+		Variant []struct {
+			Name     string   `toml:"name"`
+			Args     []string `toml:"args"`
+			Ready    string   `toml:"ready"`
+			Scenario string   `toml:"scenario"`
+		} `toml:"variant"`
 	} `toml:"verify"`
 }
 
@@ -195,6 +214,23 @@ func Parse(source, folder string, data []byte) (*Agent, error) {
 		}
 		a.Verify.Latency = d
 	}
+	for i, v := range f.Verify.Variant {
+		name := a.Name + "-" + v.Name
+		badVariant := func(format string, args ...any) error {
+			return fmt.Errorf("agent %s:%d: [[verify.variant]] %q: %s", source, nthLine(data, "[[verify.variant]]", i), v.Name, fmt.Sprintf(format, args...))
+		}
+		switch {
+		case !nameRE().MatchString(v.Name):
+			return nil, badVariant("name: lower-case letters, digits and dashes")
+		case slices.ContainsFunc(a.Verify.Variants, func(o Variant) bool { return o.Name == name }):
+			return nil, badVariant("name: a second variant of that name")
+		}
+		ready := v.Ready
+		if ready == "" {
+			ready = a.Verify.Ready
+		}
+		a.Verify.Variants = append(a.Verify.Variants, Variant{Name: name, Args: v.Args, Ready: ready, Scenario: v.Scenario})
+	}
 	return a, nil
 }
 
@@ -204,6 +240,20 @@ func lineOf(data []byte, key string) int {
 		line = strings.TrimSpace(line)
 		if rest, ok := strings.CutPrefix(line, key); ok && strings.HasPrefix(strings.TrimSpace(rest), "=") || line == "["+key+"]" {
 			return i + 1
+		}
+	}
+	return 1
+}
+
+// nthLine is the line of the n-th (from 0) line that is text (1 when there
+// is none).
+func nthLine(data []byte, text string, n int) int {
+	for i, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == text {
+			if n == 0 {
+				return i + 1
+			}
+			n--
 		}
 	}
 	return 1
@@ -249,6 +299,11 @@ func Load(fsys fs.FS, prefix string) (*Registry, error) {
 			continue
 		}
 		for _, o := range r.agents {
+			for _, v := range append(o.Verify.Variants, a.Verify.Variants...) {
+				if v.Name == a.Name || v.Name == o.Name {
+					errs = append(errs, fmt.Errorf("agent %s: verify variant %q is an agent's name", source, v.Name))
+				}
+			}
 			switch {
 			case o.Binary == a.Binary:
 				errs = append(errs, fmt.Errorf("agent %s: binary %q is %s's too", source, a.Binary, o.Name))

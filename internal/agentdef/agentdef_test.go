@@ -31,6 +31,13 @@ latency = "700ms"
 keys = { interrupt = "\u001b{pause}\u001b" }
 `
 
+// variant is a [[verify.variant]] table for the tests, which go after
+// good's last line.
+const (
+	last    = "keys = { interrupt = \"\\u001b{pause}\\u001b\" }"
+	variant = "[[verify.variant]]\nname = \"auto\"\nscenario = \"auto\"\n"
+)
+
 func TestParse(t *testing.T) {
 	a, err := Parse("x/crush/agent.toml", "crush", []byte(good))
 	if err != nil {
@@ -38,6 +45,16 @@ func TestParse(t *testing.T) {
 	}
 	if a.Verify.Latency != 700*time.Millisecond || a.Verify.Keys["interrupt"] != "\x1b{pause}\x1b" || a.Install.Verified != "0.90.0" {
 		t.Errorf("parsed %+v", a)
+	}
+	// A variant is named after its agent and takes its ready text unless
+	// it gives its own.
+	a, err = Parse("x/crush/agent.toml", "crush", []byte(good+"\n"+variant+"args = []\n\n[[verify.variant]]\nname = \"tui\"\nready = \"> \"\nargs = [\"--tui\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := a.Verify.Variants; len(v) != 2 || v[0].Name != "crush-auto" || v[0].Ready != "ctrl+p commands" || v[0].Scenario != "auto" || v[0].Args == nil ||
+		v[1].Name != "crush-tui" || v[1].Ready != "> " || v[1].Args[0] != "--tui" || v[1].Scenario != "" {
+		t.Errorf("variants %+v", v)
 	}
 	tests := []struct {
 		name, edit, with, want string
@@ -62,6 +79,8 @@ func TestParse(t *testing.T) {
 		{"unknown key name", `keys = { interrupt`, `keys = { cancel`, `keys: "cancel": keys are yes, no, option, interrupt`},
 		{"bad latency", `latency = "700ms"`, `latency = "a while"`, `:13: latency: "a while"`},
 		{"latency too long", `latency = "700ms"`, `latency = "1m"`, `latency: "1m": a duration from 0s to 10s`},
+		{"bad variant name", last, last + "\n\n[[verify.variant]]\nname = \"Auto\"", `:16: [[verify.variant]] "Auto": name: lower-case`},
+		{"variant twice", last, last + "\n\n" + variant + "\n" + variant, `:20: [[verify.variant]] "auto": name: a second variant`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +112,10 @@ func TestLoad(t *testing.T) {
 		{"same exec", map[string]string{
 			"crush/agent.toml": good + "[headless]\nexec = \"x\"\ndialect = \"claude\"\n", "crush/rules.toml": "",
 			"charm/agent.toml": other + "[headless]\nexec = \"x\"\ndialect = \"claude\"\n", "charm/rules.toml": ""}, `exec "x" is charm's too`},
+		{"a variant named as an agent", map[string]string{
+			"crush/agent.toml": good + "\n[[verify.variant]]\nname = \"x\"\n", "crush/rules.toml": "",
+			"crush-x/agent.toml": strings.NewReplacer(`name = "crush"`, `name = "crush-x"`, `binary = "crush"`, `binary = "crushx"`).Replace(good), "crush-x/rules.toml": ""},
+			`verify variant "crush-x" is an agent's name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,11 +226,17 @@ func TestDocsAgree(t *testing.T) {
 		case rows[i][1] != a.Title || rows[i][3] != a.Install.Verified:
 			t.Errorf("%s: %s %s verified; docs/agents.md says %s %s", a.Source, a.Title, a.Install.Verified, rows[i][1], rows[i][3])
 		}
-		if !strings.Contains(agentsMD, "\nfor a in ") || !regexp.MustCompile(`\nfor a in [^\n]*\b`+a.Name+`\b[^\n]*; do`).MatchString(agentsMD) {
-			t.Errorf("docs/agents.md's regenerate loop does not run %s", a.Name)
+		profiles := []string{a.Name}
+		for _, v := range a.Verify.Variants {
+			profiles = append(profiles, v.Name)
 		}
-		if _, err := os.Stat(filepath.Join("../../testdata/live/verify", a.Name, "run.json")); err != nil {
-			t.Errorf("%s: no recording (corral verify --agent %s --record testdata/live/verify/%s): %v", a.Source, a.Name, a.Name, err)
+		for _, name := range profiles {
+			if !regexp.MustCompile(`\nfor a in ([^\n]* )?` + name + `( [^\n]*)?; do`).MatchString(agentsMD) {
+				t.Errorf("docs/agents.md's regenerate loop does not run %s", name)
+			}
+			if _, err := os.Stat(filepath.Join("../../testdata/live/verify", name, "run.json")); err != nil {
+				t.Errorf("%s: no recording (corral verify --agent %s --record testdata/live/verify/%s): %v", a.Source, name, name, err)
+			}
 		}
 	}
 	rulesMD := strings.SplitN(readDoc(t, "../../docs/rules.md"), "\n\n", 3)[1] // after the title

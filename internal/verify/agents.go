@@ -55,6 +55,12 @@ type Profile struct {
 	// (0: at once), for an agent that finishes a turn against an instant
 	// answer faster than its working screen can be read.
 	Latency time.Duration
+	// Scenario is the profile's own scenario (nil: the default), named
+	// by its agent.toml.
+	Scenario []Step
+	// bad says why the profile cannot run (a name in agent.toml with no
+	// Go part).
+	bad error
 }
 
 // Profiles are the agents verify knows: the registry's
@@ -96,6 +102,17 @@ func profilesOf(r *agentdef.Registry) []*Profile {
 			}
 		}
 		out = append(out, p)
+		for _, vv := range v.Variants {
+			q := *p
+			q.Name, q.Args, q.Ready = vv.Name, vv.Args, vv.Ready
+			if vv.Scenario != "" {
+				q.Scenario = scenarios[vv.Scenario]
+				if q.Scenario == nil {
+					q.bad = fmt.Errorf("%s: [[verify.variant]] %q: scenario %q has no Go part in internal/verify's scenarios", a.Source, vv.Name, vv.Scenario)
+				}
+			}
+			out = append(out, &q)
+		}
 	}
 	return out
 }

@@ -135,6 +135,16 @@ func (dr *driver) drive(ctx context.Context, steps []Step) ([]StepRun, error) {
 			} else if err := dr.submit(ctx, text); err != nil {
 				return nil, err
 			}
+		case s.Answer != "":
+			pressed = time.Now()
+			if err := dr.answer(ctx, s.Answer); err != nil {
+				// A person would be stuck here too: the step is wrong,
+				// and so will the next be, the agent still asking.
+				run.Fault = fmt.Sprintf("corral answer %s failed: %v", s.Answer, err)
+				if dr.o.Log != nil {
+					fmt.Fprintf(dr.o.Log, "%-16s %s\n", s.Name, run.Fault)
+				}
+			}
 		case s.Key == KeyNo && p.Keys[KeyNo] == "":
 			// A refusal goes the way a person's does: corral answer no.
 			pressed = time.Now()

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -29,8 +30,31 @@ func TestProfilesFromTheRegistry(t *testing.T) {
 			t.Errorf("homes[%q] is named by no agent.toml", name)
 		}
 	}
-	if got, want := len(Profiles()), len(r.All())+1; got != want {
-		t.Errorf("%d profiles, want the %d agents and the fake agent", got, want)
+	variants, scenariosUsed := 0, map[string]bool{}
+	for _, a := range r.All() {
+		for _, v := range a.Verify.Variants {
+			variants++
+			if v.Scenario == "" {
+				continue
+			}
+			scenariosUsed[v.Scenario] = true
+			if scenarios[v.Scenario] == nil {
+				t.Errorf("%s: [[verify.variant]] %s: scenario %q has no steps in internal/verify's scenarios", a.Source, v.Name, v.Scenario)
+			}
+		}
+	}
+	for name := range scenarios {
+		if !scenariosUsed[name] {
+			t.Errorf("scenarios[%q] is named by no agent.toml", name)
+		}
+	}
+	if got, want := len(Profiles()), len(r.All())+variants+1; got != want {
+		t.Errorf("%d profiles, want the %d agents, their %d variants and the fake agent", got, want, variants)
+	}
+	for _, p := range Profiles() {
+		if p.bad != nil {
+			t.Errorf("%s: %v", p.Name, p.bad)
+		}
 	}
 	p, err := ProfileFor("crush", nil)
 	if err != nil {
@@ -42,6 +66,31 @@ func TestProfilesFromTheRegistry(t *testing.T) {
 	}
 	if p, _ := ProfileFor("claude", nil); p == nil || p.Name != "claude-code" || !p.Reports || p.Args[0] != "--permission-mode" {
 		t.Errorf("claude's profile %+v", p)
+	}
+	// Claude Code as users start it: no arguments, its auto-mode footer,
+	// its own scenario; the rest is Claude Code's.
+	if p, _ := ProfileFor("claude-code-auto", nil); p == nil || len(p.Args) != 0 || p.Ready != "auto mode on" || p.Rules != "claude-code" ||
+		p.Binary != "claude" || !p.Reports || p.Home == nil || p.API != APIAnthropic || len(p.Scenario) == 0 || p.Scenario[0].Name != "startup" {
+		t.Errorf("claude-code-auto's profile %+v", p)
+	}
+}
+
+// A variant whose scenario has no steps says so when it runs, naming
+// the file.
+func TestVariantWithoutItsScenario(t *testing.T) {
+	const data = "name = \"x\"\ntitle = \"X\"\nbinary = \"x\"\n[install]\nnpm = \"x\"\nverified = \"1.0.0\"\n" +
+		"[verify]\napi = \"openai-chat\"\nready = \"> \"\n[[verify.variant]]\nname = \"y\"\nscenario = \"nowhere\"\n"
+	r, err := agentdef.Load(fstest.MapFS{"x/agent.toml": {Data: []byte(data)}, "x/rules.toml": {}}, "t/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := profilesOf(r)
+	if len(ps) != 2 || ps[1].Name != "x-y" {
+		t.Fatalf("profiles %+v", ps)
+	}
+	_, _, err = Run(context.Background(), Options{Profile: ps[1]})
+	if err == nil || !strings.Contains(err.Error(), `t/x/agent.toml: [[verify.variant]] "x-y": scenario "nowhere" has no Go part`) {
+		t.Errorf("run: %v", err)
 	}
 }
 

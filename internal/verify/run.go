@@ -37,7 +37,7 @@ type Options struct {
 	Rules *rules.Set
 	// RulesDir is the user's rules folder the private daemon reads ("" none).
 	RulesDir string
-	Scenario []Step // default Scenario
+	Scenario []Step // default the profile's, else Scenario
 	Cols     int
 	Rows     int
 	// Settle is how long a step goes on once its state is reached: corral
@@ -57,6 +57,12 @@ var shellCommands = map[API]string{APIAnthropic: "ls -la /tmp", APIGemini: "touc
 // every step live and in replays.
 func Run(ctx context.Context, o Options) (*Result, *Recording, error) {
 	p := o.Profile
+	if p.bad != nil {
+		return nil, nil, p.bad
+	}
+	if o.Scenario == nil {
+		o.Scenario = p.Scenario
+	}
 	if o.Scenario == nil {
 		o.Scenario = Scenario
 	}

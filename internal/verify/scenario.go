@@ -57,7 +57,11 @@ type Step struct {
 	Turn mockmodel.Step
 	Arg  string
 	Key  Key
-	Want Want
+	// Answer is answered through corral, as `corral answer ID ANSWER`
+	// does (the API): the keys are those of the rule that reads the
+	// prompt, so a wrong answer key fails the step.
+	Answer string
+	Want   Want
 	// Hold keeps the step going this long after its state is reached
 	// (a slow tool call must be running before it is interrupted).
 	Hold time.Duration
@@ -96,6 +100,37 @@ var Scenario = []Step{
 	{Name: "early-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Within: time.Second, Deadline: 30 * time.Second},
 }
 
+// AutoScenario is Claude Code in auto mode (its default) against the
+// loopback model server, where auto mode's safety check cannot reach
+// Anthropic: the first checked tool call opens a notice (a question:
+// Enter stays in auto mode), then that call and each checked one after
+// it asks in a menu without numbers (No first). A person answers both
+// through corral. File writes in the working folder run unasked.
+var AutoScenario = []Step{
+	{Name: "startup", Want: Want{State: combine.Idle}, Deadline: 90 * time.Second},
+	{Name: "notice", Turn: mockmodel.StepShell, Want: Want{combine.Blocked, "question"}, Deadline: 60 * time.Second},
+	{Name: "notice-no", Answer: "no", Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
+	{Name: "shell", Turn: mockmodel.StepShell, Want: Want{combine.Blocked, "question"}, Deadline: 60 * time.Second},
+	{Name: "notice-stay", Answer: "yes", Want: Want{combine.Blocked, "permission"}, Deadline: 60 * time.Second},
+	{Name: "shell-yes", Answer: "yes", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "question", Turn: mockmodel.StepQuestion, Want: Want{combine.Blocked, "question"}, Deadline: 60 * time.Second},
+	{Name: "question-answer", Answer: "1", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "deny", Turn: mockmodel.StepShell, Want: Want{combine.Blocked, "permission"}, Deadline: 60 * time.Second},
+	{Name: "deny-no", Answer: "no", Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
+	{Name: "edit", Turn: mockmodel.StepEdit, Arg: "{work}/notes.txt", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "interrupt", Turn: mockmodel.StepSlow, Arg: "30", Want: Want{State: combine.Working}, Hold: 3 * time.Second, Deadline: 60 * time.Second},
+	{Name: "interrupt-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
+	{Name: "prose", Turn: mockmodel.StepProse, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "slow", Turn: mockmodel.StepSlow, Arg: "6", Want: Want{State: combine.Working}, Hold: 2 * time.Second, Deadline: 60 * time.Second},
+	{Name: "slow-done", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "early", Turn: mockmodel.StepStream, Arg: "8", Want: Want{State: combine.Working}, At: 800 * time.Millisecond, Deadline: 60 * time.Second},
+	{Name: "early-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Within: time.Second, Deadline: 30 * time.Second},
+}
+
+// scenarios are the scenarios a [[verify.variant]] may name. A test
+// fails when a name has none.
+var scenarios = map[string][]Step{"auto": AutoScenario}
+
 // text is what a step types for an agent that talks to the scripted
 // model: "corral:edit /work/notes.txt".
 func (s Step) text(work string) string {
@@ -133,6 +168,8 @@ func (s Step) describe() string {
 	switch {
 	case s.Turn != "":
 		return fmt.Sprintf("type %q", s.text("…"))
+	case s.Answer != "":
+		return "corral answer " + s.Answer
 	case s.Key != KeyNone:
 		return "press " + string(s.Key)
 	}

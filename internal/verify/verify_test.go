@@ -365,3 +365,37 @@ func TestLate(t *testing.T) {
 		})
 	}
 }
+
+// In every scenario each step's state differs from the one the step
+// before leaves (a stale state is never scored right), and in the auto
+// scenario every prompt is answered through corral (corral answer), so
+// that the answer keys of the rule that reads it are what is typed.
+func TestScenarios(t *testing.T) {
+	all := map[string][]Step{"default": Scenario}
+	for name, s := range scenarios {
+		all[name] = s
+	}
+	for name, steps := range all {
+		if steps[0].Name != "startup" {
+			t.Errorf("%s: starts with %s, not startup", name, steps[0].Name)
+		}
+		seen := map[string]bool{}
+		for i, s := range steps {
+			if seen[s.Name] {
+				t.Errorf("%s: step %s twice", name, s.Name)
+			}
+			seen[s.Name] = true
+			if i > 0 && s.Want == steps[i-1].Want {
+				t.Errorf("%s: %s wants %s, as %s before it", name, s.Name, s.Want, steps[i-1].Name)
+			}
+			if s.Turn != "" && (s.Answer != "" || s.Key != KeyNone) {
+				t.Errorf("%s: %s both types a turn and answers", name, s.Name)
+			}
+		}
+	}
+	for i, s := range AutoScenario[1:] {
+		if AutoScenario[i].Want.State == combine.Blocked && s.Answer == "" {
+			t.Errorf("auto: %s answers %s's prompt without corral answer", s.Name, AutoScenario[i].Name)
+		}
+	}
+}
