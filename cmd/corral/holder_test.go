@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -103,24 +105,42 @@ func crowd(t *testing.T, e *env, n int) (names []string, screens map[string]stri
 		// to start on two cores. The plain pass runs the full crowd.
 		n = min(n, 6)
 	}
+	e.must("ls") // the daemon, before the runs at once
+	// Started at once, and each waited for at once: what is measured
+	// after is the crash, not the crowd.
+	failed := make([]string, n)
+	var wg sync.WaitGroup
 	for i := range n {
 		name := fmt.Sprintf("p%02d", i)
 		names = append(names, name)
-		if i%2 == 0 {
-			e.must("run", "--name", name, "--agent", "claude-code", "--size", "90x24", "--", corralBin, "fake-agent")
-		} else {
-			e.must("run", "--name", name, "--size", "70x20", "--", "sh", "-c",
-				fmt.Sprintf(`for i in $(seq 1 2000); do printf '\033[3%%dm%s line %%d\033[0m\n' $((i%%8)) $i; done; echo ready-%s; while read l; do echo "got $l"; done`, name, name))
-		}
+		wg.Go(func() {
+			var args []string
+			if i%2 == 0 {
+				args = []string{"run", "--name", name, "--agent", "claude-code", "--size", "90x24", "--", corralBin, "fake-agent"}
+			} else {
+				args = []string{"run", "--name", name, "--size", "70x20", "--", "sh", "-c",
+					fmt.Sprintf(`for i in $(seq 1 2000); do printf '\033[3%%dm%s line %%d\033[0m\n' $((i%%8)) $i; done; echo ready-%s; while read l; do echo "got $l"; done`, name, name)}
+			}
+			if _, errs, code := e.run(args...); code != 0 {
+				failed[i] = fmt.Sprintf("corral run %s: exit %d: %s", name, code, errs)
+				return
+			}
+			if i%2 == 0 {
+				if _, errs, code := e.run("wait", name, "--state", "idle", "--timeout", "20s"); code != 0 {
+					failed[i] = fmt.Sprintf("corral wait %s: exit %d: %s", name, code, errs)
+				}
+				return
+			}
+			if !proctest.WaitFor(20*time.Second, func() bool { return strings.Contains(e.screen(name), "ready-"+name) }) {
+				failed[i] = name + " never showed ready-" + name
+			}
+		})
+	}
+	wg.Wait()
+	if f := strings.Join(slices.DeleteFunc(failed, func(s string) bool { return s == "" }), "\n"); f != "" {
+		t.Fatal(f)
 	}
 	screens, pids = map[string]string{}, map[string]int{}
-	for i, name := range names {
-		if i%2 == 0 {
-			e.must("wait", name, "--state", "idle", "--timeout", "20s")
-		} else {
-			waitFor(t, 20*time.Second, name+" ready", func() bool { return strings.Contains(e.screen(name), "ready-"+name) })
-		}
-	}
 	// One agent mid-prompt: blocked across the crash.
 	e.must("send", names[0], "ask", "--enter")
 	e.must("wait", names[0], "--state", "blocked", "--timeout", "20s")
