@@ -563,9 +563,8 @@ stty min 1; ans=$(dd bs=1 count=1 2>/dev/null); printf 'answered:%s\n' "$ans"; s
 // calls run at once; each must end within the client's deadline and a
 // margin, and corral exec must see its --timeout.
 func TestStuckPanesAnswerInBoundedTime(t *testing.T) {
-	// In parallel: the bound is a hang's (the client's 10 s deadline and a
-	// margin), not a latency; its calls take about 3 s, exec's --timeout.
-	t.Parallel()
+	// Not in parallel: beside the other tests, under load, its calls took
+	// up to 12 s of the 13 s bound (3 s alone).
 	e := newEnv(t)
 	e.must("run", "--name", "deaf", "--", "sh", "-c", `stty raw -echo; printf 'Continue? [y/n] '; exec sleep 600`)
 	e.must("run", "--name", "full", "--", "sh", "-c", `stty raw -echo; exec sleep 600`)
