@@ -182,7 +182,7 @@ func TestRealClaudeCodePolicy(t *testing.T) {
 			"--env", "HOME="+f.home, "--env", "ANTHROPIC_BASE_URL="+f.model.URL, "--env", "ANTHROPIC_API_KEY="+f.key,
 			"--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "--env", "DISABLE_AUTOUPDATER=1", "--env", "DISABLE_TELEMETRY=1",
 			"--", f.claude, "--permission-mode", "default")
-		waitFor(t, 60*time.Second, name+"'s input box", func() bool { return strings.Contains(e.must("screen", name), "? for shortcuts") })
+		waitFor(t, 60*time.Second, name+"'s input box", func() bool { return strings.Contains(e.screen(name), "? for shortcuts") })
 		e.must("send", name, prompt, "--enter")
 	}
 
@@ -274,7 +274,7 @@ func TestPanePolicyDecidesReportedRequests(t *testing.T) {
 				// block: wait for its event, then for the state it leads to.
 				decided := `"message":"` + c.decision + `","source":"policy","rule":"` + policy + ` rule `
 				waitFor(t, 20*time.Second, "the decision event", func() bool {
-					return strings.Contains(e.must("events", "--since", "1h"), decided)
+					return strings.Contains(e.eventLines(time.Hour), decided)
 				})
 				if _, errs, code := e.run("wait", c.name, "--state", c.want, "--timeout", "20s"); code != 0 {
 					t.Fatalf("never answered (%s):\n%s", errs, e.must("screen", c.name))

@@ -85,7 +85,7 @@ func TestFleetTerminalBoardAttach(t *testing.T) {
 	hub, b := fleetPair(t)
 	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "make test")
 	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
-	waitFor(t, 10*time.Second, "b:fp on the hub", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
+	waitFor(t, 10*time.Second, "b:fp on the hub", func() bool { return hub.inFleet(onHost("b")) })
 
 	keys, await, _ := boardInTmux(t, hub)
 	onBoard := func(s string) bool { return strings.Contains(s, "corral  ") && strings.Contains(s, "enter attach") }

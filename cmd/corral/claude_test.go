@@ -29,7 +29,7 @@ func TestRealClaudeCode(t *testing.T) {
 		"--", claude, "--permission-mode", "default")
 	// Idle by default from the first moment: wait for Claude Code's own
 	// input box before typing.
-	if !proctest.WaitFor(60*time.Second, func() bool { return strings.Contains(e.must("screen", "cc"), "? for shortcuts") }) {
+	if !proctest.WaitFor(60*time.Second, func() bool { return strings.Contains(e.screen("cc"), "? for shortcuts") }) {
 		t.Fatalf("Claude Code never showed its input box:\n%s", e.must("screen", "cc"))
 	}
 	e.must("send", "cc", "please list the files in /tmp", "--enter")
@@ -172,7 +172,7 @@ func TestRealClaudeCodeBackground(t *testing.T) {
 		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
 		return ps[0]
 	}
-	waitFor(t, 60*time.Second, "the turn's answer", func() bool { return strings.Contains(e.must("screen", "cc"), "Done. The tool ran.") })
+	waitFor(t, 60*time.Second, "the turn's answer", func() bool { return strings.Contains(e.screen("cc"), "Done. The tool ran.") })
 	waitFor(t, 5*time.Second, "the background shell reported", func() bool {
 		p := pane()
 		return p.State == "working" && strings.Contains(p.Message, "still running")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -52,7 +51,7 @@ func TestExecRetryingJob(t *testing.T) {
 		var p *paneJSON
 		if !proctest.WaitFor(10*time.Second, func() bool {
 			var ps []paneJSON
-			json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+			e.lookOrRun("/v1/panes", &ps, "ls", "--json")
 			p = nil
 			for i := range ps {
 				if ps[i].Name == c.name {

@@ -159,7 +159,7 @@ func hubKill(t *testing.T, victim int) {
 	m.must("wait", "before", "--state", "exited", "--timeout", "10s")
 	waitFor(t, 30*time.Second, "m's pane on every hub", func() bool {
 		for _, h := range hubs {
-			if !strings.Contains(h.must("ls", "--fleet"), "before") {
+			if !h.inFleet(named("before")) {
 				return false
 			}
 		}
@@ -198,7 +198,7 @@ func hubKill(t *testing.T, victim int) {
 	waitFor(t, 60*time.Second, "m's pane made after the kill in every view left", func() bool {
 		all := true
 		for i, e := range views {
-			if fresh[i] == 0 && strings.Contains(e.must("ls", "--fleet"), "fresh") {
+			if fresh[i] == 0 && e.inFleet(named("fresh")) {
 				fresh[i] = time.Since(killed).Round(10 * time.Millisecond)
 			}
 			all = all && fresh[i] != 0
@@ -216,7 +216,7 @@ func hubKill(t *testing.T, victim int) {
 	m.must("run", "--name", "after", "--", "sh", "-c", "exit 4")
 	waitFor(t, 60*time.Second, "m's last pane in every view left", func() bool {
 		for _, e := range left {
-			if !strings.Contains(e.must("ls", "--fleet"), "after") {
+			if !e.inFleet(named("after")) {
 				return false
 			}
 		}

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/fleet"
 )
 
 type fleetHost struct {
@@ -24,14 +26,35 @@ type fleetHost struct {
 	Panes     int    `json:"panes"`
 }
 
+// inFleet says whether one of the fleet's panes in e's view (corral ls
+// --fleet's) is one ok takes: looked up through the socket, for the polls.
+func (e *env) inFleet(ok func(fleet.PaneRecord) bool) bool {
+	e.t.Helper()
+	var ps []fleet.PaneRecord
+	e.lookOrRun("/v1/fleet/panes", &ps, "ls", "--fleet", "--json")
+	return slices.ContainsFunc(ps, ok)
+}
+
+func onHost(host string) func(fleet.PaneRecord) bool {
+	return func(p fleet.PaneRecord) bool { return p.Host == host }
+}
+
+func named(name string) func(fleet.PaneRecord) bool {
+	return func(p fleet.PaneRecord) bool { return p.Name == name }
+}
+
 func (e *env) fleetHosts() map[string]fleetHost {
 	e.t.Helper()
-	var hs []fleetHost
-	if err := json.Unmarshal([]byte(e.must("fleet", "status", "--json")), &hs); err != nil {
-		e.t.Fatal(err)
+	var st struct {
+		Hosts []fleetHost `json:"hosts"`
+	}
+	if !e.look("/v1/fleet/status", &st) {
+		if err := json.Unmarshal([]byte(e.must("fleet", "status", "--json")), &st.Hosts); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 	out := map[string]fleetHost{}
-	for _, h := range hs {
+	for _, h := range st.Hosts {
 		out[h.Host] = h
 	}
 	return out
@@ -70,7 +93,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 	}
 	a.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent")
 	waitFor(t, 10*time.Second, "a:fp on the hub's list", func() bool {
-		return strings.Contains(hub.must("ls", "--fleet"), "a:")
+		return hub.inFleet(onHost("a"))
 	})
 	// Hosts without panes have their line too.
 	if ls := hub.must("ls", "--fleet"); !strings.Contains(ls, "\n# hub  reachable, no panes\n") || !strings.Contains(ls, "\n# b  reachable, no panes, jobs 0/1\n") {
@@ -125,7 +148,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 		t.Fatalf("revoke: %q", errs)
 	}
 	a.must("fleet", "leave")
-	waitFor(t, 5*time.Second, "a's panes gone from the fleet", func() bool { return !strings.Contains(hub.must("ls", "--fleet"), "a:") })
+	waitFor(t, 5*time.Second, "a's panes gone from the fleet", func() bool { return !hub.inFleet(onHost("a")) })
 }
 
 // fleetPair starts a hub and one member b (taking jobs) and returns them.
@@ -236,7 +259,7 @@ func TestFleetMemberKilledMidJob(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	waitFor(t, 10*time.Second, "the job running on b", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
+	waitFor(t, 10*time.Second, "the job running on b", func() bool { return hub.inFleet(onHost("b")) })
 	pid := b.daemonPID()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -397,7 +420,7 @@ func TestFleetJobPermissionRelay(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	waitFor(t, 10*time.Second, "the job on b", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "relay") })
+	waitFor(t, 10*time.Second, "the job on b", func() bool { return hub.inFleet(named("relay")) })
 	hub.must("wait", "b:relay", "--state", "blocked", "--timeout", "10s")
 	if _, errs, code := hub.run("send", "b:relay", "hello"); code != 3 {
 		t.Fatalf("send to a blocked job on another host: exit %d %q", code, errs)
@@ -598,7 +621,7 @@ func TestFleetAttach(t *testing.T) {
 	hub, b := fleetPair(t)
 	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "make test")
 	b.must("wait", "fp", "--state", "idle", "--timeout", "10s")
-	waitFor(t, 10*time.Second, "b:fp on the hub", func() bool { return strings.Contains(hub.must("ls", "--fleet"), "b:") })
+	waitFor(t, 10*time.Second, "b:fp on the hub", func() bool { return hub.inFleet(onHost("b")) })
 	cmd := exec.Command(corralBin, "attach", "b:fp")
 	cmd.Env, cmd.Dir = hub.vars, hub.dir
 	r, in, _ := os.Pipe()

@@ -48,7 +48,7 @@ func TestRealGeminiCLI(t *testing.T) {
 	}
 	e.must("run", "--name", "gm", "--cwd", work, "--env", "HOME="+agentHome, "--env", "GEMINI_API_KEY=test-key",
 		"--env", "GOOGLE_GEMINI_BASE_URL="+model.URL, "--", gemini)
-	if !proctest.WaitFor(60*time.Second, func() bool { return strings.Contains(e.must("screen", "gm"), "Type your message") }) {
+	if !proctest.WaitFor(60*time.Second, func() bool { return strings.Contains(e.screen("gm"), "Type your message") }) {
 		t.Fatalf("Gemini CLI never showed its input box:\n%s", e.must("screen", "gm"))
 	}
 	e.must("send", "gm", "please list the files", "--enter")

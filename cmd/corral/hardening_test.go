@@ -331,7 +331,7 @@ func TestKillEscalatesAfterGrace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "stubborn", "--", "sh", "-c", `trap "" TERM; echo ready; while :; do sleep 1; done`)
-	waitFor(t, 10*time.Second, "ready", func() bool { return strings.Contains(e.must("screen", "stubborn"), "ready") })
+	waitFor(t, 10*time.Second, "ready", func() bool { return strings.Contains(e.screen("stubborn"), "ready") })
 	_, errs, code := e.run("kill", "stubborn", "--signal", "TERM")
 	if code != 0 || !strings.Contains(errs, "still running") {
 		t.Fatalf("kill --signal TERM of a program ignoring it: exit %d %q", code, errs)

@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,7 +62,7 @@ type eventJSON struct {
 func (e *env) events() []eventJSON {
 	e.t.Helper()
 	var out []eventJSON
-	for _, line := range strings.Split(strings.TrimSpace(e.must("events", "--since", "24h")), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(e.eventLines(24*time.Hour)), "\n") {
 		if line == "" {
 			continue
 		}
@@ -103,29 +105,47 @@ func crowd(t *testing.T, e *env, n int) (names []string, screens map[string]stri
 		// to start on two cores. The plain pass runs the full crowd.
 		n = min(n, 6)
 	}
+	e.must("ls") // the daemon, before the runs at once
+	// Started at once, and each waited for at once: what is measured
+	// after is the crash, not the crowd.
+	failed := make([]string, n)
+	var wg sync.WaitGroup
 	for i := range n {
 		name := fmt.Sprintf("p%02d", i)
 		names = append(names, name)
-		if i%2 == 0 {
-			e.must("run", "--name", name, "--agent", "claude-code", "--size", "90x24", "--", corralBin, "fake-agent")
-		} else {
-			e.must("run", "--name", name, "--size", "70x20", "--", "sh", "-c",
-				fmt.Sprintf(`for i in $(seq 1 2000); do printf '\033[3%%dm%s line %%d\033[0m\n' $((i%%8)) $i; done; echo ready-%s; while read l; do echo "got $l"; done`, name, name))
-		}
+		wg.Go(func() {
+			var args []string
+			if i%2 == 0 {
+				args = []string{"run", "--name", name, "--agent", "claude-code", "--size", "90x24", "--", corralBin, "fake-agent"}
+			} else {
+				args = []string{"run", "--name", name, "--size", "70x20", "--", "sh", "-c",
+					fmt.Sprintf(`for i in $(seq 1 2000); do printf '\033[3%%dm%s line %%d\033[0m\n' $((i%%8)) $i; done; echo ready-%s; while read l; do echo "got $l"; done`, name, name)}
+			}
+			if _, errs, code := e.run(args...); code != 0 {
+				failed[i] = fmt.Sprintf("corral run %s: exit %d: %s", name, code, errs)
+				return
+			}
+			if i%2 == 0 {
+				if _, errs, code := e.run("wait", name, "--state", "idle", "--timeout", "20s"); code != 0 {
+					failed[i] = fmt.Sprintf("corral wait %s: exit %d: %s", name, code, errs)
+				}
+				return
+			}
+			if !proctest.WaitFor(20*time.Second, func() bool { return strings.Contains(e.screen(name), "ready-"+name) }) {
+				failed[i] = name + " never showed ready-" + name
+			}
+		})
+	}
+	wg.Wait()
+	if f := strings.Join(slices.DeleteFunc(failed, func(s string) bool { return s == "" }), "\n"); f != "" {
+		t.Fatal(f)
 	}
 	screens, pids = map[string]string{}, map[string]int{}
-	for i, name := range names {
-		if i%2 == 0 {
-			e.must("wait", name, "--state", "idle", "--timeout", "20s")
-		} else {
-			waitFor(t, 20*time.Second, name+" ready", func() bool { return strings.Contains(e.must("screen", name), "ready-"+name) })
-		}
-	}
 	// One agent mid-prompt: blocked across the crash.
 	e.must("send", names[0], "ask", "--enter")
 	e.must("wait", names[0], "--state", "blocked", "--timeout", "20s")
 	for _, name := range names {
-		screens[name] = e.must("screen", name)
+		screens[name] = e.screen(name)
 		pids[name] = e.pane(name).PID
 	}
 	return names, screens, pids
@@ -140,7 +160,7 @@ func (e *env) afterCrowd(names []string, screens map[string]string, pids map[str
 		if p.PID != pids[name] {
 			t.Fatalf("%s: pid %d, was %d", name, p.PID, pids[name])
 		}
-		if got := e.must("screen", name); got != screens[name] {
+		if got := e.screen(name); got != screens[name] {
 			t.Fatalf("%s: screen before:\n%s\nafter:\n%s", name, screens[name], got)
 		}
 	}
@@ -151,7 +171,7 @@ func (e *env) afterCrowd(names []string, screens map[string]string, pids map[str
 	e.must("answer", names[0], "yes")
 	e.must("wait", names[0], "--state", "done", "--timeout", "20s")
 	e.must("send", names[1], "hello", "--enter")
-	waitFor(t, 10*time.Second, "the shell's echo", func() bool { return strings.Contains(e.must("screen", names[1]), "got hello") })
+	waitFor(t, 10*time.Second, "the shell's echo", func() bool { return strings.Contains(e.screen(names[1]), "got hello") })
 }
 
 // shutdownLeavesNothing ends the daemon and checks /proc for every
@@ -243,7 +263,7 @@ func TestReplaceHandsOver(t *testing.T) {
 	}
 	checkEvents(t, before, e.events())
 	for _, name := range names {
-		if got := e.must("screen", name); got != screens[name] {
+		if got := e.screen(name); got != screens[name] {
 			t.Fatalf("%s: screen before:\n%s\nafter:\n%s", name, screens[name], got)
 		}
 	}
@@ -290,7 +310,7 @@ func TestRestoreAfterReboot(t *testing.T) {
 	e.must("run", "--name", "cx", "--cwd", work, "--", "codex")
 	e.must("run", "--name", "sh", "--size", "60x15", "--", "sh", "-c", "echo shell-started; exec sleep 1018")
 	for _, n := range []string{"cc", "cx", "sh"} {
-		waitFor(t, 10*time.Second, n+" started", func() bool { return strings.Contains(e.must("screen", n), "-started") })
+		waitFor(t, 10*time.Second, n+" started", func() bool { return strings.Contains(e.screen(n), "-started") })
 	}
 	ids := map[string]string{}
 	for _, p := range e.panes() {
@@ -347,13 +367,13 @@ func TestRestoreAfterReboot(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"cc", "cx", "sh"} {
-		waitFor(t, 10*time.Second, n+" restarted", func() bool { return strings.Contains(e.must("screen", n), "-started") })
+		waitFor(t, 10*time.Second, n+" restarted", func() bool { return strings.Contains(e.screen(n), "-started") })
 	}
 	var ps []struct {
 		Name, Cwd  string
 		Cols, Rows int
 	}
-	json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+	e.lookOrRun("/v1/panes", &ps, "ls", "--json")
 	for _, p := range ps {
 		if p.Name == "cc" && (p.Cwd != work || p.Cols != 100 || p.Rows != 30) || p.Name == "sh" && (p.Cols != 60 || p.Rows != 15) {
 			t.Fatalf("restored pane %+v", p)
@@ -391,7 +411,7 @@ func TestAdoptRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.must("run", "--name", "good", "--", "sh", "-c", "echo good-pane; exec sleep 1063")
-	waitFor(t, 10*time.Second, "good", func() bool { return strings.Contains(e.must("screen", "good"), "good-pane") })
+	waitFor(t, 10*time.Second, "good", func() bool { return strings.Contains(e.screen("good"), "good-pane") })
 	good := e.pane("good")
 	state := filepath.Join(e.dir, "state")
 	daemon := daemonPID(t, e)
@@ -495,10 +515,10 @@ func TestAdoptKeepsRecordsAndToken(t *testing.T) {
 	script := fmt.Sprintf(`%s status working --id build --msg compiling --app make; head -c 400000 /dev/zero | tr '\0' x; echo; echo done-rec; read x; echo '%s' | %s hook --agent claude-code; exec sleep 1023`,
 		corralBin, payload, corralBin)
 	e.must("run", "--name", "rec", "--", "sh", "-c", script)
-	waitFor(t, 20*time.Second, "the output", func() bool { return strings.Contains(e.must("screen", "rec"), "done-rec") })
+	waitFor(t, 20*time.Second, "the output", func() bool { return strings.Contains(e.screen("rec"), "done-rec") })
 	records := func() string {
 		var ps []struct{ Records []map[string]any }
-		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+		e.lookOrRun("/v1/panes", &ps, "ls", "--json")
 		if len(ps) != 1 {
 			return ""
 		}

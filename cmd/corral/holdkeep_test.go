@@ -95,7 +95,7 @@ func TestAdoptKeepsHookMessage(t *testing.T) {
 	}
 	e := newEnv(t)
 	e.must("run", "--name", "g", "--agent", "claude-code", "--", corralBin, "fake-agent")
-	waitFor(t, 10*time.Second, "the agent", func() bool { return strings.Contains(e.must("screen", "g"), "? for shortcuts") })
+	waitFor(t, 10*time.Second, "the agent", func() bool { return strings.Contains(e.screen("g"), "? for shortcuts") })
 	var table struct {
 		Panes []struct{ ID, Token string }
 	}

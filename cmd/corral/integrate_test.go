@@ -30,9 +30,7 @@ type integrationJSON struct {
 func (e *env) integration(ref string) integrationJSON {
 	e.t.Helper()
 	var ps []integrationJSON
-	if err := json.Unmarshal([]byte(e.must("ls", "--json")), &ps); err != nil {
-		e.t.Fatal(err)
-	}
+	e.lookOrRun("/v1/panes", &ps, "ls", "--json")
 	for _, p := range ps {
 		if p.ID == ref || p.Name == ref {
 			return p

@@ -72,12 +72,12 @@ func noneLeft(t *testing.T, when string, words ...string) {
 	}
 }
 
+// panes are corral ls --json's panes, read from the daemon when one runs
+// (else corral ls starts one).
 func (e *env) panes() []paneJSON {
 	e.t.Helper()
 	var ps []paneJSON
-	if err := json.Unmarshal([]byte(e.must("ls", "--json")), &ps); err != nil {
-		e.t.Fatal(err)
-	}
+	e.lookOrRun("/v1/panes", &ps, "ls", "--json")
 	return ps
 }
 
@@ -266,7 +266,7 @@ func TestRunResolvesWhereTyped(t *testing.T) {
 		return strings.TrimSpace(string(out))
 	}
 	screen := func(id, want string) {
-		waitFor(t, 5*time.Second, want+" on "+id+"'s screen", func() bool { return strings.Contains(e.must("screen", id), want) })
+		waitFor(t, 5*time.Second, want+" on "+id+"'s screen", func() bool { return strings.Contains(e.screen(id), want) })
 	}
 	screen(runIn(work, "run", "--", "./script.sh"), "from-script-"+work)
 	screen(runIn(e.dir, "run", "--cwd", "work", "--", "./script.sh"), "from-script-"+work)

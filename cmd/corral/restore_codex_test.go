@@ -45,13 +45,13 @@ func TestRestoreIgnoresCodexTitleThread(t *testing.T) {
 	}
 	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))
 	e.must("run", "--name", "cx", "--", "codex")
-	waitFor(t, 10*time.Second, "codex started", func() bool { return strings.Contains(e.must("screen", "cx"), "codex-started") })
+	waitFor(t, 10*time.Second, "codex started", func() bool { return strings.Contains(e.screen("cx"), "codex-started") })
 	// The hook has been heard once the daemon counted it.
 	waitFor(t, 5*time.Second, "the hook report", func() bool {
 		var ps []struct {
 			HooksIgnored int `json:"hooks_ignored"`
 		}
-		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+		e.lookOrRun("/v1/panes", &ps, "ls", "--json")
 		return len(ps) == 1 && ps[0].HooksIgnored > 0
 	})
 	e.reboot(t, "1019")
@@ -63,7 +63,7 @@ func TestRestoreIgnoresCodexTitleThread(t *testing.T) {
 	if res[0].Resumed != "" || res[0].Error != "" {
 		t.Errorf("restore resumed %q, the title thread (%s); want a fresh start: %+v", res[0].Resumed, title.Thread, res[0])
 	}
-	waitFor(t, 10*time.Second, "codex restarted", func() bool { return strings.Contains(e.must("screen", "cx"), "codex-started") })
+	waitFor(t, 10*time.Second, "codex restarted", func() bool { return strings.Contains(e.screen("cx"), "codex-started") })
 	b, _ := os.ReadFile(argsLog)
 	if strings.Contains(string(b), "resume") {
 		t.Errorf("codex's command lines:\n%s", b)

@@ -41,7 +41,7 @@ exec sleep 1021
 	reboot := func(n int) []struct{ Resumed, Note, Error string } {
 		t.Helper()
 		waitFor(t, 10*time.Second, "claude started", func() bool {
-			return strings.Contains(e.must("screen", "cc"), fmt.Sprintf("claude-started-%d", n))
+			return strings.Contains(e.screen("cc"), fmt.Sprintf("claude-started-%d", n))
 		})
 		waitFor(t, 5*time.Second, "the session in the pane table", func() bool {
 			return strings.Contains(tableText(state), fmt.Sprintf(`"sess-%d"`, n))
@@ -60,7 +60,7 @@ exec sleep 1021
 	if r := reboot(2); r[0].Resumed != "sess-2" {
 		t.Errorf("second restore: %+v; want sess-2 resumed, the conversation the restored agent reported", r[0])
 	}
-	waitFor(t, 10*time.Second, "claude restarted", func() bool { return strings.Contains(e.must("screen", "cc"), "claude-started-3") })
+	waitFor(t, 10*time.Second, "claude restarted", func() bool { return strings.Contains(e.screen("cc"), "claude-started-3") })
 	b, _ := os.ReadFile(argsLog)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 3 || !strings.Contains(lines[2], "--resume sess-2") || strings.Count(lines[2], "--resume") != 1 {

@@ -67,9 +67,7 @@ type tmuxPaneJSON struct {
 func (e *env) tmuxPanes() []tmuxPaneJSON {
 	e.t.Helper()
 	var ps []tmuxPaneJSON
-	if err := json.Unmarshal([]byte(e.must("ls", "--json")), &ps); err != nil {
-		e.t.Fatal(err)
-	}
+	e.lookOrRun("/v1/panes", &ps, "ls", "--json")
 	return ps
 }
 
@@ -161,7 +159,7 @@ func TestTmuxWatch(t *testing.T) {
 	hook(claudePane.Tmux.Pane)
 	waitFor(t, 5*time.Second, "the hook's report in force", func() bool {
 		var ps []struct{ Name, Source string }
-		json.Unmarshal([]byte(e.must("ls", "--json")), &ps)
+		e.lookOrRun("/v1/panes", &ps, "ls", "--json")
 		for _, p := range ps {
 			if p.Name == "work:1.0" && p.Source == "hook" {
 				return true
@@ -285,7 +283,7 @@ func TestTmuxWatchFlood(t *testing.T) {
 		t.Fatal("the flooding pane is not listed")
 	}
 	waitFor(t, 120*time.Second, "the end of the flood on corral's screen", func() bool {
-		return strings.Contains(e.must("screen", flood.ID), "flood-done")
+		return strings.Contains(e.screen(flood.ID), "flood-done")
 	})
 	if out := ts.must("list-windows", "-t", "f", "-F", "#{window_width}x#{window_height}"); strings.TrimSpace(out) != "120x30\n120x30" && strings.Count(out, "120x30") != 2 {
 		t.Fatalf("window sizes after the flood: %s", out)

@@ -90,7 +90,7 @@ func TestWebBoardOnADesktop(t *testing.T) {
 		t.Fatalf("click 2 Blue: %v", err)
 	}
 	waitFor(t, 10*time.Second, "the 2 typed into the hooked pane", func() bool {
-		return strings.Contains(e.must("events", "--since", "1h"), `"name":"hooked"`) && strings.Contains(e.must("screen", "hooked"), "2")
+		return strings.Contains(e.eventLines(time.Hour), `"name":"hooked"`) && strings.Contains(e.screen("hooked"), "2")
 	})
 	// The phone layout stays one column no wider than the screen.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,9 +48,7 @@ func (e *env) worktreeOf(ref string) (cwd string, wt *worktreeJSON) {
 		ID, Name, Cwd string
 		Worktree      *worktreeJSON
 	}
-	if err := json.Unmarshal([]byte(e.must("ls", "--json")), &ps); err != nil {
-		e.t.Fatal(err)
-	}
+	e.lookOrRun("/v1/panes", &ps, "ls", "--json")
 	for _, p := range ps {
 		if p.ID == ref || p.Name == ref {
 			return p.Cwd, p.Worktree

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/doctor"
 )
 
 // runDoctorCmd runs corral doctor as a user would.
@@ -57,6 +59,9 @@ func TestDoctorNoDaemon(t *testing.T) {
 		out, errs string
 		code      int
 	}
+	// The hung --version costs its timeout: a shorter one here.
+	defer func(d time.Duration) { doctor.CommandTimeout = d }(doctor.CommandTimeout)
+	doctor.CommandTimeout = 2 * time.Second
 	done := make(chan result, 1)
 	start := time.Now()
 	go func() {

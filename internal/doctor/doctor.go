@@ -51,10 +51,13 @@ type Report struct {
 
 // Timeouts: no check waits longer than these, whatever answers or not.
 const (
-	DaemonTimeout  = 2 * time.Second // a ping of the daemon's socket
-	CommandTimeout = 5 * time.Second // tmux -V, NAME --version
-	DialTimeout    = 3 * time.Second // the fleet's hub
+	DaemonTimeout = 2 * time.Second // a ping of the daemon's socket
+	DialTimeout   = 3 * time.Second // the fleet's hub
 )
+
+// CommandTimeout bounds tmux -V and NAME --version. A variable for the
+// tests, whose agent's --version never ends on purpose.
+var CommandTimeout = 5 * time.Second
 
 // FileInfo is what the folder checks need of a file, as Lstat sees it.
 type FileInfo struct {

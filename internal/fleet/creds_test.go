@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
 	"github.com/corral-dev/corral/internal/api"
@@ -103,6 +105,22 @@ func (n *teamNATS) creds(t *testing.T, signer nkeys.KeyPair, name string, perms 
 	return path
 }
 
+// refused checks that the server refused m's write to subject: the write
+// fails, and the server said why (a refused publish gets no answer: the
+// write would otherwise wait out JetStream's 5 s).
+func refused(t *testing.T, m *Member, what string, write func(context.Context) error, subject string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := write(ctx); err == nil {
+		t.Fatal(what)
+	}
+	waitFor(t, 5*time.Second, "the server's refusal of "+subject, func() bool {
+		err := m.nc.LastError()
+		return errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), subject)
+	})
+}
+
 // TestTeamNATSWithCreds: members join a team's own NATS (no corral hub)
 // with credentials files whose users carry the per-host permissions; the
 // fleet works, and the server enforces those permissions.
@@ -146,9 +164,10 @@ func TestTeamNATSWithCreds(t *testing.T) {
 		t.Fatalf("a job over the team's NATS: %q", lines)
 	}
 	// The server holds b to b's permissions.
-	if _, err := b.panes.Put(context.Background(), "a.a1", []byte(`{}`)); err == nil {
-		t.Fatal("b wrote a's pane")
-	}
+	refused(t, b, "b wrote a's pane", func(ctx context.Context) error {
+		_, err := b.panes.Put(ctx, "a.a1", []byte(`{}`))
+		return err
+	}, "$KV."+PanesBucket+".a.a1")
 	// A credential the account did not sign is refused at join.
 	other, _ := nkeys.CreateAccount()
 	_, err = Join(context.Background(), MemberOptions{Name: "c", URLs: []string{url}, Creds: n.creds(t, other, "c", nil), Local: newFakeLocal()})
@@ -213,9 +232,10 @@ func TestNkeyUsersWithSeedFile(t *testing.T) {
 		t.Fatal("an observe-only nkey user commanded another host")
 	}
 	// The server holds a to a's own subjects.
-	if _, err := a.hosts.Put(context.Background(), "b", []byte(`{}`)); err == nil {
-		t.Fatal("a wrote b's heartbeat")
-	}
+	refused(t, a, "a wrote b's heartbeat", func(ctx context.Context) error {
+		_, err := a.hosts.Put(ctx, "b", []byte(`{}`))
+		return err
+	}, "$KV."+HostsBucket+".b")
 }
 
 func apiExec() api.ExecRequest { return api.ExecRequest{Agent: "claude", Command: []string{"true"}} }

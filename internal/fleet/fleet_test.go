@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,17 +315,22 @@ func TestFleetRefusesBadInput(t *testing.T) {
 			return err
 		}},
 	}
+	// All at once: each waits out its 1 s for the answer that never comes.
+	refused := c.Stats().RefusedOut
+	var wg sync.WaitGroup
 	for _, tc := range checks {
-		t.Run(tc.name, func(t *testing.T) {
-			before := c.Stats().RefusedOut
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			if err := tc.do(ctx); err == nil {
-				t.Fatal("accepted")
-			}
-			waitFor(t, 5*time.Second, "the server's refusal", func() bool { return c.Stats().RefusedOut > before })
+		wg.Go(func() {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				if err := tc.do(ctx); err == nil {
+					t.Fatal("accepted")
+				}
+			})
 		})
 	}
+	wg.Wait()
+	waitFor(t, 5*time.Second, "the server's refusal of each", func() bool { return c.Stats().RefusedOut >= refused+int64(len(checks)) })
 	t.Run("an oversized message", func(t *testing.T) {
 		if err := c.nc.Publish(subjEvents+"c", make([]byte, MaxMessage+1)); !errors.Is(err, nats.ErrMaxPayload) {
 			t.Fatalf("an oversized message: %v", err)
@@ -621,7 +627,11 @@ func TestClusterLosesANode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rogue.Close()
-	// JetStream needs its meta leader before streams can be made.
+	// JetStream needs its meta leader before streams can be made: a Join
+	// before it waits out its set-up (SetupWait, 30 s) for it.
+	waitFor(t, 20*time.Second, "the cluster's meta leader", func() bool {
+		return slices.ContainsFunc(hubs, func(h *Hub) bool { return h.Server().JetStreamIsLeader() })
+	})
 	var admin *Member
 	waitFor(t, 20*time.Second, "the cluster's JetStream ready", func() bool {
 		m, err := Join(context.Background(), MemberOptions{Name: "admin", URLs: urls, Token: hubs[0].AdminToken(), Admin: true, Replicas: 3, Watch: true})

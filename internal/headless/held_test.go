@@ -69,8 +69,9 @@ func heldOptions(t *testing.T, dir, gate string, env ...string) Options {
 // nothing running).
 func endAtCleanup(t *testing.T, dir string) func(int) {
 	return func(pid int) {
+		// Cleanups run last first: the run's group is killed, then its
+		// holder waited for.
 		t.Cleanup(func() {
-			syscall.Kill(-pid, syscall.SIGKILL)
 			proctest.WaitFor(5*time.Second, func() bool { // no holder answers
 				c, err := net.Dial("unix", filepath.Join(dir, SpoolSocket))
 				if err == nil {
@@ -79,6 +80,9 @@ func endAtCleanup(t *testing.T, dir string) func(int) {
 				return err != nil
 			})
 		})
+		// Only if it is still the run's group: the run ended long ago
+		// may have left its pid to another package's process.
+		proctest.KillGroupAtCleanup(t, pid)
 	}
 }
 

@@ -107,9 +107,14 @@ func TestPoolGroupsPanes(t *testing.T) {
 	a, ca := start("a")
 	b, cb := start("b")
 	c, cc := start("c")
+	// The holders end during the test: a pid ended long ago may name
+	// another package's process at the cleanup.
+	started := map[int]string{a.PID: proctest.Started(a.PID), c.PID: proctest.Started(c.PID)}
 	t.Cleanup(func() {
-		for _, st := range []Started{a, b, c} {
-			syscall.Kill(st.PID, syscall.SIGTERM)
+		for pid, was := range started {
+			if was != "" && proctest.Started(pid) == was {
+				syscall.Kill(pid, syscall.SIGTERM)
+			}
 		}
 	})
 	if a.PID != b.PID || c.PID == a.PID {

@@ -30,21 +30,11 @@ func holding(t *testing.T, id string) *Holding {
 // failed benchmark's too (their holders are sessions of their own).
 func cleanup(t testing.TB, p *Pane) {
 	_, hpid := p.Held()
-	pid := p.Info().PID
-	pStart, hStart := proctest.Started(pid), proctest.Started(hpid)
-	t.Cleanup(func() {
-		// Never 0: kill(0) and kill(-0) signal this process's own group.
-		// Only what this test started: the pids ended long ago may name
-		// another package's processes by now. A group whose leader's pid
-		// is free is still this pane's (a pid stays in use while its
-		// group has members).
-		if now := proctest.Started(pid); pid > 0 && (now == pStart || now == "") {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
-		if hpid > 0 && proctest.Started(hpid) == hStart {
-			_ = syscall.Kill(hpid, syscall.SIGKILL)
-		}
-	})
+	// Only what this test started: the pids ended long ago may name
+	// another package's processes by now. Cleanups run last first: the
+	// program's group, then its holder.
+	proctest.KillAtCleanup(t, hpid)
+	proctest.KillGroupAtCleanup(t, p.Info().PID)
 }
 
 // A held pane works as a pane of its own; detached, its program goes on,

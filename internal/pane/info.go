@@ -189,7 +189,7 @@ type foreground struct {
 // and a shell back in the foreground means the agent it ran has exited.
 func (p *Pane) foregroundLocked(fg foreground) {
 	pgrp, name, argv := fg.pgrp, fg.name, fg.argv
-	if pgrp == p.fgPgrp {
+	if pgrp == p.fgPgrp && name == p.fgName {
 		return
 	}
 	prev := p.fgPgrp

@@ -52,7 +52,7 @@ func Open(cfg Config, src Source, pid int, screen []byte) (*Pane, *Feed, error) 
 		fg := foreground{pgrp: pgrp}
 		fg.name, fg.argv = processInfo(pgrp)
 		p.mu.Lock()
-		p.sweepSeen = pgrp
+		p.sweepSeen, p.sweepName = pgrp, fg.name
 		p.foregroundLocked(fg)
 		p.unlock()
 	}

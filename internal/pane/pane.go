@@ -139,9 +139,11 @@ type Pane struct {
 	timer    *paneTimer // fires at the engine's next deadline
 	deadline time.Time
 	// sweepAt is the pane's sweep on the clock; sweepSeen is the
-	// foreground group it last looked up (only the clock changes it).
+	// foreground group it last looked up, sweepName its leader's name then
+	// (only the clock changes them).
 	sweepAt   clockEntry
 	sweepSeen int
+	sweepName string
 	// sweepMu orders the moves of sweepAt between the paces (sweepSlow
 	// says which is armed); stirredAt is when something other than output
 	// last happened (Unix nanoseconds). See schedule.go.

@@ -228,6 +228,22 @@ func TestShellForegroundTracking(t *testing.T) {
 	_ = in
 }
 
+// The foreground group's leader execs another program after the pane
+// looked it up (a wrapper execs the agent; a shell's job is the
+// foreground a moment before it execs its command): the agent is
+// recognised from the program it became, not kept from before the exec.
+func TestForegroundFollowsAnExec(t *testing.T) {
+	t.Parallel()
+	p, err := Start(Config{ID: "ex", Argv: []string{"sh", "-c", "sleep 0.5; exec " + os.Args[0]}, Env: []string{"CORRAL_FAKE_AGENT=1"},
+		Cols: 80, Rows: 24, Rules: ruleSet(t), Sweep: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(2 * time.Second)
+	await(t, p, "the wrapper in the foreground", func(in Info) bool { return in.Foreground == "sh" })
+	await(t, p, "the fake agent recognised after the exec", func(in Info) bool { return in.Agent == "fake" })
+}
+
 // Kill ends the whole process group: a shell's background and foreground
 // jobs are all gone, none left as orphans.
 func TestKillLeavesNoOrphans(t *testing.T) {

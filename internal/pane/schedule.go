@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/detect"
+	"github.com/corral-dev/corral/internal/osproc"
 )
 
 // fireDeadline runs on the clock at the engine's deadline.
@@ -152,21 +153,37 @@ func (p *Pane) fireSweep() {
 	}
 	p.armSweep(time.Now())
 	pgrp, err := p.src.Foreground()
-	if err != nil || pgrp <= 0 || pgrp == p.sweepSeen {
+	var name string
+	switch {
+	case err != nil || pgrp <= 0:
 		pgrp = 0
-	} else {
-		p.sweepSeen = pgrp
+	case pgrp != p.sweepSeen:
+		name = osproc.Name(pgrp)
+		p.sweepSeen, p.sweepName = pgrp, name
+	case !p.sweepSlow.Load():
+		// The same group, looked at again while the pane is busy: its
+		// leader may have exec'd since (a shell's job is the foreground
+		// before it execs its program, a wrapper execs the agent), and a
+		// name read before that stayed for the group's life. The name
+		// alone: /proc's comm never waits on the process.
+		if name = osproc.Name(pgrp); name == "" || name == p.sweepName {
+			pgrp = 0
+		} else {
+			p.sweepName = name
+		}
+	default:
+		pgrp = 0
 	}
 	if pgrp == 0 && p.mu.tryLock() {
 		p.sweepLocked(foreground{})
 		return
 	}
-	// The /proc reads can wait on the other process, and the pane may be
-	// busy: neither holds the clock.
+	// The command line's read can wait on the other process, and the pane
+	// may be busy: neither holds the clock.
 	go func() {
-		fg := foreground{pgrp: pgrp}
+		fg := foreground{pgrp: pgrp, name: name}
 		if pgrp != 0 {
-			fg.name, fg.argv = processInfo(pgrp)
+			fg.argv, _ = osproc.Cmdline(pgrp)
 		}
 		p.mu.Lock()
 		p.sweepLocked(fg)

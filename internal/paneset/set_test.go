@@ -98,15 +98,12 @@ func newTestSet(t *testing.T, stateDir string, rm *removals) *testSet {
 // program's group and its holder.
 func endAll(t *testing.T, p *pane.Pane) {
 	_, hpid := p.Held()
-	pid := p.Info().PID
-	t.Cleanup(func() {
-		if pid > 0 { // never 0: kill(-0) is this process's own group
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
-		if hpid > 0 {
-			_ = syscall.Kill(hpid, syscall.SIGKILL)
-		}
-	})
+	// Only if they are still the processes the test started: a pid ended
+	// long ago may name another package's process by now (a test's
+	// SIGKILL to a recycled pid killed other packages' tests' processes).
+	// Cleanups run last first: the program's group, then its holder.
+	proctest.KillAtCleanup(t, hpid)
+	proctest.KillGroupAtCleanup(t, p.Info().PID)
 }
 
 func startSleep(t *testing.T, s *testSet, name string, o StartOptions[ext]) *pane.Pane {

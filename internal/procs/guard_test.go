@@ -37,10 +37,10 @@ func guarded(t *testing.T, script string) (*exec.Cmd, *os.File) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		w.Close()
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	})
+	t.Cleanup(func() { w.Close() })
+	// Only if it is still this test's group: the test may have waited for
+	// the process long ago, and its pid may name another process by now.
+	proctest.KillGroupAtCleanup(t, cmd.Process.Pid)
 	return cmd, w
 }
 

@@ -67,12 +67,34 @@ func Started(pid int) string {
 }
 
 // KillAtCleanup kills pid with SIGKILL when the test ends, if it is still
-// the process it is now: a pid gone since may name another test's process.
+// the process it is now: a pid gone since may name another test's process
+// (a test run starts hundreds of processes a second, and pid_max is 32768
+// here: a pid comes round again within a minute).
 func KillAtCleanup(t testing.TB, pid int) {
+	if pid <= 0 {
+		return
+	}
 	started := Started(pid)
 	t.Cleanup(func() {
 		if started != "" && Started(pid) == started {
 			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// KillGroupAtCleanup kills process group pgid with SIGKILL when the test
+// ends, if its leader is still the process it is now, or is gone while
+// the group lives on (a pid stays in use while its group has members, so
+// that group is still this one). Never 0: kill(-0) is the caller's own
+// group.
+func KillGroupAtCleanup(t testing.TB, pgid int) {
+	if pgid <= 0 {
+		return
+	}
+	started := Started(pgid)
+	t.Cleanup(func() {
+		if now := Started(pgid); now == started || now == "" {
+			syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	})
 }
