@@ -28,6 +28,11 @@ type Proc struct {
 	// running, 'S' sleeping, 'T' stopped, 'Z' zombie; other letters for
 	// the states only one system has.
 	State byte
+	// Start is when the process started as the system counts it (Linux:
+	// clock ticks since boot; macOS: microseconds since the epoch): with
+	// the pid, it names one process, since a pid comes round again. 0:
+	// unknown.
+	Start uint64
 }
 
 // Zombie reports whether the process has exited and waits to be reaped.

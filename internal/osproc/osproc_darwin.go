@@ -14,6 +14,9 @@ import (
 func fromKinfo(k *unix.KinfoProc) Proc {
 	pid := int(k.Proc.P_pid)
 	p := Proc{PID: pid, PPID: int(k.Eproc.Ppid), PGID: int(k.Eproc.Pgid), State: stateLetter(k.Proc.P_stat)}
+	if st := k.Proc.P_starttime; st.Sec > 0 {
+		p.Start = uint64(st.Sec)*1e6 + uint64(st.Usec)
+	}
 	// kinfo_proc names the session only by a kernel address.
 	if sid, err := unix.Getsid(pid); err == nil {
 		p.SID = sid

@@ -66,8 +66,9 @@ func Owner(pid int) (uid int, ok bool) {
 	return int(st.Uid), true
 }
 
-// parseStat reads "pid (comm) S ppid pgrp session …": comm may hold
-// spaces and ')', so the fields start after the last ')'.
+// parseStat reads "pid (comm) S ppid pgrp session … starttime …": comm
+// may hold spaces and ')', so the fields start after the last ')'.
+// starttime is field 22 of proc(5), the 20th after comm.
 func parseStat(b []byte) (Proc, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
@@ -82,6 +83,9 @@ func parseStat(b []byte) (Proc, bool) {
 	p.PPID, err1 = strconv.Atoi(f[1])
 	p.PGID, err2 = strconv.Atoi(f[2])
 	p.SID, err3 = strconv.Atoi(f[3])
+	if len(f) > 19 {
+		p.Start, _ = strconv.ParseUint(f[19], 10, 64)
+	}
 	return p, err1 == nil && err2 == nil && err3 == nil
 }
 

@@ -48,3 +48,23 @@ func TestInputQueuedCountsWhatWasJustWritten(t *testing.T) {
 		}
 	}
 }
+
+// A process's start time is field 22 of its stat line, counted after a
+// name that may hold spaces and parentheses.
+func TestParseStatStart(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		start uint64
+		ok    bool
+	}{
+		{"42 (sleep) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 123456 2240512 128", 123456, true},
+		{"42 (a) b) (c) R 1 42 7 34816 42 4194304 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0", 99, true},
+		{"42 (short) Z 1 42 42", 0, true}, // no start field: unknown
+		{"42 sleep S 1 42 42", 0, false},
+	} {
+		p, ok := parseStat([]byte(tc.line))
+		if ok != tc.ok || p.Start != tc.start {
+			t.Errorf("parseStat(%q) = start %d, %v; want %d, %v", tc.line, p.Start, ok, tc.start, tc.ok)
+		}
+	}
+}

@@ -66,7 +66,10 @@ func TestProcessTable(t *testing.T) {
 	if sid, _ := unix.Getsid(pid); p.SID != sid {
 		t.Errorf("session %d, getsid says %d", p.SID, sid)
 	}
-	if got := Table()[pid]; got.PPID != p.PPID || got.PGID != p.PGID || got.SID != p.SID {
+	if self, ok := Stat(os.Getpid()); p.Start == 0 || !ok || p.Start < self.Start {
+		t.Errorf("the child's start %d is unknown or before its parent's (%d)", p.Start, self.Start)
+	}
+	if got := Table()[pid]; got.PPID != p.PPID || got.PGID != p.PGID || got.SID != p.SID || got.Start != p.Start {
 		t.Errorf("Table()[%d] = %+v, Stat %+v", pid, got, p)
 	}
 	if !slices.Contains(PIDs(), pid) {
@@ -106,14 +109,15 @@ func TestWaitExit(t *testing.T) {
 		t.Fatal("WaitExit returned while the child runs")
 	case <-time.After(50 * time.Millisecond):
 	}
+	live, _ := Stat(cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("WaitExit did not return after the child exited")
 	}
-	if p, ok := Stat(cmd.Process.Pid); !ok || !p.Zombie() {
-		t.Fatalf("the child was reaped by WaitExit: %+v %v", p, ok)
+	if p, ok := Stat(cmd.Process.Pid); !ok || !p.Zombie() || p.Start != live.Start {
+		t.Fatalf("the child was reaped by WaitExit, or lost its start time: %+v %v", p, ok)
 	}
 	WaitExit(cmd.Process.Pid) // a zombie: at once
 	if err := cmd.Wait(); err == nil {

@@ -7,6 +7,7 @@
 package procs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,15 +54,95 @@ var subreaper atomic.Bool
 // own session or group); Mark is an environment entry every process it
 // starts inherits ("CORRAL_PANE=k3f9q"), which finds the adopted orphans
 // that left its session.
+//
+// Start is Root's start time (osproc.Proc.Start), taken when the group was
+// made: pids come round (within a minute on a busy machine), and the
+// process now at pid Root is the group's only if it started then. 0 is
+// unknown (a record kept before start times were): whatever runs at Root
+// is taken for the group's, as it always was.
 type Group struct {
-	Root int
-	Mark string
+	Root  int
+	Start uint64
+	Mark  string
+}
+
+// NewGroup is the group of process root, which the caller started and has
+// not waited for (its pid is still its own, even if it has exited), with
+// root's start time.
+func NewGroup(root int, mark string) Group {
+	g := Group{Root: root, Mark: mark}
+	if p, ok := osproc.Stat(root); ok {
+		g.Start = p.Start
+	}
+	return g
+}
+
+// RootState is how the process now at a group's Root stands to the group.
+type RootState int
+
+const (
+	// RootOurs: the group's first process runs (or is a zombie) at Root,
+	// or the group's start time is unknown. Root, its tree, and its
+	// session and group are the group's.
+	RootOurs RootState = iota
+	// RootGone: no process has the pid. The processes of session or group
+	// Root are the group's only if they carry its Mark (when it has one):
+	// a session's id stays while it has members, and the pid may have
+	// been another's since, who led a session of its own and exited.
+	RootGone
+	// RootOther: another process has the pid now. Neither it, nor its
+	// tree, nor session or group Root (its own, since the pid was free
+	// when it came) are the group's: only the orphans that carry Mark are.
+	RootOther
+)
+
+func (s RootState) String() string {
+	switch s {
+	case RootOurs:
+		return "ours"
+	case RootGone:
+		return "gone"
+	}
+	return "another's"
+}
+
+// RootState looks at the process at g.Root now.
+func (g Group) RootState() RootState {
+	p, ok := osproc.Stat(g.Root)
+	return g.rootState(p, ok)
+}
+
+func (g Group) rootState(p osproc.Proc, ok bool) RootState {
+	switch {
+	case g.Root <= 0:
+		return RootOther // no pid: nothing is reached through it
+	case g.Start == 0:
+		return RootOurs
+	case !ok:
+		return RootGone
+	case p.Start != g.Start:
+		return RootOther
+	}
+	return RootOurs
+}
+
+// Member reports whether process pid, found in session or group g.Root,
+// is g's while its root stands as s (RootState).
+func (g Group) Member(pid int, s RootState) bool {
+	switch s {
+	case RootOurs:
+		return true
+	case RootGone:
+		return g.Mark == "" || hasMark(pid, g.Mark)
+	}
+	return false
 }
 
 // Descendants returns the live processes that belong to g, Root included
 // while it lives: its process tree, its session and group, and the
 // daemon's adopted orphans (and their trees) that carry g.Mark or belong
-// to its session.
+// to its session. A pid Root that another process has now brings in
+// nothing (RootState).
 func (g Group) Descendants() []int {
 	return g.descendants(table())
 }
@@ -80,12 +161,16 @@ func (g Group) descendants(t map[int]osproc.Proc) []int {
 			queue = append(queue, pid)
 		}
 	}
-	if _, ok := t[g.Root]; ok {
+	root, ok := t[g.Root]
+	state := g.rootState(root, ok)
+	if ok && state == RootOurs {
 		add(g.Root)
 	}
-	for _, p := range t {
-		if p.SID == g.Root || p.PGID == g.Root {
-			add(p.PID)
+	if state != RootOther {
+		for _, p := range t {
+			if (p.SID == g.Root || p.PGID == g.Root) && g.Member(p.PID, state) {
+				add(p.PID)
+			}
 		}
 	}
 	owned := ownedSet()
@@ -106,6 +191,21 @@ func (g Group) descendants(t map[int]osproc.Proc) []int {
 		}
 	}
 	return out
+}
+
+// SignalGroup sends sig to process group Root at once (kill(-Root)), only
+// while Root is the group's own process (RootOurs): a group of that id is
+// then the group's. Otherwise nothing is sent, and Signal finds what is
+// left of the group one process at a time. A group already empty is no
+// error.
+func (g Group) SignalGroup(sig syscall.Signal) error {
+	if g.RootState() != RootOurs {
+		return nil
+	}
+	if err := syscall.Kill(-g.Root, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal process group %d: %w", g.Root, err)
+	}
+	return nil
 }
 
 // Signal sends sig to every process of g (and SIGCONT after it, so a
