@@ -250,7 +250,7 @@ func (g *group) start(cfg Config) {
 		g.released.Done()
 		r.Error = err.Error()
 	} else {
-		r.ProgramPID = h.pid
+		r.ProgramPID, r.ProgramStart = h.pid, h.group.Start
 		g.mu.Lock()
 		g.panes[path] = h
 		sigterm := g.ending

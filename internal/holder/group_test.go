@@ -99,7 +99,8 @@ func TestPoolGroupsPanes(t *testing.T) {
 			t.Fatalf("dial %s: %v", id, err)
 		}
 		output(t, c, "ready-"+id)
-		if c.Welcome.HolderPID != st.PID || c.Welcome.ProgramPID != st.ProgramPID {
+		if c.Welcome.HolderPID != st.PID || c.Welcome.ProgramPID != st.ProgramPID ||
+			c.Welcome.ProgramStart == 0 || c.Welcome.ProgramStart != st.ProgramStart {
 			t.Fatalf("%s: welcome %+v, started %+v", id, c.Welcome, st.Ready)
 		}
 		return st, c

@@ -41,9 +41,12 @@ const DefaultRing = 256 << 10
 
 // Ready is a holder's answer to a start, one line on its stdout.
 type Ready struct {
-	PID        int    `json:"pid"`
-	ProgramPID int    `json:"program_pid"`
-	Error      string `json:"error,omitempty"`
+	PID        int `json:"pid"`
+	ProgramPID int `json:"program_pid"`
+	// ProgramStart is the program's start time (procs.Group.Start): with
+	// its pid it names the program, whose pid may be another's later.
+	ProgramStart uint64 `json:"program_start,omitempty"`
+	Error        string `json:"error,omitempty"`
 	// Ending: the holder process is ending and took nothing; another one
 	// takes the pane.
 	Ending bool `json:"ending,omitempty"`
@@ -161,7 +164,7 @@ func start(cfg Config, logf func(string, ...any), onFinish func(*holder), onRele
 	h := &holder{cfg: cfg, ln: ln, pty: ptyFD, ring: ring, ringFD: ringFD, cmd: cmd, pid: cmd.Process.Pid, logf: logf,
 		reaped: make(chan struct{}), first: make(chan struct{}), ending: make(chan struct{}),
 		finished: make(chan struct{}), onFinish: onFinish, onRelease: onRelease, sockIno: sockIno}
-	h.group = procs.Group{Root: h.pid, Mark: cfg.Mark}
+	h.group = procs.NewGroup(h.pid, cfg.Mark) // not waited for yet: the pid is its own
 	go h.readWithoutDaemon()
 	if exits != nil {
 		exits.add(h.pid, h.reapExited)
@@ -196,8 +199,8 @@ func (h *holder) reap() {
 // reapExited, once the program has exited, ends every process it left,
 // collects its exit status and keeps it for a daemon.
 func (h *holder) reapExited() {
-	killGroup(h.pid, syscall.SIGHUP)
-	killGroup(h.pid, syscall.SIGKILL)
+	_ = h.group.SignalGroup(syscall.SIGHUP)
+	_ = h.group.SignalGroup(syscall.SIGKILL)
 	sweeps.hangUpAndKill(h.group, 5*time.Second)
 	err := h.cmd.Wait()
 	h.mu.Lock()
@@ -258,14 +261,12 @@ func (h *holder) kill(sig syscall.Signal) {
 	}
 	widen.signalled()
 	sweeps.signal(h.group, sig)
-	killGroup(h.pid, sig)
+	// Its status may be collected since the look above, and its pid
+	// another's: SignalGroup checks the process at it is still the program.
+	_ = h.group.SignalGroup(sig)
 	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT {
-		killGroup(h.pid, syscall.SIGCONT)
+		_ = h.group.SignalGroup(syscall.SIGCONT)
 	}
-}
-
-func killGroup(pgid int, sig syscall.Signal) {
-	_ = syscall.Kill(-pgid, sig)
 }
 
 // finishPane marks the pane finished and lets its group know.

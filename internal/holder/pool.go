@@ -128,10 +128,15 @@ func (p *Pool) Start(cfg Config, timeout time.Duration) (Started, error) {
 	}
 }
 
+// Group is the started program's process group, marked with mark.
+func (r Ready) Group(mark string) procs.Group {
+	return procs.Group{Root: r.ProgramPID, Start: r.ProgramStart, Mark: mark}
+}
+
 // Abandon ends a pane whose start the daemon cannot complete (it could not
 // connect to it): its processes are killed and its holder forgets it.
 func (s Started) Abandon() {
-	_ = syscall.Kill(-s.ProgramPID, syscall.SIGKILL)
+	_ = s.Group("").SignalGroup(syscall.SIGKILL)
 	if s.g == nil {
 		return
 	}

@@ -171,10 +171,13 @@ type auth struct {
 
 // Welcome is what a holder says of its pane once both sides are proven.
 type Welcome struct {
-	HolderPID  int  `json:"holder_pid"`
-	ProgramPID int  `json:"program_pid"`
-	Exited     bool `json:"exited"`
-	ExitCode   int  `json:"exit_code"`
+	HolderPID  int `json:"holder_pid"`
+	ProgramPID int `json:"program_pid"`
+	// ProgramStart is the program's start time (procs.Group.Start); 0
+	// from a holder that did not say (older).
+	ProgramStart uint64 `json:"program_start,omitempty"`
+	Exited       bool   `json:"exited"`
+	ExitCode     int    `json:"exit_code"`
 	// Ring is how many bytes of output the replay carries.
 	Ring int `json:"ring"`
 	// Shared: the daemon reads the terminal itself; the ring's memfd

@@ -198,7 +198,7 @@ func (h *holder) attach(sc *sconn) bool {
 		old.c.Close() // a newer daemon takes over
 	}
 	fds := []int{h.pty}
-	w := Welcome{HolderPID: os.Getpid(), ProgramPID: h.pid, Exited: exited, ExitCode: code, Ring: len(replay)}
+	w := Welcome{HolderPID: os.Getpid(), ProgramPID: h.pid, ProgramStart: h.group.Start, Exited: exited, ExitCode: code, Ring: len(replay)}
 	if sc.shared {
 		if rd != nil {
 			rd.end() // every byte it read is in the ring before the daemon reads on

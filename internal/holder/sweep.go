@@ -183,11 +183,18 @@ func (t procTable) descendants(g procs.Group, roots map[int]bool) []int {
 			queue = append(queue, pid)
 		}
 	}
-	if _, ok := t.procs[g.Root]; ok {
+	// The pid may be another process's now (RootState): not it, nor its
+	// session or group, is g's then.
+	state := g.RootState()
+	if _, ok := t.procs[g.Root]; ok && state == procs.RootOurs {
 		add(g.Root)
 	}
-	for _, pid := range t.members[g.Root] {
-		add(pid)
+	if state != procs.RootOther {
+		for _, pid := range t.members[g.Root] {
+			if g.Member(pid, state) {
+				add(pid)
+			}
+		}
 	}
 	if g.Mark != "" {
 		for _, c := range t.children[self] {

@@ -39,7 +39,11 @@ func TestSweepFindsWhatGroupFinds(t *testing.T) {
 			t.Fatalf("grandchild's pid: %q", buf[:k])
 		}
 		cmds = append(cmds, cmd)
-		groups = append(groups, procs.Group{Root: cmd.Process.Pid})
+		g := procs.Group{Root: cmd.Process.Pid} // an old record's: no start time
+		if i%2 == 0 {
+			g = procs.NewGroup(cmd.Process.Pid, "")
+		}
+		groups = append(groups, g)
 	}
 	t.Cleanup(func() {
 		for i, g := range groups {
@@ -75,6 +79,42 @@ func TestSweepFindsWhatGroupFinds(t *testing.T) {
 		if !sw.hangUpAndKill(g, 5*time.Second) {
 			t.Errorf("pane %d: processes left after hangUpAndKill: %v", i, g.Descendants())
 		}
+	}
+}
+
+// A pane whose program's pid is another process's now (its start time
+// differs) has none of it signalled by the shared look: not the process,
+// its session, or its tree.
+func TestSweepLeavesAnotherProcessAtThePid(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 1033 & setsid sleep 1034 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	own := procs.NewGroup(cmd.Process.Pid, "")
+	t.Cleanup(func() {
+		own.KillAll(5 * time.Second)
+		_ = cmd.Wait()
+	})
+	var all []int
+	if !proctest.WaitFor(10*time.Second, func() bool { all = own.Descendants(); return len(all) == 3 }) {
+		t.Fatalf("the session's processes: %v", all)
+	}
+	other := procs.Group{Root: own.Root, Start: own.Start + 1, Mark: "CORRAL_PANE=not-the-victims"}
+	var sw sweeper
+	if n := sw.signal(other, syscall.SIGKILL); n != 0 {
+		t.Errorf("the look signalled %d processes of another", n)
+	}
+	if !sw.hangUpAndKill(other, time.Second) {
+		t.Error("hangUpAndKill found processes of another")
+	}
+	for _, pid := range all {
+		if !proctest.Alive(pid) {
+			t.Errorf("process %d of another was killed", pid)
+		}
+	}
+	if !sw.hangUpAndKill(own, 5*time.Second) {
+		t.Errorf("processes left after hangUpAndKill: %v", own.Descendants())
 	}
 }
 

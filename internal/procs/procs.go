@@ -108,6 +108,9 @@ func (s RootState) String() string {
 
 // RootState looks at the process at g.Root now.
 func (g Group) RootState() RootState {
+	if g.Root <= 0 || g.Start == 0 {
+		return g.rootState(osproc.Proc{}, false) // nothing to compare
+	}
 	p, ok := osproc.Stat(g.Root)
 	return g.rootState(p, ok)
 }
