@@ -133,6 +133,11 @@ func (r Ready) Group(mark string) procs.Group {
 	return procs.Group{Root: r.ProgramPID, Start: r.ProgramStart, Mark: mark}
 }
 
+// Group is the pane's program's process group, marked with mark.
+func (w Welcome) Group(mark string) procs.Group {
+	return procs.Group{Root: w.ProgramPID, Start: w.ProgramStart, Mark: mark}
+}
+
 // Abandon ends a pane whose start the daemon cannot complete (it could not
 // connect to it): its processes are killed and its holder forgets it.
 func (s Started) Abandon() {

@@ -2,7 +2,6 @@ package pane
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -299,12 +298,4 @@ func (p *Pane) Close(grace time.Duration) {
 	}
 	_ = p.Kill(syscall.SIGKILL)
 	<-p.done
-}
-
-func killGroup(pgid int, sig syscall.Signal) error {
-	err := syscall.Kill(-pgid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-	return err
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/detect"
 	"github.com/corral-dev/corral/internal/holder"
-	"github.com/corral-dev/corral/internal/procs"
 	"github.com/corral-dev/corral/internal/status"
 )
 
@@ -38,14 +37,20 @@ type heldEnd struct {
 	lost error // the connection broke before the exit status came
 }
 
+// paneMark is the environment entry every process of pane id carries
+// ("" for a pane without an id).
+func paneMark(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "CORRAL_PANE=" + id
+}
+
 // startHeld starts the program under a holder and connects to it.
 func startHeld(cfg Config, path string) (*Pane, error) {
 	env := append(os.Environ(), "TERM=xterm-256color", "COLORTERM=truecolor")
 	env = append(env, cfg.Env...)
-	mark := ""
-	if cfg.ID != "" {
-		mark = "CORRAL_PANE=" + cfg.ID
-	}
+	mark := paneMark(cfg.ID)
 	h := cfg.Holder
 	hcfg := holder.Config{Socket: h.Socket, Secret: h.Secret, Path: path, Argv: cfg.Argv, Dir: cfg.Dir,
 		Env: env, Cols: cfg.Cols, Rows: cfg.Rows, Mark: mark, Ring: h.Ring}
@@ -67,6 +72,7 @@ func startHeld(cfg Config, path string) (*Pane, error) {
 	m := heldMaster(hc)
 	p := newPane(cfg, &heldSource{master: m, hc: hc}, m, hc.Welcome.ProgramPID, time.Now())
 	p.hc, p.ring, p.holderPID = hc, hc.Ring, hc.Welcome.HolderPID
+	p.group = hc.Welcome.Group(mark)
 	p.run()
 	return p, nil
 }
@@ -121,6 +127,9 @@ func Adopt(cfg Config, hc *holder.Conn, a Adopted) (*Pane, error) {
 	}
 	p := newPane(cfg, &heldSource{master: ptmx, hc: hc}, ptmx, hc.Welcome.ProgramPID, started)
 	p.hc, p.ring, p.holderPID = hc, hc.Ring, hc.Welcome.HolderPID
+	// Its start time, from the holder, tells the program from a process
+	// given its pid later, once the holder is gone (reapHeld).
+	p.group = hc.Welcome.Group(paneMark(cfg.ID))
 	p.replaying.Store(true)
 	now := time.Now()
 	for _, r := range a.Records {
@@ -310,14 +319,14 @@ func (p *Pane) reapHeld(end heldEnd) {
 		// here, as the holder would have.
 		code = -1
 		p.lost.Store(&[]string{fmt.Sprintf("the pane's holder (pid %d) is gone (%v); its processes were ended", p.holderPID, end.lost)}[0])
-		g := procs.Group{Root: p.pid}
-		if p.cfg.ID != "" {
-			g.Mark = "CORRAL_PANE=" + p.cfg.ID
-		}
+		// Nobody waits for the program now: it may have exited and been
+		// reaped long since, and its pid be another's. The group's start
+		// time keeps that process, its session and group alone.
+		g := p.group
 		g.Signal(syscall.SIGHUP)
-		_ = killGroup(p.pid, syscall.SIGHUP)
+		_ = g.SignalGroup(syscall.SIGHUP)
 		time.Sleep(100 * time.Millisecond)
-		_ = killGroup(p.pid, syscall.SIGKILL)
+		_ = g.SignalGroup(syscall.SIGKILL)
 		g.KillAll(2 * time.Second)
 	}
 	if p.ring != nil {

@@ -194,6 +194,76 @@ func TestHeldHolderKilled(t *testing.T) {
 	}
 }
 
+// A holder killed under an adopted pane ends every process of it, the
+// ones that ignore its hangup too, when its program is the process the
+// holder named; when the process at the program's pid started at another
+// time than the holder said (the program had ended and its pid been given
+// to another process), that process, its session and group are left
+// alone.
+func TestHeldHolderKilledSparesARecycledPid(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct {
+		name     string
+		recycled bool
+	}{
+		{"its program", false},
+		{"another process at its pid", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("h7%d", i)
+			h := holding(t, id)
+			cfg := Config{ID: id, Argv: []string{"sh", "-c", "trap '' HUP; sleep 1036 & echo up; sleep 1037"},
+				Cols: 60, Rows: 10, Rules: ruleSet(t), Holder: h}
+			p, err := Start(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cleanup(t, p)
+			awaitScreen(t, p, "up")
+			_, hpid := p.Held()
+			var all []int
+			if !proctest.WaitFor(5*time.Second, func() bool { all = p.group.Descendants(); return len(all) == 3 }) {
+				t.Fatalf("the pane's processes: %v", all)
+			}
+			if !p.Detach() {
+				t.Fatal("not detached")
+			}
+			hc, err := holder.Dial(h.Socket, h.Secret, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hc.Welcome.ProgramStart == 0 {
+				t.Fatal("the holder did not say when its program started")
+			}
+			if tc.recycled {
+				hc.Welcome.ProgramStart++
+			}
+			q, err := Adopt(cfg, hc, Adopted{Last: p.Info().Decision})
+			if err != nil {
+				t.Fatal(err)
+			}
+			syscall.Kill(hpid, syscall.SIGKILL)
+			select {
+			case <-q.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the pane did not end with its holder")
+			}
+			if !strings.Contains(q.Lost(), "holder") {
+				t.Fatalf("after the holder died: %q", q.Lost())
+			}
+			if !tc.recycled {
+				waitGone(t, all...)
+				return
+			}
+			for _, pid := range all {
+				if !proctest.Alive(pid) {
+					t.Errorf("process %d, not the pane's by its start time, was killed", pid)
+				}
+			}
+		})
+	}
+}
+
 // A held program ignores no signal its holder was spared (SigIgn in
 // /proc is inherited across exec): it takes Ctrl-C and a hangup.
 func TestHeldProgramSignalsDefault(t *testing.T) {

@@ -212,18 +212,16 @@ func Start(cfg Config) (*Pane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Argv[0], err)
 	}
+	group := procs.NewGroup(cmd.Process.Pid, paneMark(cfg.ID)) // not waited for yet: the pid is its own
 	fd, err := nonBlocking(ptmx)
 	if err != nil {
-		killGroup(cmd.Process.Pid, syscall.SIGKILL)
+		_ = group.SignalGroup(syscall.SIGKILL)
 		_ = cmd.Wait()
 		procs.Release(cmd.Process.Pid)
 		return nil, err
 	}
 	m := readMaster(fd)
-	src := &ptySource{master: m, pid: cmd.Process.Pid, group: procs.Group{Root: cmd.Process.Pid}}
-	if cfg.ID != "" {
-		src.group.Mark = "CORRAL_PANE=" + cfg.ID
-	}
+	src := &ptySource{master: m, group: group}
 	p := newPane(cfg, src, m, cmd.Process.Pid, time.Now())
 	p.cmd = cmd
 	p.group = src.group
@@ -360,9 +358,9 @@ func (p *Pane) reap() {
 	// Everything it left (a background job of a shell, a daemon it
 	// started) goes too, found while the program is a zombie: its pid
 	// cannot be reused until Wait.
-	killGroup(p.pid, syscall.SIGHUP)
+	_ = p.group.SignalGroup(syscall.SIGHUP)
 	p.group.Signal(syscall.SIGHUP)
-	killGroup(p.pid, syscall.SIGKILL)
+	_ = p.group.SignalGroup(syscall.SIGKILL)
 	p.group.KillAll(5 * time.Second)
 	err := p.cmd.Wait()
 	procs.Release(p.pid)

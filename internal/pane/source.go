@@ -44,7 +44,6 @@ var ErrFixedSize = errors.New("the pane's size is set by the terminal it runs in
 // ptySource is a PTY the daemon owns: the program is its child.
 type ptySource struct {
 	*master
-	pid int
 	// group finds every process the program started, wherever it went.
 	group procs.Group
 }
@@ -55,13 +54,13 @@ func (s *ptySource) Signal(sig syscall.Signal) error {
 	// Processes that left the group (setsid, their own group) too: found
 	// first, while they are still below the program.
 	s.group.Signal(sig)
-	if err := killGroup(s.pid, sig); err != nil {
+	if err := s.group.SignalGroup(sig); err != nil {
 		return err
 	}
 	// A stopped group (SIGSTOP, Ctrl-Z) holds every signal but SIGKILL
 	// until it runs again: wake it so the signal lands.
 	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != syscall.SIGCONT && sig != 0 {
-		return killGroup(s.pid, syscall.SIGCONT)
+		return s.group.SignalGroup(syscall.SIGCONT)
 	}
 	return nil
 }
