@@ -28,8 +28,14 @@ var ErrDetached = errors.New("the held run was let go for another daemon")
 // HoldStartWait bounds how long a job holder takes to start its program.
 const HoldStartWait = 10 * time.Second
 
-// spoolPID is the file with the held program's pid (its process group).
-const spoolPID = "pid"
+// spoolPID is the file with the held program's pid (its process group),
+// and spoolStart the one with its start time (procs.Group.Start): a
+// daemon that comes later tells the program from a process given its pid
+// since. (Two files: a daemon that knows only the first still reads it.)
+const (
+	spoolPID   = "pid"
+	spoolStart = "start"
+)
 
 // heldRun is the daemon's side of a job holder.
 type heldRun struct {
@@ -200,12 +206,14 @@ func startHeld(o Options, path string, env []string) (*job, error) {
 	if ready.Error != "" {
 		return nil, errors.New(ready.Error)
 	}
+	_ = safefile.WriteAtomic(filepath.Join(dir, spoolStart), []byte(strconv.FormatUint(ready.ProgramStart, 10)), 0o600)
 	_ = safefile.WriteAtomic(filepath.Join(dir, spoolPID), []byte(strconv.Itoa(ready.ProgramPID)), 0o600)
-	j, err := followHeld(o, ready.ProgramPID, &resumeState{})
+	group := procs.Group{Root: ready.ProgramPID, Start: ready.ProgramStart, Mark: o.Mark}
+	j, err := followHeld(o, group, &resumeState{})
 	if err != nil {
 		// Nobody would read it: it must not run on unseen. Its holder
 		// ends what it left, and is reaped here.
-		_ = syscall.Kill(-ready.ProgramPID, syscall.SIGKILL)
+		_ = group.SignalGroup(syscall.SIGKILL)
 		return nil, err
 	}
 	return j, nil
@@ -217,16 +225,21 @@ func adoptHeld(o Options) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	pid := 0
+	g := procs.Group{Mark: o.Mark}
 	if b, err := safefile.ReadOwned(filepath.Join(o.Spool, spoolPID), 64); err == nil {
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		g.Root, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
-	return followHeld(o, pid, r)
+	// Missing (a job held before start times were kept): 0, unknown.
+	if b, err := safefile.ReadOwned(filepath.Join(o.Spool, spoolStart), 64); err == nil {
+		g.Start, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	}
+	return followHeld(o, g, r)
 }
 
-// followHeld connects to the holder (if it runs) and reads the job's
-// files from where r says.
-func followHeld(o Options, pid int, r *resumeState) (*job, error) {
+// followHeld connects to the holder (if it runs) of the run whose
+// processes are g and reads the job's files from where r says.
+func followHeld(o Options, g procs.Group, r *resumeState) (*job, error) {
+	pid := g.Root
 	dir := o.Spool
 	h := &heldRun{dir: dir, gone: make(chan struct{}), stop: make(chan struct{})}
 	if c, err := net.DialTimeout("unix", filepath.Join(dir, SpoolSocket), 5*time.Second); err == nil {
@@ -264,7 +277,7 @@ func followHeld(o Options, pid int, r *resumeState) (*job, error) {
 	}
 	j := &job{o: o, held: h, resume: r, pgid: pid, errDone: make(chan struct{}), errLines: make(chan string, 16),
 		errHeld: make(chan rawLine, 16), activity: make(chan struct{}, 1), lines: make(chan rawLine, 64), readDone: make(chan struct{})}
-	j.group = procs.Group{Root: pid, Mark: o.Mark}
+	j.group = g
 	j.send, j.closeIn = h.send, h.closeIn
 	if o.OnStart != nil && pid > 0 {
 		o.OnStart(pid)

@@ -189,42 +189,80 @@ func TestHeldPermissionAcrossDaemons(t *testing.T) {
 }
 
 // A held run whose holder was killed while no daemon followed it ends in
-// error, and its program does not go on unseen.
+// error, and its program does not go on unseen: the next daemon ends it,
+// when the process at its pid is the one recorded (or nothing was
+// recorded of it: a job held by an older daemon). A process at that pid
+// that started at another time, and does not carry the job's mark, is
+// another's (the program ended and its pid was given again): left alone.
 func TestHeldHolderKilled(t *testing.T) {
 	t.Parallel()
-	dir, gate := t.TempDir(), filepath.Join(t.TempDir(), "gate")
-	o := heldOptions(t, dir, gate)
-	detach := make(chan struct{})
-	pid := 0
-	o.OnStart = func(p int) {
-		pid = p
-		endAtCleanup(t, dir)(p)
-	}
-	var once sync.Once
-	o.OnEvent = func(Event) { once.Do(func() { close(detach) }) }
-	o.Detach = detach
-	if _, err := Run(context.Background(), o); err != ErrDetached {
-		t.Fatalf("the first daemon's run: %v, want ErrDetached", err)
-	}
-	holder, _, ok := procs.Parent(pid)
-	if !ok {
-		t.Fatal("no holder")
-	}
-	syscall.Kill(holder, syscall.SIGKILL)
-	if !proctest.WaitFor(5*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, SpoolSocket)); return err != nil || !alive(holder) }) {
-		t.Fatal("the holder did not die")
-	}
-	o = heldOptions(t, dir, gate)
-	o.Adopt, o.Started = true, time.Now()
-	out, err := Run(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.State != "error" || !strings.Contains(out.Reason, "holder ended without") {
-		t.Errorf("outcome %+v", out)
-	}
-	if !proctest.WaitFor(5*time.Second, func() bool { return !alive(pid) }) {
-		t.Errorf("the program %d outlived its holder and its job", pid)
+	for _, tc := range []struct {
+		name   string
+		record func(t *testing.T, dir string, o *Options) // what the next daemon finds
+		ended  bool
+	}{
+		{"its start recorded", func(*testing.T, string, *Options) {}, true},
+		{"no start recorded", func(t *testing.T, dir string, _ *Options) {
+			if err := os.Remove(filepath.Join(dir, spoolStart)); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"another process at its pid", func(t *testing.T, dir string, o *Options) {
+			b, err := os.ReadFile(filepath.Join(dir, spoolStart))
+			start, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+			if err != nil || start == 0 {
+				t.Fatalf("the program's start time: %q, %v", b, err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, spoolStart), []byte(strconv.FormatUint(start+1, 10)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			o.Mark += "-not-this-one"
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, gate := t.TempDir(), filepath.Join(t.TempDir(), "gate")
+			o := heldOptions(t, dir, gate)
+			detach := make(chan struct{})
+			pid := 0
+			o.OnStart = func(p int) {
+				pid = p
+				endAtCleanup(t, dir)(p)
+			}
+			var once sync.Once
+			o.OnEvent = func(Event) { once.Do(func() { close(detach) }) }
+			o.Detach = detach
+			if _, err := Run(context.Background(), o); err != ErrDetached {
+				t.Fatalf("the first daemon's run: %v, want ErrDetached", err)
+			}
+			holder, _, ok := procs.Parent(pid)
+			if !ok {
+				t.Fatal("no holder")
+			}
+			syscall.Kill(holder, syscall.SIGKILL)
+			if !proctest.WaitFor(5*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, SpoolSocket)); return err != nil || !alive(holder) }) {
+				t.Fatal("the holder did not die")
+			}
+			o = heldOptions(t, dir, gate)
+			o.Adopt, o.Started = true, time.Now()
+			tc.record(t, dir, &o)
+			out, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.State != "error" || !strings.Contains(out.Reason, "holder ended without") {
+				t.Errorf("outcome %+v", out)
+			}
+			if !tc.ended {
+				if !alive(pid) {
+					t.Errorf("process %d, not the run's by its start time, was killed", pid)
+				}
+				return
+			}
+			if !proctest.WaitFor(5*time.Second, func() bool { return !alive(pid) }) {
+				t.Errorf("the program %d outlived its holder and its job", pid)
+			}
+		})
 	}
 }
 

@@ -293,7 +293,7 @@ func start(o Options) (*job, error) {
 	}
 	// Every process of the run goes, in its group or gone elsewhere
 	// (setsid, a group of its own): they would hold its output open.
-	j.group = procs.Group{Root: j.pgid, Mark: o.Mark}
+	j.group = procs.NewGroup(j.pgid, o.Mark) // not waited for yet: the pid is its own
 	// Once the agent has exited, what it left must not hold its output open.
 	go func() {
 		procs.WaitExit(j.pgid)
@@ -339,7 +339,7 @@ func (j *job) kill() {
 		j.held.kill(syscall.SIGKILL) // its holder ends what the run left, and tells
 		return
 	}
-	_ = syscall.Kill(-j.pgid, syscall.SIGKILL)
+	_ = j.group.SignalGroup(syscall.SIGKILL)
 	j.group.KillAll(5 * time.Second)
 }
 

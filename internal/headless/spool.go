@@ -131,6 +131,9 @@ func HoldMain(args []string, stdout, stderr io.Writer) int {
 		r.Error = fmt.Sprintf("start %s: %v", spec.Argv[0], startErr)
 	} else {
 		r.ProgramPID = cmd.Process.Pid
+		if p, ok := osproc.Stat(r.ProgramPID); ok { // not waited for yet: the pid is its own
+			r.ProgramStart = p.Start
+		}
 	}
 	rb, _ := json.Marshal(r)
 	_, _ = stdout.Write(append(rb, '\n'))
@@ -142,7 +145,7 @@ func HoldMain(args []string, stdout, stderr io.Writer) int {
 		os.Remove(sock)
 		return 127
 	}
-	h := &jobHolder{pid: cmd.Process.Pid, group: procs.Group{Root: cmd.Process.Pid, Mark: spec.Mark}, conns: map[net.Conn]bool{}}
+	h := &jobHolder{pid: cmd.Process.Pid, group: procs.Group{Root: r.ProgramPID, Start: r.ProgramStart, Mark: spec.Mark}, conns: map[net.Conn]bool{}}
 	// Written from a goroutine of its own: an agent that does not read its
 	// stdin must not hold the holder's requests (a kill among them).
 	h.write, h.closeIn = stdinWriter(stdin)
@@ -164,9 +167,11 @@ func HoldMain(args []string, stdout, stderr io.Writer) int {
 
 // HoldReady is a job holder's first line on its stdout.
 type HoldReady struct {
-	PID        int    `json:"pid"`
-	ProgramPID int    `json:"program_pid"`
-	Error      string `json:"error,omitempty"`
+	PID        int `json:"pid"`
+	ProgramPID int `json:"program_pid"`
+	// ProgramStart is the program's start time (procs.Group.Start).
+	ProgramStart uint64 `json:"program_start,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 type jobHolder struct {
@@ -237,7 +242,9 @@ func (h *jobHolder) kill(sig syscall.Signal) {
 	if ended {
 		return
 	}
-	_ = syscall.Kill(-h.pid, sig)
+	// wait may have collected its status since: SignalGroup checks the
+	// process at its pid is still the program.
+	_ = h.group.SignalGroup(sig)
 	h.group.Signal(sig)
 }
 
@@ -269,6 +276,10 @@ func (h *jobHolder) wait() int {
 		h.mu.Lock()
 		h.ended = true // its pid may be another's from here
 		h.mu.Unlock()
+		// Collected just now, the pid is still held by its group's
+		// members, if any (a pid stays in use while a group or session
+		// has it for id): a group of that id is the program's. (The
+		// group's own SignalGroup sends nothing once its root is gone.)
 		_ = syscall.Kill(-h.pid, syscall.SIGKILL)
 		h.group.KillAll(5 * time.Second)
 		h.closeIn()
