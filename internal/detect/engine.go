@@ -462,6 +462,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 	defer func() {
 		if lines != nil {
 			clear(*lines) // the pool keeps no row text alive
+			*lines = (*lines)[:0]
 			screenLines.Put(lines)
 		}
 	}()
@@ -469,7 +470,7 @@ func (e *Engine) classifyLocked(now time.Time) {
 		if snap == nil {
 			lines = screenLines.Get().(*[]string)
 			s := e.term.SnapshotInto(*lines)
-			*lines = s.Lines[:0]
+			*lines = s.Lines
 			snap = &s
 		}
 		return rules.Screen{Lines: snap.Lines, Title: snap.Title}
