@@ -446,11 +446,10 @@ func (e *Engine) MarkSeen(now time.Time) []Change {
 
 // screenLines holds the arrays a classification copies the screen's rows
 // into, between classifications: a spinning pane is classified at each
-// frame, and a new array each time (a garbage object of a size class the
-// panes' long-lived objects share) left their spans half empty after each
-// collection. Nothing a classification decides keeps the array: rules
-// read the rows and keep strings. The pool lets go of its arrays when the
-// heap is collected.
+// frame, and a new array each time was a quarter of a spinning daemon's
+// garbage. Nothing a classification decides keeps the array: rules read
+// the rows and keep strings. The pool lets go of its arrays when the heap
+// is collected.
 var screenLines = sync.Pool{New: func() any { return new([]string) }}
 
 func (e *Engine) classifyLocked(now time.Time) {

@@ -173,9 +173,7 @@ func (m *Manifest) MatchesScreen(s Screen) bool {
 // manifest a screen is read against, in a buffer taken from joinBufs and
 // given back after (release). A pane whose program no manifest names (a
 // shell, a build, a spinner) is identified again at each new output: its
-// joins, a new string each time, were half of a spinning daemon's garbage,
-// and a garbage object of a size class the panes' own long-lived objects
-// also use leaves their spans half empty after each collection.
+// joins, a new string each time, were half of a spinning daemon's garbage.
 type joinedScreen struct {
 	buf *[]byte // nil until the first manifest reads it
 }
