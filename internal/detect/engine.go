@@ -12,6 +12,7 @@ package detect
 
 import (
 	"io"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/internal/combine"
@@ -443,14 +444,32 @@ func (e *Engine) MarkSeen(now time.Time) []Change {
 	return e.classify(now)
 }
 
+// screenLines holds the arrays a classification copies the screen's rows
+// into, between classifications: a spinning pane is classified at each
+// frame, and a new array each time was a quarter of a spinning daemon's
+// garbage. Nothing a classification decides keeps the array: rules read
+// the rows and keep strings. The pool lets go of its arrays when the heap
+// is collected.
+var screenLines = sync.Pool{New: func() any { return new([]string) }}
+
 func (e *Engine) classifyLocked(now time.Time) {
 	e.dirty = false
 	e.classifiedAt = now
 	e.counters.Classifications++
 	var snap *term.Snapshot // the screen, copied when something reads it
+	var lines *[]string     // snap's rows, in an array of screenLines
+	defer func() {
+		if lines != nil {
+			clear(*lines) // the pool keeps no row text alive
+			*lines = (*lines)[:0]
+			screenLines.Put(lines)
+		}
+	}()
 	screen := func() rules.Screen {
 		if snap == nil {
-			s := e.term.Snapshot()
+			lines = screenLines.Get().(*[]string)
+			s := e.term.SnapshotInto(*lines)
+			*lines = s.Lines
 			snap = &s
 		}
 		return rules.Screen{Lines: snap.Lines, Title: snap.Title}

@@ -32,7 +32,17 @@ func (p *Pane) compactIdleLocked(now time.Time) {
 		return
 	}
 	if now.Sub(p.rowsPackedAt) >= after {
+		packed := p.term.PackedRows()
 		p.term.CompactRows()
 		p.rowsPackedAt = now
+		if !p.rowsSettled && p.term.PackedRows() > packed {
+			// The first rows packed of a screen still drawn free the
+			// cells of its first drawing, and what they kept from being
+			// given back (term's packRows): back to the system once
+			// panes stop settling, as for a pane gone idle. Once a
+			// pane: a busy agent's rows are packed every CompactAfter.
+			p.rowsSettled = true
+			trimHeapLater()
+		}
 	}
 }

@@ -119,6 +119,9 @@ type Pane struct {
 	// rowsPackedAt is when the sweep last packed the rows the program did
 	// not draw (see compactIdleLocked); under mu.
 	rowsPackedAt time.Time
+	// rowsSettled: the sweep has packed rows of this screen once, and
+	// asked for the heap's trim after it (compactIdleLocked).
+	rowsSettled bool
 	// argv is cfg.Argv's own copy, shared by snapshots: never written.
 	argv []string
 	// snap is what readers see (Info and the like): published by whoever

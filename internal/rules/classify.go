@@ -2,6 +2,7 @@ package rules
 
 import (
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -167,22 +168,48 @@ func (m *Manifest) MatchesProcess(name string, argv []string) bool {
 // from its title or visible rows.
 func (m *Manifest) MatchesScreen(s Screen) bool {
 	var text joinedScreen
+	defer text.release()
 	return m.matchesScreen(strings.TrimSpace(s.Title), s.Lines, &text)
 }
 
 // joinedScreen is a screen's rows joined by newlines, made once for every
-// manifest a screen is read against (a classification of a spinning pane
-// joined it once a manifest: most of a busy daemon's garbage).
+// manifest a screen is read against, in a buffer taken from joinBufs and
+// given back after (release). A pane whose program no manifest names (a
+// shell, a build, a spinner) is identified again at each new output: its
+// joins, a new string each time, were half of a spinning daemon's garbage.
 type joinedScreen struct {
-	s    string
-	done bool
+	buf *[]byte // nil until the first manifest reads it
 }
 
-func (j *joinedScreen) of(lines []string) string {
-	if !j.done {
-		j.s, j.done = strings.Join(lines, "\n"), true
+// joinBufs holds the joins' buffers between identifications; the pool lets
+// go of them when the heap is collected, so quiet panes keep none.
+var joinBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// maxPooledJoin bounds a buffer given back to joinBufs: a huge screen's
+// join is not kept for the next.
+const maxPooledJoin = 64 << 10
+
+func (j *joinedScreen) of(lines []string) []byte {
+	if j.buf == nil {
+		j.buf = joinBufs.Get().(*[]byte)
+		b := (*j.buf)[:0]
+		for i, l := range lines {
+			if i > 0 {
+				b = append(b, '\n')
+			}
+			b = append(b, l...)
+		}
+		*j.buf = b
 	}
-	return j.s
+	return *j.buf
+}
+
+// release gives the buffer back; what of returned must no longer be read.
+func (j *joinedScreen) release() {
+	if j.buf != nil && cap(*j.buf) <= maxPooledJoin {
+		joinBufs.Put(j.buf)
+	}
+	j.buf = nil
 }
 
 // matchesScreen is MatchesScreen with the title trimmed and the rows'
@@ -192,7 +219,7 @@ func (m *Manifest) matchesScreen(title string, lines []string, text *joinedScree
 		return true
 	}
 	if m.screen != nil {
-		return m.screen.MatchString(text.of(lines))
+		return m.screen.Match(text.of(lines))
 	}
 	return false
 }

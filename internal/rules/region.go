@@ -138,6 +138,16 @@ func bottomRows(lines []string, n int) string {
 	}
 	var b strings.Builder
 	first := true
+	if n == 1 {
+		// One row: itself, no copy (the generic manifest's rules read
+		// the bottom row of every screen at every classification).
+		for _, l := range lines[start:] {
+			if strings.TrimSpace(l) != "" {
+				return l
+			}
+		}
+		return ""
+	}
 	for _, l := range lines[start:] {
 		if strings.TrimSpace(l) == "" {
 			continue

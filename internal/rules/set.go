@@ -60,6 +60,7 @@ func (s *Set) IdentifyProcess(name string, argv []string) *Manifest {
 func (s *Set) IdentifyScreen(scr Screen) *Manifest {
 	title := strings.TrimSpace(scr.Title)
 	var text joinedScreen
+	defer text.release()
 	for _, n := range s.order {
 		m := s.byName[n]
 		if n != Generic && m.matchesScreen(title, scr.Lines, &text) {

@@ -21,8 +21,10 @@ import (
 // Its hooks into Terminal (replies, events, the title) run under the
 // Terminal's lock.
 type emulator struct {
-	t    *Terminal
-	p    *ansi.Parser
+	t *Terminal
+	// p is the parser, part of the emulator: its own object was one more
+	// a pane keeps.
+	p    ansi.Parser
 	cols int
 	rows int
 
@@ -69,7 +71,8 @@ const dataSize = 8 << 10
 
 func newEmulator(t *Terminal, cols, rows, scrollback int) *emulator {
 	e := &emulator{t: t, cols: cols, rows: rows}
-	e.p = ansi.NewParser()
+	// Not ansi.NewParser: it makes a parameters array and a 64 KB data
+	// buffer that the sizes below replace at once, garbage at each start.
 	e.p.SetParamsSize(parser.MaxParamsSize)
 	e.p.SetDataSize(-1) // grows as needed; write bounds it at dataSize
 	e.p.SetHandler(ansi.Handler{

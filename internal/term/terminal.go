@@ -280,19 +280,26 @@ type Snapshot struct {
 func (s Snapshot) Text() string { return strings.Join(s.Lines, "\n") }
 
 // Snapshot copies the visible screen while holding the lock.
-func (t *Terminal) Snapshot() Snapshot {
+func (t *Terminal) Snapshot() Snapshot { return t.SnapshotInto(nil) }
+
+// SnapshotInto is Snapshot with the rows copied into lines' array when it
+// has room for them (a caller that reads screens often reuses one).
+func (t *Terminal) SnapshotInto(lines []string) Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if f := t.frozen; f != nil {
 		s := f.snap
-		s.Lines = append([]string(nil), f.snap.Lines...)
+		s.Lines = append(lines[:0], f.snap.Lines...)
 		return s
 	}
 	e := t.emu
+	if cap(lines) < e.rows {
+		lines = make([]string, e.rows)
+	}
 	s := Snapshot{
 		Cols:         e.cols,
 		Rows:         e.rows,
-		Lines:        make([]string, e.rows),
+		Lines:        lines[:e.rows],
 		Title:        t.title,
 		CursorHidden: e.scr.cur.hidden,
 		AltScreen:    e.scr == &e.alt,

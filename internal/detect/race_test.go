@@ -1,0 +1,5 @@
+//go:build race
+
+package detect
+
+func init() { raceBuild = true }
