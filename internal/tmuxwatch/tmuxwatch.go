@@ -167,6 +167,9 @@ func (h handler) Added(tp tmuxctl.Pane, screen []byte) {
 		return
 	}
 	src := &source{w: w, id: tp.ID, pid: tp.PID, tty: tp.TTY}
+	if proc, ok := osproc.Stat(tp.PID); ok {
+		src.start = proc.Start
+	}
 	src.setSize(tp.Cols, tp.Rows)
 	p, feed, err := pane.Open(cfg, src, tp.PID, screen)
 	if err != nil {
@@ -240,6 +243,9 @@ type source struct {
 	id  string
 	pid int    // the pane's first process (it leads the pane's session)
 	tty string // the pane's terminal, /dev/pts/N
+	// start is the first process's start time when the watch found it
+	// (0: unknown): a pid another process has since is not signalled.
+	start uint64
 
 	mu         sync.Mutex // guards the fields that follow
 	cols, rows int
@@ -316,12 +322,23 @@ func (s *source) Signal(sig syscall.Signal) error {
 			first = err
 		}
 	}
-	if s.pid > 0 {
+	if s.pid > 0 && s.firstRuns() {
 		if err := syscall.Kill(-s.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) && first == nil {
 			first = err
 		}
 	}
 	return first
+}
+
+// firstRuns reports whether the pane's first process still runs at its
+// pid (or its start time is unknown): once it has exited, the pid may be
+// another process's, whose group must not be signalled.
+func (s *source) firstRuns() bool {
+	if s.start == 0 {
+		return true
+	}
+	proc, ok := osproc.Stat(s.pid)
+	return ok && proc.Start == s.start
 }
 
 // Close releases what Foreground keeps open; the control client is the
