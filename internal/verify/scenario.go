@@ -78,7 +78,7 @@ type Step struct {
 
 // Scenario is the default scenario. Each step's state differs from the
 // state the previous step leaves, so a stale state is never scored right.
-var Scenario = []Step{
+var Scenario = append([]Step{
 	{Name: "startup", Want: Want{State: combine.Idle}, Deadline: 90 * time.Second},
 	{Name: "shell", Turn: mockmodel.StepShell, Want: Want{combine.Blocked, "permission"}, Deadline: 60 * time.Second},
 	{Name: "shell-yes", Key: KeyYes, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
@@ -88,17 +88,7 @@ var Scenario = []Step{
 	{Name: "question-answer", Key: KeyOption, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
 	{Name: "deny", Turn: mockmodel.StepShell, Want: Want{combine.Blocked, "permission"}, Deadline: 60 * time.Second},
 	{Name: "deny-no", Key: KeyNo, Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
-	{Name: "interrupt", Turn: mockmodel.StepSlow, Arg: "30", Want: Want{State: combine.Working}, Hold: 3 * time.Second, Deadline: 60 * time.Second},
-	{Name: "interrupt-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
-	{Name: "prose", Turn: mockmodel.StepProse, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
-	{Name: "slow", Turn: mockmodel.StepSlow, Arg: "6", Want: Want{State: combine.Working}, Hold: 2 * time.Second, Deadline: 60 * time.Second},
-	{Name: "slow-done", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
-	// An interrupt while the model is still answering, before any tool
-	// runs: the agent may report nothing and redraw its input box in a
-	// form no rule knows. Last, since some agents put the prompt back.
-	{Name: "early", Turn: mockmodel.StepStream, Arg: "8", Want: Want{State: combine.Working}, At: 800 * time.Millisecond, Deadline: 60 * time.Second},
-	{Name: "early-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Within: time.Second, Deadline: 30 * time.Second},
-}
+}, turnSteps...)
 
 // AutoScenario is Claude Code in auto mode (its default) against the
 // loopback model server, where auto mode's safety check cannot reach
@@ -106,7 +96,7 @@ var Scenario = []Step{
 // Enter stays in auto mode), then that call and each checked one after
 // it asks in a menu without numbers (No first). A person answers both
 // through corral. File writes in the working folder run unasked.
-var AutoScenario = []Step{
+var AutoScenario = append([]Step{
 	{Name: "startup", Want: Want{State: combine.Idle}, Deadline: 90 * time.Second},
 	{Name: "notice", Turn: mockmodel.StepShell, Want: Want{combine.Blocked, "question"}, Deadline: 60 * time.Second},
 	{Name: "notice-no", Answer: "no", Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
@@ -118,14 +108,7 @@ var AutoScenario = []Step{
 	{Name: "deny", Turn: mockmodel.StepShell, Want: Want{combine.Blocked, "permission"}, Deadline: 60 * time.Second},
 	{Name: "deny-no", Answer: "no", Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
 	{Name: "edit", Turn: mockmodel.StepEdit, Arg: "{work}/notes.txt", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
-	{Name: "interrupt", Turn: mockmodel.StepSlow, Arg: "30", Want: Want{State: combine.Working}, Hold: 3 * time.Second, Deadline: 60 * time.Second},
-	{Name: "interrupt-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
-	{Name: "prose", Turn: mockmodel.StepProse, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
-	{Name: "slow", Turn: mockmodel.StepSlow, Arg: "6", Want: Want{State: combine.Working}, Hold: 2 * time.Second, Deadline: 60 * time.Second},
-	{Name: "slow-done", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
-	{Name: "early", Turn: mockmodel.StepStream, Arg: "8", Want: Want{State: combine.Working}, At: 800 * time.Millisecond, Deadline: 60 * time.Second},
-	{Name: "early-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Within: time.Second, Deadline: 30 * time.Second},
-}
+}, turnSteps...)
 
 // scenarios are the scenarios a [[verify.variant]] may name. A test
 // fails when a name has none.
@@ -174,4 +157,19 @@ func (s Step) describe() string {
 		return "press " + string(s.Key)
 	}
 	return "wait"
+}
+
+// turnSteps end every scenario: turns that run, are interrupted, or end
+// with prose, whatever the agent's prompts were before.
+var turnSteps = []Step{
+	{Name: "interrupt", Turn: mockmodel.StepSlow, Arg: "30", Want: Want{State: combine.Working}, Hold: 3 * time.Second, Deadline: 60 * time.Second},
+	{Name: "interrupt-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Deadline: 30 * time.Second},
+	{Name: "prose", Turn: mockmodel.StepProse, Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	{Name: "slow", Turn: mockmodel.StepSlow, Arg: "6", Want: Want{State: combine.Working}, Hold: 2 * time.Second, Deadline: 60 * time.Second},
+	{Name: "slow-done", Want: Want{State: combine.Done}, Deadline: 60 * time.Second},
+	// An interrupt while the model is still answering, before any tool
+	// runs: the agent may report nothing and redraw its input box in a
+	// form no rule knows. Last, since some agents put the prompt back.
+	{Name: "early", Turn: mockmodel.StepStream, Arg: "8", Want: Want{State: combine.Working}, At: 800 * time.Millisecond, Deadline: 60 * time.Second},
+	{Name: "early-esc", Key: KeyInterrupt, Want: Want{State: combine.Idle}, Within: time.Second, Deadline: 30 * time.Second},
 }
