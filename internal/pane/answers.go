@@ -14,11 +14,10 @@ import (
 // recognise on screen takes none (see Answer).
 func (p *Pane) PromptAnswers() (names []string, options bool) {
 	s := p.snap.Load()
-	m, rule := s.manifest, s.info.Decision.Rule
-	if m.RecognisesPrompts() {
-		if rule = s.key.screenPrompt; rule == "" {
-			return nil, false
-		}
+	m := s.manifest
+	rule, known := promptRule(m, s.info.Decision.Rule, s.key.screenPrompt)
+	if !known {
+		return nil, false
 	}
 	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
 		if _, ok := m.KeysFor(rule, n); ok {
@@ -27,6 +26,17 @@ func (p *Pane) PromptAnswers() (names []string, options bool) {
 	}
 	_, options = m.KeysFor(rule, "1")
 	return names, options
+}
+
+// promptRule is the rule whose keys answer a blocked pane's prompt: the
+// one recognising the prompt on screen (screenPrompt) when the manifest
+// has rules for its prompts — known false when none does — and otherwise
+// the rule that decided the block.
+func promptRule(m *rules.Manifest, decided, screenPrompt string) (rule string, known bool) {
+	if !m.RecognisesPrompts() {
+		return decided, true
+	}
+	return screenPrompt, screenPrompt != ""
 }
 
 // SetDecisionWindow makes a new permission prompt wait, at most d, for the

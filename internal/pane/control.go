@@ -151,18 +151,16 @@ func (p *Pane) Answer(choice string) (string, error) {
 	}
 	m := p.engine.Manifest()
 	// The prompt a rule recognises on screen may take its own keys.
-	rule := d.Rule
-	if m.RecognisesPrompts() {
-		if rule = p.engine.ScreenPrompt(); rule == "" {
-			p.unlock()
-			p.kick()
-			what := d.Message
-			if what == "" {
-				what = "no words"
-			}
-			return "", fmt.Errorf("the pane is blocked (%s), but %w (none of %s's prompt rules matches it): "+
-				"look at it with corral screen, then type its keys with corral send, or attach", what, ErrUnknownPrompt, m.Name)
+	rule, known := promptRule(m, d.Rule, p.engine.ScreenPrompt())
+	if !known {
+		p.unlock()
+		p.kick()
+		what := d.Message
+		if what == "" {
+			what = "no words"
 		}
+		return "", fmt.Errorf("the pane is blocked (%s), but %w (none of %s's prompt rules matches it): "+
+			"look at it with corral screen, then type its keys with corral send, or attach", what, ErrUnknownPrompt, m.Name)
 	}
 	keys, ok := m.KeysFor(rule, choice)
 	if !ok {
