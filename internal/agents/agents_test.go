@@ -20,6 +20,8 @@ func TestParseHook(t *testing.T) {
 		{"claude-code", `{"hook_event_name":"Notification","notification_type":"permission_prompt","message":"Claude needs your permission to use Bash"}`,
 			Report{Event: "Notification", State: combine.Blocked, Kind: "permission", Message: "Claude needs your permission to use Bash"}},
 		{"claude-code", `{"hook_event_name":"Notification","notification_type":"idle_prompt","message":"waiting"}`, Report{Event: "Notification", Ignore: true, Why: "notification idle_prompt"}},
+		{"claude-code", `{"hook_event_name":"Notification","notification_type":"agent_needs_input","message":"Auto mode can't check actions in this session and needs your choice"}`,
+			Report{Event: "Notification", State: combine.Blocked, Kind: "question", Message: "Auto mode can't check actions in this session and needs your choice"}},
 		{"claude-code", `{"hook_event_name":"UserPromptSubmit","prompt":"hi"}`, Report{Event: "UserPromptSubmit", State: combine.Working}},
 		{"claude-code", `{"hook_event_name":"Stop","last_assistant_message":"ok"}`, Report{Event: "Stop", State: combine.Done}},
 		{"claude-code", `{"hook_event_name":"Stop","background_tasks":[{"id":"b1","command":"npm run dev"}]}`, Report{Event: "Stop", State: combine.Done, Message: "done; 1 background task still running"}},

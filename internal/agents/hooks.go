@@ -60,7 +60,10 @@ func ParseHook(agent string, payload []byte) (Report, error) {
 		switch p.str("notification_type") {
 		case "permission_prompt", "ToolPermission":
 			r.State, r.Kind, r.Message = combine.Blocked, "permission", clip(p.str("message"))
-		case "elicitation_dialog":
+		case "elicitation_dialog", "agent_needs_input":
+			// agent_needs_input: a notice waits for the user's choice (Claude
+			// Code's auto mode that cannot check a session's actions), about
+			// 6 s after it is drawn, as permission_prompt is.
 			r.State, r.Kind, r.Message = combine.Blocked, "question", clip(p.str("message"))
 		default:
 			r.Ignore, r.Why = true, "notification "+p.str("notification_type") // idle_prompt and others say nothing new
