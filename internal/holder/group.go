@@ -41,6 +41,7 @@ type Request struct {
 // or on SIGTERM, which ends every pane. Its memory is kept small: it holds
 // rings and copies bytes.
 func Main(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
+	procs.StopMemProfile()
 	debug.SetGCPercent(50)
 	// One processor: a holder copies bytes, and a second one only adds
 	// threads woken to look for work at every frame.

@@ -100,8 +100,10 @@ type Server struct {
 }
 
 // TuneGC sets the daemon's garbage-collection target to pane.GCPercent,
-// unless GOGC says otherwise.
+// unless GOGC says otherwise, and stops its heap profile's sampling
+// unless GODEBUG names memprofilerate (procs.StopMemProfile).
 func TuneGC() {
+	procs.StopMemProfile()
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(pane.GCPercent)
 	}
