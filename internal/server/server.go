@@ -100,10 +100,10 @@ type Server struct {
 }
 
 // TuneGC sets the daemon's garbage-collection target to pane.GCPercent,
-// unless GOGC says otherwise, and stops its heap profile's sampling
-// unless GODEBUG names memprofilerate (procs.StopMemProfile).
+// unless GOGC says otherwise. Its heap profile keeps sampling (unlike a
+// holder's): it is served on the socket, and a leak is found in the
+// daemon that has it, not in one started again to look.
 func TuneGC() {
-	procs.StopMemProfile()
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(pane.GCPercent)
 	}
