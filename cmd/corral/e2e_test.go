@@ -59,12 +59,16 @@ type env struct {
 	api     *client.Client
 }
 
+// envPrefix begins the name of each env's folder, in os.TempDir().
+const envPrefix = "ce"
+
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ce")
+	dir, err := os.MkdirTemp("", envPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
+	envDirs.Store(dir, true)
 	e := &env{t: t, dir: dir, vars: []string{
 		"CORRAL_SOCKET=" + filepath.Join(dir, "s.sock"), "CORRAL_STATE_DIR=" + filepath.Join(dir, "state"),
 		"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "HOME=" + dir, "PATH=" + os.Getenv("PATH"),

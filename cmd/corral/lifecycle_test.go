@@ -23,11 +23,36 @@ import (
 )
 
 // withArg returns the live processes whose command line holds word (a
-// word no other process uses: a sleep's unique duration).
+// word no other process uses: a sleep's unique duration), but those of
+// another test binary's envs (otherRun).
 func withArg(word string) []int {
 	return procsWhere(func(pid int, cmdline []byte) bool {
-		return slices.ContainsFunc(bytes.Split(cmdline, []byte{0}), func(a []byte) bool { return string(a) == word }) && proctest.Alive(pid)
+		return slices.ContainsFunc(bytes.Split(cmdline, []byte{0}), func(a []byte) bool { return string(a) == word }) &&
+			proctest.Alive(pid) && !otherRun(pid)
 	})
+}
+
+// envDirs are the folders of the envs this test binary made (newEnv).
+var envDirs sync.Map
+
+// otherRun reports whether process pid belongs to an env another run of
+// these tests made: its CORRAL_SOCKET is in an env's folder that this
+// binary did not make. Two runs at once (two worktrees, or a measure
+// beside a -count run) start programs with the same words: one run's
+// noneLeft would fail on the other's panes, and its reboot kill them.
+func otherRun(pid int) bool {
+	environ, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	for _, v := range bytes.Split(environ, []byte{0}) {
+		if sock, ok := bytes.CutPrefix(v, []byte("CORRAL_SOCKET=")); ok {
+			dir := filepath.Dir(string(sock))
+			if filepath.Dir(dir) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(dir), envPrefix) {
+				return false // not an env's: this run's to answer for
+			}
+			_, ours := envDirs.Load(dir)
+			return !ours
+		}
+	}
+	return false
 }
 
 // procsWhere returns the processes whose pid and command line match, read

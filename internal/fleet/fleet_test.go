@@ -574,9 +574,10 @@ func TestClusterLosesANode(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs loses one, about 10 s")
 	clusterParallel(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	ports := []string{"127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"}
-	_ = ports
-	routes := []string{"nats://127.0.0.1:17301", "nats://127.0.0.1:17302", "nats://127.0.0.1:17303"}
+	// Ports free now, not fixed ones: another run of these tests (or one
+	// of this run's hubs not closed yet) may hold a fixed port, and a hub
+	// whose route port is taken never starts.
+	routes := []string{"nats://" + freeAddr(t), "nats://" + freeAddr(t), "nats://" + freeAddr(t)}
 	hubs := make([]*Hub, 3)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
@@ -602,18 +603,18 @@ func TestClusterLosesANode(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
-	}
-	defer func() {
+	defer func() { // also the nodes that started when another did not
 		for _, h := range hubs {
 			if h != nil {
 				h.Close()
 			}
 		}
 	}()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
 	var urls []string
 	for _, h := range hubs {
 		urls = append(urls, h.URL())
@@ -621,7 +622,7 @@ func TestClusterLosesANode(t *testing.T) {
 	// A server without the hub's credentials cannot route into the
 	// cluster (it would bypass every client permission).
 	rogue, err := StartHub(HubOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", ServerName: "rogue",
-		Cluster: &ClusterOptions{Name: "corral", Listen: "127.0.0.1:17304", Routes: routes}})
+		Cluster: &ClusterOptions{Name: "corral", Listen: freeAddr(t), Routes: routes}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -388,11 +388,28 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 	claimed, started := false, false
 	// notStarted: the taker said it did not start the attempt.
 	notStarted := false
+	// cancelled ends the job for a caller that gave up: a host that took
+	// it hears the cancel, and an attempt not yet started never starts (a
+	// host that had not heard the cancel, or takes the message later,
+	// finds it fenced).
+	cancelled := func() error {
+		_ = m.nc.Publish(subjJobCtl+id, []byte("cancel"))
+		_ = m.nc.Flush()
+		if !started {
+			_, _ = m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, 1)
+		}
+		return ctx.Err()
+	}
 	enqueue := func() error {
 		b, _ := json.Marshal(JobRequest{ID: id, Attempt: attempt, From: m.o.Name, Exec: req, Fence: fence})
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		_, err := m.js.Publish(pctx, subject, b)
+		if err != nil && ctx.Err() != nil {
+			// The caller gave up while the server's ack was on its way:
+			// the job may be stored, and taken already.
+			return cancelled()
+		}
 		if err != nil {
 			return fmt.Errorf("queue the job: %w", err)
 		}
@@ -446,14 +463,7 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 	for {
 		select {
 		case <-ctx.Done():
-			_ = m.nc.Publish(subjJobCtl+id, []byte("cancel"))
-			_ = m.nc.Flush()
-			// An attempt not yet started never starts: a host that had not
-			// heard the cancel (or takes the message later) finds it fenced.
-			if !started {
-				_, _ = m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, 1)
-			}
-			return ctx.Err()
+			return cancelled()
 		case msg, ok := <-msgs:
 			if !ok {
 				return errors.New("the job's output stream ended")
