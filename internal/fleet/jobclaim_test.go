@@ -21,6 +21,8 @@ import (
 // gave up does not start it.
 func TestFleetJobTakenNotStarted(t *testing.T) {
 	t.Parallel()
+	run, wait := casesAtOnce(t)
+	defer wait()
 	stop := func(m *Member) { m.cancel(); m.nc.Close() }
 	for _, tc := range []struct {
 		name  string
@@ -46,8 +48,7 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 		{name: "for-it-and-back-after-its-claim", stage: takeClaimed, stopped: true, host: "dies",
 			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "dies"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+		run(tc.name, func(t *testing.T) {
 			f := startFleet(t, "127.0.0.1:0")
 			reached, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
@@ -259,6 +260,8 @@ func TestFleetJobStartAnswerLost(t *testing.T) {
 // a copy of the first attempt, still queued, ran unseen.
 func TestFleetJobClaimRecordsGone(t *testing.T) {
 	t.Parallel()
+	run, wait := casesAtOnce(t)
+	defer wait()
 	for _, tc := range []struct {
 		name string
 		// stopped: the host is stopped once it claimed the job (both
@@ -270,8 +273,7 @@ func TestFleetJobClaimRecordsGone(t *testing.T) {
 		{name: "stalled", host: ""},
 		{name: "back-to-both-attempts", stopped: true, host: "takes"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+		run(tc.name, func(t *testing.T) {
 			f := startFleet(t, "127.0.0.1:0")
 			id := NewJobID()
 			job := new(submitted)
