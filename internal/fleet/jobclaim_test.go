@@ -171,6 +171,35 @@ func TestFleetJobCancelledWhileQueuedNeverStarts(t *testing.T) {
 	})
 }
 
+// A job whose message was stored on the queue though its caller heard no
+// answer (cancelled, or timed out, while the server wrote it) is never
+// started: its caller, gone with an error, withdrew it.
+func TestFleetJobQueuedUnansweredNeverStarts(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	caller, err := Join(context.Background(), MemberOptions{Name: "calls", URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(),
+		CAFingerprint: f.hub.Fingerprint(), Local: newFakeLocal(), Watch: true, Version: "test",
+		queueAnswerLost: func() bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { caller.Close(false) })
+	err = caller.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "later", 0, func([]byte) {})
+	if err == nil || !strings.Contains(err.Error(), "queue the job") {
+		t.Fatalf("SubmitJob with the queue's answer lost: %v", err)
+	}
+	rows, err := f.hub.QueuedJobs(context.Background())
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("the queue: %v %v, want the job's message", rows, err)
+	}
+	ll := newFakeLocal()
+	later := f.join("later", ll, 1)
+	waitFor(t, 10*time.Second, "later to take the message and find it withdrawn", func() bool { return later.fenced.Load() == 1 })
+	if n := ll.jobsStarted.Load(); n != 0 {
+		t.Fatalf("later started the job its caller gave up %d times", n)
+	}
+}
+
 // A job cancelled as its host starts it (the cancel heard after the host
 // looked for one, before it knew the job's local id) is killed there: it
 // does not run on with no caller.
