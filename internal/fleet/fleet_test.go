@@ -594,9 +594,9 @@ func TestClusterLosesANode(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs loses one, about 10 s")
 	clusterParallel(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	ports := []string{"127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"}
-	_ = ports
-	routes := []string{"nats://127.0.0.1:17301", "nats://127.0.0.1:17302", "nats://127.0.0.1:17303"}
+	// Free ports, not fixed ones: another run of these tests on the machine
+	// (or a port left taken) had node 0 wait out its start's 30 s.
+	routes := []string{"nats://" + freeAddr(t), "nats://" + freeAddr(t), "nats://" + freeAddr(t)}
 	hubs := make([]*Hub, 3)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
@@ -641,7 +641,7 @@ func TestClusterLosesANode(t *testing.T) {
 	// A server without the hub's credentials cannot route into the
 	// cluster (it would bypass every client permission).
 	rogue, err := StartHub(HubOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", ServerName: "rogue",
-		Cluster: &ClusterOptions{Name: "corral", Listen: "127.0.0.1:17304", Routes: routes}})
+		Cluster: &ClusterOptions{Name: "corral", Listen: freeAddr(t), Routes: routes}})
 	if err != nil {
 		t.Fatal(err)
 	}
