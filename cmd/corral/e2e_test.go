@@ -573,18 +573,44 @@ func TestStuckPanesAnswerInBoundedTime(t *testing.T) {
 	e.must("run", "--name", "deaf", "--", "sh", "-c", `stty raw -echo; printf 'Continue? [y/n] '; exec sleep 600`)
 	e.must("run", "--name", "full", "--", "sh", "-c", `stty raw -echo; exec sleep 600`)
 	e.must("wait", "deaf", "--state", "blocked", "--timeout", "10s")
-	// Fill full's input: the program reads none of it.
+	// Fill full's input: the program reads none of it. The queue is full
+	// once a send waits for room; the send that finds it full is refused
+	// only after pane.InputWait (2 s), which the calls need not wait out:
+	// they start once a send has waited a moment, and the fill must still
+	// end refused.
 	c := client.New(filepath.Join(e.dir, "s.sock"))
 	chunk := strings.Repeat("x", 4096)
-	for i := 0; ; i++ {
-		err := c.Do(context.Background(), "POST", "/v1/panes/full/send", map[string]any{"text": chunk, "force": true}, nil)
-		if err != nil {
-			break
+	filled := make(chan error, 1)
+	sent := make(chan struct{}, 1)
+	go func() {
+		for i := 0; i <= 2000; i++ {
+			err := c.Do(context.Background(), "POST", "/v1/panes/full/send", map[string]any{"text": chunk, "force": true}, nil)
+			if err != nil {
+				filled <- err
+				return
+			}
+			select {
+			case sent <- struct{}{}:
+			default:
+			}
 		}
-		if i > 2000 {
-			t.Fatal("full's input never filled up")
+		filled <- errors.New("full's input never filled up")
+	}()
+	for waiting := true; waiting; {
+		select {
+		case err := <-filled:
+			filled <- err // for the check at the end
+			waiting = false
+		case <-sent:
+		case <-time.After(250 * time.Millisecond): // a send waits for room
+			waiting = false
 		}
 	}
+	defer func() {
+		if err := <-filled; err == nil || !strings.Contains(err.Error(), "not reading its input") {
+			t.Errorf("filling full's input: %v, want it refused as not read", err)
+		}
+	}()
 	// A job whose agent asks for things answered on its stdin, which it
 	// never reads, then for a permission.
 	deafJob := `echo '` + initJSON + `'; i=0; while [ $i -lt 3000 ]; do echo '{"type":"control_request","request_id":"c'$i'","request":{"subtype":"hook_callback"}}'; i=$((i+1)); done; echo '` + askJSON + `'; exec sleep 600`

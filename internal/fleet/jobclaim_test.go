@@ -21,6 +21,8 @@ import (
 // gave up does not start it.
 func TestFleetJobTakenNotStarted(t *testing.T) {
 	t.Parallel()
+	run, wait := casesAtOnce(t)
+	defer wait()
 	stop := func(m *Member) { m.cancel(); m.nc.Close() }
 	for _, tc := range []struct {
 		name  string
@@ -46,8 +48,7 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 		{name: "for-it-and-back-after-its-claim", stage: takeClaimed, stopped: true, host: "dies",
 			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "dies"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+		run(tc.name, func(t *testing.T) {
 			f := startFleet(t, "127.0.0.1:0")
 			reached, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
@@ -170,6 +171,35 @@ func TestFleetJobCancelledWhileQueuedNeverStarts(t *testing.T) {
 	})
 }
 
+// A job whose message was stored on the queue though its caller heard no
+// answer (cancelled, or timed out, while the server wrote it) is never
+// started: its caller, gone with an error, withdrew it.
+func TestFleetJobQueuedUnansweredNeverStarts(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, "127.0.0.1:0")
+	caller, err := Join(context.Background(), MemberOptions{Name: "calls", URLs: []string{f.hub.URL()}, Token: f.hub.FleetToken(),
+		CAFingerprint: f.hub.Fingerprint(), Local: newFakeLocal(), Watch: true, Version: "test",
+		queueAnswerLost: func() bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { caller.Close(false) })
+	err = caller.SubmitJob(context.Background(), "", api.ExecRequest{Agent: "claude", Command: []string{"true"}}, "later", 0, func([]byte) {})
+	if err == nil || !strings.Contains(err.Error(), "queue the job") {
+		t.Fatalf("SubmitJob with the queue's answer lost: %v", err)
+	}
+	rows, err := f.hub.QueuedJobs(context.Background())
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("the queue: %v %v, want the job's message", rows, err)
+	}
+	ll := newFakeLocal()
+	later := f.join("later", ll, 1)
+	waitFor(t, 10*time.Second, "later to take the message and find it withdrawn", func() bool { return later.fenced.Load() == 1 })
+	if n := ll.jobsStarted.Load(); n != 0 {
+		t.Fatalf("later started the job its caller gave up %d times", n)
+	}
+}
+
 // A job cancelled as its host starts it (the cancel heard after the host
 // looked for one, before it knew the job's local id) is killed there: it
 // does not run on with no caller.
@@ -259,6 +289,8 @@ func TestFleetJobStartAnswerLost(t *testing.T) {
 // a copy of the first attempt, still queued, ran unseen.
 func TestFleetJobClaimRecordsGone(t *testing.T) {
 	t.Parallel()
+	run, wait := casesAtOnce(t)
+	defer wait()
 	for _, tc := range []struct {
 		name string
 		// stopped: the host is stopped once it claimed the job (both
@@ -270,8 +302,7 @@ func TestFleetJobClaimRecordsGone(t *testing.T) {
 		{name: "stalled", host: ""},
 		{name: "back-to-both-attempts", stopped: true, host: "takes"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+		run(tc.name, func(t *testing.T) {
 			f := startFleet(t, "127.0.0.1:0")
 			id := NewJobID()
 			job := new(submitted)

@@ -405,12 +405,20 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		_, err := m.js.Publish(pctx, subject, b)
+		if err == nil && m.o.queueAnswerLost != nil && m.o.queueAnswerLost() {
+			err = context.DeadlineExceeded
+		}
 		if err != nil && ctx.Err() != nil {
 			// The caller gave up while the server's ack was on its way:
 			// the job may be stored, and taken already.
 			return cancelled()
 		}
 		if err != nil {
+			// The message may be stored though its answer did not come (a
+			// timeout while the server wrote it): withdrawn, a host that
+			// takes it finds it fenced rather than runs a job whose
+			// caller has gone.
+			_, _ = m.writeClaim(claims, claimRecord{Type: claimWithdraw, Attempt: attempt}, fence, 1)
 			return fmt.Errorf("queue the job: %w", err)
 		}
 		return nil

@@ -78,6 +78,10 @@ type MemberOptions struct {
 	// claimWriteLost, in tests, says a try of a claim record's write
 	// timed out before it reached the fleet.
 	claimWriteLost func(rec claimRecord) bool
+	// queueAnswerLost, in tests, says a job message was stored on the
+	// queue and its answer lost (a cancel or a timeout while it was
+	// written).
+	queueAnswerLost func() bool
 }
 
 // Member is one daemon in the fleet.

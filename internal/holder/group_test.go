@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "hold" {
 		os.Exit(Main(os.Stdin, os.Stdout, os.Stderr))
 	}
+	// The parallel tests wait, mostly: on a holder's trim, a quiet inbox.
+	proctest.MoreParallel(4)
 	os.Exit(m.Run())
 }
 
@@ -317,6 +319,7 @@ func TestHolderSkipsBadRequests(t *testing.T) {
 // While a holder ends (SIGTERM; a pane slow to go), a start is answered
 // "ending", not left unread: the pool starts it in another process.
 func TestHolderEndingAnswersStarts(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.Chmod(dir, 0o700)
 	h := startHolderProc(t)
@@ -389,6 +392,7 @@ func TestSigtermDeliversExit(t *testing.T) {
 // again at the same path (corral restore keeps the id) keeps its socket
 // when the old one is let go.
 func TestEndOnlyExitedAndPathReuse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.Chmod(dir, 0o700)
 	pool := &Pool{Exe: os.Args[0]}

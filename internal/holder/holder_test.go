@@ -262,6 +262,7 @@ var readers = []struct {
 // socket's next edge), skip unknown types, and tell a clean end from a
 // cut frame.
 func TestRunFrames(t *testing.T) {
+	t.Parallel()
 	for _, r := range readers {
 		for _, cut := range []int{1, 3, 5, 4096, 70000} {
 			t.Run(fmt.Sprint(r.name, cut), func(t *testing.T) { testRunFrames(t, cut, r.run) })

@@ -29,6 +29,7 @@ func runUntilQuiet(t *testing.T, c *Conn) [][]byte {
 // a pane whose holder is quiet holds none, and a frame cut anywhere is
 // still read whole.
 func TestInboxHoldsNoBufferWhileQuiet(t *testing.T) {
+	t.Parallel()
 	big := bytes.Repeat([]byte("x"), 3*inboxSize)
 	cases := []struct {
 		name    string
@@ -43,6 +44,7 @@ func TestInboxHoldsNoBufferWhileQuiet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each waits out its quiet (200 ms) once or twice
 			c, peer := connPair(t)
 			var stream []byte
 			for _, o := range tc.outputs {

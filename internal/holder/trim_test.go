@@ -46,6 +46,7 @@ func codeStart(t *testing.T, pid int) uintptr {
 // holder, so that a thousand panes' holders do not each count most of the
 // binary.
 func TestIdleHolderReleasesItsCode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.Chmod(dir, 0o700)
 	h := startHolderProc(t)

@@ -77,6 +77,7 @@ func TestInfoIsPublishedAndNeverWaits(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a case may wait out a window of its agent (its turn's start)
 			p, feed, err := Open(Config{ID: "snap", Rules: ruleSet(t), Agent: tc.agent, Starting: tc.starting, Sweep: time.Hour},
 				&memSource{cols: 60, rows: 12}, 0, nil)
 			if err != nil {
