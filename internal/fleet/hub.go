@@ -173,13 +173,16 @@ func StartHub(o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet hub: %w", err)
 	}
+	var debugLog server.Logger
 	if os.Getenv("CORRAL_FLEET_DEBUG") != "" {
-		srv.SetLoggerV2(logger.NewStdLogger(true, true, false, false, false, logger.LogUTC(true)), true, false, false)
+		debugLog = logger.NewStdLogger(true, true, false, false, false, logger.LogUTC(true))
 	}
+	startLog := newStartLog(debugLog)
+	srv.SetLoggerV2(startLog, debugLog != nil, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(HubStartWait) {
+	if err := waitListening(srv, startLog, o.Listen, HubStartWait); err != nil {
 		srv.Shutdown()
-		return nil, fmt.Errorf("fleet hub: the NATS server did not start listening on %s within %v (is the port taken? the machine or its disk overloaded?)", o.Listen, HubStartWait)
+		return nil, err
 	}
 	h.srv = srv
 	if err := startKeeper(h); err != nil {
