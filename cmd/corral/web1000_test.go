@@ -89,12 +89,13 @@ func evaluate[T any](t *testing.T, ctx context.Context, script string) T {
 	return v
 }
 
-// poll waits for a script to be true in the page.
+// poll waits for a script to be true in the page, right after a
+// navigation too (pollAfterNavigate).
 func poll(t *testing.T, ctx context.Context, d time.Duration, what, script string) {
 	t.Helper()
 	pctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	if _, err := chromedp.Run(pctx, chromedp.Poll[bool](script)); err != nil {
+	if err := pollAfterNavigate(pctx, script); err != nil {
 		t.Fatalf("waited %v for %s: %v", d, what, err)
 	}
 }
