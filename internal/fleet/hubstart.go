@@ -10,16 +10,19 @@ import (
 // startLog is a hub's NATS server's logger. The server logs a failed
 // start (a port another process holds, a store it cannot open) as fatal
 // and then goes on waiting; startLog keeps the first such line, so the hub
-// says why at once rather than after HubStartWait. Lines go on to next
-// (CORRAL_FLEET_DEBUG's logger), a fatal one as an error: the standard
-// logger's Fatalf would end the daemon.
+// says why at once rather than after HubStartWait. Lines go on to the
+// embedded logger (CORRAL_FLEET_DEBUG's, or quietLog), a fatal one as an
+// error: the standard logger's Fatalf would end the daemon.
 type startLog struct {
-	next  server.Logger // nil: nothing is written
-	fatal chan string   // the first fatal line
+	server.Logger
+	fatal chan string // the first fatal line
 }
 
 func newStartLog(next server.Logger) *startLog {
-	return &startLog{next: next, fatal: make(chan string, 1)}
+	if next == nil {
+		next = quietLog{}
+	}
+	return &startLog{Logger: next, fatal: make(chan string, 1)}
 }
 
 func (l *startLog) Fatalf(format string, v ...any) {
@@ -27,40 +30,18 @@ func (l *startLog) Fatalf(format string, v ...any) {
 	case l.fatal <- fmt.Sprintf(format, v...):
 	default:
 	}
-	if l.next != nil {
-		l.next.Errorf(format, v...)
-	}
+	l.Logger.Errorf(format, v...)
 }
 
-func (l *startLog) Noticef(format string, v ...any) {
-	if l.next != nil {
-		l.next.Noticef(format, v...)
-	}
-}
+// quietLog writes nothing.
+type quietLog struct{}
 
-func (l *startLog) Warnf(format string, v ...any) {
-	if l.next != nil {
-		l.next.Warnf(format, v...)
-	}
-}
-
-func (l *startLog) Errorf(format string, v ...any) {
-	if l.next != nil {
-		l.next.Errorf(format, v...)
-	}
-}
-
-func (l *startLog) Debugf(format string, v ...any) {
-	if l.next != nil {
-		l.next.Debugf(format, v...)
-	}
-}
-
-func (l *startLog) Tracef(format string, v ...any) {
-	if l.next != nil {
-		l.next.Tracef(format, v...)
-	}
-}
+func (quietLog) Noticef(string, ...any) {}
+func (quietLog) Warnf(string, ...any)   {}
+func (quietLog) Fatalf(string, ...any)  {}
+func (quietLog) Errorf(string, ...any)  {}
+func (quietLog) Debugf(string, ...any)  {}
+func (quietLog) Tracef(string, ...any)  {}
 
 // waitListening waits for srv, started, to listen on every port it
 // serves (its members' and its cluster's), at most wait: a fatal line of

@@ -127,13 +127,12 @@ func HoldMain(args []string, stdout, stderr io.Writer) int {
 	out.Close()
 	errf.Close()
 	r := HoldReady{PID: os.Getpid()}
+	var group procs.Group
 	if startErr != nil {
 		r.Error = fmt.Sprintf("start %s: %v", spec.Argv[0], startErr)
 	} else {
-		r.ProgramPID = cmd.Process.Pid
-		if p, ok := osproc.Stat(r.ProgramPID); ok { // not waited for yet: the pid is its own
-			r.ProgramStart = p.Start
-		}
+		group = procs.NewGroup(cmd.Process.Pid, spec.Mark) // not waited for yet: the pid is its own
+		r.ProgramPID, r.ProgramStart = group.Root, group.Start
 	}
 	rb, _ := json.Marshal(r)
 	_, _ = stdout.Write(append(rb, '\n'))
@@ -145,7 +144,7 @@ func HoldMain(args []string, stdout, stderr io.Writer) int {
 		os.Remove(sock)
 		return 127
 	}
-	h := &jobHolder{pid: cmd.Process.Pid, group: procs.Group{Root: r.ProgramPID, Start: r.ProgramStart, Mark: spec.Mark}, conns: map[net.Conn]bool{}}
+	h := &jobHolder{pid: cmd.Process.Pid, group: group, conns: map[net.Conn]bool{}}
 	// Written from a goroutine of its own: an agent that does not read its
 	// stdin must not hold the holder's requests (a kill among them).
 	h.write, h.closeIn = stdinWriter(stdin)
