@@ -566,8 +566,8 @@ stty min 1; ans=$(dd bs=1 count=1 2>/dev/null); printf 'answered:%s\n' "$ans"; s
 // input is full, a headless job whose agent never reads its stdin. The
 // calls run at once; each must end within the client's deadline and a
 // margin, and corral exec must see its --timeout.
-func TestStuckPanesAnswerInBoundedTime(t *testing.T) {
-	// Not in parallel: beside the other tests, under load, its calls took
+func stuckPanesAnswerInBoundedTime(t *testing.T) {
+	// Apart from the crowd (TestApart): beside the other tests, under load, its calls took
 	// up to 12 s of the 13 s bound (3 s alone).
 	e := newEnv(t)
 	e.must("run", "--name", "deaf", "--", "sh", "-c", `stty raw -echo; printf 'Continue? [y/n] '; exec sleep 600`)
@@ -672,8 +672,8 @@ func TestStuckPanesAnswerInBoundedTime(t *testing.T) {
 
 // send --enter looks again before the Enter: a program that draws a
 // dialog when it reads the text must not take the Enter as its answer.
-func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
-	// Not in parallel: the dialog is seen before the Enter within a
+func sendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
+	// Apart from the crowd (TestApart): the dialog is seen before the Enter within a
 	// settle window that load would stretch.
 	e := newEnv(t)
 	e.must("run", "--name", "d", "--", "bash", "-c",
@@ -696,8 +696,8 @@ func TestSendEnterRefusedWhenTheTextOpensADialog(t *testing.T) {
 
 // The same dialog drawn a moment after the program reads the text (60 and
 // 100 ms): the Enter waits for the screen to settle and is refused.
-func TestSendEnterRefusedWhenADialogOpensLate(t *testing.T) {
-	// Not in parallel: the dialog is seen before the Enter within a
+func sendEnterRefusedWhenADialogOpensLate(t *testing.T) {
+	// Apart from the crowd (TestApart): the dialog is seen before the Enter within a
 	// settle window that load would stretch.
 	e := newEnv(t)
 	for _, delay := range []string{"0.06", "0.1"} {

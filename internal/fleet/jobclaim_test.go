@@ -36,8 +36,8 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 		// once dies went, and should run it.
 		host, then string
 	}{
-		// The queue gives the message to another host after jobAckWait.
-		{name: "stopped-before-its-claim", stage: takeFetched, stopped: true, within: jobAckWait + 5*time.Second, then: "takes"},
+		// The queue gives the message to another host after its ack wait.
+		{name: "stopped-before-its-claim", stage: takeFetched, stopped: true, within: stoppedAckWait + 5*time.Second, then: "takes"},
 		// The caller hears the claim, then silence, and gives it up.
 		{name: "stopped-after-its-claim", stage: takeClaimed, stopped: true,
 			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "takes"},
@@ -50,6 +50,9 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 	} {
 		run(tc.name, func(t *testing.T) {
 			f := startFleet(t, "127.0.0.1:0")
+			if tc.stopped {
+				f.ackWait = stoppedAckWait
+			}
 			reached, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
 			hook := func(m *Member, stage takeStage) {
@@ -105,10 +108,10 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 			t.Logf("the job ran on %s %v after dies went", tc.then, took.Round(time.Millisecond))
 			// The attempt dies claimed never starts, wherever its message
 			// goes: back to dies when it goes on, or to takes when the
-			// queue delivers it again after jobAckWait.
+			// queue delivers it again after its ack wait.
 			switch {
 			case tc.stage == takeClaimed && tc.stopped:
-				waitFor(t, jobAckWait+5*time.Second, tc.then+" to find the attempt dies claimed fenced off", func() bool { return takes.fenced.Load() == 1 })
+				waitFor(t, f.jobAckWait()+5*time.Second, tc.then+" to find the attempt dies claimed fenced off", func() bool { return takes.fenced.Load() == 1 })
 			case tc.stage == takeClaimed:
 				waitFor(t, 5*time.Second, "dies to find the attempt it claimed fenced off", func() bool { return dies.fenced.Load() == 1 })
 			}
@@ -127,10 +130,23 @@ func (f *testFleet) joinWith(name string, local Local, maxJobs int, hook func(*M
 	return f.joinWithToken(name, f.hub.FleetToken(), local, maxJobs, hook)
 }
 
+// stoppedAckWait is the ack wait of the tests' fleets whose hosts are
+// stopped rather than stalled while they hold a job message.
+const stoppedAckWait = 3 * time.Second
+
+// jobAckWait is how long the hosts joinWith joins hold a job message
+// before the queue gives it to another.
+func (f *testFleet) jobAckWait() time.Duration {
+	if f.ackWait > 0 {
+		return f.ackWait
+	}
+	return jobAckWait
+}
+
 func (f *testFleet) joinWithToken(name, token string, local Local, maxJobs int, hook func(*Member, takeStage)) *Member {
 	f.t.Helper()
 	m, err := Join(context.Background(), MemberOptions{Name: name, URLs: []string{f.hub.URL()}, Token: token,
-		CAFingerprint: f.hub.Fingerprint(), Local: local, MaxJobs: maxJobs, Watch: true, Version: "test", takeHook: hook})
+		CAFingerprint: f.hub.Fingerprint(), Local: local, MaxJobs: maxJobs, Watch: true, Version: "test", takeHook: hook, ackWait: f.ackWait})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -304,6 +320,9 @@ func TestFleetJobClaimRecordsGone(t *testing.T) {
 	} {
 		run(tc.name, func(t *testing.T) {
 			f := startFleet(t, "127.0.0.1:0")
+			if tc.stopped {
+				f.ackWait = stoppedAckWait
+			}
 			id := NewJobID()
 			job := new(submitted)
 			purge := func() error {
@@ -357,7 +376,7 @@ func TestFleetJobClaimRecordsGone(t *testing.T) {
 				}
 				// Back once the first attempt's message is due again: the
 				// queue gives it before the second's.
-				waitFor(t, jobAckWait, "the first attempt's message due again", func() bool { return time.Since(claimedAt) > jobAckWait })
+				waitFor(t, f.jobAckWait(), "the first attempt's message due again", func() bool { return time.Since(claimedAt) > f.jobAckWait() })
 				back = f.joinWithToken("takes", *first.token.Load(), lb, 1, nil)
 			}
 			all := job.wait(t, 15*time.Second*waitSlack, func() string { return "the job hangs once its claim records are gone" })

@@ -245,11 +245,15 @@ func (m *Member) workLoop() {
 			}
 			continue
 		}
+		ackWait := jobAckWait
+		if m.o.ackWait > 0 {
+			ackWait = m.o.ackWait
+		}
 		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
 		own, err1 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: jobConsumer(m.o.Name),
-			FilterSubject: subjJobFor + m.o.Name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: jobAckWait})
+			FilterSubject: subjJobFor + m.o.Name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait})
 		anyc, err2 := m.js.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{Durable: anyJobsConsumer,
-			FilterSubject: subjJobAny, AckPolicy: jetstream.AckExplicitPolicy, AckWait: jobAckWait})
+			FilterSubject: subjJobAny, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait})
 		cancel()
 		if err := errors.Join(err1, err2); err != nil {
 			m.setErr(fmt.Errorf("job queue: %w", err))

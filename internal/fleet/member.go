@@ -82,6 +82,10 @@ type MemberOptions struct {
 	// queue and its answer lost (a cancel or a timeout while it was
 	// written).
 	queueAnswerLost func() bool
+	// ackWait, in tests, replaces jobAckWait for the consumers this host
+	// makes (shared with the fleet's other hosts: every host that takes
+	// jobs in the test's fleet should say the same).
+	ackWait time.Duration
 }
 
 // Member is one daemon in the fleet.
