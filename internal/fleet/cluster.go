@@ -89,8 +89,18 @@ func routeTLS(dir, host string) (*tls.Config, error) {
 // FetchHubBundle asks a running hub for what a new hub shares with it.
 func FetchHubBundle(ctx context.Context, urls []string, token, fingerprint string) (HubBundle, error) {
 	var b HubBundle
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// A token that may connect but not ask (the fleet token, a host's
+	// credential) has its request refused in an asynchronous error, not
+	// in an answer: without this the request waited out its 10 s.
+	refused := func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(err.Error(), "Permissions Violation") {
+			cancel(fmt.Errorf("%w: this token may not ask for the hub's credentials; join-hub takes the hub token (chj_…, in the first hub's fleet/hub.json), not the fleet token or a host's", err))
+		}
+	}
 	opts := []nats.Option{nats.Token(token), nats.Name(clientNamePrefix + hubJoinerName), nats.CustomInboxPrefix(InboxPrefix(hubJoinerName)),
-		nats.Timeout(5 * time.Second), nats.MaxReconnects(0), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}
+		nats.Timeout(5 * time.Second), nats.MaxReconnects(0), nats.ErrorHandler(refused)}
 	secure := fingerprint != ""
 	if secure {
 		opts = append(opts, nats.Secure(clientTLS(fingerprint)))
@@ -108,10 +118,13 @@ func FetchHubBundle(ctx context.Context, urls []string, token, fingerprint strin
 		return b, fmt.Errorf("cannot reach a hub at %s with the hub token: %w", strings.Join(urls, ","), err)
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	msg, err := nc.RequestWithContext(ctx, subjHubJoin, nil)
+	wait, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	msg, err := nc.RequestWithContext(wait, subjHubJoin, nil)
 	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			err = cause
+		}
 		return b, fmt.Errorf("the hub at %s gave no credentials: %w", nc.ConnectedUrl(), err)
 	}
 	if err := json.Unmarshal(msg.Data, &b); err != nil || len(b.Auth) == 0 || b.CA == "" {

@@ -78,9 +78,12 @@ func TestHubClusterJoinHub(t *testing.T) {
 	if _, err := FetchHubBundle(context.Background(), []string{first.URL()}, "chj_wrong", first.Fingerprint()); err == nil {
 		t.Fatal("a wrong hub token fetched the credentials")
 	}
-	// The fleet token (every member has it) gets nothing either.
+	// The fleet token (every member has it) gets nothing either, and is
+	// told so at once, not after the request's 10 s.
 	if _, err := FetchHubBundle(context.Background(), []string{first.URL()}, first.FleetToken(), first.Fingerprint()); err == nil {
 		t.Fatal("the fleet token fetched the hub credentials")
+	} else if !strings.Contains(err.Error(), "may not ask for the hub's credentials") {
+		t.Fatalf("the fleet token's refusal does not say why: %v", err)
 	}
 	for i := 1; i < 3; i++ {
 		var urls []string

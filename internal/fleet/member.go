@@ -281,6 +281,9 @@ func (m *Member) setup(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, SetupWait)
 	defer cancel()
 	if m.o.Admin {
+		if err := jetStreamReady(ctx, js); err != nil {
+			return err
+		}
 		if err := EnsureStreams(ctx, js, m.o.Replicas); err != nil {
 			return err
 		}
@@ -296,6 +299,34 @@ func (m *Member) setup(ctx context.Context) error {
 	}
 	return nil
 }
+
+// jetStreamReady waits for the fleet's JetStream to answer. The servers of
+// a new cluster leave its API's requests unanswered until they have
+// elected their meta leader: a bucket asked for before then waited out
+// the whole set-up (SetupWait) for an answer that never came, though the
+// leader was there seconds later.
+func jetStreamReady(ctx context.Context, js jetstream.JetStream) error {
+	for {
+		try, cancel := context.WithTimeout(ctx, jsTryWait)
+		_, err := js.AccountInfo(try)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("the fleet's JetStream did not answer within %v: %w", SetupWait, err)
+		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+			return fmt.Errorf("the fleet's JetStream: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// jsTryWait bounds one try of jetStreamReady.
+const jsTryWait = 2 * time.Second
 
 func (m *Member) start() {
 	if m.o.Watch {
