@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,16 +19,6 @@ import (
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/proctest"
 )
-
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func (e *env) fleetStatusFull() fleet.Status {
 	e.t.Helper()
@@ -123,7 +112,7 @@ func hubKill(t *testing.T, victim int) {
 		}
 		return i
 	}
-	info = decode(h1.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "h1", "--max-jobs", "0", "--cluster-listen", freeLoopback(t), "--json"))
+	info = decode(h1.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "h1", "--max-jobs", "0", "--cluster-listen", proctest.FreeLoopbackAddr(t), "--json"))
 	if !strings.Contains(info.JoinHub, "--hub-token chj_") {
 		t.Fatalf("no join-hub command: %+v", info)
 	}
@@ -131,7 +120,7 @@ func hubKill(t *testing.T, victim int) {
 		f := strings.Fields(cmd)
 		// corral fleet join-hub URLS --hub-token T [--ca-fingerprint F] --cluster-listen HOST:PORT
 		args := append([]string{"fleet"}, f[2:len(f)-1]...)
-		args = append(args, freeLoopback(t), "--name", name, "--listen", "127.0.0.1:0", "--max-jobs", "0", "--json")
+		args = append(args, proctest.FreeLoopbackAddr(t), "--name", name, "--listen", "127.0.0.1:0", "--max-jobs", "0", "--json")
 		return decode(e.must(args...))
 	}
 	info2 := joinHub(h2, "h2", info.JoinHub)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,16 +11,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/proctest"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // Three hubs made the way the CLI makes them: the first alone, the
 // others with the hub token (credentials and CA fetched from a running
@@ -39,7 +28,7 @@ func TestHubClusterJoinHub(t *testing.T) {
 	start := func(i int, routes []string, replicas int) {
 		n := nodes[i]
 		h, err := StartHub(HubOptions{Dir: n.dir, Listen: "127.0.0.1:0", TLS: true, ServerName: []string{"h0", "h1", "h2"}[i],
-			Cluster: &ClusterOptions{Listen: freeAddr(t), Routes: routes, Replicas: replicas}})
+			Cluster: &ClusterOptions{Listen: proctest.FreeLoopbackAddr(t), Routes: routes, Replicas: replicas}})
 		if err != nil {
 			t.Fatalf("hub %d: %v", i, err)
 		}
@@ -272,7 +261,7 @@ func TestAuthBucketFollowsTheFleetsCopies(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs, about 20 s")
 	clusterParallel(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	routes := []string{"nats://" + freeAddr(t), "nats://" + freeAddr(t), "nats://" + freeAddr(t)}
+	routes := []string{"nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t)}
 	if _, _, err := loadOrMakeCA(dirs[0]); err != nil {
 		t.Fatal(err)
 	}

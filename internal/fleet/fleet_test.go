@@ -601,7 +601,7 @@ func TestClusterLosesANode(t *testing.T) {
 	// Ports free now, not fixed ones: another run of these tests (or one
 	// of this run's hubs not closed yet) may hold a fixed port, and a hub
 	// whose route port is taken never starts.
-	routes := []string{"nats://" + freeAddr(t), "nats://" + freeAddr(t), "nats://" + freeAddr(t)}
+	routes := []string{"nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t)}
 	hubs := make([]*Hub, 3)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
@@ -646,7 +646,7 @@ func TestClusterLosesANode(t *testing.T) {
 	// A server without the hub's credentials cannot route into the
 	// cluster (it would bypass every client permission).
 	rogue, err := StartHub(HubOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", ServerName: "rogue",
-		Cluster: &ClusterOptions{Name: "corral", Listen: freeAddr(t), Routes: routes}})
+		Cluster: &ClusterOptions{Name: "corral", Listen: proctest.FreeLoopbackAddr(t), Routes: routes}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // A hub whose members' or cluster port another program holds says so at
@@ -23,7 +25,7 @@ func TestHubSaysAtOnceItsPortIsTaken(t *testing.T) {
 		o    HubOptions
 	}{
 		{"members' port", HubOptions{Listen: taken}},
-		{"cluster port", HubOptions{Listen: freeAddr(t), Cluster: &ClusterOptions{Listen: taken}}},
+		{"cluster port", HubOptions{Listen: proctest.FreeLoopbackAddr(t), Cluster: &ClusterOptions{Listen: taken}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
