@@ -404,12 +404,17 @@ func TestServerGoneAndBack(t *testing.T) {
 	if !w.Status().Running {
 		t.Error("not running")
 	}
+	first := atoi(t, s.must("display-message", "-p", "#{pid}"))
 	s.must("kill-server")
 	r.await("every pane closed", 5*time.Second, func() bool { return len(r.live()) == 0 })
 	awaitFn(t, "not running", 5*time.Second, func() bool { return !w.Status().Running })
 	if st := w.Status(); st.Sessions != 0 || st.Panes != 0 {
 		t.Errorf("Status after the server went: %+v", st)
 	}
+	// A client that reaches the first server while it is still ending
+	// fails with "server exited unexpectedly": the next one starts once
+	// it is gone.
+	awaitFn(t, "the first server gone", 5*time.Second, func() bool { return errors.Is(syscall.Kill(first, 0), syscall.ESRCH) })
 	s.must("new-session", "-d", "-s", "two", echoLoop("second-life"))
 	r.await("the second server's pane", 10*time.Second, func() bool { return r.find("second-life") != nil })
 	awaitFn(t, "running", 5*time.Second, func() bool { return w.Status().Running })
