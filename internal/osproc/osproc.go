@@ -18,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Proc is one line of the process table.
@@ -105,4 +106,13 @@ func listFDs(dir string) ([]int, error) {
 		}
 	}
 	return fds, nil
+}
+
+// signalAfterLook sends sig to pid if the process there started at start
+// (0: whatever runs there): a look, then a kill.
+func signalAfterLook(pid int, start uint64, sig syscall.Signal) error {
+	if p, ok := Stat(pid); !ok || (start != 0 && p.Start != start) {
+		return syscall.ESRCH
+	}
+	return syscall.Kill(pid, sig)
 }

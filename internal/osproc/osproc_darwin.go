@@ -307,3 +307,12 @@ func SealSize(fd int) error { return errors.ErrUnsupported }
 
 // SealedAtSize is false: macOS has no memfds.
 func SealedAtSize(fd int) bool { return false }
+
+// Signal sends sig to the process at pid only if it is still the one
+// started at start (Proc.Start; 0: whatever runs there). macOS has no
+// pidfd: the look and the kill are two steps, and a pid that comes round
+// again between them (rare: it would have to be reused within that
+// moment) would be signalled.
+func Signal(pid int, start uint64, sig syscall.Signal) error {
+	return signalAfterLook(pid, start, sig)
+}

@@ -295,3 +295,25 @@ func SealedAtSize(fd int) bool {
 	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 	return err == nil && seals&sizeSeals == sizeSeals
 }
+
+// Signal sends sig to the process at pid only if it is still the one
+// started at start (Proc.Start; 0: whatever runs there). The pid is pinned
+// with a pidfd before its start time is read, so a process that ends and
+// whose pid comes round again to another program between the look and
+// the signal is not signalled: the pidfd names the one that ended, and
+// the signal fails with ESRCH. Without pidfds (Linux before 5.3) the
+// look and the kill are two steps, as on other systems.
+func Signal(pid int, start uint64, sig syscall.Signal) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return syscall.ESRCH
+		}
+		return signalAfterLook(pid, start, sig)
+	}
+	defer unix.Close(fd)
+	if p, ok := Stat(pid); !ok || (start != 0 && p.Start != start) {
+		return syscall.ESRCH
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
+}

@@ -1,9 +1,11 @@
 package osproc
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -204,5 +206,39 @@ func TestSealedMemory(t *testing.T) {
 	}
 	if !SealedAtSize(fd) || unix.Ftruncate(fd, 8192) == nil {
 		t.Fatal("a sealed memfd grows")
+	}
+}
+
+// Signal reaches the process at a pid only while it is the one that
+// started at the given time: another start time (the pid come round again
+// to another program) is refused with ESRCH and signals nothing.
+func TestSignalOnlyTheSameProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	p, ok := Stat(pid)
+	if !ok || p.Start == 0 {
+		t.Fatalf("stat of %d: %+v %v", pid, p, ok)
+	}
+	if err := Signal(pid, p.Start+1, syscall.SIGTERM); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("another start time: %v, want ESRCH", err)
+	}
+	if err := Signal(pid, p.Start, 0); err != nil {
+		t.Fatalf("signal 0 to the same process: %v", err)
+	}
+	if now, ok := Stat(pid); !ok || now.State == 'Z' {
+		t.Fatal("the process refused a signal ended all the same")
+	}
+	if err := Signal(pid, p.Start, syscall.SIGTERM); err != nil {
+		t.Fatalf("the same process: %v", err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "terminated") {
+		t.Fatalf("after SIGTERM: %v", err)
+	}
+	if err := Signal(pid, p.Start, syscall.SIGTERM); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("a process reaped: %v, want ESRCH", err)
 	}
 }

@@ -16,6 +16,9 @@ import (
 // group, re-parented to init).
 type Left struct {
 	PID int
+	// Start is its start time (osproc.Proc.Start): it is signalled only
+	// while the process at PID is still that one.
+	Start uint64
 	// Key and ID are the mark it carries: "CORRAL_PANE" and the pane's id.
 	Key, ID string
 	// Command is its command line, for the log.
@@ -49,6 +52,12 @@ func FindLeft(owner string, keys ...string) []Left {
 		if u, ok := osproc.Owner(pid); !ok || u != uid {
 			continue
 		}
+		// Its start time before and after its environment is read: the
+		// same, the environment is this process's.
+		before, ok := osproc.Stat(pid)
+		if !ok {
+			continue
+		}
 		env, err := osproc.Environ(pid)
 		if err != nil || !slices.Contains(env, owner) {
 			continue
@@ -64,9 +73,10 @@ func FindLeft(owner string, keys ...string) []Left {
 		if found.PID == 0 {
 			continue
 		}
-		if _, zombie, ok := Parent(pid); !ok || zombie {
+		if after, ok := osproc.Stat(pid); !ok || after.Zombie() || after.Start != before.Start {
 			continue
 		}
+		found.Start = before.Start
 		found.Command = osproc.CommandLine(pid)
 		out = append(out, found)
 	}
@@ -94,8 +104,8 @@ func EndLeft(find func() []Left, grace time.Duration) []Left {
 	}
 	note(left)
 	for _, l := range left {
-		_ = syscall.Kill(l.PID, syscall.SIGTERM)
-		_ = syscall.Kill(l.PID, syscall.SIGCONT)
+		_ = osproc.Signal(l.PID, l.Start, syscall.SIGTERM)
+		_ = osproc.Signal(l.PID, l.Start, syscall.SIGCONT)
 	}
 	deadline := time.Now().Add(grace)
 	for len(left) > 0 && time.Now().Before(deadline) {
@@ -107,7 +117,7 @@ func EndLeft(find func() []Left, grace time.Duration) []Left {
 	for len(left) > 0 && time.Now().Before(deadline) {
 		note(left)
 		for _, l := range left {
-			_ = syscall.Kill(l.PID, syscall.SIGKILL)
+			_ = osproc.Signal(l.PID, l.Start, syscall.SIGKILL)
 		}
 		time.Sleep(10 * time.Millisecond)
 		Reap()

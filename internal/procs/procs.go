@@ -150,6 +150,18 @@ func (g Group) Descendants() []int {
 	return g.descendants(table())
 }
 
+// members is Descendants with each process's line of the table, whose
+// start time pins the process a signal is for.
+func (g Group) members() []osproc.Proc {
+	t := table()
+	pids := g.descendants(t)
+	out := make([]osproc.Proc, len(pids))
+	for i, pid := range pids {
+		out[i] = t[pid]
+	}
+	return out
+}
+
 func (g Group) descendants(t map[int]osproc.Proc) []int {
 	children := map[int][]int{}
 	for _, p := range t {
@@ -214,14 +226,16 @@ func (g Group) SignalGroup(sig syscall.Signal) error {
 // Signal sends sig to every process of g (and SIGCONT after it, so a
 // stopped process takes it) and returns how many it found.
 func (g Group) Signal(sig syscall.Signal) int {
-	pids := g.Descendants()
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, sig)
+	ps := g.members()
+	for _, p := range ps {
+		// A process that ended since the table was read, its pid taken
+		// by another program meanwhile, is not signalled (osproc.Signal).
+		_ = osproc.Signal(p.PID, p.Start, sig)
 		if sig != syscall.SIGKILL && sig != syscall.SIGSTOP && sig != syscall.SIGTSTP && sig != 0 {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
+			_ = osproc.Signal(p.PID, p.Start, syscall.SIGCONT)
 		}
 	}
-	return len(pids)
+	return len(ps)
 }
 
 // KillAll sends SIGKILL to every process of g until none is left (a
