@@ -91,6 +91,31 @@ type Pane struct {
 	Backend string `json:"backend,omitempty"`
 	// Tmux places a watched tmux pane.
 	Tmux *TmuxPane `json:"tmux,omitempty"`
+	// Prompt is what a blocked pane's prompt takes now, the answers
+	// corral answer types into it; absent when the pane is not blocked
+	// or no rule recognises its prompt (then only send or attach help).
+	Prompt *Prompt `json:"prompt,omitempty"`
+}
+
+// Prompt is what a blocked pane's prompt takes.
+type Prompt struct {
+	// Rule is the rule that reads the prompt ("" for the manifest's
+	// answers alone).
+	Rule string `json:"rule"`
+	// Answers are the built-in answers it takes (yes, always, no,
+	// cancel), Options whether it takes an option number.
+	Answers []string `json:"answers"`
+	Options bool     `json:"options"`
+	// Choices are the prompt's own answers, which its rule declares
+	// (Claude Code's auto-mode notice: accept-edits).
+	Choices []Choice `json:"choices"`
+}
+
+// Choice is a prompt's own answer: the name corral answer takes, and what
+// it does.
+type Choice struct {
+	Name  string `json:"name"`
+	Label string `json:"label"`
 }
 
 // TmuxPane is where a watched tmux pane is.

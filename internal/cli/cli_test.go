@@ -129,7 +129,7 @@ func TestExplain(t *testing.T) {
 	// 16 s into this recording a permission prompt is on screen.
 	out, _, code = run(t, "", "explain", "--json", "--at", "16", filepath.Join(casts, "claude-code/claude-code-100x30.screen.cast"))
 	var ex explainJSON
-	if code != 0 || json.Unmarshal([]byte(out), &ex) != nil || ex.Agent != "claude-code" || ex.RecognisedBy != "screen or title" || len(ex.Rules) != 6 ||
+	if code != 0 || json.Unmarshal([]byte(out), &ex) != nil || ex.Agent != "claude-code" || ex.RecognisedBy != "screen or title" || len(ex.Rules) != 7 ||
 		ex.Verdict.Rule != "permission" || ex.Verdict.Message != "Do you want to make this edit to notes.txt?" || !ex.Rules[0].Matched || ex.Rules[1].Matched {
 		t.Fatalf("explain --json: exit %d %+v", code, ex)
 	}

@@ -13,7 +13,7 @@ import (
 
 // Exit statuses scripts rely on.
 const (
-	exitRefused = 3   // send while blocked, answer while not blocked
+	exitRefused = 3   // send while blocked, answer while not blocked or with a choice the prompt lacks
 	exitEnded   = 4   // wait: a pane exited, and exited was not a state waited for
 	exitTimeout = 124 // wait timed out
 	// A command for another host of the fleet: the hub or the host cannot
@@ -53,7 +53,7 @@ func apiError(err error) error {
 			return &exitError{code: exitRefused, err: fmt.Errorf("%v; answer it with corral answer, or see it with corral screen", ce)}
 		case "not_blocked":
 			return &exitError{code: exitRefused, err: fmt.Errorf("%v; nothing to answer", ce)}
-		case "exited", "no_input", "not_taken", "unknown_prompt":
+		case "exited", "no_input", "not_taken", "unknown_prompt", "no_answer":
 			return &exitError{code: exitRefused, err: ce}
 		case "starting":
 			return &exitError{code: exitTimeout, err: ce}

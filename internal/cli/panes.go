@@ -378,13 +378,56 @@ func runSend(fs *pflag.FlagSet) runFunc {
 }
 
 func runAnswer(fs *pflag.FlagSet) runFunc {
-	asJSON := fs.Bool("json", false, "print what was typed as JSON")
+	asJSON := fs.Bool("json", false, "print what was typed as JSON (without a CHOICE: what the prompt takes)")
 	return func(ctx context.Context, std IO, pos []string) error {
+		if len(pos) == 1 {
+			return printPrompt(ctx, std, pos[0], *asJSON)
+		}
 		if len(pos) != 2 {
-			return usagef("need a pane and a choice: yes, always, no, cancel or an option number")
+			return usagef("need a pane and a choice: yes, always, no, cancel, an option number or one of the prompt's own (corral answer ID lists them)")
 		}
 		return paneAction(ctx, std, pos[0], "answer", api.AnswerRequest{Choice: pos[1]}, &api.AnswerResult{}, *asJSON)
 	}
+}
+
+// printPrompt prints what a pane's prompt takes now: one answer a line,
+// its own choices with what they do (with --json, the pane's prompt).
+// A pane that is not blocked, or whose prompt no rule knows, is refused
+// as an answer to it would be (exit 3).
+func printPrompt(ctx context.Context, std IO, ref string, asJSON bool) error {
+	c, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	var p api.Pane
+	if err := c.Do(ctx, "GET", panePath(ref, ""), nil, &p); err != nil {
+		return apiError(err)
+	}
+	switch {
+	case p.State != "blocked":
+		return &exitError{code: exitRefused, err: fmt.Errorf("%s is not blocked (it is %s); nothing to answer", ref, p.State)}
+	case p.Prompt == nil:
+		return &exitError{code: exitRefused, err: fmt.Errorf("%s is blocked (%s), but its screen shows no prompt corral knows the keys of: "+
+			"look at it with corral screen, then type its keys with corral send, or attach", ref, dash(p.Message))}
+	}
+	if asJSON {
+		return printJSON(std, p.Prompt)
+	}
+	out := bufio.NewWriter(std.Stdout)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, a := range p.Prompt.Answers {
+		fmt.Fprintln(tw, a)
+	}
+	if p.Prompt.Options {
+		fmt.Fprintf(tw, "1, 2, …\tan option of its menu\n")
+	}
+	for _, ch := range p.Prompt.Choices {
+		fmt.Fprintf(tw, "%s\t%s\n", ch.Name, ch.Label)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return out.Flush()
 }
 
 func runKill(fs *pflag.FlagSet) runFunc {

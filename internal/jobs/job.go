@@ -421,6 +421,9 @@ func (j *Job) JSON() api.Pane {
 		code := j.outcome.ExitCode
 		out.ExitCode = &code
 	}
+	if j.pending != nil {
+		out.Prompt = &api.Prompt{Answers: []string{"yes", "always", "no", "cancel"}, Choices: []api.Choice{}}
+	}
 	return out
 }
 

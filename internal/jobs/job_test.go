@@ -246,6 +246,9 @@ func TestJobAnswer(t *testing.T) {
 			if d := j.Decision(); d.State != combine.Blocked || d.Kind != "permission" || d.Message != "approve Bash: ls" {
 				t.Fatalf("asked: %+v", d)
 			}
+			if pr := j.JSON().Prompt; pr == nil || strings.Join(pr.Answers, " ") != "yes always no cancel" || len(pr.Choices) != 0 {
+				t.Fatalf("the request's prompt: %+v", pr)
+			}
 			_, err := j.Answer(tc.choice)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("Answer(%s): %v, want %v", tc.choice, err, tc.err)
@@ -266,6 +269,9 @@ func TestJobAnswer(t *testing.T) {
 			// TestJobStateFromItsStream), but nothing is pending.
 			if _, err := j.Answer("yes"); !errors.Is(err, pane.ErrNotBlocked) || !strings.Contains(err.Error(), "(it is blocked)") {
 				t.Errorf("a second answer: %v", err)
+			}
+			if pr := j.JSON().Prompt; pr != nil {
+				t.Errorf("an answered request's prompt: %+v", pr)
 			}
 			if got := ch.states(); got != "blocked/permission" {
 				t.Errorf("changes: %q", got)

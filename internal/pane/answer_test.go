@@ -102,23 +102,24 @@ func TestAnswerPromptRefusesAnUnknownDialog(t *testing.T) {
 	}
 }
 
-// Claude Code's auto-mode notice takes Enter or Esc, and a digit typed
-// into it does nothing: corral offers and types only the notice rule's
-// answers, and refuses an option number with what it takes.
+// Claude Code's notices take Enter or Esc, and a digit typed into them
+// does nothing: corral offers and types only the notice rule's answers,
+// and refuses an option number with what it takes. This one offers no
+// shift+Tab: no accept-edits either.
 func TestAnswerTakesOnlyThePromptsOwnAnswers(t *testing.T) {
 	t.Parallel()
 	p := startScript(t, `printf '%s\r\n  Auto mode can'"'"'t check actions in this session\r\n\r\n  Enter to stay in auto mode · Esc to cancel\r\n' ────────────────────; `+
 		`IFS= read -r line; printf 'typed:[%s]\r\n' "$line"; sleep 30`)
 	in := await(t, p, "blocked by the notice", inState(combine.Blocked))
-	if in.Decision.Kind != "question" || in.Decision.Rule != "notice" {
+	if in.Decision.Kind != "question" || in.Decision.Rule != "notice-continue" {
 		t.Fatalf("blocked: %+v", in.Decision)
 	}
-	if names, options := p.PromptAnswers(); strings.Join(names, " ") != "yes no cancel" || options {
-		t.Fatalf("the notice offers %v (options %v), want yes no cancel and no options", names, options)
+	if pr := p.Prompt(); strings.Join(pr.Answers, " ") != "yes no cancel" || pr.Options || len(pr.Choices) > 0 {
+		t.Fatalf("the notice offers %+v, want yes no cancel, no options, no choices", pr)
 	}
-	for _, choice := range []string{"1", "always"} {
+	for _, choice := range []string{"1", "always", "accept-edits"} {
 		keys, err := p.Answer(choice)
-		if !errors.Is(err, ErrNoAnswer) || keys != "" || !strings.Contains(err.Error(), "[yes no cancel]") {
+		if !errors.Is(err, ErrNoAnswer) || keys != "" || !strings.HasSuffix(err.Error(), "it knows yes, no, cancel") {
 			t.Fatalf("answer %s to the notice: keys %q, %v", choice, keys, err)
 		}
 	}
@@ -127,4 +128,32 @@ func TestAnswerTakesOnlyThePromptsOwnAnswers(t *testing.T) {
 	}
 	// Enter was the first key it read: the refused answers typed nothing.
 	awaitScreen(t, p, "typed:[]")
+}
+
+// The auto-mode notice that offers shift+Tab takes it as its own choice,
+// accept-edits: offered with its label while the notice is up, named in
+// the refusal of an answer it does not take, and typed as the rule
+// declares it. At 80 columns the notice's footer wraps before "· Esc to
+// cancel": the rule reads it wrapped.
+func TestAnswerTypesARulesOwnChoice(t *testing.T) {
+	t.Parallel()
+	p := startScript(t, `printf '%s\r\n  Auto mode can'"'"'t check actions in this session\r\n\r\n  Enter to stay in auto mode · shift+Tab to leave for accept edits mode and stop · Esc to cancel\r\n' ────────────────────; `+
+		`stty raw -echo; printf 'typed:[%s]\r\n' "$(head -c 3 | od -An -c | tr -s ' ')"; sleep 30`)
+	in := await(t, p, "blocked by the notice", inState(combine.Blocked))
+	if in.Decision.Kind != "question" || in.Decision.Rule != "notice" {
+		t.Fatalf("blocked: %+v", in.Decision)
+	}
+	pr := p.Prompt()
+	if pr.Rule != "notice" || strings.Join(pr.Answers, " ") != "yes no cancel" || pr.Options ||
+		len(pr.Choices) != 1 || pr.Choices[0].Name != "accept-edits" || pr.Choices[0].Label == "" {
+		t.Fatalf("the notice offers %+v, want yes no cancel and accept-edits with its label", pr)
+	}
+	keys, err := p.Answer("accept")
+	if !errors.Is(err, ErrNoAnswer) || keys != "" || !strings.Contains(err.Error(), "it knows yes, no, cancel, accept-edits ("+pr.Choices[0].Label+")") {
+		t.Fatalf("answer accept: keys %q, %v; want refused, naming accept-edits", keys, err)
+	}
+	if keys, err := p.AnswerPrompt("accept-edits"); err != nil || keys != "\x1b[Z" {
+		t.Fatalf("answer accept-edits: %q %v", keys, err)
+	}
+	awaitScreen(t, p, "typed:[ 033 [ Z]")
 }

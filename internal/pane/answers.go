@@ -13,12 +13,40 @@ import (
 // whether it takes option numbers. A prompt the manifest's rules do not
 // recognise on screen takes none (see Answer).
 func (p *Pane) PromptAnswers() (names []string, options bool) {
+	pr := p.Prompt()
+	return pr.Answers, pr.Options
+}
+
+// Prompt is what a blocked pane's prompt takes.
+type Prompt struct {
+	// Rule is the rule whose keys answer it ("" for the manifest's).
+	Rule string
+	// Answers are the built-in answers it takes (yes, always, no,
+	// cancel), Options whether it takes option numbers, Choices its
+	// rule's own.
+	Answers []string
+	Options bool
+	Choices []rules.Choice
+}
+
+// Prompt is what a blocked pane's prompt takes now (see PromptAnswers),
+// its rule's own choices with it: nothing when no rule recognises it.
+func (p *Pane) Prompt() (pr Prompt) {
 	s := p.snap.Load()
 	m := s.manifest
 	rule, known := promptRule(m, s.info.Decision.Rule, s.key.screenPrompt)
 	if !known {
-		return nil, false
+		return Prompt{}
 	}
+	pr.Rule = rule
+	pr.Answers, pr.Options = builtinAnswers(m, rule)
+	pr.Choices = m.ChoicesFor(rule)
+	return pr
+}
+
+// builtinAnswers are the named answers a prompt (its rule's, "" the
+// manifest's) takes, and whether it takes option numbers.
+func builtinAnswers(m *rules.Manifest, rule string) (names []string, options bool) {
 	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
 		if _, ok := m.KeysFor(rule, n); ok {
 			names = append(names, n)

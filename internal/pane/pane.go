@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -435,19 +436,17 @@ func describe(d combine.Decision) string {
 // answerNames are the answers the prompt a rule recognised takes ("": the
 // manifest's), for an error.
 func answerNames(m *rules.Manifest, rule string) string {
-	var names []string
-	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
-		if _, ok := m.KeysFor(rule, n); ok {
-			names = append(names, n)
-		}
+	names, options := builtinAnswers(m, rule)
+	for _, c := range m.ChoicesFor(rule) {
+		names = append(names, c.Name+" ("+c.Label+")")
 	}
-	if _, ok := m.KeysFor(rule, "1"); ok {
+	if options {
 		names = append(names, "an option number")
 	}
 	if len(names) == 0 {
 		return "no answers"
 	}
-	return fmt.Sprint(names)
+	return strings.Join(names, ", ")
 }
 
 var _ io.Writer = replyWriter{}

@@ -120,10 +120,18 @@ func (m *Manifest) RecognisesPrompts() bool {
 }
 
 // KeysFor is Keys for the prompt a rule recognised: the rule's own
-// answers first, then the manifest's (unless the rule takes only its own).
+// answers first, then the manifest's (unless the rule takes only its own),
+// and the rule's declared choices.
 func (m *Manifest) KeysFor(rule, choice string) (string, bool) {
 	tables := []map[string]string{m.Answers}
 	for _, r := range m.Rules {
+		if r.ID == rule && rule != "" {
+			for _, c := range r.Choices {
+				if c.Name == choice {
+					return c.Keys, true
+				}
+			}
+		}
 		switch {
 		case r.ID == rule && r.AnswersOnly:
 			tables = []map[string]string{r.Answers}
@@ -142,6 +150,20 @@ func (m *Manifest) KeysFor(rule, choice string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ChoicesFor is the choices a rule declares for its prompt, beyond the
+// built-in answers (none for "" or a rule without any).
+func (m *Manifest) ChoicesFor(rule string) []Choice {
+	if rule == "" {
+		return nil
+	}
+	for i := range m.Rules {
+		if m.Rules[i].ID == rule {
+			return m.Rules[i].Choices
+		}
+	}
+	return nil
 }
 
 // MatchesProcess reports whether a process (its name, as in

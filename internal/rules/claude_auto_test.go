@@ -1,6 +1,9 @@
 package rules
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Claude Code 2.1.332 in auto mode, its safety check unreachable (a model
 // server on 127.0.0.1), asks to approve a tool call in a menu without
@@ -60,7 +63,8 @@ func TestClaudeCodeUnnumberedApproval(t *testing.T) {
 // its default), in a corral pane against a loopback model server: the
 // empty input box under the mode's footer is idle, a turn is working, and
 // the notice auto mode opens when its check goes through that server is a
-// question answered yes with Enter, no with Esc.
+// question answered yes with Enter, no with Esc, and accept-edits (its
+// own choice) with shift+Tab; the billing notice takes Enter or Esc alone.
 func TestClaudeCodeAutoModeScreens(t *testing.T) {
 	m := liveManifest(t, embeddedSet(t), "claude-code")
 	tests := []struct {
@@ -69,14 +73,15 @@ func TestClaudeCodeAutoModeScreens(t *testing.T) {
 		kind, msg    string
 		keys         map[string]string
 		refused      []string
+		choices      []string
 	}{
-		{"idle_auto", "idle", Idle, "", "", nil, nil},
-		{"working_auto", "working", Working, "", "", nil, nil},
-		{"billing_notice", "notice", Blocked, "question", "We're changing auto mode to no longer charge for classifier requests in Claude Code.",
-			map[string]string{"yes": "\r", "no": "\x1b", "cancel": "\x1b"}, []string{"always", "1"}},
+		{"idle_auto", "idle", Idle, "", "", nil, nil, nil},
+		{"working_auto", "working", Working, "", "", nil, nil, nil},
+		{"billing_notice", "notice-continue", Blocked, "question", "We're changing auto mode to no longer charge for classifier requests in Claude Code.",
+			map[string]string{"yes": "\r", "no": "\x1b", "cancel": "\x1b"}, []string{"always", "1", "accept-edits"}, nil},
 		// A digit typed into this notice did nothing, live.
 		{"check_unavailable", "notice", Blocked, "question", "Auto mode can't check actions in this session",
-			map[string]string{"yes": "\r", "no": "\x1b", "cancel": "\x1b"}, []string{"always", "1", "2"}},
+			map[string]string{"yes": "\r", "no": "\x1b", "cancel": "\x1b", "accept-edits": "\x1b[Z"}, []string{"always", "1", "2"}, []string{"accept-edits"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.screen, func(t *testing.T) {
@@ -91,9 +96,39 @@ func TestClaudeCodeAutoModeScreens(t *testing.T) {
 			}
 			for _, choice := range tt.refused {
 				if k, ok := m.KeysFor(v.Rule, choice); ok {
-					t.Errorf("answer %s = %q, want refused: the notice takes Enter or Esc", choice, k)
+					t.Errorf("answer %s = %q, want refused: the notice does not take it", choice, k)
 				}
 			}
+			var names []string
+			for _, c := range m.ChoicesFor(v.Rule) {
+				names = append(names, c.Name)
+			}
+			if strings.Join(names, " ") != strings.Join(tt.choices, " ") {
+				t.Errorf("choices %v, want %v", names, tt.choices)
+			}
 		})
+	}
+}
+
+// A notice that stays in auto mode but offers no shift+Tab (a later
+// version's, say) is still a notice, without the choice it does not offer.
+func TestClaudeCodeNoticeWithoutShiftTab(t *testing.T) {
+	m := liveManifest(t, embeddedSet(t), "claude-code")
+	lines := readLiveScreen(t, "claude-code-auto", "check_unavailable")
+	found := false
+	for i, l := range lines {
+		if strings.Contains(l, "shift+Tab to leave") {
+			lines[i], found = "  Enter to stay in auto mode · Esc to cancel", true
+		}
+	}
+	if !found {
+		t.Fatal("the recorded notice has no shift+Tab footer")
+	}
+	v := m.Classify(Screen{Lines: lines})
+	if v.State != Blocked || v.Kind != "question" || v.Rule != "notice-continue" {
+		t.Fatalf("= %s/%s (rule %q), want blocked/question (notice-continue)", v.State, v.Kind, v.Rule)
+	}
+	if k, ok := m.KeysFor(v.Rule, "accept-edits"); ok {
+		t.Errorf("accept-edits = %q, want refused: the notice does not offer it", k)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/corral-dev/corral/internal/tomlfile"
 )
@@ -43,6 +45,9 @@ const (
 	AnswerOption = "option"
 )
 
+// builtinAnswers are the names a rule's own choices may not take.
+var builtinAnswers = map[string]bool{AnswerYes: true, AnswerAlways: true, AnswerNo: true, AnswerCancel: true, AnswerOption: true}
+
 // Limits on a manifest.
 const (
 	MaxManifestBytes = 256 << 10
@@ -59,9 +64,17 @@ const (
 	MaxStart         = 10 * time.Minute
 	DefaultTurnStart = 3 * time.Second
 	MaxTurnStart     = 30 * time.Second
+	// A rule's own choices: how many, and how long a name and a label.
+	MaxChoices     = 8
+	MaxChoiceName  = 32
+	MaxChoiceLabel = 60
 )
 
 var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
+
+// choiceName is a choice's name: a word a person types after corral
+// answer, never a number (an option's) nor a flag.
+var choiceName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]*$`) })
 
 // Manifest is a compiled manifest. It is immutable once loaded.
 type Manifest struct {
@@ -119,6 +132,18 @@ type Rule struct {
 	// manifest's (an option number, "always") are refused, not typed
 	// into a prompt that ignores them.
 	AnswersOnly bool
+	// Choices are the prompt's own answers beyond the built-in names
+	// (Claude Code's auto-mode notice: shift+Tab leaves for accept edits
+	// mode). They exist only while this rule reads the prompt.
+	Choices []Choice
+}
+
+// Choice is an answer a rule declares for its prompt: a name that
+// corral answer takes, the keys it types and what it does.
+type Choice struct {
+	Name  string
+	Keys  string
+	Label string
 }
 
 // file mirrors the TOML schema.
@@ -157,6 +182,13 @@ type ruleSection struct {
 	Note        string            `toml:"note"`
 	Answers     map[string]string `toml:"answers"`
 	AnswersOnly bool              `toml:"answers_only"`
+	Choices     []choiceSection   `toml:"choices"`
+}
+
+type choiceSection struct {
+	Name  string `toml:"name"`
+	Keys  string `toml:"keys"`
+	Label string `toml:"label"`
 }
 
 // Error is a problem in a manifest, located in its file.
@@ -184,7 +216,7 @@ func Parse(source string, data []byte) (*Manifest, error) {
 	}
 	var f file
 	if ps := tomlfile.Strict(data, &f); ps != nil {
-		return nil, decodeError(source, ps)
+		return nil, decodeError(source, data, ps)
 	}
 	loc := newLocator(data)
 	var errs []error
@@ -317,6 +349,59 @@ func compileAnswers(in map[string]string, fail func(key, format string, args ...
 	return out
 }
 
+// compileChoices checks a rule's own choices: each named (a lowercase
+// word that is no built-in answer nor an option number, once), its keys 1
+// to MaxKeystrokes bytes, its label one short line.
+func compileChoices(in []choiceSection, fail func(format string, args ...any)) []Choice {
+	if len(in) > MaxChoices {
+		fail("%d choices; the limit is %d", len(in), MaxChoices)
+		return nil
+	}
+	var out []Choice
+	seen := map[string]bool{}
+	for i, c := range in {
+		at := fmt.Sprintf("choices[%d]", i+1)
+		if c.Name != "" {
+			at = fmt.Sprintf("choices[%d] %q", i+1, c.Name)
+		}
+		good := true
+		switch {
+		case c.Name == "":
+			fail("%s: name is required", at)
+			good = false
+		case builtinAnswers[c.Name]:
+			fail("%s: name is a built-in answer (yes, always, no, cancel, option); name the choice after what it does", at)
+			good = false
+		case len(c.Name) > MaxChoiceName || !choiceName().MatchString(c.Name):
+			fail("%s: name must be 1-%d of [a-z0-9-], starting with a letter (a number is an option's)", at, MaxChoiceName)
+			good = false
+		case seen[c.Name]:
+			fail("%s: name declared twice", at)
+			good = false
+		}
+		seen[c.Name] = true
+		if c.Keys == "" || len(c.Keys) > MaxKeystrokes {
+			fail("%s: keys must be 1-%d bytes", at, MaxKeystrokes)
+			good = false
+		}
+		switch {
+		case strings.TrimSpace(c.Label) == "":
+			fail("%s: label is required: what the choice does, as the agent says it", at)
+			good = false
+		case utf8.RuneCountInString(c.Label) > MaxChoiceLabel:
+			fail("%s: label is %d characters; the limit is %d", at, utf8.RuneCountInString(c.Label), MaxChoiceLabel)
+			good = false
+		case strings.ContainsFunc(c.Label, unicode.IsControl):
+			fail("%s: label must be one line of text, without control characters", at)
+			good = false
+		}
+		if good {
+			out = append(out, Choice{Name: c.Name, Keys: c.Keys, Label: c.Label})
+		}
+	}
+	return out
+}
+
 func compileRule(i int, rs ruleSection, fail func(key, format string, args ...any)) (Rule, bool) {
 	name := rs.ID
 	if name == "" {
@@ -373,6 +458,16 @@ func compileRule(i int, rs ruleSection, fail func(key, format string, args ...an
 		fail("answers_only", "rule %s: answers_only needs answers: the keys this prompt takes", name)
 		ok = false
 	}
+	if len(rs.Choices) > 0 {
+		if r.State != Blocked {
+			fail("choices", "rule %s: choices are only for blocked rules", name)
+			ok = false
+		}
+		r.Choices = compileChoices(rs.Choices, func(format string, args ...any) {
+			fail("choices", "rule %s: "+format, append([]any{name}, args...)...)
+			ok = false
+		})
+	}
 	r.Pattern = re
 	r.msgGroup = re.SubexpIndex("msg")
 	r.literal = requiredLiteral(rs.Pattern)
@@ -390,11 +485,22 @@ func compile(p string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// decodeError turns TOML problems into located Errors.
-func decodeError(source string, ps []tomlfile.Problem) error {
+// decodeError turns TOML problems into located Errors. An unknown key in
+// a rule names the rule, and the choices it is in (the decoder's path
+// leaves out an array of inline tables: "rule.lable").
+func decodeError(source string, data []byte, ps []tomlfile.Problem) error {
 	var errs []error
+	loc := newLocator(data)
 	for _, p := range ps {
 		msg := p.Msg
+		if len(p.Key) > 1 && p.Key[0] == "rule" {
+			if id, field, ok := loc.ruleAt(p.Line); ok {
+				if field == "choices" && (len(p.Key) < 2 || p.Key[1] != "choices") {
+					msg = fmt.Sprintf("unknown key %q", "rule.choices."+strings.Join(p.Key[1:], "."))
+				}
+				msg += " in rule " + id
+			}
+		}
 		if p.Key != nil {
 			msg += " (check its spelling against the manifest reference)"
 		}
@@ -423,6 +529,41 @@ func newLocator(data []byte) *locator {
 	}
 	return l
 }
+
+// ruleAt names the rule whose table holds a line (1-based): its id (or
+// #N when it has none) and the key that line's entry is under.
+func (l *locator) ruleAt(line int) (id, field string, ok bool) {
+	i := line - 1
+	rule := -1
+	for n, start := range l.rules {
+		if start < i {
+			rule = n
+		}
+	}
+	if rule < 0 || i >= len(l.lines) {
+		return "", "", false
+	}
+	id = fmt.Sprintf("#%d", rule+1)
+	if n, _ := l.find(rule, "id"); n > 0 {
+		if _, v, found := strings.Cut(l.lines[n-1], "="); found {
+			if m := quoted().FindStringSubmatch(v); m != nil && m[1]+m[2] != "" {
+				id = m[1] + m[2]
+			}
+		}
+	}
+	// The entry is the nearest line above that starts a key.
+	for j := i; j > l.rules[rule]; j-- {
+		t := strings.TrimLeft(l.lines[j], " \t")
+		if k, _, found := strings.Cut(t, "="); found && keyWord().MatchString(strings.TrimSpace(k)) {
+			return id, strings.TrimSpace(k), true
+		}
+	}
+	return id, "", true
+}
+
+var quoted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:"([^"]*)"|'([^']*)')`) })
+
+var keyWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 func (l *locator) find(rule int, key string) (line, col int) {
 	from, to := 0, len(l.lines)

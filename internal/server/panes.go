@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/combine"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/pane"
 	"github.com/corral-dev/corral/internal/paneset"
@@ -124,6 +125,9 @@ func paneJSON(e *entry) api.Pane {
 		code := in.ExitCode
 		out.ExitCode = &code
 	}
+	if d.State == combine.Blocked {
+		out.Prompt = promptJSON(e.P.Prompt())
+	}
 	for _, r := range in.Records {
 		rec := api.Record{ID: r.ID, State: string(r.State), Kind: string(r.Kind), App: r.App, Title: r.Title, Message: r.Msg,
 			Updated: r.Updated.UTC().Format(eventlog.TimeFormat)}
@@ -132,6 +136,22 @@ func paneJSON(e *entry) api.Pane {
 			rec.Progress = &v
 		}
 		out.Records = append(out.Records, rec)
+	}
+	return out
+}
+
+// promptJSON is what a blocked pane's prompt takes, as the API shows it
+// (nil: no rule recognises it).
+func promptJSON(pr pane.Prompt) *api.Prompt {
+	if pr.Answers == nil && !pr.Options && pr.Choices == nil {
+		return nil
+	}
+	out := &api.Prompt{Rule: pr.Rule, Answers: pr.Answers, Options: pr.Options, Choices: []api.Choice{}}
+	if out.Answers == nil {
+		out.Answers = []string{}
+	}
+	for _, c := range pr.Choices {
+		out.Choices = append(out.Choices, api.Choice{Name: c.Name, Label: c.Label})
 	}
 	return out
 }

@@ -39,9 +39,10 @@ type Board struct {
 	preview []string
 	sel     string // selected pane id
 	filter  string
-	typing  bool       // editing the filter
-	vis     []api.Pane // the panes the filter lets through; nil until computed
-	visOK   bool       // vis is current for panes and filter
+	typing  bool         // editing the filter
+	choices []api.Choice // the selected prompt's own choices, while one is being picked
+	vis     []api.Pane   // the panes the filter lets through; nil until computed
+	visOK   bool         // vis is current for panes and filter
 	status  string
 	width   int
 	height  int
@@ -149,6 +150,9 @@ func (b *Board) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (b *Board) key(k string) (tea.Model, tea.Cmd) {
+	if b.choices != nil {
+		return b.pick(k)
+	}
 	if b.typing {
 		switch k {
 		case "enter":
@@ -202,6 +206,9 @@ func (b *Board) key(k string) (tea.Model, tea.Cmd) {
 		return b, b.answer("no")
 	case "1", "2", "3", "4", "5", "6", "7", "8", "9":
 		return b, b.answer(k)
+	case "c":
+		b.choose()
+		return b, nil
 	case "x":
 		return b, b.kill()
 	case "enter":
@@ -276,6 +283,38 @@ func (l *lastLine) String() string {
 		return s
 	}
 	return l.line
+}
+
+// choose starts picking one of the selected prompt's own choices (its
+// rule's, such as Claude Code's accept-edits): they are numbered on the
+// status line, and a digit answers with one.
+func (b *Board) choose() {
+	p := b.selected()
+	if p == nil {
+		return
+	}
+	if p.Prompt == nil || len(p.Prompt.Choices) == 0 {
+		b.status = p.ID + ": its prompt has no choices of its own"
+		return
+	}
+	b.choices = p.Prompt.Choices
+	parts := []string{}
+	for i, c := range b.choices {
+		parts = append(parts, fmt.Sprintf("%d %s (%s)", i+1, c.Label, c.Name))
+	}
+	b.status = p.ID + ": choose " + strings.Join(parts, " · ") + " · esc back"
+}
+
+// pick answers with the choice a digit numbers; any other key leaves the
+// choices unpicked.
+func (b *Board) pick(k string) (tea.Model, tea.Cmd) {
+	choices := b.choices
+	b.choices = nil
+	if n := strings.IndexByte("123456789", k[0]); len(k) == 1 && n >= 0 && n < len(choices) {
+		return b, b.answer(choices[n].Name)
+	}
+	b.status = ""
+	return b, nil
 }
 
 func (b *Board) answer(choice string) tea.Cmd {

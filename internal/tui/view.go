@@ -117,7 +117,7 @@ func (b *Board) View() tea.View {
 		fmt.Fprintf(&out, "\x1b[2m%d of %d · PgUp/PgDn Home/End\x1b[0m\n", min(len(vis), start+1), len(vis))
 		rows++
 	}
-	help := "j/k move · g next blocked · y/a/n/1-9 answer · enter attach · x kill · / filter · q quit"
+	help := "j/k move · g next blocked · y/a/n/1-9 answer · c choices · enter attach · x kill · / filter · q quit"
 	if b.status != "" {
 		help = b.status + "  ·  " + help
 	}
@@ -254,5 +254,29 @@ func paneNotes(p api.Pane) [][2]string {
 		}
 		out = append(out, [2]string{colour, a.Text + " (" + since(a.Time) + " ago)"})
 	}
+	if l := promptLine(p.Prompt); l != "" {
+		out = append(out, [2]string{"1;31", l})
+	}
 	return out
+}
+
+// promptLine says what a blocked pane's prompt takes, its own choices
+// (picked with c) by their labels; "" when it takes none of its own.
+func promptLine(pr *api.Prompt) string {
+	if pr == nil || len(pr.Choices) == 0 {
+		return ""
+	}
+	takes := append([]string(nil), pr.Answers...)
+	if pr.Options {
+		takes = append(takes, "1-9")
+	}
+	var own []string
+	for _, c := range pr.Choices {
+		own = append(own, c.Label)
+	}
+	l := "c: " + strings.Join(own, " · ")
+	if len(takes) > 0 {
+		l = "takes " + strings.Join(takes, ", ") + " · " + l
+	}
+	return l
 }

@@ -96,7 +96,8 @@ function screen(rows, cols) {
 const answerLabels = {yes: "Yes", always: "Always", no: "No", cancel: "Cancel"};
 
 // answerButtons are the prompt's own choices: a question's numbered
-// options (with their labels), a permission prompt's named answers.
+// options (with their labels), a permission prompt's named answers, and
+// the choices the prompt's rule declares (with their labels).
 function answerButtons(p) {
   const out = [];
   const add = (choice, text, cls, title) => {
@@ -116,6 +117,8 @@ function answerButtons(p) {
     if (question && opts.length && n !== "cancel") continue; // a question with options is answered by them
     add(n, answerLabels[n] || n, n === "no" || n === "cancel" ? "negative" : "");
   }
+  // The prompt's own choices, which its rule declares, by their labels.
+  for (const c of (p.prompt && p.prompt.choices) || []) add(c.name, c.label, "choice", "answer " + c.name + ": " + c.label);
   return out;
 }
 
