@@ -71,6 +71,12 @@ func TestAnswerARulesOwnChoice(t *testing.T) {
 	if out := e.must("answer", "bill"); strings.Contains(out, "accept-edits") {
 		t.Fatalf("the billing notice offers accept-edits:\n%s", out)
 	}
+	// The shell completes what each prompt takes now.
+	for pane, want := range map[string]string{"cc": "accept-edits\ncancel\nno\nyes\n:4\n", "bill": "cancel\nno\nyes\n:4\n"} {
+		if out := e.must("__complete", "answer", pane, ""); out != want {
+			t.Fatalf("completion of corral answer %s: %q, want %q", pane, out, want)
+		}
+	}
 
 	for _, c := range []struct{ pane, choice, says string }{
 		{"cc", "accept", "it knows yes, no, cancel, accept-edits (" + label + ")"},

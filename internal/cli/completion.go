@@ -86,6 +86,11 @@ func addCompletion(cc *cobra.Command, c command) {
 			if c.panes == onePane {
 				pos--
 			}
+			if pos == 0 && c.name == "answer" && len(args) == 1 {
+				if live := promptAnswers(contextOf(cmd), args[0]); live != nil {
+					return withPrefix(live, cur), cobra.ShellCompDirectiveNoFileComp
+				}
+			}
 			if pos == 0 && c.choices != nil {
 				return withPrefix(c.choices, cur), cobra.ShellCompDirectiveNoFileComp
 			}
@@ -164,6 +169,26 @@ func paneRefs(ctx context.Context) []string {
 			out = append(out, p.Name)
 		}
 		out = append(out, p.ID)
+	}
+	return out
+}
+
+// promptAnswers are the answers the prompt of pane ref takes now, its
+// rule's own choices among them (nil: the daemon does not answer, or the
+// pane is not waiting on a prompt corral reads).
+func promptAnswers(ctx context.Context, ref string) []string {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var p api.Pane
+	if err := clientNoStart().Do(ctx, "GET", panePath(ref, ""), nil, &p); err != nil || p.Prompt == nil {
+		return nil
+	}
+	out := append([]string(nil), p.Prompt.Answers...)
+	if p.Prompt.Options {
+		out = append(out, "1", "2", "3")
+	}
+	for _, c := range p.Prompt.Choices {
+		out = append(out, c.Name)
 	}
 	return out
 }
