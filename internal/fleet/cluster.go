@@ -121,6 +121,15 @@ func FetchHubBundle(ctx context.Context, urls []string, token, fingerprint strin
 	wait, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
 	msg, err := nc.RequestWithContext(wait, subjHubJoin, nil)
+	for errors.Is(err, nats.ErrNoResponders) && wait.Err() == nil {
+		// A hub that is starting: its server listens a moment before it
+		// answers.
+		select {
+		case <-wait.Done():
+		case <-time.After(200 * time.Millisecond):
+			msg, err = nc.RequestWithContext(wait, subjHubJoin, nil)
+		}
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			err = cause

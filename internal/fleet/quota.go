@@ -95,6 +95,12 @@ func startKeeper(h *Hub) error {
 		nc.Close()
 		return fmt.Errorf("fleet hub: its own connection: %w", err)
 	}
+	// The server has the subscription once the flush is answered: a hub
+	// that has started answers join-hub at once.
+	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		nc.Close()
+		return fmt.Errorf("fleet hub: its own connection: %w", err)
+	}
 	if h.routeURL != "" {
 		k.wg.Add(1)
 		go func() {
