@@ -518,6 +518,9 @@ func TestFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("floods a pane for seconds; runs without -short")
 	}
+	// Beside the package's other tests, which wait on their tmux servers
+	// more than they work: the flood's core is the one they leave.
+	t.Parallel()
 	s := newServer(t)
 	// NOTE: the flood ends by itself: before tmux 3.7, respawn-pane -k of
 	// a pane whose output is queued for a control client crashes the
