@@ -33,6 +33,10 @@ type HubOptions struct {
 	// removes its records from the fleet (0: never).
 	ForgetAfter time.Duration
 	Logf        func(string, ...any)
+
+	// cutFails, in tests, fails a removal of the records of a host over
+	// its quota before it is tried.
+	cutFails func(host string) bool
 }
 
 // ClusterOptions join embedded servers into one NATS cluster.
@@ -60,6 +64,7 @@ type Hub struct {
 	started     time.Time
 	forgetAfter atomic.Int64 // a time.Duration
 	logf        func(string, ...any)
+	cutFails    func(host string) bool // HubOptions.cutFails
 	// In a cluster: this server's route URL, the routes it was given,
 	// and the replicas of the shared credentials.
 	routeURL string
@@ -116,7 +121,7 @@ func StartHub(o HubOptions) (*Hub, error) {
 		DisableJetStreamBanner: true,
 		HTTPPort:               0,
 	}
-	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, started: time.Now(), logf: o.Logf}
+	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, started: time.Now(), logf: o.Logf, cutFails: o.cutFails}
 	h.forgetAfter.Store(int64(o.ForgetAfter))
 	if h.logf == nil {
 		h.logf = func(string, ...any) {}

@@ -298,24 +298,49 @@ func (k *keeper) cut(host string) {
 }
 
 // cutOff disconnects a host over its quota, refuses it for QuotaPenalty,
-// and removes its records.
+// and removes its records: again after a failed removal (the store busy,
+// a stream being updated), since no later record of the host may come to
+// start another.
 func (k *keeper) cutOff(host, why string) {
 	defer k.wg.Done()
 	k.h.auth.bar(host, time.Now().Add(QuotaPenalty), why)
 	k.h.kick(host)
 	k.cutOffs.Add(1)
-	err := k.h.forget(host, false)
-	if err != nil {
-		k.mu.Lock()
-		if u := k.hosts[host]; u != nil {
-			u.cutting = false
+	wait := time.Second
+	for try := 1; ; try++ {
+		var err error
+		if k.h.cutFails != nil && k.h.cutFails(host) {
+			err = errors.New("failed by the test")
+		} else {
+			err = k.h.forget(host, false)
 		}
-		k.mu.Unlock()
-		k.h.logf("fleet: host %s is refused for %v: %s; removing its records failed: %v", host, QuotaPenalty, why, err)
-		return
+		if err == nil {
+			k.h.logf("fleet: host %s is refused for %v and its records are removed: %s", host, QuotaPenalty, why)
+			return
+		}
+		if k.ctx.Err() != nil {
+			return // the hub is closing
+		}
+		if try == cutTries {
+			k.mu.Lock()
+			if u := k.hosts[host]; u != nil {
+				u.cutting = false
+			}
+			k.mu.Unlock()
+			k.h.logf("fleet: host %s is refused for %v: %s; removing its records failed %d times: %v", host, QuotaPenalty, why, try, err)
+			return
+		}
+		k.h.logf("fleet: host %s: removing its records failed (%v); trying again in %v", host, err, wait)
+		select {
+		case <-k.ctx.Done():
+		case <-time.After(wait):
+		}
+		wait *= 2
 	}
-	k.h.logf("fleet: host %s is refused for %v and its records are removed: %s", host, QuotaPenalty, why)
 }
+
+// cutTries bounds the tries of cutOff's removal (1 + 2 + 4 + 8 s apart).
+const cutTries = 5
 
 // purged starts a host's count anew after its records were removed.
 func (k *keeper) purged(host string) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -361,9 +362,20 @@ func TestFitPane(t *testing.T) {
 // TestHubRecoversAFilledStore: the buckets and streams of an older hub
 // (no quota, values up to 1 MB), one host's records filling them, then
 // this hub started over them: the fleet's limits replace theirs, and the
-// hub removes the records of the host over its quota.
+// hub removes the records of the host over its quota — again after a
+// removal that failed (before, a failed one was never tried again: no
+// record of that host came to start another).
 func TestHubRecoversAFilledStore(t *testing.T) {
 	t.Parallel()
+	for _, failed := range []int32{0, 2} {
+		t.Run(fmt.Sprintf("%d removals failed", failed), func(t *testing.T) {
+			t.Parallel()
+			hubRecoversAFilledStore(t, failed)
+		})
+	}
+}
+
+func hubRecoversAFilledStore(t *testing.T, failed int32) {
 	dir := t.TempDir()
 	// The older hub's store is filled before this hub starts, as it would
 	// be: a keeper following the bucket while it fills takes each record
@@ -416,7 +428,9 @@ func TestHubRecoversAFilledStore(t *testing.T) {
 	nc.Close()
 	old.Close()
 
-	h, err := StartHub(HubOptions{Dir: dir, Listen: "127.0.0.1:0", ServerName: "hub"})
+	var tries atomic.Int32
+	h, err := StartHub(HubOptions{Dir: dir, Listen: "127.0.0.1:0", ServerName: "hub", Logf: t.Logf,
+		cutFails: func(host string) bool { return host == "o" && tries.Add(1) <= failed }})
 	if err != nil {
 		t.Fatal(err)
 	}
