@@ -14,8 +14,8 @@ import (
 // recognise on screen takes none (see Answer).
 func (p *Pane) PromptAnswers() (names []string, options bool) {
 	s := p.snap.Load()
-	m := s.manifest
-	rule, known := promptRule(m, s.info.Decision.Rule, s.key.screenPrompt)
+	m := s.key.manifest
+	rule, known := promptRule(m, s.key.decision.Rule, s.key.screenPrompt)
 	if !known {
 		return nil, false
 	}
@@ -84,7 +84,7 @@ type HeldPrompt struct {
 // one is.
 func (p *Pane) HeldPrompt() (HeldPrompt, bool) {
 	s := p.snap.Load()
-	d, m, shown := s.held, s.manifest, s.info.PromptShown
+	d, m, shown := s.key.held, s.key.manifest, s.key.promptShown
 	if d.State == "" {
 		return HeldPrompt{}, false
 	}
@@ -144,7 +144,7 @@ const PromptDrawWait = 1500 * time.Millisecond
 func (p *Pane) AnswerPrompt(choice string) (string, error) {
 	start := time.Now()
 	for {
-		in := p.snap.Load().info
+		in := p.infoOf(p.snap.Load())
 		if in.Decision.State != combine.Blocked {
 			break // Answer refuses it
 		}
