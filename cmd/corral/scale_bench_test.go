@@ -74,6 +74,7 @@ func BenchmarkScale(b *testing.B) {
 type scaleResult struct {
 	start, ls, lsJSON, api time.Duration
 	pssKB                  float64 // the side's own processes, not the panes'
+	daemonKB               float64 // of it, corral's daemon's (0 for tmux)
 	procs                  int     // how many processes that PSS is of
 	cpu                    float64 // % of one core over the window
 	end                    time.Duration
@@ -296,6 +297,9 @@ func scaleCorral(b *testing.B, n int) scaleResult {
 	ours := func() []int { return pidsOfExe(corralBin) }
 	r.cpu = cpuOver(ours(), cpuWindow)
 	r.pssKB, r.procs = pssOf(ours())
+	// Which process a change of the whole is in: run to run, the whole
+	// moves by megabytes now and then.
+	r.daemonKB, _ = pssOf([]int{servingPID(b)})
 	r.events = eventsUnderLoad(b, e, fifo, n)
 	// The daemon killed: the next command starts a daemon that adopts
 	// every pane again.
@@ -514,6 +518,7 @@ func scaleTable(n int, co, tm scaleResult) string {
 	row("ls --json", fmt.Sprintf("%.1f ms", ms(co.lsJSON)), "", ratio(ms(co.lsJSON), ms(tm.ls)))
 	row("API GET /v1/panes", fmt.Sprintf("%.1f ms", ms(co.api)), "", ratio(ms(co.api), ms(tm.ls)))
 	row("PSS per pane", fmt.Sprintf("%.0f KB (%d processes)", co.pssKB/float64(n), co.procs), fmt.Sprintf("%.0f KB", tm.pssKB/float64(n)), ratio(co.pssKB, tm.pssKB))
+	row("— the daemon's PSS / the holders'", fmt.Sprintf("%.1f / %.1f MB", co.daemonKB/1024, (co.pssKB-co.daemonKB)/1024), "", "")
 	row(fmt.Sprintf("CPU, every pane spinning at 2 Hz (%v)", cpuWindow), fmt.Sprintf("%.1f %%", co.cpu), fmt.Sprintf("%.1f %%", tm.cpu), ratio(co.cpu, tm.cpu))
 	row("end everything (shutdown / kill-server)", fmt.Sprintf("%.2f s", co.end.Seconds()), fmt.Sprintf("%.2f s", tm.end.Seconds()), ratio(co.end.Seconds(), tm.end.Seconds()))
 	row("kill -9 of the daemon: all re-adopted", fmt.Sprintf("%.2f s", co.readopt.Seconds()), "", "")

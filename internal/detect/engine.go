@@ -12,6 +12,7 @@ package detect
 
 import (
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -362,13 +363,15 @@ func (e *Engine) classify(now time.Time) []Change {
 	return e.takeChanges()
 }
 
+// takeChanges hands the changes over to the caller, who owns them: the
+// engine keeps no buffer between changes, which are rare next to its life.
 func (e *Engine) takeChanges() []Change {
-	if len(e.changes) == 0 {
+	out := e.changes
+	e.changes = nil
+	if len(out) == 0 {
 		return nil
 	}
-	out := make([]Change, len(e.changes))
-	copy(out, e.changes)
-	return out
+	return slices.Clip(out)
 }
 
 // applyEvents handles tapped sequences; it reports whether the program's
@@ -410,7 +413,9 @@ func (e *Engine) applyEvents(now time.Time) bool {
 			e.counters.LastNotification = ev.Text
 		}
 	}
-	e.pending = e.pending[:0]
+	// Not kept for the next: events are rare next to output, and the
+	// buffer would hold their texts (a notification's) until then.
+	e.pending = nil
 	return changed
 }
 

@@ -3,11 +3,13 @@ package detect
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	rulesdata "github.com/corral-dev/corral/agents"
 	"github.com/corral-dev/corral/internal/rules"
+	"github.com/corral-dev/corral/internal/status"
 )
 
 // raceBuild is set in a build with the race detector (race_test.go).
@@ -47,5 +49,34 @@ func TestSpinnerFrameGarbage(t *testing.T) {
 	})
 	if n > 1 {
 		t.Fatalf("a spinner frame fed and classified allocates %.0f times, want at most 1 (the row's text)", n)
+	}
+}
+
+// An engine keeps no buffer of events or changes between them: a pane
+// keeps its engine for its life, and changes are rare next to its output.
+// The changes returned are the caller's own.
+func TestEngineKeepsNoBuffersBetweenChanges(t *testing.T) {
+	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	e := New(Config{Cols: 80, Rows: 24, Rules: set})
+	defer e.Close()
+	now := time.Unix(0, 0)
+	var got []Change
+	for i, st := range []status.State{status.Working, status.Blocked, status.Working} {
+		now = now.Add(time.Second)
+		got = append(got, e.Feed(now, []byte(status.Report{State: st, Progress: status.NoProgress, Msg: fmt.Sprint("step ", i)}.Encode()))...)
+		got = append(got, e.Classify(now)...)
+		if cap(e.pending) != 0 || cap(e.changes) != 0 {
+			t.Fatalf("after report %d the engine keeps room for %d events and %d changes", i, cap(e.pending), cap(e.changes))
+		}
+	}
+	var states []string
+	for _, c := range got {
+		states = append(states, string(c.Decision.State))
+	}
+	if s := strings.Join(states, " "); s != "working blocked working" {
+		t.Fatalf("changes %s, want working blocked working", s)
 	}
 }

@@ -33,8 +33,8 @@ type Prompt struct {
 // its rule's own choices with it: nothing when no rule recognises it.
 func (p *Pane) Prompt() (pr Prompt) {
 	s := p.snap.Load()
-	m := s.manifest
-	rule, known := promptRule(m, s.info.Decision.Rule, s.key.screenPrompt)
+	m := s.key.manifest
+	rule, known := promptRule(m, s.key.decision.Rule, s.key.screenPrompt)
 	if !known {
 		return Prompt{}
 	}
@@ -112,7 +112,7 @@ type HeldPrompt struct {
 // one is.
 func (p *Pane) HeldPrompt() (HeldPrompt, bool) {
 	s := p.snap.Load()
-	d, m, shown := s.held, s.manifest, s.info.PromptShown
+	d, m, shown := s.key.held, s.key.manifest, s.key.promptShown
 	if d.State == "" {
 		return HeldPrompt{}, false
 	}
@@ -172,7 +172,7 @@ const PromptDrawWait = 1500 * time.Millisecond
 func (p *Pane) AnswerPrompt(choice string) (string, error) {
 	start := time.Now()
 	for {
-		in := p.snap.Load().info
+		in := p.infoOf(p.snap.Load())
 		if in.Decision.State != combine.Blocked {
 			break // Answer refuses it
 		}

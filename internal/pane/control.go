@@ -47,7 +47,7 @@ const EnterSettle = 150 * time.Millisecond
 // program that draws nothing when it reads (no echo) may still draw a
 // dialog a moment later.
 func (p *Pane) AwaitSettled(since time.Time, limit time.Duration) bool {
-	settle := max(EnterSettle, p.snap.Load().manifest.AnswerSettle)
+	settle := max(EnterSettle, p.snap.Load().key.manifest.AnswerSettle)
 	deadline := time.Now().Add(limit)
 	for {
 		last := time.Unix(0, p.outputAt.Load())
@@ -273,7 +273,7 @@ func (p *Pane) Kill(sig syscall.Signal) error {
 		return nil
 	default:
 	}
-	if p.snap.Load().info.Exited {
+	if p.snap.Load().key.exited {
 		return nil
 	}
 	return p.src.Signal(sig)

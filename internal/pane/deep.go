@@ -1,6 +1,8 @@
 package pane
 
 import (
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -14,9 +16,24 @@ import (
 // (deepCall), waiting until it is done: the order of a pane's reads is
 // kept, and only the calls under way at once need deep stacks.
 
-// deepCalls takes a call to an idle shared goroutine; unbuffered, so that
-// a send succeeds only when one waits.
-var deepCalls = make(chan deepCall)
+// idleWorkers are the shared goroutines waiting for a call, the one that
+// became idle last at the end: a call goes to it. While calls come fewer
+// at once than in a burst (the panes' starts, every pane drawing after a
+// pause), the goroutines the burst started get none and end after
+// deepIdle. A channel that every idle goroutine waits on would hand each
+// call to the one that waited longest: every goroutine would get a call
+// before deepIdle passed and none would end (at 300 spinning panes, 300
+// goroutines and their stacks kept after a burst).
+var idleWorkers struct {
+	mu sync.Mutex
+	ws []*idleWorker
+}
+
+// idleWorker is a shared goroutine's mailbox: the call handed to it while
+// it is idle (capacity 1: handing it over never waits).
+type idleWorker struct {
+	calls chan deepCall
+}
 
 type deepCall struct {
 	f    func()
@@ -33,23 +50,27 @@ var deepIdle = 5 * time.Second
 // shared goroutine is idle a new one starts, so a call never waits behind
 // another pane's (whose lock may be held).
 func onDeepStack(f func(), done chan struct{}) {
-	c := deepCall{f: f, done: done}
-	select {
-	case deepCalls <- c:
-	default:
-		go deepWorker(c)
-	}
+	handOff(deepCall{f: f, done: done})
 	<-done
 }
 
 // goShared runs f on a shared goroutine, without waiting for it.
 func goShared(f func()) {
-	c := deepCall{f: f}
-	select {
-	case deepCalls <- c:
-	default:
-		go deepWorker(c)
+	handOff(deepCall{f: f})
+}
+
+func handOff(c deepCall) {
+	idleWorkers.mu.Lock()
+	if n := len(idleWorkers.ws); n > 0 {
+		w := idleWorkers.ws[n-1]
+		idleWorkers.ws[n-1] = nil
+		idleWorkers.ws = idleWorkers.ws[:n-1]
+		idleWorkers.mu.Unlock()
+		w.calls <- c
+		return
 	}
+	idleWorkers.mu.Unlock()
+	go deepWorker(c)
 }
 
 // deepWorkers counts the shared goroutines alive.
@@ -58,6 +79,7 @@ var deepWorkers atomic.Int32
 func deepWorker(c deepCall) {
 	deepWorkers.Add(1)
 	defer deepWorkers.Add(-1)
+	w := &idleWorker{calls: make(chan deepCall, 1)}
 	t := time.NewTimer(deepIdle)
 	defer t.Stop()
 	for {
@@ -65,11 +87,25 @@ func deepWorker(c deepCall) {
 		if c.done != nil {
 			c.done <- struct{}{}
 		}
+		c = deepCall{} // the call's closure is not kept while idle
 		t.Reset(deepIdle)
+		idleWorkers.mu.Lock()
+		idleWorkers.ws = append(idleWorkers.ws, w)
+		idleWorkers.mu.Unlock()
 		select {
-		case c = <-deepCalls:
+		case c = <-w.calls:
 		case <-t.C:
-			return
+			idleWorkers.mu.Lock()
+			i := slices.Index(idleWorkers.ws, w)
+			if i >= 0 {
+				idleWorkers.ws = slices.Delete(idleWorkers.ws, i, i+1)
+			}
+			idleWorkers.mu.Unlock()
+			if i >= 0 {
+				return
+			}
+			// Handed a call as its time ran out: the call is on its way.
+			c = <-w.calls
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // goid is the calling goroutine's id, from its stack's first line.
@@ -81,5 +83,52 @@ func TestOnDeepStack(t *testing.T) {
 	wg.Wait()
 	if most-before > 8+8 {
 		t.Errorf("%d goroutines for 8 readers' calls (%d before)", most, before)
+	}
+}
+
+// After a burst of calls at once (every pane drawing after a pause), a
+// steady trickle of calls one at a time (300 spinners) keeps one shared
+// goroutine busy, not every goroutine the burst started: the others end
+// once idle for deepIdle.
+func TestSharedGoroutinesEndAfterABurst(t *testing.T) {
+	if !proctest.WaitFor(15*time.Second, func() bool { return deepWorkers.Load() == 0 }) {
+		t.Fatalf("%d shared goroutines of earlier tests still alive", deepWorkers.Load())
+	}
+	const burst = 32
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(burst)
+	for range burst {
+		goShared(func() { started.Done(); <-release })
+	}
+	started.Wait()
+	if n := deepWorkers.Load(); n != burst {
+		t.Fatalf("%d shared goroutines for %d calls under way at once", n, burst)
+	}
+	close(release)
+
+	// Calls one after another, many each deepIdle: each of the burst's
+	// goroutines could have one before its time runs out.
+	stop := make(chan struct{})
+	trickled := make(chan int)
+	go func() {
+		done := make(chan struct{}, 1)
+		n := 0
+		for {
+			select {
+			case <-stop:
+				trickled <- n
+				return
+			case <-time.After(deepIdle / burst / 4):
+			}
+			onDeepStack(func() {}, done)
+			n++
+		}
+	}()
+	ok := proctest.WaitFor(10*time.Second, func() bool { return deepWorkers.Load() <= 2 })
+	close(stop)
+	n := <-trickled
+	if !ok {
+		t.Fatalf("%d shared goroutines alive after %d calls one at a time; want at most 2", deepWorkers.Load(), n)
 	}
 }

@@ -39,14 +39,18 @@ type Info struct {
 
 // snapshot is what readers see of a pane: published whole by whoever
 // holds mu, when it lets go of it (unlock), and never changed after. Its
-// slices are its own: nothing the owner mutates is shared with it.
+// slices are its own: nothing the owner mutates is shared with it. Info is
+// made from it and the pane's fields that never change, at each read: a
+// snapshot a pane is kept for its life, and an Info beside the key would
+// hold most of it twice (~0.5 KB a pane).
 type snapshot struct {
-	info Info
-	// manifest is the manifest in use (compiled manifests are immutable);
-	// held is the prompt held back for a policy (State "" when none).
-	manifest *rules.Manifest
-	held     combine.Decision
-	key      snapshotKey
+	// key's manifest is the manifest in use (compiled manifests are
+	// immutable); its held is the prompt held back for a policy (State ""
+	// when none).
+	key     snapshotKey
+	records []status.Record
+	// progress is Info's Progress: -1 when none.
+	progress int
 	// gen counts the snapshots published (Generation).
 	gen uint64
 }
@@ -99,39 +103,44 @@ func (p *Pane) publishLocked() {
 	if s := p.snap.Load(); s != nil && s.key == k {
 		return
 	}
-	s := &snapshot{key: k, manifest: k.manifest, held: k.held, gen: 1}
+	s := &snapshot{key: k, progress: -1, gen: 1}
 	if prev := p.snap.Load(); prev != nil {
 		s.gen = prev.gen + 1
 	}
+	if prev := p.snap.Load(); prev != nil && prev.key.records == k.records {
+		s.records = prev.records // immutable, and unchanged
+	} else {
+		s.records = p.engine.Records() // a fresh copy
+	}
+	for _, r := range s.records {
+		if r.ID == "" && r.Progress >= 0 {
+			s.progress = r.Progress
+		}
+	}
+	if s.progress < 0 && k.progressState == term.ProgressSet {
+		s.progress = k.progress
+	}
+	p.snap.Store(s)
+}
+
+// infoOf is the Info snapshot s says, sharing its slices.
+func (p *Pane) infoOf(s *snapshot) Info {
+	k := &s.key
 	since := k.since
 	if since.IsZero() {
 		since = p.started
 	}
-	s.info = Info{ID: p.cfg.ID, Name: k.name, Agent: k.manifest.Name, Argv: p.argv, Dir: p.cfg.Dir, Cols: k.cols,
+	return Info{ID: p.cfg.ID, Name: k.name, Agent: k.manifest.Name, Argv: p.argv, Dir: p.cfg.Dir, Cols: k.cols,
 		Rows: k.rows, PID: k.pid, Started: p.started, Decision: k.decision, Since: since, Exited: k.exited,
-		ExitCode: k.exitCode, ExitedAt: k.exitedAt, Foreground: k.foreground, Progress: -1,
-		HooksIgnored: k.hooksIgnored, PromptShown: k.promptShown, AnswerSettle: k.manifest.AnswerSettle}
-	if prev := p.snap.Load(); prev != nil && prev.key.records == k.records {
-		s.info.Records = prev.info.Records // immutable, and unchanged
-	} else {
-		s.info.Records = p.engine.Records() // a fresh copy
-	}
-	for _, r := range s.info.Records {
-		if r.ID == "" && r.Progress >= 0 {
-			s.info.Progress = r.Progress
-		}
-	}
-	if s.info.Progress < 0 && k.progressState == term.ProgressSet {
-		s.info.Progress = k.progress
-	}
-	p.snap.Store(s)
+		ExitCode: k.exitCode, ExitedAt: k.exitedAt, Foreground: k.foreground, Progress: s.progress,
+		Records: s.records, HooksIgnored: k.hooksIgnored, PromptShown: k.promptShown,
+		AnswerSettle: k.manifest.AnswerSettle}
 }
 
 // Info returns a copy of the pane's state as of the last change that
 // completed. It never waits: it loads what the pane published.
 func (p *Pane) Info() Info {
-	s := p.snap.Load()
-	in := s.info
+	in := p.infoOf(p.snap.Load())
 	// The caller's own slices: the snapshot is shared by every reader.
 	in.Argv = slices.Clone(in.Argv)
 	in.Records = slices.Clone(in.Records)
@@ -148,7 +157,7 @@ func (p *Pane) Generation() uint64 { return p.snap.Load().gen }
 // Brief is Info without its command and records (nil): a listing that
 // shows neither copies nothing but the struct.
 func (p *Pane) Brief() Info {
-	in := p.snap.Load().info
+	in := p.infoOf(p.snap.Load())
 	in.Argv, in.Records = nil, nil
 	in.HooksIgnored += int(p.hooksDropped.Load())
 	return in
@@ -163,7 +172,7 @@ func (p *Pane) StyledRows() [][]term.Run { return p.term.StyledRows() }
 
 // AnswerNames lists the named answers the pane's manifest defines.
 func (p *Pane) AnswerNames() []string {
-	m := p.snap.Load().manifest
+	m := p.snap.Load().key.manifest
 	var out []string
 	for _, n := range []string{rules.AnswerYes, rules.AnswerAlways, rules.AnswerNo, rules.AnswerCancel} {
 		if _, ok := m.Answers[n]; ok {
@@ -219,7 +228,7 @@ func (p *Pane) foregroundLocked(fg foreground) {
 // screen rule has the pane blocked (a report or a hook alone says so).
 func (p *Pane) PromptRegion() (string, bool) {
 	s := p.snap.Load()
-	d, m := s.info.Decision, s.manifest
+	d, m := s.key.decision, s.key.manifest
 	if d.State != combine.Blocked || d.Source != combine.SourceScreen || d.Rule == "" {
 		return "", false
 	}

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -129,7 +130,7 @@ func TestSnapshotIsACopy(t *testing.T) {
 	feed.Output(report("a", "one"))
 	feed.Output(report("b", "two"))
 	s := p.snap.Load()
-	want := s.info
+	want := p.infoOf(s)
 	want.Argv, want.Records = slices.Clone(want.Argv), slices.Clone(want.Records)
 
 	stop := make(chan struct{})
@@ -163,8 +164,8 @@ func TestSnapshotIsACopy(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	if !reflect.DeepEqual(s.info, want) {
-		t.Fatalf("a published snapshot changed:\n got %+v\nwant %+v", s.info, want)
+	if got := p.infoOf(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("a published snapshot changed:\n got %+v\nwant %+v", got, want)
 	}
 	in := p.Info()
 	if got := in.Argv; !slices.Equal(got, []string{"agent", "--flag"}) {
@@ -179,6 +180,39 @@ func TestSnapshotIsACopy(t *testing.T) {
 	}
 	if in.Cols != 40 || in.Rows != 10 {
 		t.Fatalf("size %dx%d, want 40x10", in.Cols, in.Rows)
+	}
+}
+
+// A pane keeps its last snapshot for its life: it holds what changes (the
+// key) once, not an Info beside it, and a publication costs that alone.
+func TestSnapshotBytes(t *testing.T) {
+	p, _, err := Open(Config{ID: "bytes", Argv: []string{"agent"}, Rules: ruleSet(t), Agent: "fake", Sweep: time.Hour},
+		&memSource{cols: 60, rows: 12}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	names := []string{"one", "two"}
+	publish := func(i int) {
+		p.mu.Lock()
+		p.name = names[i%2] // in the key: a new snapshot
+		p.unlock()
+	}
+	publish(0)
+	const n = 1000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		publish(i + 1)
+	}
+	runtime.ReadMemStats(&after)
+	if g := p.Generation(); g < n {
+		t.Fatalf("%d snapshots published, want %d or more", g, n)
+	}
+	per := (after.TotalAlloc - before.TotalAlloc) / n
+	t.Logf("a snapshot: %d bytes", per)
+	if per > 512 {
+		t.Fatalf("a published snapshot costs %d bytes; at most 512", per)
 	}
 }
 

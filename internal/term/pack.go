@@ -253,7 +253,7 @@ func (e *emulator) unpackScreens() {
 		if s.screenPack != nil && s.pack != nil {
 			s.lines = unpackLines(s.pack, e.rows, e.cols, s.packText)
 			s.pack, s.packText = nil, nil
-			if s.used == nil && s.rowPack == nil {
+			if s.used == nil && s.rowAt == nil {
 				s.screenPack = nil
 			}
 		}
@@ -266,22 +266,22 @@ func (e *emulator) unpackScreens() {
 // change cells, so the packing stays what it was.
 func (e *emulator) peek() (repack func()) {
 	if !e.packed {
-		if e.main.packedRows() == nil && e.alt.packedRows() == nil {
+		if !e.main.hasPackedRows() && !e.alt.hasPackedRows() {
 			return func() {}
 		}
 		// Rows packed one by one: their cells for the read, then nil
 		// again.
 		for _, s := range []*screen{&e.main, &e.alt} {
-			for y, b := range s.packedRows() {
-				if b != nil {
-					s.lines[y] = unpackLines(b, 1, e.cols, s.rowText[y:y+1])[0]
+			for y := range s.lines {
+				if s.rowPacked(y) {
+					s.lines[y] = unpackLines(s.rowPacking(y), 1, e.cols, s.rowText[y:y+1])[0]
 				}
 			}
 		}
 		return func() {
 			for _, s := range []*screen{&e.main, &e.alt} {
-				for y, b := range s.packedRows() {
-					if b != nil {
+				for y := range s.lines {
+					if s.rowPacked(y) {
 						s.lines[y] = nil
 					}
 				}
@@ -333,22 +333,7 @@ func (e *emulator) packRows(text []string) {
 		}
 		return
 	}
-	for y, l := range s.lines {
-		if len(l) == 0 || s.used[y>>6]&(1<<(y&63)) != 0 {
-			continue
-		}
-		if s.rowPack == nil {
-			s.rowPack = make([][]byte, len(s.lines))
-			s.rowText = make([]string, len(s.lines))
-		}
-		e.scratch = appendPacked(e.scratch[:0], s.lines[y:y+1], text[y:y+1])
-		s.rowPack[y] = append(make([]byte, 0, len(e.scratch)), e.scratch...)
-		if s.rowPack[y][0] == opText {
-			s.rowText[y] = text[y]
-		}
-		s.lines[y] = nil
-		s.nPacked++
-	}
+	s.packRowsUnused(e, text)
 	clear(s.used)
 	// A row left as cells (drawn since the last call: a spinner's, a
 	// clock's) moves to an array of its own length. Its array was made
@@ -364,13 +349,64 @@ func (e *emulator) packRows(text []string) {
 	}
 }
 
+// packRowsUnused packs the rows of s not used since the last packRows
+// (and not empty) into a new rowBuf, after the rows packed before, in the
+// order of the rows; the bytes of rows unpacked since are left out.
+func (s *screen) packRowsUnused(e *emulator, text []string) {
+	fresh, live := 0, 0
+	for y, l := range s.lines {
+		if len(l) > 0 && s.used[y>>6]&(1<<(y&63)) == 0 {
+			fresh++
+		} else if s.rowPacked(y) {
+			live += int(s.rowAt[2*y+1] - s.rowAt[2*y])
+		}
+	}
+	if fresh == 0 && live >= len(s.rowBuf)/2 {
+		return // the bytes of rows unpacked since stay until then
+	}
+	if s.rowAt == nil {
+		s.rowAt = make([]uint32, 2*len(s.lines))
+		s.rowText = make([]string, len(s.lines))
+	}
+	b := e.scratch[:0]
+	for y, l := range s.lines {
+		start := len(b)
+		switch {
+		case len(l) > 0 && s.used[y>>6]&(1<<(y&63)) == 0:
+			b = appendPacked(b, s.lines[y:y+1], text[y:y+1])
+			if b[start] == opText {
+				s.rowText[y] = text[y]
+			}
+			s.lines[y] = nil
+			s.nPacked++
+		case s.rowPacked(y):
+			b = append(b, s.rowPacking(y)...)
+		default:
+			continue
+		}
+		s.rowAt[2*y], s.rowAt[2*y+1] = uint32(start), uint32(len(b))
+	}
+	if s.nPacked == 0 {
+		s.rowBuf, s.rowAt, s.rowText = nil, nil, nil
+	} else {
+		s.rowBuf = append(make([]byte, 0, len(b)), b...)
+	}
+	// The scratch buffer stays for the next row's text, unless it grew
+	// past a row's.
+	if cap(b) <= e.cols {
+		e.scratch = b
+	} else {
+		e.scratch = nil
+	}
+}
+
 // unpackRow gives row y, packed by packRows, its cells back.
 func (s *screen) unpackRow(y, cols int) {
-	s.lines[y] = unpackLines(s.rowPack[y], 1, cols, s.rowText[y:y+1])[0]
-	s.rowPack[y], s.rowText[y] = nil, ""
+	s.lines[y] = unpackLines(s.rowPacking(y), 1, cols, s.rowText[y:y+1])[0]
+	s.rowAt[2*y], s.rowAt[2*y+1], s.rowText[y] = 0, 0, ""
 	s.nPacked--
 	if s.nPacked == 0 {
-		s.rowPack, s.rowText = nil, nil
+		s.rowBuf, s.rowAt, s.rowText = nil, nil, nil
 	}
 }
 
@@ -393,8 +429,8 @@ func (e *emulator) unpackAllRows() {
 				s.used[i] = ^uint64(0)
 			}
 		}
-		for y, b := range s.rowPack {
-			if b != nil {
+		for y := range s.lines {
+			if s.rowPacked(y) {
 				s.unpackRow(y, e.cols)
 			}
 		}

@@ -160,6 +160,7 @@ func TestCompactKeepsEveryRead(t *testing.T) {
 		{"queries", "\x1b[c\x1b[6n\x1b]7501;?\a", "\x1b[?1049$p\x1b[5n"},
 		{"wrap pending at the last column", strings.Repeat("w", 30), "x"},
 		{"the agent-like screen", string(agentLike(100)), string(agentLike(7))},
+		{"rows packed at different times", "r1\r\n\x1b[1mr2\x1b[m\r\nr3\r\nr4 é\r\nr5", "\x1b[2;1Hs2\x1b[4;4H\x1b[33mx\x1b[5;1H\x1b[Kt5"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -403,6 +404,55 @@ func TestPlainTerminalHeap(t *testing.T) {
 	// and their texts ~3 KB, the emulator and parser ~2 KB.
 	if per > 12<<10 {
 		t.Fatalf("a plain terminal costs %.0f bytes; at most %d", per, 12<<10)
+	}
+}
+
+// A terminal of the daemon's size (120x32) whose program printed 200 lines
+// and then draws a spinner: once its history settled and its other rows
+// are packed one by one, it costs what those rows' packings take in one
+// buffer, not a slice a row (24 bytes each in a table, and an allocation
+// of a few bytes each: ~0.6 KB a terminal more), and reads the same.
+func TestSpinnerTerminalHeap(t *testing.T) {
+	const terms = 200
+	var out strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&out, "line %d of the scrollback\r\n", i)
+	}
+	heap := func() float64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC() // the compressors' pool emptied too
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc)
+	}
+	before := heap()
+	ts := make([]*Terminal, terms)
+	for i := range ts {
+		ts[i] = New(Options{Cols: 120, Rows: 32, ScrollbackLines: 500})
+		ts[i].Write([]byte(out.String()))
+		for j := range 4 {
+			ts[i].Snapshot()
+			ts[i].CompactRows()
+			fmt.Fprintf(ts[i], "\r\x1b[K%c working (%d)", `|/-\`[j], j)
+		}
+		ts[i].Snapshot()
+	}
+	per := (heap() - before) / terms
+	t.Logf("a 120x32 terminal, 200 lines of history, a spinner: %.0f bytes", per)
+	for _, term := range ts {
+		if n := term.PackedRows(); n != 31 {
+			t.Fatalf("%d rows packed, want the 31 the spinner does not draw", n)
+		}
+		lines := term.Snapshot().Lines
+		if lines[0] != "line 170 of the scrollback" || lines[30] != "line 200 of the scrollback" || lines[31] != `\ working (3)` {
+			t.Fatalf("the screen reads %q ... %q", lines[:2], lines[30:])
+		}
+	}
+	// The history compressed ~1.6 KB, the screen's tables of rows and
+	// texts ~2 KB, the rows' texts 1 KB, the emulator and parser ~1.5 KB,
+	// the packed rows 0.45 KB. Their packing as a slice a row: 7 KB.
+	if per > 6700 {
+		t.Fatalf("a spinner's terminal costs %.0f bytes; at most 6700", per)
 	}
 }
 

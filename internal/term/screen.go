@@ -47,12 +47,16 @@ type screenPack struct {
 	// and packText the rows' text it refers to.
 	pack     []byte
 	packText []string
-	// rowPack holds the rows packed one by one (packRows) while the rest
-	// of the screen is written: rowPack[y] is row y's packing and lines[y]
-	// is nil, until useRow unpacks it. nil when no row is packed.
+	// rowBuf holds the rows packed one by one (packRows) while the rest
+	// of the screen is written, one after another: row y's packing is
+	// rowBuf[rowAt[2y]:rowAt[2y+1]] (an end of 0: not packed) and
+	// lines[y] is nil, until useRow unpacks it. One buffer, not a slice a
+	// row: a table of slices costs 24 bytes a row, and each row's few
+	// bytes an allocation of their own. nil when no row is packed.
 	// rowText[y] is the text its packing refers to; used marks the rows
 	// used since the last packRows (nil: all of them).
-	rowPack [][]byte
+	rowBuf  []byte
+	rowAt   []uint32
 	rowText []string
 	used    []uint64
 	nPacked int
@@ -67,7 +71,7 @@ func (s *screen) useRow(y, cols int) {
 }
 
 func (s *screen) markUsed(y, cols int) {
-	if s.rowPack != nil && s.rowPack[y] != nil {
+	if s.rowAt != nil && s.rowAt[2*y+1] != 0 {
 		s.unpackRow(y, cols)
 	}
 	if s.used != nil {
@@ -75,12 +79,19 @@ func (s *screen) markUsed(y, cols int) {
 	}
 }
 
-// packedRows is rowPack, nil when the screen has no packing.
-func (s *screen) packedRows() [][]byte {
-	if s.screenPack == nil {
-		return nil
-	}
-	return s.rowPack
+// hasPackedRows reports whether a row is packed on its own.
+func (s *screen) hasPackedRows() bool {
+	return s.screenPack != nil && s.nPacked > 0
+}
+
+// rowPacked reports whether row y is packed on its own.
+func (s *screen) rowPacked(y int) bool {
+	return s.screenPack != nil && s.rowAt != nil && s.rowAt[2*y+1] != 0
+}
+
+// rowPacking is row y's packing; the row must be packed.
+func (s *screen) rowPacking(y int) []byte {
+	return s.rowBuf[s.rowAt[2*y]:s.rowAt[2*y+1]]
 }
 
 // rowsPacked counts the rows packed one by one.

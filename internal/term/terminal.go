@@ -350,7 +350,7 @@ func (t *Terminal) refreshRowsLocked() {
 func (t *Terminal) needCellsLocked() bool {
 	e := t.emu
 	s := e.scr
-	if !e.packed && s.packedRows() == nil {
+	if !e.packed && !s.hasPackedRows() {
 		return false
 	}
 	if !t.rowsValid || len(t.rows) != e.rows {
@@ -360,7 +360,7 @@ func (t *Terminal) needCellsLocked() bool {
 		for word != 0 {
 			bit := word & -word
 			y := i*64 + bitIndex(bit)
-			if y < e.rows && (e.packed || s.rowPack[y] != nil) {
+			if y < e.rows && (e.packed || s.rowPacked(y)) {
 				return true
 			}
 			word &^= bit
