@@ -84,14 +84,17 @@ func deepWorker(c deepCall) {
 	defer t.Stop()
 	for {
 		c.f()
-		if c.done != nil {
-			c.done <- struct{}{}
-		}
+		done := c.done
 		c = deepCall{} // the call's closure is not kept while idle
 		t.Reset(deepIdle)
+		// Idle before the caller hears the call is done: its next call,
+		// made at once, finds this goroutine rather than starting one.
 		idleWorkers.mu.Lock()
 		idleWorkers.ws = append(idleWorkers.ws, w)
 		idleWorkers.mu.Unlock()
+		if done != nil {
+			done <- struct{}{}
+		}
 		select {
 		case c = <-w.calls:
 		case <-t.C:
