@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/corral-dev/corral/internal/api"
+	"github.com/corral-dev/corral/internal/fleet"
 )
 
 // noticeScript draws Claude Code's auto-mode notice (the one offering
@@ -136,4 +137,24 @@ func TestWebBoardOffersARulesOwnChoice(t *testing.T) {
 		t.Fatalf("click the choice: %v", err)
 	}
 	waitFor(t, 10*time.Second, "shift+Tab read by the program", func() bool { return strings.Contains(e.screen("cc"), "typed:[ 033 [ Z]") })
+}
+
+// A prompt's own choice across the fleet: the hub sees what the host's
+// pane takes (its record carries the prompt, choices included), and
+// corral answer HOST:NAME CHOICE types the choice's keys on that host.
+func TestFleetAnswersARulesOwnChoice(t *testing.T) {
+	t.Parallel()
+	hub, b := fleetPair(t)
+	b.must("run", "--name", "cc", "--agent", "claude-code", "--size", "120x32", "--", "sh", "-c", noticeScript(true))
+	b.must("wait", "cc", "--state", "blocked", "--timeout", "20s")
+	waitFor(t, 10*time.Second, "b:cc's prompt and its choice on the hub", func() bool {
+		return hub.inFleet(func(p fleet.PaneRecord) bool {
+			return p.Host == "b" && p.Name == "cc" && p.Prompt != nil && len(p.Prompt.Choices) == 1 && p.Prompt.Choices[0].Name == "accept-edits"
+		})
+	})
+	if _, errs, code := hub.run("answer", "b:cc", "accept"); code != 3 || !strings.Contains(errs, "accept-edits") {
+		t.Fatalf("a name b:cc's prompt lacks, from the hub: exit %d, %q", code, errs)
+	}
+	hub.must("answer", "b:cc", "accept-edits")
+	waitFor(t, 10*time.Second, "shift+Tab read by b's program", func() bool { return strings.Contains(b.screen("cc"), "typed:[ 033 [ Z]") })
 }
