@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/corral-dev/corral/internal/proctest"
+)
 
 // TestApart runs the tests that measure time, or race a settle window, away
 // from the crowd of parallel tests (8 at once, each with its daemon and
@@ -8,20 +12,12 @@ import "testing"
 // handful of daemons costs their bounds little, and the package's serial
 // phase the longest of them rather than their sum.
 func TestApart(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
-		{"StuckPanesAnswerInBoundedTime", stuckPanesAnswerInBoundedTime},
-		{"SendEnterRefusedWhenTheTextOpensADialog", sendEnterRefusedWhenTheTextOpensADialog},
-		{"SendEnterRefusedWhenADialogOpensLate", sendEnterRefusedWhenADialogOpensLate},
-		{"DaemonCrashLosesNothing", daemonCrashLosesNothing},
-		{"LsDuringConcurrentRuns", lsDuringConcurrentRuns},
-		{"ReadoptedBlockKeepsItsWords", readoptedBlockKeepsItsWords},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t)
-		})
-	}
+	proctest.Beside(t,
+		proctest.Case{Name: "StuckPanesAnswerInBoundedTime", Run: stuckPanesAnswerInBoundedTime},
+		proctest.Case{Name: "SendEnterRefusedWhenTheTextOpensADialog", Run: sendEnterRefusedWhenTheTextOpensADialog},
+		proctest.Case{Name: "SendEnterRefusedWhenADialogOpensLate", Run: sendEnterRefusedWhenADialogOpensLate},
+		proctest.Case{Name: "DaemonCrashLosesNothing", Run: daemonCrashLosesNothing},
+		proctest.Case{Name: "LsDuringConcurrentRuns", Run: lsDuringConcurrentRuns},
+		proctest.Case{Name: "ReadoptedBlockKeepsItsWords", Run: readoptedBlockKeepsItsWords},
+	)
 }

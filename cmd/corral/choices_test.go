@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -112,20 +111,12 @@ func TestAnswerARulesOwnChoice(t *testing.T) {
 // answers, and a click answers with the choice.
 func TestWebBoardOffersARulesOwnChoice(t *testing.T) {
 	t.Parallel()
-	exe := chromium(t)
+	chromium(t) // skips before any daemon starts when there is none
 	e := newEnv(t)
 	e.must("run", "--name", "cc", "--agent", "claude-code", "--size", "120x32", "--", "sh", "-c", noticeScript(true))
 	e.must("wait", "cc", "--state", "blocked", "--timeout", "20s")
 	signIn := strings.TrimSpace(strings.SplitN(e.must("board", "--no-browser"), "\n", 2)[0])
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	ctx := browse(t, 90*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(signIn), chromedp.WaitVisible(chromedp.CSS(`section.card.state-blocked button.answer.choice`))); err != nil {
 		t.Fatalf("the board never offered the choice: %v", err)
 	}

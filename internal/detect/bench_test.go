@@ -2,13 +2,9 @@ package detect
 
 import (
 	"fmt"
-	rulesdata "github.com/corral-dev/corral/agents"
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/corral-dev/corral/internal/rules"
 )
 
 // BenchmarkClassifyDirtyScreen is one classification as a live pane pays
@@ -16,10 +12,7 @@ import (
 // session; the engine snapshots it (only touched rows are rebuilt) and
 // runs the full claude-code manifest over it.
 func BenchmarkClassifyDirtyScreen(b *testing.B) {
-	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
-	if len(errs) > 0 {
-		b.Fatal(errs)
-	}
+	set := agentRules(b)
 	for _, tc := range []struct{ name, frame string }{
 		{"working", "\x1b[29;1H\x1b[38;5;174m%s\x1b[39m Composing… (%ds · esc to interrupt)"},
 		{"prompt", "\x1b[20;1H Do you want to proceed?\r\n ❯ 1. Yes\r\n   2. No\r\n\r\n Esc to cancel · Tab to amend %s%d"},
@@ -57,10 +50,7 @@ func BenchmarkClassifyDirtyScreen(b *testing.B) {
 // set a (capped) huge title: with nothing new on screen it must not match
 // every agent's patterns again.
 func BenchmarkSweepUnknownPane(b *testing.B) {
-	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
-	if len(errs) > 0 {
-		b.Fatal(errs)
-	}
+	set := agentRules(b)
 	e := New(Config{Cols: 120, Rows: 32, Rules: set})
 	defer e.Close()
 	now := time.Unix(0, 0)

@@ -15,6 +15,17 @@ import (
 // raceBuild is set in a build with the race detector (race_test.go).
 var raceBuild bool
 
+// agentRules are the manifests of the agents' folders, as the daemon
+// embeds them.
+func agentRules(tb testing.TB) *rules.Set {
+	tb.Helper()
+	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
+	if len(errs) > 0 {
+		tb.Fatal(errs)
+	}
+	return set
+}
+
 // A pane whose program no manifest names, drawing a spinner (the scale
 // benchmark's pane): each frame is fed and classified. What a frame
 // allocates is garbage the daemon collects at 600 frames a second for 300
@@ -25,10 +36,7 @@ func TestSpinnerFrameGarbage(t *testing.T) {
 	if raceBuild {
 		t.Skip("the race detector's instrumentation allocates")
 	}
-	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	set := agentRules(t)
 	e := New(Config{Cols: 80, Rows: 24, Rules: set})
 	defer e.Close()
 	now := time.Unix(0, 0)
@@ -56,10 +64,7 @@ func TestSpinnerFrameGarbage(t *testing.T) {
 // keeps its engine for its life, and changes are rare next to its output.
 // The changes returned are the caller's own.
 func TestEngineKeepsNoBuffersBetweenChanges(t *testing.T) {
-	set, errs := rules.Loader{Embedded: rulesdata.RulesView{Agents: os.DirFS("../../agents")}}.Load(nil)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	set := agentRules(t)
 	e := New(Config{Cols: 80, Rows: 24, Rules: set})
 	defer e.Close()
 	now := time.Unix(0, 0)

@@ -153,3 +153,21 @@ func MoreParallel(perCore int) {
 		flag.Set("test.parallel", strconv.Itoa(perCore*runtime.GOMAXPROCS(0)))
 	}
 }
+
+// Case is a named test function, for Beside.
+type Case struct {
+	Name string
+	Run  func(*testing.T)
+}
+
+// Beside runs the cases as t's subtests, all at once: called from a test
+// that is not parallel itself, they run before the package's parallel
+// tests and away from them, beside each other only (a package's TestApart).
+func Beside(t *testing.T, cases ...Case) {
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			c.Run(t)
+		})
+	}
+}

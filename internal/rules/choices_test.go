@@ -82,14 +82,8 @@ func TestRuleChoiceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("f.toml", []byte(choiceManifest(tt.choices)))
-			if err == nil {
-				t.Fatal("accepted")
-			}
 			// The choices line of rule ask is line 10.
-			if !strings.Contains(err.Error(), "f.toml:10:1: ") || !strings.Contains(err.Error(), tt.message) {
-				t.Fatalf("error %q: want f.toml:10:1 and %q", err, tt.message)
-			}
+			err := refused(t, choiceManifest(tt.choices), "10:1: ", tt.message)
 			var re *Error
 			if !errors.As(err, &re) {
 				t.Fatalf("error %T is not a *rules.Error", err)
@@ -115,13 +109,7 @@ func TestRuleChoiceShape(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("f.toml", []byte(tt.src))
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !strings.Contains(err.Error(), "f.toml:"+tt.loc) || !strings.Contains(err.Error(), tt.message) {
-				t.Fatalf("error %q: want f.toml:%s and %q", err, tt.loc, tt.message)
-			}
+			refused(t, tt.src, tt.loc, tt.message)
 		})
 	}
 }

@@ -203,19 +203,27 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("f.toml", []byte(tt.src))
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !strings.Contains(err.Error(), "f.toml:"+tt.loc) || !strings.Contains(err.Error(), tt.message) {
-				t.Fatalf("error %q: want location f.toml:%s and %q", err, tt.loc, tt.message)
-			}
+			err := refused(t, tt.src, tt.loc, tt.message)
 			var re *Error
 			if !errors.As(err, &re) {
 				t.Fatalf("error %T is not a *rules.Error", err)
 			}
 		})
 	}
+}
+
+// refused parses src as f.toml and fails the test unless it is refused
+// with an error at f.toml:loc that says message; it returns the error.
+func refused(t *testing.T, src, loc, message string) error {
+	t.Helper()
+	_, err := Parse("f.toml", []byte(src))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if !strings.Contains(err.Error(), "f.toml:"+loc) || !strings.Contains(err.Error(), message) {
+		t.Fatalf("error %q: want f.toml:%s and %q", err, loc, message)
+	}
+	return err
 }
 
 func TestEmbeddedManifestsLoad(t *testing.T) {

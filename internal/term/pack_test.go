@@ -363,6 +363,30 @@ func BenchmarkCompactAndWake(b *testing.B) {
 	}
 }
 
+// printedLines is n lines a program printed.
+func printedLines(n int) string {
+	var out strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&out, "line %d of the scrollback\r\n", i)
+	}
+	return out.String()
+}
+
+// spinning is a terminal whose program printed history and then drew a
+// spinner on its last row, four frames, the terminal read and its rows
+// compacted before each, as a pane's settle does.
+func spinning(cols, rows int, history string) *Terminal {
+	t := New(Options{Cols: cols, Rows: rows, ScrollbackLines: 500})
+	t.Write([]byte(history))
+	for j := range 4 {
+		t.Snapshot()
+		t.CompactRows()
+		fmt.Fprintf(t, "\r\x1b[K%c working (%d)", `|/-\`[j], j)
+	}
+	t.Snapshot()
+	return t
+}
+
 // A terminal that shows plain text (a shell, a spinner) makes neither the
 // style cache nor the tables' indexes: 100 terminals of 80x24 given 200
 // lines of history and a spinner redrawn on its last row, the heap after a
@@ -370,23 +394,13 @@ func BenchmarkCompactAndWake(b *testing.B) {
 // are.
 func TestPlainTerminalHeap(t *testing.T) {
 	const terms = 100
-	var out strings.Builder
-	for i := 1; i <= 200; i++ {
-		fmt.Fprintf(&out, "line %d of the scrollback\r\n", i)
-	}
+	history := printedLines(200)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	ts := make([]*Terminal, terms)
 	for i := range ts {
-		ts[i] = New(Options{Cols: 80, Rows: 24, ScrollbackLines: 500})
-		ts[i].Write([]byte(out.String()))
-		for j := range 4 {
-			ts[i].Snapshot()
-			ts[i].CompactRows()
-			fmt.Fprintf(ts[i], "\r\x1b[K%c working (%d)", `|/-\`[j], j)
-		}
-		ts[i].Snapshot()
+		ts[i] = spinning(80, 24, history)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
@@ -414,10 +428,7 @@ func TestPlainTerminalHeap(t *testing.T) {
 // of a few bytes each: ~0.6 KB a terminal more), and reads the same.
 func TestSpinnerTerminalHeap(t *testing.T) {
 	const terms = 200
-	var out strings.Builder
-	for i := 1; i <= 200; i++ {
-		fmt.Fprintf(&out, "line %d of the scrollback\r\n", i)
-	}
+	history := printedLines(200)
 	heap := func() float64 {
 		var m runtime.MemStats
 		runtime.GC()
@@ -428,14 +439,7 @@ func TestSpinnerTerminalHeap(t *testing.T) {
 	before := heap()
 	ts := make([]*Terminal, terms)
 	for i := range ts {
-		ts[i] = New(Options{Cols: 120, Rows: 32, ScrollbackLines: 500})
-		ts[i].Write([]byte(out.String()))
-		for j := range 4 {
-			ts[i].Snapshot()
-			ts[i].CompactRows()
-			fmt.Fprintf(ts[i], "\r\x1b[K%c working (%d)", `|/-\`[j], j)
-		}
-		ts[i].Snapshot()
+		ts[i] = spinning(120, 32, history)
 	}
 	per := (heap() - before) / terms
 	t.Logf("a 120x32 terminal, 200 lines of history, a spinner: %.0f bytes", per)
