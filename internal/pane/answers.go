@@ -172,13 +172,13 @@ const PromptDrawWait = 1500 * time.Millisecond
 func (p *Pane) AnswerPrompt(choice string) (string, error) {
 	start := time.Now()
 	for {
-		in := p.infoOf(p.snap.Load())
-		if in.Decision.State != combine.Blocked {
+		k := &p.snap.Load().key
+		if k.decision.State != combine.Blocked {
 			break // Answer refuses it
 		}
 		now := time.Now()
-		if !in.PromptShown.IsZero() {
-			if ready := in.PromptShown.Add(in.AnswerSettle); now.Before(ready) {
+		if !k.promptShown.IsZero() {
+			if ready := k.promptShown.Add(k.manifest.AnswerSettle); now.Before(ready) {
 				time.Sleep(ready.Sub(now))
 			}
 			break

@@ -123,15 +123,13 @@ func (m *Manifest) RecognisesPrompts() bool {
 // answers first, then the manifest's (unless the rule takes only its own),
 // and the rule's declared choices.
 func (m *Manifest) KeysFor(rule, choice string) (string, bool) {
+	for _, c := range m.ChoicesFor(rule) {
+		if c.Name == choice {
+			return c.Keys, true
+		}
+	}
 	tables := []map[string]string{m.Answers}
 	for _, r := range m.Rules {
-		if r.ID == rule && rule != "" {
-			for _, c := range r.Choices {
-				if c.Name == choice {
-					return c.Keys, true
-				}
-			}
-		}
 		switch {
 		case r.ID == rule && r.AnswersOnly:
 			tables = []map[string]string{r.Answers}

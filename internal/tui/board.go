@@ -310,7 +310,7 @@ func (b *Board) choose() {
 func (b *Board) pick(k string) (tea.Model, tea.Cmd) {
 	choices := b.choices
 	b.choices = nil
-	if n := strings.IndexByte("123456789", k[0]); len(k) == 1 && n >= 0 && n < len(choices) {
+	if n := strings.Index("123456789", k); len(k) == 1 && n >= 0 && n < len(choices) {
 		return b, b.answer(choices[n].Name)
 	}
 	b.status = ""
