@@ -156,8 +156,12 @@ func TestJobEndsWhileNoDaemonRuns(t *testing.T) {
 	gate := filepath.Join(e.dir, "gate")
 	script := heldScript(gate, false, 3)
 	cmd, _ := startExec(t, e, "j", script)
+	// Nothing starts the next daemon before the job ends: corral exec,
+	// which would start one to take its stream again, is stopped before
+	// its daemon is killed, and killed after.
+	cmd.Process.Signal(syscall.SIGSTOP)
 	syscall.Kill(daemonPID(t, e), syscall.SIGKILL)
-	cmd.Process.Kill() // nothing starts the next daemon before the job ends
+	cmd.Process.Kill()
 	cmd.Wait()
 	os.WriteFile(gate, nil, 0o600)
 	waitFor(t, 10*time.Second, "the job to end", func() bool { return len(withArg(script)) == 0 && len(e.jobHolders()) == 0 })
