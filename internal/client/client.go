@@ -31,6 +31,8 @@ type Client struct {
 	// Timeout bounds every answer (default Timeout).
 	Timeout time.Duration
 	http    *http.Client
+	// otherWait is OtherDaemonWait but in tests.
+	otherWait time.Duration
 }
 
 // New returns a client for the daemon at socket.
@@ -39,7 +41,7 @@ func New(socket string) *Client {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", socket)
 	}}
-	return &Client{Socket: socket, Timeout: Timeout, http: &http.Client{Transport: tr}}
+	return &Client{Socket: socket, Timeout: Timeout, http: &http.Client{Transport: tr}, otherWait: OtherDaemonWait}
 }
 
 // ErrNoAnswer means a daemon took the request and did not answer in time.
@@ -269,7 +271,7 @@ func (c *Client) EnsureDaemon(ctx context.Context, exe, logFile string) error {
 			// Another client may have started one at the same moment: ours
 			// found the lock taken and went, and the other answers once it
 			// has started (re-adopting panes takes a moment).
-			for wait := time.Now().Add(OtherDaemonWait); time.Now().Before(wait); {
+			for wait := time.Now().Add(c.otherWait); time.Now().Before(wait); {
 				if c.Ping(ctx) == nil {
 					return nil
 				}

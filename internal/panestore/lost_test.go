@@ -208,6 +208,7 @@ func TestStoreTickWritesChangedRowsAlone(t *testing.T) {
 	live["p7"] = Row{ID: "p7", State: "idle", Cols: 132}
 	change = map[string]bool{"p7": true}
 	mu.Unlock()
+	s.every = 100 * time.Millisecond // three ticks in 0.3 s rather than 3
 	s.Start()
 	defer s.Stop()
 	journal := filepath.Join(dir, journalName)

@@ -61,7 +61,7 @@ func (t *Store) Start() {
 
 func (t *Store) loop() {
 	defer close(t.loopDone)
-	tick := time.NewTicker(tableEvery)
+	tick := time.NewTicker(t.every)
 	defer tick.Stop()
 	wholeAt := time.Now()
 	for {

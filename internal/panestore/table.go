@@ -141,6 +141,8 @@ type Store struct {
 	// changed says which panes' rows may have changed (WatchChanges; set
 	// before Start, read by the loop alone).
 	changed func() map[string]bool
+	// every is tableEvery but in tests (set before Start).
+	every time.Duration
 
 	// unread: a table was there and could not be read, so the holders
 	// it named are not known.
@@ -191,7 +193,7 @@ type journalLine struct {
 // (the table then keeps its lost rows alone).
 func New(stateDir string, logf func(string, ...any), rows func(ids map[string]bool) []Row) *Store {
 	return &Store{path: filepath.Join(stateDir, tableName), dir: stateDir, logf: logf, rows: rows, dirty: make(chan struct{}, 1),
-		stop: make(chan struct{}), loopDone: make(chan struct{}), dirtyIDs: map[string]bool{}, seed: maphash.MakeSeed()}
+		stop: make(chan struct{}), loopDone: make(chan struct{}), dirtyIDs: map[string]bool{}, seed: maphash.MakeSeed(), every: tableEvery}
 }
 
 func (t *Store) journalPath() string { return filepath.Join(filepath.Dir(t.path), journalName) }
