@@ -27,8 +27,10 @@ import (
 	"github.com/corral-dev/corral/internal/proctest"
 )
 
-// chromium finds a Chromium to drive, or skips.
+// chromium finds a Chromium to drive, or skips. A browser costs 2-3 core
+// seconds to start and drive: -short leaves the browser tests to the full run.
 func chromium(t *testing.T) string {
+	proctest.Slow(t, "drives a headless Chromium, 2-3 core seconds")
 	for _, p := range []string{os.Getenv("CORRAL_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
 		if p != "" {
 			if _, err := os.Stat(p); err == nil {
