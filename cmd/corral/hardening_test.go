@@ -177,15 +177,41 @@ func TestKillStoppedPane(t *testing.T) {
 	e.must("run", "--name", "stopped", "--", "sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.1; done")
 	e.must("kill", "stopped", "--signal", "STOP")
 	pid := e.pane("stopped").PID
-	waitFor(t, 5*time.Second, "the pane's program to stop", func() bool {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		i := bytes.LastIndexByte(b, ')')
-		return i > 0 && i+2 < len(b) && b[i+2] == 'T'
-	})
+	waitFor(t, 5*time.Second, "the pane's program to stop", func() bool { return stoppedAt(pid) })
 	e.must("kill", "stopped", "--signal", "TERM")
 	if _, errs, code := e.run("wait", "stopped", "--state", "exited", "--timeout", "5s"); code != 0 {
 		t.Fatalf("a stopped pane outlived kill (%s)", errs)
 	}
+}
+
+// stoppedAt reports whether process pid is stopped, or waits on a stopped
+// child: a shell that forks with vfork (dash) sleeps uninterruptibly (D)
+// until its child execs, and a SIGSTOP to the group that catches the
+// child before its exec leaves the shell in D, never T, until SIGCONT.
+func stoppedAt(pid int) bool {
+	state := func(pid int) (byte, int) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return 0, 0
+		}
+		var ppid int
+		fmt.Sscan(string(b[i+3:]), &ppid)
+		return b[i+2], ppid
+	}
+	switch s, _ := state(pid); s {
+	case 'T':
+		return true
+	case 'D':
+		found := false
+		eachPID(func(c int) {
+			if s, ppid := state(c); ppid == pid && s == 'T' {
+				found = true
+			}
+		})
+		return found
+	}
+	return false
 }
 
 // Every size and field entering through the API is bounded, as the CLI's

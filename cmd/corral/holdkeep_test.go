@@ -104,6 +104,12 @@ func TestAdoptKeepsHookMessage(t *testing.T) {
 	if err := json.Unmarshal(b, &table); err != nil || len(table.Panes) != 1 {
 		t.Fatalf("pane table: %v\n%s", err, b)
 	}
+	// The prompt first, then its hook, as Claude Code reports it: a hook
+	// before the prompt stands only HookGrace (1 s) against the idle
+	// screen, and a prompt slower than that to draw (a loaded machine)
+	// came up with the screen's own words.
+	e.must("send", "g", "ask", "--enter", "--force")
+	waitFor(t, 10*time.Second, "blocked by the screen", func() bool { return e.pane("g").State == "blocked" })
 	const msg = "Tool Confirm Shell Command requires execution"
 	hook := exec.Command(corralBin, "hook", "--agent", "claude-code")
 	hook.Env = append(e.vars, "CORRAL_PANE="+table.Panes[0].ID, "CORRAL_TOKEN="+table.Panes[0].Token)
@@ -111,7 +117,6 @@ func TestAdoptKeepsHookMessage(t *testing.T) {
 	if out, err := hook.CombinedOutput(); err != nil {
 		t.Fatalf("hook: %v\n%s", err, out)
 	}
-	e.must("send", "g", "ask", "--enter", "--force")
 	waitFor(t, 10*time.Second, "blocked by the screen with the hook's words", func() bool {
 		p := e.pane("g")
 		return p.State == "blocked" && p.Source == "screen" && p.Message == msg

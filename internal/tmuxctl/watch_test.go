@@ -398,8 +398,13 @@ func TestServerGoneAndBack(t *testing.T) {
 		st := w.Status()
 		return !st.Running && strings.Contains(st.Err, "no tmux server running")
 	})
-	s.must("new-session", "-d", "-s", "one", echoLoop("first-life"))
-	s.must("split-window", "-t", "one", "sleep 100")
+	// Both panes in one command, before the watcher attaches: a tmux
+	// server without the fix of tmux/tmux#4980 (3.3a here, 3.5a there)
+	// crashes on a change that notifies a control client still sending
+	// its identity, as the watcher's new client may be while a
+	// split-window lands; the next client reads "server exited
+	// unexpectedly".
+	s.must("new-session", "-d", "-s", "one", echoLoop("first-life"), ";", "split-window", "-t", "one", "sleep 100")
 	r.await("the first server's panes", 10*time.Second, func() bool { return len(r.live()) == 2 })
 	if !w.Status().Running {
 		t.Error("not running")
