@@ -164,11 +164,17 @@ func (m *Manifest) ChoicesFor(rule string) []Choice {
 	return nil
 }
 
+// shortNameLen is where a kernel cuts a process's name: Linux keeps 15
+// bytes in /proc/PID/comm, macOS 16 in p_comm.
+const shortNameLen = 15
+
 // MatchesProcess reports whether a process (its name, as in
-// /proc/PID/comm, and its argv) is this manifest's agent.
+// /proc/PID/comm, and its argv) is this manifest's agent. A name the
+// kernel cut matches the entry it begins: "claude-code-ins" is
+// "claude-code-insiders".
 func (m *Manifest) MatchesProcess(name string, argv []string) bool {
 	for _, p := range m.Processes {
-		if p == name {
+		if p == name || len(name) >= shortNameLen && len(p) > len(name) && strings.HasPrefix(p, name) {
 			return true
 		}
 	}

@@ -167,6 +167,23 @@ func TestKeysAndIdentify(t *testing.T) {
 	if !m.MatchesProcess("toy", nil) || !m.MatchesProcess("node", []string{"node", "/opt/toy.js"}) || m.MatchesProcess("node", []string{"node", "x.js"}) {
 		t.Error("MatchesProcess")
 	}
+	// A name longer than the kernel keeps matches by the part it keeps.
+	long := &Manifest{Processes: []string{"toy-agent-insiders", "to"}}
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{"toy-agent-insiders", true},
+		{"toy-agent-insid", true},   // Linux's 15 bytes
+		{"toy-agent-insidx", false}, // not its start
+		{"toy-agent", false},        // not cut: another program
+		{"t", false},                // short names are whole
+		{"to", true},
+	} {
+		if got := long.MatchesProcess(tc.name, nil); got != tc.want {
+			t.Errorf("MatchesProcess(%q) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 	if !m.MatchesScreen(Screen{Title: "Toy — working  "}) || m.MatchesScreen(Screen{Title: "a Toy"}) {
 		t.Error("MatchesScreen")
 	}
