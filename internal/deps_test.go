@@ -1,7 +1,11 @@
 package internal_test
 
 import (
+	"bytes"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -118,4 +122,46 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// maxSourceLines bounds a source file: past it, a file holds more than one
+// concern, and a reader loses the thread.
+const maxSourceLines = 600
+
+// Source files stay small enough to read whole (tests and generated
+// files aside): one past the bound is split by concern, as
+// docs/contributing.md says.
+func TestSourceFilesStaySmall(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		if n := bytes.Count(b, []byte("\n")); n > maxSourceLines && !bytes.Contains(b, []byte("\n// Code generated ")) {
+			rel, _ := filepath.Rel(root, path)
+			t.Errorf("%s has %d lines (at most %d): split it by concern", rel, n, maxSourceLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("%d source files under %s: the walk missed the tree", checked, root)
+	}
 }
