@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // approvePolicy allows `ls -la /tmp` exactly, denies rm, and lets
@@ -314,7 +316,7 @@ func TestPolicyApprovedNeverBlocked(t *testing.T) {
 	os.MkdirAll(bin, 0o755)
 	// A fake Claude Code: corral's fake agent under the name claude, so
 	// that corral adds its hooks (--settings) as it does to the real one.
-	os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\nexec "+corralBin+" fake-agent \"$@\"\n"), 0o755)
+	proctest.WriteExecutable(filepath.Join(bin, "claude"), []byte("#!/bin/sh\nexec "+corralBin+" fake-agent \"$@\"\n"), 0o755)
 	run, wait := atOnce(t)
 	defer wait()
 	for _, c := range []struct {

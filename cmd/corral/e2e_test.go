@@ -703,8 +703,12 @@ func sendEnterRefusedWhenADialogOpensLate(t *testing.T) {
 	e := newEnv(t)
 	for _, delay := range []string{"0.06", "0.1"} {
 		name := "late" + strings.ReplaceAll(delay, ".", "")
+		// The moment is a read that times out, not sleep: a process
+		// started under load took the dialog past the settle window
+		// (sleep 0.06 took over 150 ms 14 times in 200 at load 17, the
+		// read once). A key read there is the Enter come too early.
 		e.must("run", "--name", name, "--", "bash", "-c",
-			`stty raw -echo; printf 'ready> '; IFS= read -rsn1 c; sleep `+delay+`; printf '\r\nDelete everything? [y/n] '; IFS= read -rsn1 k; printf '\r\ngot:%q\r\n' "$k"; sleep 600`)
+			`stty raw -echo; printf 'ready> '; IFS= read -rsn1 c; IFS= read -rsn1 -t `+delay+` k; printf '\r\nDelete everything? [y/n] '; IFS= read -rsn1 k; printf '\r\ngot:%q\r\n' "$k"; sleep 600`)
 		if !proctest.WaitFor(10*time.Second, func() bool { return strings.Contains(e.screen(name), "ready>") }) {
 			t.Fatal("the program never started")
 		}

@@ -297,7 +297,7 @@ func TestRestoreAfterReboot(t *testing.T) {
 	fake := func(name, payload, agent string) {
 		script := fmt.Sprintf("#!/bin/sh\necho \"%s $*\" >> %s\necho '%s' | %s hook --agent %s\necho %s-started\nexec sleep 1017\n",
 			name, argsLog, payload, corralBin, agent, name)
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+		if err := proctest.WriteExecutable(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}

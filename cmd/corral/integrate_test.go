@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -63,8 +61,8 @@ func TestIntegrationThroughWrapper(t *testing.T) {
 	// A stand-in claude: a script of that name, so its process is
 	// recognised as Claude Code, running the fake agent.
 	argsFile := filepath.Join(e.dir, "args")
-	os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\necho \"$*\" >> "+argsFile+"\n"+corralBin+" fake-agent\n"), 0o755)
-	os.WriteFile(filepath.Join(bin, "wrap.sh"), []byte("#!/bin/sh\nexec \"$(dirname \"$0\")/claude\"\n"), 0o755)
+	proctest.WriteExecutable(filepath.Join(bin, "claude"), []byte("#!/bin/sh\necho \"$*\" >> "+argsFile+"\n"+corralBin+" fake-agent\n"), 0o755)
+	proctest.WriteExecutable(filepath.Join(bin, "wrap.sh"), []byte("#!/bin/sh\nexec \"$(dirname \"$0\")/claude\"\n"), 0o755)
 
 	e.must("run", "--name", "w", "--", filepath.Join(bin, "wrap.sh"))
 	p := e.waitIntegration("w", func(p integrationJSON) bool { return p.Agent == "claude-code" })
@@ -246,20 +244,12 @@ func TestRealGeminiExtension(t *testing.T) {
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
-	in, err := os.Open(from)
+	data, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
+	if err := proctest.WriteExecutable(to, data, 0o755); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(fmt.Errorf("copy %s: %w", from, err))
 	}
 }
 

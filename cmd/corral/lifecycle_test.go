@@ -269,10 +269,10 @@ func TestRunResolvesWhereTyped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(work, "script.sh"), []byte("#!/bin/sh\necho from-script-$(pwd)\nsleep 5\n"), 0o700); err != nil {
+	if err := proctest.WriteExecutable(filepath.Join(work, "script.sh"), []byte("#!/bin/sh\necho from-script-$(pwd)\nsleep 5\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bin, "mytool"), []byte("#!/bin/sh\necho from-mytool\nsleep 5\n"), 0o700); err != nil {
+	if err := proctest.WriteExecutable(filepath.Join(bin, "mytool"), []byte("#!/bin/sh\necho from-mytool\nsleep 5\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	runIn := func(dir string, args ...string) string {
@@ -297,7 +297,7 @@ func TestRunResolvesWhereTyped(t *testing.T) {
 	screen(runIn(e.dir, "run", "--cwd", "work", "--", "./script.sh"), "from-script-"+work)
 	screen(runIn(e.dir, "run", "--", "mytool"), "from-mytool")
 	// corral exec too.
-	if err := os.WriteFile(filepath.Join(bin, "myagent"), []byte("#!/bin/sh\necho '"+initJSON+"'; echo '"+resultJSON+"'\n"), 0o700); err != nil {
+	if err := proctest.WriteExecutable(filepath.Join(bin, "myagent"), []byte("#!/bin/sh\necho '"+initJSON+"'; echo '"+resultJSON+"'\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	runIn(work, "exec", "--agent", "claude", "--", "myagent")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // Codex 0.171.0 notifies the end of its hidden title-generation thread
@@ -40,7 +42,7 @@ func TestRestoreIgnoresCodexTitleThread(t *testing.T) {
 	os.WriteFile(hook, payload, 0o644)
 	script := fmt.Sprintf("#!/bin/sh\necho \"codex $*\" >> %s\n%s hook --agent codex < %s\necho codex-started\nexec sleep 1019\n",
 		argsLog, corralBin, hook)
-	if err := os.WriteFile(filepath.Join(bin, "codex"), []byte(script), 0o755); err != nil {
+	if err := proctest.WriteExecutable(filepath.Join(bin, "codex"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // A pane restored once must be restorable again with the newest
@@ -32,7 +34,7 @@ echo "{\"hook_event_name\":\"SessionStart\",\"source\":\"startup\",\"session_id\
 echo claude-started-$n
 exec sleep 1021
 `, argsLog, corralBin)
-	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o755); err != nil {
+	if err := proctest.WriteExecutable(filepath.Join(bin, "claude"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // fakeClaude puts corral's fake agent on PATH-less disk under the name
@@ -15,7 +17,7 @@ func fakeClaude(t *testing.T, e *env) string {
 	bin := filepath.Join(e.dir, "bin")
 	os.MkdirAll(bin, 0o755)
 	path := filepath.Join(bin, "claude")
-	os.WriteFile(path, []byte("#!/bin/sh\nexec "+corralBin+" fake-agent \"$@\"\n"), 0o755)
+	proctest.WriteExecutable(path, []byte("#!/bin/sh\nexec "+corralBin+" fake-agent \"$@\"\n"), 0o755)
 	return path
 }
 

@@ -75,7 +75,7 @@ func TestWebBoardInChromium(t *testing.T) {
 	bin := filepath.Join(e.dir, "bin")
 	os.Mkdir(bin, 0o755)
 	opened := filepath.Join(e.dir, "opened")
-	os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\nprintf '%s' \"$1\" > "+opened+".tmp && mv "+opened+".tmp "+opened+"\n"), 0o755)
+	proctest.WriteExecutable(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\nprintf '%s' \"$1\" > "+opened+".tmp && mv "+opened+".tmp "+opened+"\n"), 0o755)
 	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))
 	e.must("board")
 	var target string
@@ -391,7 +391,7 @@ func TestWebBoardCredentials(t *testing.T) {
 	bin := filepath.Join(e.dir, "bin")
 	os.Mkdir(bin, 0o755)
 	opened := filepath.Join(e.dir, "opened")
-	os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > "+opened+".tmp && mv "+opened+".tmp "+opened+"\n"), 0o755)
+	proctest.WriteExecutable(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > "+opened+".tmp && mv "+opened+".tmp "+opened+"\n"), 0o755)
 	e.vars = append(e.vars, "PATH="+bin+":"+os.Getenv("PATH"))
 
 	e.must("board")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 func TestFind(t *testing.T) {
@@ -201,7 +203,7 @@ func TestGeminiHookCommand(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	fake := filepath.Join(dir, "corral")
-	os.WriteFile(fake, []byte("#!/bin/sh\necho \"$CORRAL_PANE $CORRAL_TOKEN $CORRAL_SOCKET $*\" > "+out+"\n"), 0o755)
+	proctest.WriteExecutable(fake, []byte("#!/bin/sh\necho \"$CORRAL_PANE $CORRAL_TOKEN $CORRAL_SOCKET $*\" > "+out+"\n"), 0o755)
 	cmd := exec.Command("bash", "-c", geminiHookCommand)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "GEMINI_CLI_CORRAL_HOOK=" + fake, "GEMINI_CLI_CORRAL_PANE=p1",
 		"GEMINI_CLI_CORRAL_TOKEN=t0k", "GEMINI_CLI_CORRAL_SOCKET=/run/c.sock"}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/doctor"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // runDoctorCmd runs corral doctor as a user would.
@@ -35,7 +36,7 @@ func doctorHome(t *testing.T, bin map[string]string) string {
 		t.Fatal(err)
 	}
 	for name, script := range bin {
-		if err := os.WriteFile(filepath.Join(binDir, name), []byte(script), 0o700); err != nil {
+		if err := proctest.WriteExecutable(filepath.Join(binDir, name), []byte(script), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // A daemon that takes a request and never answers is reported within the
@@ -136,7 +138,7 @@ func TestEnsureDaemonWaitsForAnotherStart(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "s.sock")
 	exe := filepath.Join(dir, "lost-the-lock")
-	if err := os.WriteFile(exe, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+	if err := proctest.WriteExecutable(exe, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	go func() {

@@ -61,7 +61,7 @@ func TestCloseEndsSetsidGrandchild(t *testing.T) {
 func TestStartResolvesCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := os.WriteFile(dir+"/tool", []byte("#!/bin/sh\nexit 0\n"), 0o700); err != nil {
+	if err := proctest.WriteExecutable(dir+"/tool", []byte("#!/bin/sh\nexit 0\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

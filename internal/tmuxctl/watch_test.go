@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/creack/pty"
 )
 
@@ -503,7 +504,7 @@ func TestWatchErrors(t *testing.T) {
 		{"tmux master", "master", true},
 	} {
 		script := "#!/bin/sh\necho '" + tc.v + "'\n"
-		if err := os.WriteFile(filepath.Join(dir, "tmux"), []byte(script), 0o755); err != nil {
+		if err := proctest.WriteExecutable(filepath.Join(dir, "tmux"), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		_, v, err := findTmux()

@@ -20,6 +20,13 @@ func TestWatchedPane(t *testing.T) {
 	ts := newServer(t)
 	ts.tmux("new-session", "-d", "-s", "w", "-x", "100", "-y", "25", "sh", "-c",
 		`echo hello-before; printf 'Proceed? [y/N] '; read a; echo "typed:$a"; sleep 600`)
+	// The first screen is what tmux shows before the watch: new-session
+	// returns before its shell has printed (under load, 15 in 300).
+	if !proctest.WaitFor(10*time.Second, func() bool {
+		return strings.Contains(ts.tmux("capture-pane", "-p", "-t", "w:0.0"), "Proceed?")
+	}) {
+		t.Fatalf("the shell did not print its prompt:\n%s", ts.tmux("capture-pane", "-p", "-t", "w:0.0"))
+	}
 	states := make(chan combine.State, 64)
 	w := watchAll(t, ts, func(_ *pane.Pane, c detect.Change) { states <- c.Decision.State })
 	var p *Pane

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/internal/cli"
+	"github.com/corral-dev/corral/internal/proctest"
 	"github.com/corral-dev/corral/internal/verify"
 )
 
@@ -65,7 +66,7 @@ func TestRunHeadless(t *testing.T) {
 	t.Setenv(asCorral, "1")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "claude")
-	if err := os.WriteFile(bin, []byte(fakeClaude), 0o755); err != nil {
+	if err := proctest.WriteExecutable(bin, []byte(fakeClaude), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	agent := &verify.HeadlessAgent{Profile: "claude-code", Cases: []verify.HeadlessCase{

@@ -20,7 +20,7 @@ func TestWorktreeStatusDoesNotWaitOnGit(t *testing.T) {
 	// git status --porcelain prints a change once released; other
 	// commands answer at once.
 	script := "#!/bin/sh\ncase \"$*\" in *status*) while [ ! -e " + release + " ]; do sleep 0.01; done; echo ' M a.txt';; esac\n"
-	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+	if err := proctest.WriteExecutable(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
