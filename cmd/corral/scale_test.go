@@ -64,6 +64,27 @@ func TestScaleRunCostFlat(t *testing.T) {
 		// panes through a race-built daemon take minutes.
 		t.Skip("timings under the race detector")
 	}
+	// Ratios of wall times on a shared machine: a burst of load in one
+	// half of a measurement can push a ratio past its bound (a shutdown
+	// ×6.4 once in 20 whole runs of the package at load 20). A cost that
+	// grows with the panes is past it at every measurement, load once in a
+	// while: a measurement past a bound is made again, up to three times,
+	// and the test fails when none is within every bound.
+	var past []string
+	for attempt := 1; attempt <= 3; attempt++ {
+		if past = scaleRatios(t); len(past) == 0 {
+			return
+		}
+		t.Logf("measurement %d past a bound: %s", attempt, strings.Join(past, "; "))
+	}
+	for _, p := range past {
+		t.Error(p)
+	}
+}
+
+// scaleRatios measures a run, ls --json and a shutdown at 20 and at 220
+// panes, and says which ratio is past its bound.
+func scaleRatios(t *testing.T) (past []string) {
 	e := newEnv(t)
 	t.Cleanup(func() { e.run("shutdown") })
 	few := runMany(t, e, "a", 20)
@@ -104,15 +125,16 @@ func TestScaleRunCostFlat(t *testing.T) {
 		float64(endMany)/float64(endFew))
 	// Seen here: ×1.2–2.7 on a loaded machine; the bug above gave ×4.9.
 	if endMany > 4*endFew {
-		t.Errorf("shutdown of 220 panes took %v, %0.1f× that of 20 (%v)", endMany, float64(endMany)/float64(endFew), endFew)
+		past = append(past, fmt.Sprintf("shutdown of 220 panes took %v, %0.1f× that of 20 (%v)", endMany, float64(endMany)/float64(endFew), endFew))
 	}
 	if many > 4*few {
-		t.Errorf("a run at 200 panes costs %v, %0.1f× a run at 20 (%v)", many, float64(many)/float64(few), few)
+		past = append(past, fmt.Sprintf("a run at 200 panes costs %v, %0.1f× a run at 20 (%v)", many, float64(many)/float64(few), few))
 	}
 	// 5.5× the panes: linear is ~5.5×, quadratic ~30×.
 	if lsMany > 15*lsFew {
-		t.Errorf("ls --json at 220 panes costs %v, %0.1f× at 40 (%v)", lsMany, float64(lsMany)/float64(lsFew), lsFew)
+		past = append(past, fmt.Sprintf("ls --json at 220 panes costs %v, %0.1f× at 40 (%v)", lsMany, float64(lsMany)/float64(lsFew), lsFew))
 	}
+	return past
 }
 
 // BenchmarkRunAt200 is one corral run with 200 panes already running.
