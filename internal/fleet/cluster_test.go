@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/proctest"
+	"github.com/nats-io/nats.go"
 )
 
 // Three hubs made the way the CLI makes them: the first alone, the
@@ -317,4 +320,128 @@ func TestAuthBucketFollowsTheFleetsCopies(t *testing.T) {
 	start := time.Now()
 	waitFor(t, 10*time.Second, "three copies of the hubs' credentials", func() bool { return copies("KV_"+AuthBucket) == 3 })
 	t.Logf("the credentials' bucket had three copies %v after the pane bucket", time.Since(start).Round(time.Millisecond))
+}
+
+func TestClusterLosesANode(t *testing.T) {
+	proctest.Slow(t, "a cluster of three hubs loses one, about 10 s")
+	clusterParallel(t)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	// Ports free now, not fixed ones: another run of these tests (or one
+	// of this run's hubs not closed yet) may hold a fixed port, and a hub
+	// whose route port is taken never starts.
+	routes := []string{"nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t)}
+	hubs := make([]*Hub, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	// The first node's credentials and CA, before the others copy them.
+	if _, _, err := loadOrMakeCA(dirs[0]); err != nil {
+		t.Fatal(err)
+	}
+	for i := range hubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The three share one set of credentials.
+			if i > 0 {
+				for _, f := range []string{"hub.json", "ca.pem", "ca-key.pem"} {
+					copyFile(t, filepath.Join(dirs[0], f), filepath.Join(dirs[i], f))
+				}
+			}
+			hubs[i], errs[i] = StartHub(HubOptions{Dir: dirs[i], Listen: "127.0.0.1:0", ServerName: fmt.Sprintf("n%d", i),
+				Cluster: &ClusterOptions{Name: "corral", Listen: strings.TrimPrefix(routes[i], "nats://"), Routes: routes}})
+		}()
+		if i == 0 {
+			wg.Wait() // its hub.json first
+		}
+	}
+	wg.Wait()
+	defer func() { // also the nodes that started when another did not
+		for _, h := range hubs {
+			if h != nil {
+				h.Close()
+			}
+		}
+	}()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	var urls []string
+	for _, h := range hubs {
+		urls = append(urls, h.URL())
+	}
+	// A server without the hub's credentials cannot route into the
+	// cluster (it would bypass every client permission).
+	rogue, err := StartHub(HubOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", ServerName: "rogue",
+		Cluster: &ClusterOptions{Name: "corral", Listen: proctest.FreeLoopbackAddr(t), Routes: routes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rogue.Close()
+	// JetStream needs its meta leader before streams can be made: the
+	// first join waits for it (before, its first bucket waited out the
+	// whole set-up, 30 s, for an answer the cluster never sent, and failed).
+	start := time.Now()
+	admin, err := Join(context.Background(), MemberOptions{Name: "admin", URLs: urls, Token: hubs[0].AdminToken(), Admin: true, Replicas: 3, Watch: true})
+	if err != nil {
+		t.Fatalf("the admin's join of the new cluster: %v", err)
+	}
+	t.Logf("the admin joined the new cluster in %v", time.Since(start).Round(time.Millisecond))
+	defer admin.Close(false)
+	waitFor(t, 10*time.Second, "the three nodes routed to each other", func() bool {
+		for _, h := range hubs {
+			if h.Server().NumRoutes() < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := rogue.Server().NumRoutes(); n != 0 {
+		t.Fatalf("a server without the hub's credentials has %d routes into the cluster", n)
+	}
+	la, lb := newFakeLocal("p1"), newFakeLocal("q1")
+	a, err := Join(context.Background(), MemberOptions{Name: "a", URLs: []string{urls[1], urls[2], urls[0]}, Token: hubs[0].FleetToken(), Local: la, Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(false)
+	b, err := Join(context.Background(), MemberOptions{Name: "b", URLs: []string{urls[2], urls[0], urls[1]}, Token: hubs[0].FleetToken(), Local: lb, Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(false)
+	waitFor(t, 10*time.Second, "a sees b:q1", func() bool { return paneState(a, "b", "q1") == "idle" })
+	waitFor(t, 30*time.Second, "three current copies of every stream", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return admin.Replicas(ctx) == 3
+	})
+	// One node goes; the fleet goes on.
+	hubs[1].Close()
+	hubs[1] = nil
+	lb.set("q1", "blocked")
+	waitFor(t, 15*time.Second, "a sees b:q1 blocked after losing a node", func() bool { return paneState(a, "b", "q1") == "blocked" })
+	la.set("p1", "working")
+	defer func() {
+		t.Logf("a: %+v; admin sees a:p1 %q; b sees %q", a.Stats(), paneState(admin, "a", "p1"), paneState(b, "a", "p1"))
+	}()
+	waitFor(t, 15*time.Second, "b sees a:p1 working", func() bool { return paneState(b, "a", "p1") == "working" })
+	status, _, err := a.Request(context.Background(), "b", "GET", "/v1/panes/q1", nil)
+	if err != nil || status != 200 {
+		t.Fatalf("a command across the shrunk cluster: %d %v", status, err)
+	}
+}
+
+var _ = nats.ErrTimeout
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
