@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -189,23 +188,13 @@ func TestKillStoppedPane(t *testing.T) {
 // until its child execs, and a SIGSTOP to the group that catches the
 // child before its exec leaves the shell in D, never T, until SIGCONT.
 func stoppedAt(pid int) bool {
-	state := func(pid int) (byte, int) {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) {
-			return 0, 0
-		}
-		var ppid int
-		fmt.Sscan(string(b[i+3:]), &ppid)
-		return b[i+2], ppid
-	}
-	switch s, _ := state(pid); s {
-	case 'T':
+	switch s, _ := proctest.State(pid); s {
+	case "T":
 		return true
-	case 'D':
+	case "D":
 		found := false
 		eachPID(func(c int) {
-			if s, ppid := state(c); ppid == pid && s == 'T' {
+			if s, ppid := proctest.State(c); ppid == pid && s == "T" {
 				found = true
 			}
 		})

@@ -55,6 +55,17 @@ func Alive(pid int) bool {
 	return len(f) > 0 && f[0] != "Z"
 }
 
+// State returns a process's state letter (R, S, D, T, Z, …) and its
+// parent's pid, or "" and 0 if there is no such process.
+func State(pid int) (state string, ppid int) {
+	f := stat(pid)
+	if len(f) < 2 {
+		return "", 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0], ppid
+}
+
 // Started returns when a process started (in clock ticks since boot), or
 // "" if there is no such process. A pid and its start time name one
 // process: pids are reused, within minutes where pid_max is 32768 and
