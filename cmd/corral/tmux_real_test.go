@@ -442,7 +442,7 @@ func TestRealClaudeCodeInTmux(t *testing.T) {
 	}
 	plainRow := readyFor("plain:0.0")
 	ranPlain := filepath.Join(f.work, "ran-plain")
-	f.model.Command = "ls -la /tmp && sleep 3 && touch " + ranPlain
+	f.model.SetCommand("ls -la /tmp && sleep 3 && touch " + ranPlain)
 	plain := turn("plain:0.0", "corral:shell list the files in /tmp (screen only)", ranPlain)
 	if sb := plain.blockedBy["screen"]; sb.Kind != "permission" || sb.Message != claudeDialog || plain.sources["hook"] {
 		fail("plain:0.0", "with no hooks: blocked on %+v, sources %v; want the screen's permission rule only", plain.blocked, plain.sources)
@@ -481,7 +481,7 @@ func TestRealClaudeCodeInTmux(t *testing.T) {
 	// Before the daemon's shutdown: ls would start another daemon.
 	t.Cleanup(func() { stopPoll(); <-polled })
 	ranHooks := filepath.Join(f.work, "ran-hooks")
-	f.model.Command = "ls -la /tmp && sleep 3 && touch " + ranHooks
+	f.model.SetCommand("ls -la /tmp && sleep 3 && touch " + ranHooks)
 	hooked := turn("hooked:0.0", "corral:shell list the files in /tmp (with hooks)", ranHooks)
 	stopPoll()
 	<-polled

@@ -63,7 +63,7 @@ func (g *geminiRequest) userTurn() string {
 func (s *Server) geminiCall(t turn, req *geminiRequest) (toolCall, bool) {
 	switch t.step {
 	case StepShell:
-		return toolCall{"run_shell_command", map[string]any{"command": s.Command, "description": "Run the command"}}, true
+		return toolCall{"run_shell_command", map[string]any{"command": s.shellCommand(), "description": "Run the command"}}, true
 	case StepSlow:
 		return toolCall{"run_shell_command", map[string]any{"command": fmt.Sprintf("sleep %d", t.slowSeconds()), "description": "Wait a while"}}, true
 	case StepEdit:

@@ -97,7 +97,7 @@ func (s *Server) handleGeminiSteps(w http.ResponseWriter, r *http.Request) {
 	case afterTool:
 		part = map[string]any{"text": "Done. The tool ran."}
 	case step == StepShell || step == StepSlow:
-		command := s.Command
+		command := s.shellCommand()
 		if step == StepSlow {
 			command = SlowCommand
 		}

@@ -24,8 +24,9 @@ import (
 // Server is a running mock model server.
 type Server struct {
 	URL string
-	// Command is the shell command of a shell step.
-	Command string
+	// command is the shell command of a shell step (SetCommand): a test
+	// changes it while the agent's background requests are answered.
+	command atomic.Pointer[string]
 	// Default is the step of a turn whose message names none.
 	Default  Step
 	Requests atomic.Int64
@@ -87,7 +88,8 @@ func serve(command string, handle func(*Server, http.ResponseWriter, *http.Reque
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), Command: command, Default: StepShell, ln: ln}
+	s := &Server{URL: "http://" + ln.Addr().String(), Default: StepShell, ln: ln}
+	s.SetCommand(command)
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d := time.Duration(s.latency.Load()); d > 0 && r.Method == http.MethodPost {
 			select {
@@ -101,6 +103,12 @@ func serve(command string, handle func(*Server, http.ResponseWriter, *http.Reque
 	go s.srv.Serve(ln)
 	return s, nil
 }
+
+// SetCommand sets the shell command of a shell step.
+func (s *Server) SetCommand(command string) { s.command.Store(&command) }
+
+// shellCommand is the shell command of a shell step.
+func (s *Server) shellCommand() string { return *s.command.Load() }
 
 // SetLatency makes the server wait d before it answers each request, as a
 // real model takes before its first token (0: at once).
@@ -288,7 +296,7 @@ func (s *Server) next(userText string) (t turn, call bool) {
 func (s *Server) claudeCall(t turn) (toolCall, bool) {
 	switch t.step {
 	case StepShell:
-		return toolCall{"Bash", map[string]any{"command": s.Command, "description": "Run the command"}}, true
+		return toolCall{"Bash", map[string]any{"command": s.shellCommand(), "description": "Run the command"}}, true
 	case StepSlow:
 		// Claude Code refuses a command that starts with a long sleep.
 		return toolCall{"Bash", map[string]any{"command": fmt.Sprintf("echo waiting && sleep %d", t.slowSeconds()), "description": "Wait a while"}}, true

@@ -148,7 +148,7 @@ func (s *Server) plan(tools []oaiTool, afterTool bool, user, all string) oaiTurn
 		st := streamOf(s.turnOf(user).streamSeconds())
 		return oaiTurn{Text: st.Text(), Stream: &st}
 	case StepShell, StepSlow:
-		command := s.Command
+		command := s.shellCommand()
 		if step == StepSlow {
 			command = SlowCommand
 		}
