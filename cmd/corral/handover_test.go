@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,15 +122,40 @@ func daemonPIDAny(e *env) int {
 	return st.PID
 }
 
-// anotherBuild writes corral's binary with a byte more into e's folder: a
-// build of another fingerprint. A shell writes it, not this process: a
-// file this process had open for writing would be in any child another
-// test forks meanwhile, and executing it would fail with "text file busy".
+// anotherBuild writes corral's binary into e's folder with its Go build ID
+// changed: a build of another fingerprint (the fingerprint comes from the
+// build ID's content hash, so a byte appended would not do).
 func anotherBuild(t *testing.T, e *env) string {
 	t.Helper()
+	data, err := otherBuildBytes()
+	if err != nil {
+		t.Fatalf("another build: %v", err)
+	}
 	other := filepath.Join(e.dir, "corral-other")
-	if out, err := exec.Command("sh", "-c", `cat "$1" > "$2" && printf '\000' >> "$2" && chmod 755 "$2"`, "sh", corralBin, other).CombinedOutput(); err != nil {
-		t.Fatalf("writing another build: %v: %s", err, out)
+	if err := proctest.WriteExecutable(other, data, 0o755); err != nil {
+		t.Fatalf("writing another build: %v", err)
 	}
 	return other
 }
+
+var otherBuildBytes = sync.OnceValues(func() ([]byte, error) {
+	out, err := exec.Command("go", "tool", "buildid", corralBin).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go tool buildid %s: %w", corralBin, err)
+	}
+	id := bytes.TrimSpace(out)
+	data, err := os.ReadFile(corralBin)
+	if err != nil {
+		return nil, err
+	}
+	if len(id) < 20 || !bytes.Contains(data, id) {
+		return nil, fmt.Errorf("build ID %q is not in %s", id, corralBin)
+	}
+	changed := bytes.Clone(id)
+	if last := &changed[len(changed)-1]; *last == 'A' {
+		*last = 'B'
+	} else {
+		*last = 'A'
+	}
+	return bytes.ReplaceAll(data, id, changed), nil
+})

@@ -28,8 +28,10 @@ type Info struct {
 	Time     string `json:"time,omitempty"`     // the commit's time
 	Modified bool   `json:"modified,omitempty"` // built from a tree with uncommitted changes
 	Go       string `json:"go"`
-	// Binary is the first 12 hex digits of the running executable's
-	// SHA-256: two builds differ here even when nothing else says so.
+	// Binary is 12 hex digits of a SHA-256 of the running executable: of
+	// the content hash its Go build ID ends with, or of its whole bytes
+	// when it has none. Two builds differ here even when nothing else
+	// says so.
 	Binary string `json:"binary"`
 }
 
@@ -95,13 +97,21 @@ func fingerprint() string {
 	if err != nil {
 		return ""
 	}
-	f, err := os.Open(exe)
+	return fingerprintFile(exe)
+}
+
+func fingerprintFile(path string) string {
+	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if id := contentID(f); id != "" {
+		// The linker's hash of the binary's bytes, hashed again to keep
+		// the fingerprint's form.
+		h.Write([]byte("go build content " + id))
+	} else if _, err := io.Copy(h, f); err != nil {
 		return ""
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
