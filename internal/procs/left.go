@@ -52,8 +52,14 @@ func FindLeft(owner string, keys ...string) []Left {
 		if u, ok := osproc.Owner(pid); !ok || u != uid {
 			continue
 		}
-		// Its start time before and after its environment is read: the
-		// same, the environment is this process's.
+		// Most processes are not the owner's: their environment says so
+		// at once, and their stat (which the kernel computes at each
+		// read: the dearer of the two) is not read.
+		if env, err := osproc.Environ(pid); err != nil || !slices.Contains(env, owner) {
+			continue
+		}
+		// Its start time before and after its environment is read again:
+		// the same, the environment is this process's.
 		before, ok := osproc.Stat(pid)
 		if !ok {
 			continue
