@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -71,18 +72,30 @@ func TestObserveOnlyTakesJobsOnlyWhenInvited(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The server tells a client it refused a publish: the request
+		// ends then, not at its timeout.
+		ctx, refused := context.WithCancelCause(context.Background())
 		nc, err := nats.Connect(f.hub.URL(), nats.Token(tok), nats.Name(clientNamePrefix+tt.name), nats.CustomInboxPrefix(InboxPrefix(tt.name)),
-			nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				if errors.Is(err, nats.ErrPermissionViolation) {
+					refused(err)
+				}
+			}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		subj := "$JS.API.CONSUMER.CREATE." + JobsStream + "." + anyJobsConsumer + "." + subjJobAny
 		body := `{"stream_name":"` + JobsStream + `","config":{"durable_name":"` + anyJobsConsumer + `","filter_subject":"` + subjJobAny + `","ack_policy":"explicit","ack_wait":30000000000}}`
-		resp, err := nc.Request(subj, []byte(body), 2*time.Second)
-		ok := err == nil && !strings.Contains(string(resp.Data), `"error"`)
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := nc.RequestWithContext(rctx, subj, []byte(body))
+		cancel()
 		nc.Close()
+		ok := err == nil && !strings.Contains(string(resp.Data), `"error"`)
 		if ok != tt.ok {
 			t.Fatalf("%s (%+v) creating the job consumer: allowed %v, want %v (%v)", tt.name, tt.r, ok, tt.ok, err)
+		}
+		if !ok && !errors.Is(context.Cause(ctx), nats.ErrPermissionViolation) {
+			t.Fatalf("%s (%+v) creating the job consumer: %v, not the server's refusal", tt.name, tt.r, err)
 		}
 	}
 
