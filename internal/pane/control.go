@@ -45,20 +45,37 @@ const EnterSettle = 150 * time.Millisecond
 // EnterSettle) counted from since (when it read what it was typed) or
 // from its last output, whichever is later, and reports whether it has. A
 // program that draws nothing when it reads (no echo) may still draw a
-// dialog a moment later.
+// dialog a moment later. Output the program wrote that the pane has not
+// read yet (a daemon starved of the processor reads late) is not quiet:
+// it is waited for, read, and counted from.
 func (p *Pane) AwaitSettled(since time.Time, limit time.Duration) bool {
 	settle := max(EnterSettle, p.snap.Load().key.manifest.AnswerSettle)
 	deadline := time.Now().Add(limit)
+	pending, _ := p.src.(pendingSource)
 	for {
-		last := time.Unix(0, p.outputAt.Load())
+		output := p.outputAt.Load()
+		last := time.Unix(0, output)
 		if since.After(last) {
 			last = since
 		}
 		quiet := time.Since(last)
-		if quiet >= settle {
-			return true
-		}
 		wait := settle - quiet
+		if quiet >= settle {
+			if pending == nil {
+				return true
+			}
+			n, err := pending.Pending()
+			if err != nil {
+				return true // a terminal that cannot say is not waited on
+			}
+			if n == 0 {
+				if p.outputAt.Load() == output {
+					return true
+				}
+				continue // read since: quiet counts from it
+			}
+			wait = 5 * time.Millisecond // until the pane has read it
+		}
 		if time.Now().Add(wait).After(deadline) {
 			return false
 		}

@@ -97,3 +97,13 @@ func (m *master) SetSize(cols, rows int) error { return setSize(m, cols, rows) }
 func (m *master) Foreground() (int, error) { return foregroundPgrp(m) }
 
 func (m *master) Unread() (int, error) { return unreadInput(m) }
+
+func (m *master) Pending() (int, error) { return pendingOutput(m) }
+
+// pendingSource is a source that can say how much the program wrote that
+// the pane has not read yet (a PTY's master: TIOCINQ). A pane starved of
+// the processor, or whose reader waits its turn, has output in the kernel
+// that its last output time does not count yet.
+type pendingSource interface {
+	Pending() (int, error)
+}
