@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +54,11 @@ func TestRealGeminiCLI(t *testing.T) {
 	if !proctest.WaitFor(60*time.Second, func() bool { return strings.Contains(e.screen("gm"), "Type your message") }) {
 		t.Fatalf("Gemini CLI never showed its input box:\n%s", e.must("screen", "gm"))
 	}
+	stopWatch := watchSources(func() (string, bool) {
+		out, _, code := e.run("ls", "--json")
+		return out, code == 0
+	}, "gm")
+	t.Cleanup(func() { stopWatch() }) // before the daemon's shutdown: ls would start another
 	e.must("send", "gm", "please list the files", "--enter")
 	// Gemini CLI drops an Enter that arrives while it is still starting up:
 	// press it again until the turn starts.
@@ -66,9 +74,66 @@ func TestRealGeminiCLI(t *testing.T) {
 	if _, errs, code := e.run("wait", "gm", "--state", "done", "--timeout", "60s"); code != 0 {
 		t.Fatalf("turn never ended (%s):\n%s", errs, e.must("screen", "gm"))
 	}
+	seen := stopWatch()
 	events := e.must("events", "--since", "1h")
-	if !strings.Contains(events, `"state":"working","kind":"","message":"","source":"hook"`) ||
-		!strings.Contains(events, `"state":"done","kind":"","message":"","source":"hook"`) {
-		t.Fatalf("the turn was not reported through Gemini CLI's hooks:\n%s", events)
+	if !reportedByHooks(events, `"name":"gm"`, seen) {
+		t.Fatalf("the turn was not reported through Gemini CLI's hooks (ls --json through the turn: %v):\n%s", seen, events)
 	}
+}
+
+// watchSources polls ls (the output of corral ls --json) until stop is
+// called, and returns from stop every state/source pane name was read in.
+// A task typed into a waiting agent reads working (kind submitted) until
+// the agent shows it, and its own working report then changes the pane's
+// source without an event: only a read of the pane sees it.
+func watchSources(ls func() (string, bool), name string) (stop func() map[string]bool) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			out, ok := ls()
+			if !ok {
+				continue
+			}
+			var ps []struct{ Name, State, Source string }
+			json.Unmarshal([]byte(out), &ps)
+			mu.Lock()
+			for _, p := range ps {
+				if p.Name == name {
+					seen[p.State+"/"+p.Source] = true
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	var once sync.Once
+	return func() map[string]bool {
+		once.Do(func() { close(done) })
+		<-ended
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
+	}
+}
+
+// reportedByHooks reports whether a turn of the pane that pane (`"name":"…"`)
+// names was reported through its hooks: its end in an event from a hook,
+// its work read from a hook (an event, or a read through the turn).
+func reportedByHooks(events, pane string, seen map[string]bool) bool {
+	var working, done bool
+	for _, line := range strings.Split(events, "\n") {
+		if !strings.Contains(line, pane) || !strings.Contains(line, `"source":"hook"`) {
+			continue
+		}
+		working = working || strings.Contains(line, `"state":"working"`)
+		done = done || strings.Contains(line, `"state":"done"`)
+	}
+	return done && (working || seen["working/hook"])
 }

@@ -218,6 +218,11 @@ func TestRealGeminiExtension(t *testing.T) {
 	if p := paneOf("ext"); p.Integration != "gemini" || p.IntegrationError != "" {
 		t.Fatalf("with the extension: %+v", p)
 	}
+	stopWatch := watchSources(func() (string, bool) {
+		out, code := run("ls", "--json")
+		return out, code == 0
+	}, "ext")
+	t.Cleanup(func() { stopWatch() })
 	must("send", "ext", "please list the files", "--enter")
 	for i := 0; ; i++ { // an Enter during start-up is dropped: press it again
 		if _, code := run("wait", "ext", "--state", "working,done", "--timeout", "3s"); code == 0 {
@@ -231,10 +236,10 @@ func TestRealGeminiExtension(t *testing.T) {
 	if out, code := run("wait", "ext", "--state", "done", "--timeout", "60s"); code != 0 {
 		t.Fatalf("turn never ended (%s):\n%s", out, must("screen", "ext"))
 	}
+	seen := stopWatch()
 	events := must("events", "--since", "1h")
-	if !strings.Contains(events, `"name":"ext","agent":"gemini","state":"working","kind":"","message":"","source":"hook"`) ||
-		!strings.Contains(events, `"name":"ext","agent":"gemini","state":"done","kind":"","message":"","source":"hook"`) {
-		t.Fatalf("the turn was not reported through Gemini CLI's hooks:\n%s", events)
+	if !reportedByHooks(events, `"name":"ext"`, seen) {
+		t.Fatalf("the turn was not reported through Gemini CLI's hooks (ls --json through the turn: %v):\n%s", seen, events)
 	}
 	must("integrate", "gemini", "--remove")
 	if _, err := os.Stat(filepath.Join(home, ".gemini", "extensions", "corral")); !os.IsNotExist(err) {
