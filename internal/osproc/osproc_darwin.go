@@ -240,7 +240,7 @@ func OpenPeer(master int, flags int) (int, error) {
 const fionread = 0x4004667f
 
 // InputQueued returns how many bytes typed into terminal fd wait to be
-// read.
+// read; of a pty's master, the program's output the master has not read.
 func InputQueued(fd int) (int, error) { return unix.IoctlGetInt(fd, fionread) }
 
 // fread is FREAD of <sys/fcntl.h>: TIOCFLUSH's "the input queue".

@@ -196,6 +196,7 @@ func OpenPeer(master int, flags int) (int, error) {
 
 // InputQueued returns how many bytes typed into terminal fd wait to be
 // read, every byte written to its pty's master before the call counted.
+// Of a pty's master, it is the program's output the master has not read.
 // Those reach the terminal's input queue through a kernel worker, a
 // moment later: right after a write TIOCINQ alone said 0 nine times in
 // ten (and the text typed was taken as read). A poll of the terminal

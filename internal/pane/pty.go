@@ -60,18 +60,6 @@ func processInfo(pid int) (name string, argv []string) {
 // read from its terminal. It asks through a short-lived descriptor of the
 // terminal's own side, never kept: a held descriptor would keep the
 // terminal open after the program exits.
-// pendingOutput says how many bytes the program wrote that the master has
-// not read yet: its terminal's output waiting in the kernel.
-func pendingOutput(m *master) (int, error) {
-	var n int
-	err := m.control(func(fd int) error {
-		var err error
-		n, err = osproc.InputQueued(fd)
-		return err
-	})
-	return n, err
-}
-
 func unreadInput(m *master) (int, error) {
 	var n int
 	err := m.control(func(fd int) error {
@@ -81,6 +69,18 @@ func unreadInput(m *master) (int, error) {
 		}
 		defer unix.Close(peer)
 		n, err = osproc.InputQueued(peer)
+		return err
+	})
+	return n, err
+}
+
+// pendingOutput says how many bytes the program wrote that the master has
+// not read yet: its terminal's output waiting in the kernel.
+func pendingOutput(m *master) (int, error) {
+	var n int
+	err := m.control(func(fd int) error {
+		var err error
+		n, err = osproc.InputQueued(fd)
 		return err
 	})
 	return n, err
