@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/corral-dev/corral/internal/osproc"
 )
@@ -30,24 +29,16 @@ func TestFindLeft(t *testing.T) {
 	startMarked(t, owner)                                                 // the daemon's, no mark
 	startMarked(t, owner, "CORRAL_PANE=")                                 // an empty mark
 	want := map[int]string{mine.Process.Pid: "CORRAL_PANE p1", job.Process.Pid: "CORRAL_JOB j1"}
-	// A fork's environment is its parent's until it executes sleep.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := FindLeft(owner, "CORRAL_PANE", "CORRAL_JOB")
-		ok := len(got) == len(want)
-		for _, l := range got {
-			p, _ := osproc.Stat(l.PID)
-			if want[l.PID] != l.Key+" "+l.ID || l.Start == 0 || l.Start != p.Start {
-				ok = false
-			}
+	// Start returns once sleep runs: its environment is sleep's own.
+	got := FindLeft(owner, "CORRAL_PANE", "CORRAL_JOB")
+	if len(got) != len(want) {
+		t.Fatalf("FindLeft = %+v, want %v", got, want)
+	}
+	for _, l := range got {
+		p, _ := osproc.Stat(l.PID)
+		if want[l.PID] != l.Key+" "+l.ID || l.Start == 0 || l.Start != p.Start {
+			t.Fatalf("FindLeft = %+v, want %v with their start times", got, want)
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("FindLeft = %+v, want %v", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -61,7 +52,6 @@ func BenchmarkFindLeft(b *testing.B) {
 			startMarked(b, "CORRAL_SOCKET=/tmp/other")
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
 	b.ReportAllocs()
 	for b.Loop() {
 		if n := len(FindLeft(owner, "CORRAL_PANE")); n != 10 {
