@@ -120,7 +120,9 @@ func TestManPagesStructure(t *testing.T) {
 			t.Skip("man is not installed: the pages are not rendered")
 		}
 		cmd := exec.Command("man", "-l", filepath.Join(dir, "corral-wait.1"))
-		cmd.Env = append(cmd.Environ(), "MANWIDTH=200", "MANPAGER=cat", "PAGER=cat")
+		// A UTF-8 locale, whatever the caller's: in C or POSIX man drops the
+		// "…" of the synopsis.
+		cmd.Env = append(cmd.Environ(), "MANWIDTH=200", "MANPAGER=cat", "PAGER=cat", "LC_ALL=C.UTF-8")
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("man -l corral-wait.1: %v", err)
