@@ -318,6 +318,42 @@ func TestUserOverride(t *testing.T) {
 	}
 }
 
+// A reload takes the embedded manifests of the set before as they are
+// (they are compiled once a daemon), and still lets a user file override
+// one and its removal bring the built-in back.
+func TestLoadKeepsEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	l := Loader{Embedded: rulesdata.Rules, UserDir: dir}
+	set, errs := l.Load(nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	builtin, _ := set.ByName("codex")
+	again, _ := l.Load(set)
+	if m, _ := again.ByName("codex"); m != builtin {
+		t.Fatal("the embedded manifest was compiled again")
+	}
+	write(t, filepath.Join(dir, "codex.toml"), strings.Replace(goodManifest, `name = "toy"`, `name = "codex"`, 1))
+	user, errs := l.Load(again)
+	if m, _ := user.ByName("codex"); len(errs) > 0 || m.Source != filepath.Join(dir, "codex.toml") {
+		t.Fatalf("the user's file is not in force: %v %v", m.Source, errs)
+	}
+	if err := os.Remove(filepath.Join(dir, "codex.toml")); err != nil {
+		t.Fatal(err)
+	}
+	back, _ := l.Load(user)
+	if m, _ := back.ByName("codex"); m != builtin {
+		t.Fatalf("the built-in manifest is not back: %v", m.Source)
+	}
+	// A file system that cannot be compared is read again.
+	toys := Loader{Embedded: embedded()}
+	first, _ := toys.Load(nil)
+	second, _ := toys.Load(first)
+	if a, _ := first.ByName("toy"); a == nil || a == second.byName["toy"] {
+		t.Fatal("a map file system's manifests were taken as unchanged")
+	}
+}
+
 func write(t *testing.T, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -20,6 +21,16 @@ const Generic = "generic"
 type Set struct {
 	byName map[string]*Manifest
 	order  []string // sorted names, Generic last
+	// builtin is what the loader's embedded folder gave, kept so that
+	// the next Load from this set need not parse and compile it again
+	// (embedded files never change; ~1 ms a load).
+	builtin builtinManifests
+}
+
+type builtinManifests struct {
+	fsys      fs.FS
+	manifests []*Manifest
+	err       error
 }
 
 // ByName returns a manifest.
@@ -71,6 +82,8 @@ func (s *Set) IdentifyScreen(scr Screen) *Manifest {
 }
 
 // Loader builds Sets from the embedded defaults and a user folder.
+// Embedded does not change while the loader is used: a reload takes the
+// manifests compiled from it before.
 type Loader struct {
 	Embedded fs.FS // NAME.toml files at its root
 	UserDir  string
@@ -102,16 +115,23 @@ func DefaultUserDir() string {
 // Load builds a Set. A broken user file is reported and skipped, and
 // prev's manifest of that name stays in force (or the embedded one when
 // prev is nil): a typo never leaves an agent without rules. Broken
-// embedded manifests are a build defect and also reported.
+// embedded manifests are a build defect and also reported. The embedded
+// manifests of prev, when it came from the same embedded folder, are
+// taken as they are: manifests are immutable once compiled.
 func (l Loader) Load(prev *Set) (*Set, []error) {
 	set := &Set{byName: map[string]*Manifest{}}
 	var errs []error
-	embedded, err := LoadDir(l.Embedded, ".", "embedded:")
-	for _, m := range embedded {
+	if prev != nil && prev.builtin.fsys != nil && sameFS(prev.builtin.fsys, l.Embedded) {
+		set.builtin = prev.builtin
+	} else {
+		embedded, err := LoadDir(l.Embedded, ".", "embedded:")
+		set.builtin = builtinManifests{fsys: l.Embedded, manifests: embedded, err: err}
+	}
+	for _, m := range set.builtin.manifests {
 		set.byName[m.Name] = m
 	}
-	if err != nil {
-		errs = append(errs, err)
+	if set.builtin.err != nil {
+		errs = append(errs, set.builtin.err)
 	}
 	if l.UserDir != "" {
 		user, broken, err := l.loadUser()
@@ -141,6 +161,13 @@ func (l Loader) Load(prev *Set) (*Set, []error) {
 	sort.Strings(set.order)
 	set.order = append(set.order, Generic)
 	return set, errs
+}
+
+// sameFS reports whether a and b are the same file system (an embed.FS
+// is); one that cannot be compared (a map, as fstest.MapFS) is never the
+// same.
+func sameFS(a, b fs.FS) bool {
+	return reflect.ValueOf(a).Comparable() && reflect.ValueOf(b).Comparable() && a == b
 }
 
 // loadUser parses the user's manifests. broken maps a file's base name to
