@@ -29,14 +29,36 @@ var (
 const scanSize = 32 << 10
 
 // contentID returns the last part of the Go build ID of the binary r
-// holds, or "" when it has none (a linker told -buildid=, a format other
-// than ELF and Mach-O) or it cannot be read.
+// holds, or "" when it has none (a format other than ELF and Mach-O), it
+// cannot be read, or it is not one the go command made: a linker told
+// -buildid=X (Bazel's rules_go links every binary with "redacted") would
+// give every build the same fingerprint.
 func contentID(r io.ReaderAt) string {
 	id := goBuildID(r)
-	if i := strings.LastIndexByte(id, '/'); i >= 0 {
-		id = id[i+1:]
+	parts := strings.Split(id, "/")
+	if len(parts) != 2 && len(parts) != 4 {
+		return ""
 	}
-	return id
+	for _, part := range parts {
+		if !isHashPart(part) {
+			return ""
+		}
+	}
+	return parts[len(parts)-1]
+}
+
+// isHashPart reports whether s is a part of a Go build ID: a hash in the
+// go command's URL-safe base64, 20 characters long.
+func isHashPart(s string) bool {
+	if len(s) != 20 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func goBuildID(r io.ReaderAt) string {
@@ -99,16 +121,18 @@ func elfBuildID(r io.ReaderAt) string {
 			continue
 		}
 		for len(note) >= 16 {
-			nameSize := f.ByteOrder.Uint32(note)
-			descSize := f.ByteOrder.Uint32(note[4:])
+			// Sizes in 64 bits: a size near 2^32 rounded up in 32 would
+			// wrap to a small one.
+			nameSize := uint64(f.ByteOrder.Uint32(note))
+			descSize := uint64(f.ByteOrder.Uint32(note[4:]))
 			tag := f.ByteOrder.Uint32(note[8:])
-			nameEnd := 12 + uint64(nameSize+3)&^3
-			descEnd := nameEnd + uint64(descSize+3)&^3
+			nameEnd := 12 + (nameSize+3)&^3
+			descEnd := nameEnd + (descSize+3)&^3
 			if descEnd > uint64(len(note)) {
 				break
 			}
 			if tag == goBuildIDTag && nameSize == 4 && string(note[12:15]) == "Go\x00" {
-				return string(note[nameEnd : nameEnd+uint64(descSize)])
+				return string(note[nameEnd : nameEnd+descSize])
 			}
 			note = note[descEnd:]
 		}

@@ -1,7 +1,9 @@
 package buildinfo
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"os/exec"
@@ -37,20 +39,79 @@ func TestContentIDOfThisBinary(t *testing.T) {
 }
 
 func TestRawBuildID(t *testing.T) {
+	const (
+		a = "kOpa5LbpyBggBxZUWXpo"
+		b = "PChjbm-x9nPRWvLKvtE9"
+		c = "lJhHlm1O01Zhv_QrghJ4"
+		d = "lbUkIUsDx1feJ3PQuNvS"
+	)
 	for _, c := range []struct {
-		name, data, want string
+		name, data, id, content string
 	}{
-		{"at the start of a section", "\xff Go build ID: \"a/b/c/d\"\n \xff\x00\x00", "a/b/c/d"},
-		{"after other bytes", strings.Repeat("\x90", 100) + "\xff Go build ID: \"x/y\"\n \xff", "x/y"},
-		{"no end", "\xff Go build ID: \"a/b/c/d", ""},
-		{"not quoted right", "\xff Go build ID: \"a\\q\"\n \xff", ""},
-		{"none", "\x7fELF and nothing", ""},
+		{"at the start of a section", "\xff Go build ID: \"" + a + "/" + b + "/" + c + "/" + d + "\"\n \xff\x00\x00", a + "/" + b + "/" + c + "/" + d, d},
+		{"after other bytes, two parts", strings.Repeat("\x90", 100) + "\xff Go build ID: \"" + a + "/" + b + "\"\n \xff", a + "/" + b, b},
+		{"no end", "\xff Go build ID: \"" + a + "/" + b, "", ""},
+		{"not quoted right", "\xff Go build ID: \"a\\q\"\n \xff", "", ""},
+		{"none", "\x7fELF and nothing", "", ""},
+		// -ldflags=-buildid=X, as Bazel's rules_go links: the same for
+		// every build, so no fingerprint at all.
+		{"set by hand", "\xff Go build ID: \"redacted\"\n \xff", "redacted", ""},
+		{"three parts", "\xff Go build ID: \"" + a + "/" + b + "/" + c + "\"\n \xff", a + "/" + b + "/" + c, ""},
+		{"a part not a hash", "\xff Go build ID: \"" + a + "/x.y\"\n \xff", a + "/x.y", ""},
 	} {
-		if got := rawBuildID([]byte(c.data)); got != c.want {
-			t.Errorf("%s: rawBuildID = %q, want %q", c.name, got, c.want)
+		if got := rawBuildID([]byte(c.data)); got != c.id {
+			t.Errorf("%s: rawBuildID = %q, want %q", c.name, got, c.id)
 		}
-		if got := contentID(strings.NewReader(c.data)); got != c.want[strings.LastIndexByte(c.want, '/')+1:] {
-			t.Errorf("%s: contentID = %q", c.name, got)
+		if got := contentID(strings.NewReader(c.data)); got != c.content {
+			t.Errorf("%s: contentID = %q, want %q", c.name, got, c.content)
+		}
+	}
+}
+
+// noteELF is a 64-bit little-endian ELF file with one PT_NOTE segment
+// holding note.
+func noteELF(note []byte) []byte {
+	const ehsize, phsize = 64, 56
+	f := make([]byte, ehsize+phsize)
+	copy(f, "\x7fELF\x02\x01\x01")
+	le := binary.LittleEndian
+	le.PutUint16(f[16:], 2)  // ET_EXEC
+	le.PutUint16(f[18:], 62) // EM_X86_64
+	le.PutUint32(f[20:], 1)  // EV_CURRENT
+	le.PutUint64(f[32:], ehsize)
+	le.PutUint16(f[52:], ehsize)
+	le.PutUint16(f[54:], phsize)
+	le.PutUint16(f[56:], 1)
+	ph := f[ehsize:]
+	le.PutUint32(ph[0:], 4) // PT_NOTE
+	le.PutUint64(ph[8:], uint64(len(f)))
+	le.PutUint64(ph[32:], uint64(len(note)))
+	le.PutUint64(ph[40:], uint64(len(note)))
+	return append(f, note...)
+}
+
+// goNote is a Go build ID note (name "Go", type 4) whose descriptor size
+// field says descSize, with desc after it, padded to 4 bytes.
+func goNote(descSize uint32, desc string) []byte {
+	n := make([]byte, 16, 16+len(desc)+3)
+	binary.LittleEndian.PutUint32(n[0:], 4)
+	binary.LittleEndian.PutUint32(n[4:], descSize)
+	binary.LittleEndian.PutUint32(n[8:], 4)
+	copy(n[12:], "Go\x00\x00")
+	n = append(n, desc...)
+	return append(n, make([]byte, -len(n)&3)...)
+}
+
+// An ELF note is read with its sizes checked: one whose descriptor size
+// wraps when rounded up in 32 bits is no ID, not a panic.
+func TestELFNote(t *testing.T) {
+	id := "kOpa5LbpyBggBxZUWXpo/lbUkIUsDx1feJ3PQuNvS"
+	if got := contentID(bytes.NewReader(noteELF(goNote(uint32(len(id)), id)))); got != "lbUkIUsDx1feJ3PQuNvS" {
+		t.Fatalf("contentID of a well-formed note = %q", got)
+	}
+	for _, size := range []uint32{0xFFFFFFFD, 0xFFFFFFFF, 1 << 31, uint32(len(id)) + 1} {
+		if got := contentID(bytes.NewReader(noteELF(goNote(size, id)))); got != "" {
+			t.Errorf("descriptor size %#x: contentID = %q, want none", size, got)
 		}
 	}
 }
@@ -82,6 +143,7 @@ func FuzzContentID(f *testing.F) {
 	f.Add([]byte("\x7fELF\x02\x01\x01"))
 	f.Add([]byte("\xcf\xfa\xed\xfe"))
 	f.Add([]byte("\xff Go build ID: \"a/b\"\n \xff"))
+	f.Add(noteELF(goNote(0xFFFFFFFD, "kOpa5LbpyBggBxZUWXpo/lbUkIUsDx1feJ3PQuNvS")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = contentID(strings.NewReader(string(data)))
 	})
