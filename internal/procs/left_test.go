@@ -3,17 +3,24 @@ package procs
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral/internal/osproc"
 )
 
-// startMarked starts a sleep whose environment holds env; it is killed at
-// the test's end.
+// startMarked starts a sleep whose environment holds env and none of the
+// test's own CORRAL_ variables (a test run in a corral pane has some); it
+// is killed at the test's end.
 func startMarked(tb testing.TB, env ...string) *exec.Cmd {
 	tb.Helper()
 	cmd := exec.Command("sleep", "60")
-	cmd.Env = append(os.Environ(), env...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CORRAL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
