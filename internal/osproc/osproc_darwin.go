@@ -240,8 +240,14 @@ func OpenPeer(master int, flags int) (int, error) {
 const fionread = 0x4004667f
 
 // InputQueued returns how many bytes typed into terminal fd wait to be
-// read; of a pty's master, the program's output the master has not read.
+// read.
 func InputQueued(fd int) (int, error) { return unix.IoctlGetInt(fd, fionread) }
+
+// OutputQueued returns how many bytes the program wrote to its terminal
+// that master, the pty's master, has not read yet: the terminal's output
+// queue (TIOCOUTQ), which the master's reads drain. FIONREAD on a master
+// would answer for the terminal's input queue, what was typed.
+func OutputQueued(master int) (int, error) { return unix.IoctlGetInt(master, unix.TIOCOUTQ) }
 
 // fread is FREAD of <sys/fcntl.h>: TIOCFLUSH's "the input queue".
 const fread = 0x0001

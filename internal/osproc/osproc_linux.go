@@ -196,7 +196,6 @@ func OpenPeer(master int, flags int) (int, error) {
 
 // InputQueued returns how many bytes typed into terminal fd wait to be
 // read, every byte written to its pty's master before the call counted.
-// Of a pty's master, it is the program's output the master has not read.
 // Those reach the terminal's input queue through a kernel worker, a
 // moment later: right after a write TIOCINQ alone said 0 nine times in
 // ten (and the text typed was taken as read). A poll of the terminal
@@ -205,6 +204,12 @@ func InputQueued(fd int) (int, error) {
 	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
 	return unix.IoctlGetInt(fd, unix.TIOCINQ)
 }
+
+// OutputQueued returns how many bytes the program wrote to its terminal
+// that master, the pty's master, has not read yet. On Linux a master is a
+// terminal whose input is the program's output: the same question as
+// InputQueued, the same kernel worker to run first.
+func OutputQueued(master int) (int, error) { return InputQueued(master) }
 
 // FlushInput discards what was typed into terminal fd and not yet read.
 func FlushInput(fd int) error { return unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH) }

@@ -46,8 +46,10 @@ const EnterSettle = 150 * time.Millisecond
 // from its last output, whichever is later, and reports whether it has. A
 // program that draws nothing when it reads (no echo) may still draw a
 // dialog a moment later. Output the program wrote that the pane has not
-// read yet (a daemon starved of the processor reads late) is not quiet:
-// it is waited for, read, and counted from.
+// read yet (a daemon starved of the processor reads late), or has read and
+// not yet fed to its screen, is not quiet: it is waited for, fed, and
+// counted from. Settled, the screen shows all the program wrote, but for
+// frames on their way from a holder that reads the terminal itself.
 func (p *Pane) AwaitSettled(since time.Time, limit time.Duration) bool {
 	settle := max(EnterSettle, p.snap.Load().key.manifest.AnswerSettle)
 	deadline := time.Now().Add(limit)
@@ -61,20 +63,23 @@ func (p *Pane) AwaitSettled(since time.Time, limit time.Duration) bool {
 		quiet := time.Since(last)
 		wait := settle - quiet
 		if quiet >= settle {
-			if pending == nil {
-				return true
+			// In the order the output goes: in the kernel, then read
+			// and being fed (the poller's reader counts itself before
+			// it reads), then fed, its time in outputAt.
+			n := 0
+			if pending != nil {
+				var err error
+				if n, err = pending.Pending(); err != nil {
+					n = 0 // a terminal that cannot say is not waited on
+				}
 			}
-			n, err := pending.Pending()
-			if err != nil {
-				return true // a terminal that cannot say is not waited on
-			}
-			if n == 0 {
+			if n == 0 && p.feeding.Load() == 0 {
 				if p.outputAt.Load() == output {
 					return true
 				}
 				continue // read since: quiet counts from it
 			}
-			wait = 5 * time.Millisecond // until the pane has read it
+			wait = 5 * time.Millisecond // until the pane has read and fed it
 		}
 		if time.Now().Add(wait).After(deadline) {
 			return false

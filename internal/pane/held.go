@@ -240,10 +240,12 @@ func (p *Pane) heldLoop() {
 	feed := func() { p.feedHeld(out) }
 	err := p.hc.Run(func(m holder.Msg) bool {
 		if len(m.Output) > 0 {
+			p.feeding.Add(1)
 			p.noteOutput()
 			out = m.Output
 			onDeepStack(feed, done) // on a shared goroutine, as readLoop's
 			out = nil
+			p.feeding.Add(-1)
 		}
 		if m.Exit {
 			end = &heldEnd{code: m.Code}
@@ -277,8 +279,10 @@ func (p *Pane) watchHeld() bool {
 	var end atomic.Pointer[heldEnd]
 	err := p.hc.Watch(func(m holder.Msg) bool {
 		if len(m.Output) > 0 { // a holder sharing its ring sends none
+			p.feeding.Add(1)
 			p.noteOutput()
 			p.feedHeld(m.Output)
+			p.feeding.Add(-1)
 		}
 		if m.Exit {
 			end.Store(&heldEnd{code: m.Code})

@@ -80,6 +80,8 @@ func (p *Pane) feedOutside(b []byte, redraw bool) {
 	if len(b) == 0 {
 		return
 	}
+	p.feeding.Add(1)
+	defer p.feeding.Add(-1)
 	p.noteOutput()
 	p.mu.Lock()
 	if p.exited {

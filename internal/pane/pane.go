@@ -159,6 +159,12 @@ type Pane struct {
 	droppedReplies atomic.Int64
 	// outputAt is when the program last wrote (Unix nanoseconds).
 	outputAt atomic.Int64
+	// feeding counts output taken from the terminal (or the holder) and
+	// not yet fed to the screen: AwaitSettled waits for it. The poller's
+	// reader counts itself before its first read, so no output is ever
+	// out of the kernel and uncounted; the other readers count once a
+	// read returns.
+	feeding atomic.Int32
 	// unwritten counts input queued or being written to the program.
 	unwritten atomic.Int64
 	// hooks queues hook reports for hookLoop, started with the first.
@@ -326,10 +332,12 @@ func (p *Pane) readLoop() {
 	feed := func() { p.feedRead(b) }
 	// stopReading sets stopRead.
 	rawio.ReadTerminal(rc, &p.stopRead, func(read []byte) {
+		p.feeding.Add(1)
 		p.noteOutput()
 		b = read
 		onDeepStack(feed, done)
 		b = nil
+		p.feeding.Add(-1)
 	})
 }
 
@@ -340,8 +348,10 @@ func (p *Pane) readBareLoop() {
 	for !p.stopRead.Load() {
 		n, err := p.ptmx.bare.Read(buf)
 		if n > 0 {
+			p.feeding.Add(1)
 			p.noteOutput()
 			p.feedRead(buf[:n])
+			p.feeding.Add(-1)
 		}
 		if err != nil {
 			return

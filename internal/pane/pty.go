@@ -80,7 +80,7 @@ func pendingOutput(m *master) (int, error) {
 	var n int
 	err := m.control(func(fd int) error {
 		var err error
-		n, err = osproc.InputQueued(fd)
+		n, err = osproc.OutputQueued(fd)
 		return err
 	})
 	return n, err

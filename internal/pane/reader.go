@@ -85,6 +85,8 @@ func (p *Pane) terminalReady(id uint64) {
 // readReady reads the terminal until it would block, then rearms the
 // watch; or to the terminal's end, or until stopRead.
 func (p *Pane) readReady() {
+	p.feeding.Add(1)
+	defer p.feeding.Add(-1)
 	buf := readBufs.Get().(*[32 << 10]byte)
 	defer readBufs.Put(buf)
 	end := false

@@ -101,9 +101,12 @@ func (m *master) Unread() (int, error) { return unreadInput(m) }
 func (m *master) Pending() (int, error) { return pendingOutput(m) }
 
 // pendingSource is a source that can say how much the program wrote that
-// the pane has not read yet (a PTY's master: TIOCINQ). A pane starved of
-// the processor, or whose reader waits its turn, has output in the kernel
-// that its last output time does not count yet.
+// has not been read from its terminal yet (a PTY's master: osproc.
+// OutputQueued). A pane starved of the processor, or whose reader waits
+// its turn, has output in the kernel that its last output time does not
+// count yet. A held pane whose holder reads the terminal and sends frames
+// counts what the holder has not read; frames in the holder's socket are
+// not counted.
 type pendingSource interface {
 	Pending() (int, error)
 }
