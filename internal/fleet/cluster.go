@@ -239,7 +239,14 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 		case <-time.After(time.Second):
 		}
 	}
-	put := func(ch change) {
+	// pending holds the changes made here that the bucket has not taken
+	// (a put refused or timed out: a busy cluster, a leader being
+	// elected). Each is tried again every 2 s, and stays in force here
+	// meanwhile: the bucket's older word on that host is not taken over
+	// it, and a reload does not drop it. A credential made here and never
+	// shared would be refused by every other hub once this one is gone.
+	pending := map[string]change{}
+	share := func(ch change) {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		var err error
@@ -249,13 +256,24 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 			b, _ := json.Marshal(ch.c)
 			_, err = kv.Put(c, "cred."+ch.name, b)
 		}
-		if err != nil {
-			h.logf("fleet: sharing the credential of host %s with the other hubs: %v", ch.name, err)
+		_, again := pending[ch.name]
+		switch {
+		case err == nil:
+			delete(pending, ch.name)
+			if again {
+				h.logf("fleet: the credential of host %s is shared with the other hubs", ch.name)
+			}
+		case ctx.Err() != nil:
+		default:
+			if !again {
+				h.logf("fleet: sharing the credential of host %s with the other hubs: %v (tried again every 2 s)", ch.name, err)
+			}
+			pending[ch.name] = ch
 		}
 	}
 	if seed {
 		for _, c := range h.auth.credentials() {
-			put(change{c.Name, &c})
+			share(change{c.Name, &c})
 		}
 	}
 	for ctx.Err() == nil {
@@ -295,8 +313,11 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 					}
 				}
 				cancel()
+				for _, ch := range pending {
+					share(ch)
+				}
 			case ch := <-puts:
-				put(ch)
+				share(ch)
 			case e, ok := <-w.Updates():
 				if !ok {
 					break loop
@@ -304,7 +325,7 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 				if e == nil {
 					if loading {
 						for _, c := range h.auth.credentials() {
-							if !initial[c.Name] {
+							if _, mine := pending[c.Name]; !initial[c.Name] && !mine {
 								_ = h.auth.adopt(c.Name, nil)
 							}
 						}
@@ -313,6 +334,10 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 					continue
 				}
 				name := strings.TrimPrefix(e.Key(), "cred.")
+				if _, mine := pending[name]; mine {
+					initial[name] = true
+					continue // this hub's own change, newer, is on its way
+				}
 				if e.Operation() != jetstream.KeyValuePut {
 					_ = h.auth.adopt(name, nil)
 					continue

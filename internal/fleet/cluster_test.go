@@ -284,17 +284,7 @@ func TestAuthBucketFollowsTheFleetsCopies(t *testing.T) {
 		hubs[i] = h
 		t.Cleanup(h.Close)
 	}
-	var admin *Member
-	waitFor(t, 20*time.Second, "the cluster's JetStream ready", func() bool {
-		m, err := Join(context.Background(), MemberOptions{Name: "admin", URLs: []string{hubs[0].URL(), hubs[1].URL(), hubs[2].URL()},
-			Token: hubs[0].AdminToken(), Admin: true, Replicas: 1})
-		if err != nil {
-			return false
-		}
-		admin = m
-		return true
-	})
-	defer admin.Close(false)
+	admin := joinAdmin(t, hubs, 1)
 	ctx := context.Background()
 	copies := func(stream string) int {
 		c, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -325,48 +315,7 @@ func TestAuthBucketFollowsTheFleetsCopies(t *testing.T) {
 func TestClusterLosesANode(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs loses one, about 10 s")
 	clusterParallel(t)
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	// Ports free now, not fixed ones: another run of these tests (or one
-	// of this run's hubs not closed yet) may hold a fixed port, and a hub
-	// whose route port is taken never starts.
-	routes := []string{"nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t)}
-	hubs := make([]*Hub, 3)
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	// The first node's credentials and CA, before the others copy them.
-	if _, _, err := loadOrMakeCA(dirs[0]); err != nil {
-		t.Fatal(err)
-	}
-	for i := range hubs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// The three share one set of credentials.
-			if i > 0 {
-				for _, f := range []string{"hub.json", "ca.pem", "ca-key.pem"} {
-					copyFile(t, filepath.Join(dirs[0], f), filepath.Join(dirs[i], f))
-				}
-			}
-			hubs[i], errs[i] = StartHub(HubOptions{Dir: dirs[i], Listen: "127.0.0.1:0", ServerName: fmt.Sprintf("n%d", i),
-				Cluster: &ClusterOptions{Name: "corral", Listen: strings.TrimPrefix(routes[i], "nats://"), Routes: routes}})
-		}()
-		if i == 0 {
-			wg.Wait() // its hub.json first
-		}
-	}
-	wg.Wait()
-	defer func() { // also the nodes that started when another did not
-		for _, h := range hubs {
-			if h != nil {
-				h.Close()
-			}
-		}
-	}()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
-	}
+	hubs, routes := startThreeHubs(t, "n")
 	var urls []string
 	for _, h := range hubs {
 		urls = append(urls, h.URL())
@@ -434,6 +383,127 @@ func TestClusterLosesANode(t *testing.T) {
 }
 
 var _ = nats.ErrTimeout
+
+// startThreeHubs starts a cluster of three hubs (servers PREFIX0..2) that
+// share one set of credentials, closed at the test's end, and returns
+// them with their route URLs.
+func startThreeHubs(t *testing.T, prefix string) ([]*Hub, []string) {
+	t.Helper()
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	// Ports free now, not fixed ones: another run of these tests (or one
+	// of this run's hubs not closed yet) may hold a fixed port, and a hub
+	// whose route port is taken never starts.
+	routes := []string{"nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t), "nats://" + proctest.FreeLoopbackAddr(t)}
+	hubs := make([]*Hub, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	// The first node's credentials and CA, before the others copy them.
+	if _, _, err := loadOrMakeCA(dirs[0]); err != nil {
+		t.Fatal(err)
+	}
+	for i := range hubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The three share one set of credentials.
+			if i > 0 {
+				for _, f := range []string{"hub.json", "ca.pem", "ca-key.pem"} {
+					copyFile(t, filepath.Join(dirs[0], f), filepath.Join(dirs[i], f))
+				}
+			}
+			hubs[i], errs[i] = StartHub(HubOptions{Dir: dirs[i], Listen: "127.0.0.1:0", ServerName: fmt.Sprintf("%s%d", prefix, i),
+				Cluster: &ClusterOptions{Name: "corral", Listen: strings.TrimPrefix(routes[i], "nats://"), Routes: routes}})
+		}()
+		if i == 0 {
+			wg.Wait() // its hub.json first
+		}
+	}
+	wg.Wait()
+	t.Cleanup(func() { // also the nodes that started when another did not
+		for _, h := range hubs {
+			if h != nil {
+				h.Close()
+			}
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	return hubs, routes
+}
+
+// A credential made on one hub while the hubs' shared bucket refuses it
+// is shared once the bucket takes puts again: the other hubs then let the
+// host in, as they must once its own hub is gone.
+func TestRefusedCredentialSharedLater(t *testing.T) {
+	proctest.Slow(t, "a cluster of three hubs, about 20 s")
+	clusterParallel(t)
+	hubs, _ := startThreeHubs(t, "r")
+	admin := joinAdmin(t, hubs, 0)
+	ctx := context.Background()
+	if _, err := hubs[0].Invite("first", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the first credential on every hub", func() bool {
+		_, ok1 := hubs[1].auth.credential("first")
+		_, ok2 := hubs[2].auth.credential("first")
+		return ok1 && ok2
+	})
+	// The bucket full: a new key is refused (a bucket discards new).
+	full := func(full bool) {
+		t.Helper()
+		st, err := admin.js.Stream(ctx, "KV_"+AuthBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := st.CachedInfo().Config
+		cfg.MaxMsgs = -1
+		if full {
+			cfg.MaxMsgs = int64(st.CachedInfo().State.Msgs)
+		}
+		if _, err := admin.js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full(true)
+	if _, err := hubs[0].Invite("late", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a window: the refused put is not shared meanwhile
+	if _, ok := hubs[1].auth.credential("late"); ok {
+		t.Fatal("the bucket took a key over its limit: the test shows nothing")
+	}
+	if _, ok := hubs[0].auth.credential("late"); !ok {
+		t.Fatal("the hub that made the credential lost it while the bucket refused it")
+	}
+	full(false)
+	waitFor(t, 10*time.Second, "the refused credential shared with the other hubs", func() bool {
+		_, ok1 := hubs[1].auth.credential("late")
+		_, ok2 := hubs[2].auth.credential("late")
+		return ok1 && ok2
+	})
+}
+
+// joinAdmin joins the three hubs' cluster as its admin, once its
+// JetStream is ready (replicas 0: the fleet's default); the member is
+// closed at the test's end.
+func joinAdmin(t *testing.T, hubs []*Hub, replicas int) *Member {
+	t.Helper()
+	var admin *Member
+	waitFor(t, 20*time.Second, "the cluster's JetStream ready", func() bool {
+		m, err := Join(context.Background(), MemberOptions{Name: "admin", URLs: []string{hubs[0].URL(), hubs[1].URL(), hubs[2].URL()},
+			Token: hubs[0].AdminToken(), Admin: true, Replicas: replicas})
+		if err != nil {
+			return false
+		}
+		admin = m
+		return true
+	})
+	t.Cleanup(func() { admin.Close(false) })
+	return admin
+}
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
