@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -315,7 +316,7 @@ func TestAuthBucketFollowsTheFleetsCopies(t *testing.T) {
 func TestClusterLosesANode(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs loses one, about 10 s")
 	clusterParallel(t)
-	hubs, routes := startThreeHubs(t, "n")
+	hubs, routes := startThreeHubs(t, "n", nil)
 	var urls []string
 	for _, h := range hubs {
 		urls = append(urls, h.URL())
@@ -385,9 +386,9 @@ func TestClusterLosesANode(t *testing.T) {
 var _ = nats.ErrTimeout
 
 // startThreeHubs starts a cluster of three hubs (servers PREFIX0..2) that
-// share one set of credentials, closed at the test's end, and returns
-// them with their route URLs.
-func startThreeHubs(t *testing.T, prefix string) ([]*Hub, []string) {
+// share one set of credentials and log to logf (nil: nowhere), closed at
+// the test's end, and returns them with their route URLs.
+func startThreeHubs(t *testing.T, prefix string, logf func(string, ...any)) ([]*Hub, []string) {
 	t.Helper()
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	// Ports free now, not fixed ones: another run of these tests (or one
@@ -411,7 +412,7 @@ func startThreeHubs(t *testing.T, prefix string) ([]*Hub, []string) {
 					copyFile(t, filepath.Join(dirs[0], f), filepath.Join(dirs[i], f))
 				}
 			}
-			hubs[i], errs[i] = StartHub(HubOptions{Dir: dirs[i], Listen: "127.0.0.1:0", ServerName: fmt.Sprintf("%s%d", prefix, i),
+			hubs[i], errs[i] = StartHub(HubOptions{Dir: dirs[i], Listen: "127.0.0.1:0", ServerName: fmt.Sprintf("%s%d", prefix, i), Logf: logf,
 				Cluster: &ClusterOptions{Name: "corral", Listen: strings.TrimPrefix(routes[i], "nats://"), Routes: routes}})
 		}()
 		if i == 0 {
@@ -440,7 +441,18 @@ func startThreeHubs(t *testing.T, prefix string) ([]*Hub, []string) {
 func TestRefusedCredentialSharedLater(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs, about 20 s")
 	clusterParallel(t)
-	hubs, _ := startThreeHubs(t, "r")
+	var logMu sync.Mutex
+	var logged []string
+	hubs, _ := startThreeHubs(t, "r", func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+	})
+	said := func(text string) bool {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, text) })
+	}
 	admin := joinAdmin(t, hubs, 0)
 	ctx := context.Background()
 	if _, err := hubs[0].Invite("first", false, 0); err != nil {
@@ -471,7 +483,9 @@ func TestRefusedCredentialSharedLater(t *testing.T) {
 	if _, err := hubs[0].Invite("late", false, 0); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // a window: the refused put is not shared meanwhile
+	waitFor(t, 10*time.Second, "the bucket's refusal of the new credential", func() bool {
+		return said("sharing the credential of host late with the other hubs")
+	})
 	if _, ok := hubs[1].auth.credential("late"); ok {
 		t.Fatal("the bucket took a key over its limit: the test shows nothing")
 	}
