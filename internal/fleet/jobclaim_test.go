@@ -40,13 +40,13 @@ func TestFleetJobTakenNotStarted(t *testing.T) {
 		{name: "stopped-before-its-claim", stage: takeFetched, stopped: true, within: stoppedAckWait + 5*time.Second, then: "takes"},
 		// The caller hears the claim, then silence, and gives it up.
 		{name: "stopped-after-its-claim", stage: takeClaimed, stopped: true,
-			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "takes"},
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: jobSilence + 5*time.Second, then: "takes"},
 		{name: "slow-after-its-claim", stage: takeClaimed,
-			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "takes"},
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: jobSilence + 5*time.Second, then: "takes"},
 		// A job for dies alone waits for it, and runs once when it is back:
 		// the message of the attempt it claimed comes back to it too.
 		{name: "for-it-and-back-after-its-claim", stage: takeClaimed, stopped: true, host: "dies",
-			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: JobSilence + 5*time.Second, then: "dies"},
+			note: "host dies took the job and stopped answering before starting it (it did not run there); queued again", within: jobSilence + 5*time.Second, then: "dies"},
 	} {
 		run(tc.name, func(t *testing.T) {
 			f := startFleet(t, "127.0.0.1:0")
@@ -132,7 +132,7 @@ func (f *testFleet) joinWith(name string, local Local, maxJobs int, hook func(*M
 
 // stoppedAckWait is the ack wait of the tests' fleets whose hosts are
 // stopped rather than stalled while they hold a job message.
-const stoppedAckWait = 3 * time.Second
+const stoppedAckWait = 2 * time.Second
 
 // jobAckWait is how long the hosts joinWith joins hold a job message
 // before the queue gives it to another.
@@ -291,8 +291,8 @@ func TestFleetJobStartAnswerLost(t *testing.T) {
 	if n := ll.jobsStarted.Load(); n != 1 {
 		t.Errorf("the job started %d times, want 1", n)
 	}
-	if took >= JobSilence {
-		t.Errorf("the job ran %v after it was queued; want within %v (no wait for silence)", took, JobSilence)
+	if took >= jobSilence {
+		t.Errorf("the job ran %v after it was queued; want within %v (no wait for silence)", took, jobSilence)
 	}
 	t.Logf("the job ran %v after it was queued; lines:\n%s", took.Round(time.Millisecond), all)
 }
@@ -473,7 +473,7 @@ func TestFleetJobSilentAfterClaimRecordsGone(t *testing.T) {
 	}
 	runs.cancel()
 	runs.nc.Close()
-	if all := job.wait(t, (JobSilence+5*time.Second)*waitSlack, func() string { return "the job hangs after its host went silent" }); !strings.Contains(all, "host runs stopped answering mid-job") {
+	if all := job.wait(t, (jobSilence+5*time.Second)*waitSlack, func() string { return "the job hangs after its host went silent" }); !strings.Contains(all, "host runs stopped answering mid-job") {
 		t.Fatalf("lines:\n%s", all)
 	}
 }

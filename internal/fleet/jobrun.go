@@ -206,12 +206,12 @@ func (m *Member) streamJob(pub *jobPublisher, local string, resumed bool) {
 	pr.Close()
 }
 
-// sayAlive says every second that this host is alive, for pub's job,
-// until stopped (once or more).
+// sayAlive says that this host is alive, for pub's job, five times in
+// a job's silence (every second), until stopped (once or more).
 func (m *Member) sayAlive(pub *jobPublisher) (stop func()) {
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(time.Second)
+		t := time.NewTicker(jobSilence / 5)
 		defer t.Stop()
 		for {
 			select {

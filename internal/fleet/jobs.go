@@ -19,8 +19,12 @@ import (
 )
 
 // JobSilence is how long a host running a job may say nothing (it says
-// "alive" every second) before the job is taken for lost.
+// "alive" every fifth of it) before the job is taken for lost.
 const JobSilence = 5 * time.Second
+
+// jobSilence is JobSilence, shorter in this package's tests, which wait it
+// out (set in their TestMain, before any test runs).
+var jobSilence = JobSilence
 
 // JobRequest is a job on the work queue.
 type JobRequest struct {

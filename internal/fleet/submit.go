@@ -131,7 +131,7 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			emit(diagnosticLine(fmt.Sprintf("host %s stopped answering mid-job; queued again (attempt %d of %d)", taker, retried+1, retry+1)))
 			return false, next()
 		}
-		emit(outcomeLine("error", fmt.Sprintf("host %s stopped answering mid-job (nothing for %v); the job is lost — its end on that host is unknown", taker, JobSilence), 1))
+		emit(outcomeLine("error", fmt.Sprintf("host %s stopped answering mid-job (nothing for %v); the job is lost — its end on that host is unknown", taker, jobSilence), 1))
 		return true, nil
 	}
 	// nextEvent: the job's events up to it were emitted. A host that
@@ -242,7 +242,7 @@ func (m *Member) SubmitJob(ctx context.Context, id string, req api.ExecRequest, 
 			case taker == "" && time.Since(queued) > 30*time.Second:
 				emit(diagnosticLine("the job waits for a host with capacity (corral fleet status shows each host's max_jobs)"))
 				queued = time.Now()
-			case taker != "" && time.Since(lastWord) > JobSilence:
+			case taker != "" && time.Since(lastWord) > jobSilence:
 				// The attempt is given up only once the withdrawal is
 				// written after the last record seen: a host that claimed
 				// or started it meanwhile has its record first, and is
