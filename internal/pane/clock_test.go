@@ -27,8 +27,8 @@ func TestFireTime(t *testing.T) {
 // slow run its work runs off the clock's goroutine.
 func TestClockSlowWorkRunsAside(t *testing.T) {
 	c := newClock()
-	const rounds = 5
-	const slowFor = 300 * time.Millisecond
+	const rounds = 3
+	const slowFor = 200 * time.Millisecond
 	late := make(chan time.Duration, rounds)
 	slow := &clockEntry{work: func() { time.Sleep(slowFor) }, kind: clockDeadline, index: -1}
 	var due time.Time
