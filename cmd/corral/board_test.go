@@ -81,6 +81,7 @@ func boardInTmux(t *testing.T, e *env) (keys func(...string), await func(what st
 // reach the agent, the detach key back to the board. From an observe-only
 // host the same attach is read-only.
 func TestFleetTerminalBoardAttach(t *testing.T) {
+	proctest.Slow(t, "three daemons and two boards in tmux, about 8 s")
 	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
 	hub, b := fleetPair(t)
 	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent", "--command", "make test")

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -43,8 +44,15 @@ func TestMain(m *testing.M) {
 	}
 	// The end-to-end tests mostly wait on daemons, terminals and timers, not
 	// on a core: 6 a core, where 4 left a 2-core machine 45 % idle and the
-	// package's -short run took 29-31 s (23-26 s at 6).
-	proctest.MoreParallel(6)
+	// package's -short run took 29-31 s (23-26 s at 6). A -short run, which
+	// leaves out the longest (proctest.Slow), 10 a core: 18.8 s at 6, 14.5 s
+	// at 10, 15.8 s at 15.
+	flag.Parse()
+	perCore := 6
+	if testing.Short() {
+		perCore = 10
+	}
+	proctest.MoreParallel(perCore)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // Without a fleet configured the daemon listens on no TCP port, and the
@@ -62,6 +64,7 @@ func tcpListeners(t *testing.T, pid int) int {
 // One job on each matching host, the fleet's jobs listed, panes
 // filtered by host and state, and a host gone for good forgotten.
 func TestFleetEverywhere(t *testing.T) {
+	proctest.Slow(t, "three daemons in a fleet, about 7 s")
 	t.Parallel()
 	hub, w1, w2 := newEnv(t), newEnv(t), newEnv(t)
 	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 type fleetHost struct {
@@ -63,6 +64,7 @@ func (e *env) fleetHosts() map[string]fleetHost {
 // A hub and two members as separate daemons: listing, cross-host
 // wait/answer/send refusal, a fleet job, a member killed.
 func TestFleetThreeDaemons(t *testing.T) {
+	proctest.Slow(t, "three daemons in a fleet, about 7 s")
 	t.Parallel()
 	hub, a, b := newEnv(t), newEnv(t), newEnv(t)
 	out := hub.must("fleet", "init", "--listen", "127.0.0.1:0", "--name", "hub", "--max-jobs", "0")
@@ -251,6 +253,7 @@ func TestFleetMemberResumesAfterHubRestart(t *testing.T) {
 // A member killed mid-job: unreachable within 5 s, and its job ends in
 // error saying so.
 func TestFleetMemberKilledMidJob(t *testing.T) {
+	proctest.Slow(t, "waits out a killed host's silence, about 6 s")
 	t.Parallel()
 	hub, b := fleetPair(t)
 	cmd := exec.Command(corralBin, "exec", "--fleet", "--host", "b", "--agent", "auto", "--", "sleep", "6")
@@ -285,6 +288,7 @@ func TestFleetMemberKilledMidJob(t *testing.T) {
 // The web board of a daemon in a fleet shows every host's panes, each
 // with its host, and answers another host's prompt through the fleet.
 func TestFleetWebBoard(t *testing.T) {
+	proctest.Slow(t, "two daemons in a fleet and the web board, about 5 s")
 	t.Parallel()
 	hub, b := fleetPair(t)
 	b.must("run", "--name", "fp", "--agent", "claude-code", "--", corralBin, "fake-agent")

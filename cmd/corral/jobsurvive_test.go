@@ -239,6 +239,7 @@ func TestHeldJobKillAndShutdown(t *testing.T) {
 // reports it again (at once, or tied to the caller's --retry queued when
 // the host went silent); the caller gets each event once.
 func TestFleetJobRunsOnceAcrossHostRestart(t *testing.T) {
+	proctest.Slow(t, "three fleets, a host restarted in each, about 7 s")
 	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
 	// Each case has a fleet of its own: all at once.
 	run, wait := atOnce(t)

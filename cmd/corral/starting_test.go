@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,15 +38,27 @@ func TestStartingAgentTakesItsFirstTask(t *testing.T) {
 	if p := e.pane("waited"); p.State != "working" || p.Kind != "starting" || p.Agent != "claude-code" {
 		t.Fatalf("a fresh Claude Code pane: %+v", p)
 	}
+	// The other start at the same time: a send typed at once.
+	e.must("run", "--name", "at-once", "--", claude, "--startup", startup.String())
+	sent := make(chan string, 1)
+	go func() {
+		_, errs, code := e.run("send", "at-once", "ask", "--enter")
+		if code != 0 {
+			errs = fmt.Sprintf("exit %d: %s", code, errs)
+		} else {
+			errs = ""
+		}
+		sent <- errs
+	}()
 	e.must("wait", "waited", "--state", "idle", "--timeout", "20s")
 	if waited := time.Since(began); waited < startup-200*time.Millisecond {
 		t.Fatalf("wait --state idle returned %v after run, before the agent drew its input box (%v)", waited, startup)
 	}
 	e.must("send", "waited", "ask", "--enter")
 	e.must("wait", "waited", "--state", "blocked", "--timeout", "20s") // its turn asks for permission
-
-	e.must("run", "--name", "at-once", "--", claude, "--startup", startup.String())
-	e.must("send", "at-once", "ask", "--enter")
+	if errs := <-sent; errs != "" {
+		t.Fatalf("corral send at-once ask --enter, typed at once: %s", errs)
+	}
 	e.must("wait", "at-once", "--state", "blocked", "--timeout", "20s")
 
 	for _, ev := range e.events() {
@@ -83,6 +96,9 @@ func TestSendEnterNotTaken(t *testing.T) {
 		{"never", "5", false},
 	} {
 		run(c.name, func(t *testing.T) {
+			if c.drops != "1" {
+				proctest.Slow(t, "Enters again, each after a longer wait, about 6 s")
+			}
 			e := &env{t: t, dir: e.dir, vars: e.vars}
 			e.must("run", "--name", c.name, "--", claude, "--drop-enter", c.drops)
 			e.must("wait", c.name, "--state", "idle", "--timeout", "20s")
