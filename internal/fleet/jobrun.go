@@ -207,7 +207,8 @@ func (m *Member) streamJob(pub *jobPublisher, local string, resumed bool) {
 }
 
 // sayAlive says that this host is alive, for pub's job, five times in
-// a job's silence (every second), until stopped (once or more).
+// a job's silence (every second of JobSilence's 5 s), until stopped (once
+// or more).
 func (m *Member) sayAlive(pub *jobPublisher) (stop func()) {
 	done := make(chan struct{})
 	go func() {
