@@ -301,10 +301,11 @@ func (m *Member) setup(ctx context.Context) error {
 }
 
 // jetStreamReady waits for the fleet's JetStream to answer. The servers of
-// a new cluster leave its API's requests unanswered until they have
-// elected their meta leader: a bucket asked for before then waited out
-// the whole set-up (SetupWait) for an answer that never came, though the
-// leader was there seconds later.
+// a new cluster leave its API's requests unanswered, or answer that it is
+// unavailable, until they have elected their meta leader: a bucket asked
+// for before then waited out the whole set-up (SetupWait) for an answer
+// that never came, though the leader was there seconds later, and a join
+// told "unavailable" failed.
 func jetStreamReady(ctx context.Context, js jetstream.JetStream) error {
 	for {
 		try, cancel := context.WithTimeout(ctx, jsTryWait)
@@ -315,7 +316,7 @@ func jetStreamReady(ctx context.Context, js jetstream.JetStream) error {
 			return nil
 		case ctx.Err() != nil:
 			return fmt.Errorf("the fleet's JetStream did not answer within %v: %w", SetupWait, err)
-		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled) && !jetStreamUnavailable(err):
 			return fmt.Errorf("the fleet's JetStream: %w", err)
 		}
 		select {
@@ -324,6 +325,20 @@ func jetStreamReady(ctx context.Context, js jetstream.JetStream) error {
 		}
 	}
 }
+
+// jetStreamUnavailable says err is the servers' "JetStream system
+// temporarily unavailable" (503, error code 10008): a cluster's servers
+// answer so while they elect their meta leader, as a new cluster's may for
+// seconds. nats.go's own consumer creation tries again on it too.
+func jetStreamUnavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeJetStreamNotAvailable
+}
+
+// jsErrCodeJetStreamNotAvailable is the servers' error code for a JetStream
+// without its meta leader (nats.go's JSErrCodeJetStreamNotAvailable, which
+// its jetstream package does not name).
+const jsErrCodeJetStreamNotAvailable jetstream.ErrorCode = 10008
 
 // jsTryWait bounds one try of jetStreamReady.
 const jsTryWait = 2 * time.Second
