@@ -332,13 +332,10 @@ func jetStreamReady(ctx context.Context, js jetstream.JetStream) error {
 // seconds. nats.go's own consumer creation tries again on it too.
 func jetStreamUnavailable(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeJetStreamNotAvailable
+	// The jetstream package does not name the code; nats.go's older API
+	// does.
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.ErrorCode(nats.JSErrCodeJetStreamNotAvailable)
 }
-
-// jsErrCodeJetStreamNotAvailable is the servers' error code for a JetStream
-// without its meta leader (nats.go's JSErrCodeJetStreamNotAvailable, which
-// its jetstream package does not name).
-const jsErrCodeJetStreamNotAvailable jetstream.ErrorCode = 10008
 
 // jsTryWait bounds one try of jetStreamReady.
 const jsTryWait = 2 * time.Second
