@@ -80,7 +80,7 @@ func boardInTmux(t *testing.T, e *env) (keys func(...string), await func(what st
 // through the fleet, as corral attach HOST:ID does: its screen, keys that
 // reach the agent, the detach key back to the board. From an observe-only
 // host the same attach is read-only.
-func TestFleetTerminalBoardAttach(t *testing.T) {
+func fleetTerminalBoardAttach(t *testing.T) {
 	proctest.Slow(t, "three daemons and two boards in tmux, about 8 s")
 	t.Parallel() // its own daemons and folders; its waits are bounds, not measures
 	hub, b := fleetPair(t)

@@ -63,7 +63,7 @@ func tcpListeners(t *testing.T, pid int) int {
 
 // One job on each matching host, the fleet's jobs listed, panes
 // filtered by host and state, and a host gone for good forgotten.
-func TestFleetEverywhere(t *testing.T) {
+func fleetEverywhere(t *testing.T) {
 	proctest.Slow(t, "three daemons in a fleet, about 7 s")
 	t.Parallel()
 	hub, w1, w2 := newEnv(t), newEnv(t), newEnv(t)

@@ -84,7 +84,7 @@ func hostSeqs(t *testing.T, e *env, host string) []uint64 {
 // hub too), and the fleet goes on: a pane made right after the kill is
 // in every remaining view, events keep flowing with none lost, a command
 // to another host is answered, a job runs.
-func TestFleetHubClusterSurvivesAKill(t *testing.T) {
+func fleetHubClusterSurvivesAKill(t *testing.T) {
 	proctest.Slow(t, "three hub clusters, about 25 s each")
 	t.Parallel()
 	run, wait := atOnce(t) // each kill has its own cluster of daemons

@@ -21,7 +21,7 @@ type verifyJSON struct {
 // a private daemon of its own, through every step the fake agent can
 // take, and is right at all of them; --record saves a recording that
 // loads and judges the same way.
-func TestVerifyFakeAgent(t *testing.T) {
+func verifyFakeAgent(t *testing.T) {
 	t.Parallel()
 	proctest.Slow(t, "about 20 s")
 	e := newEnv(t)

