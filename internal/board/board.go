@@ -112,6 +112,10 @@ const (
 	WriteTimeout = 5 * time.Second
 )
 
+// writeTimeout is WriteTimeout, shortened by the package's tests, which
+// wait it out.
+var writeTimeout = WriteTimeout
+
 // ErrRemote is returned for a non-loopback address without allowRemote.
 var ErrRemote = errors.New("the board listens on loopback only unless you pass --listen-any")
 

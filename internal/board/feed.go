@@ -254,7 +254,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	for {
 		msg, seq, ready := s.feed.next(sent)
 		if msg != nil {
-			wctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+			wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 			err := c.Write(wctx, websocket.MessageText, msg)
 			cancel()
 			if err != nil {

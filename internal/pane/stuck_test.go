@@ -51,6 +51,7 @@ func stuckPaneAnswersInBoundedTime(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own pane: the case is the longest of them
 			consumer := &stuckConsumer{entered: make(chan struct{}, 1), release: make(chan struct{})}
 			consumer.block.Store(strings.Contains(tc.name, "consumer"))
 			p, err := Start(Config{ID: "stuck", Argv: []string{"sh", "-c", `stty raw -echo; printf 'Continue? [y/n] '; exec sleep 600`},

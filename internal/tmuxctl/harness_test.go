@@ -25,6 +25,12 @@ func TestMain(m *testing.M) {
 	}
 	// Each test has a tmux server of its own and mostly waits on it.
 	proctest.MoreParallel(4)
+	// TestCloseWithServerStopped waits out a send-keys' reply: 3 s here
+	// (a reply takes milliseconds), as the race detector's slower runs
+	// keep the real 5 s.
+	if !proctest.Race {
+		keysWait = 3 * time.Second
+	}
 	os.Exit(m.Run())
 }
 

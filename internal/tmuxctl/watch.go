@@ -213,8 +213,9 @@ func (w *Watcher) Status() Status {
 // of the command line.
 const keysChunk = 320
 
-// keysWait bounds the wait for each send-keys' reply.
-const keysWait = 5 * time.Second
+// keysWait bounds the wait for each send-keys' reply. A variable for the
+// package's tests, which wait it out.
+var keysWait = 5 * time.Second
 
 // ErrClosed is returned by SendKeys after Close.
 var ErrClosed = errors.New("tmux watcher closed")

@@ -445,17 +445,18 @@ func TestFlood(t *testing.T) {
 	// a pane whose output is queued for a control client crashes the
 	// server (tmux commit 4714f478f, issue 5498).
 	s.must("new-session", "-d", "-s", "flood", "-x", "120", "-y", "40",
-		"read x; timeout 5 yes 'flood flood flood flood flood flood flood flood'; exec sleep 1000")
+		"read x; timeout 3 yes 'flood flood flood flood flood flood flood flood'; exec sleep 1000")
 	s.must("new-session", "-d", "-s", "calm", "-x", "80", "-y", "24", echoLoop("calm"))
 	flood := s.must("display-message", "-p", "-t", "flood", "#{pane_id}")
 	calm := s.must("display-message", "-p", "-t", "calm", "#{pane_id}")
 	r := newRecorder(t)
-	// The Handler is slow for the flooding pane, and once stalls for
-	// longer than PauseAfter: its output falls behind and tmux pauses it.
+	// The Handler once stalls for the flooding pane, for longer than
+	// PauseAfter: its output falls behind and tmux pauses it. (A Handler
+	// slow at every call, 100 µs, held the calm pane's echo 6 s behind the
+	// flood's backlog: the reader is the Handler's.)
 	var calls atomic.Int64
 	r.slow = func(id string) {
 		if id == flood {
-			time.Sleep(100 * time.Microsecond)
 			if calls.Add(1) == 200 {
 				time.Sleep(1500 * time.Millisecond)
 			}
@@ -475,6 +476,9 @@ func TestFlood(t *testing.T) {
 			return bytes.Contains(r.panes[calm].out.Bytes(), []byte("echo:"+key))
 		})
 		t.Logf("echo %d in %v", i, time.Since(start))
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the calm pane's echo %d took %v beside the flood", i, d)
+		}
 	}
 	awaitFn(t, "a pause", 10*time.Second, func() bool { return w.Status().Pauses > 0 })
 	awaitFn(t, "the flood's end", 10*time.Second, func() bool {
