@@ -195,12 +195,18 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 	type change struct {
 		name string
 		c    *Credential
+		// shared, for a credential made, is closed once the bucket has it.
+		shared chan struct{}
 	}
 	puts := make(chan change, 256)
 	h.auth.mu.Lock()
 	h.auth.changed = func(name string, c *Credential) {
+		ch := change{name: name, c: c}
+		if c != nil {
+			ch.shared = h.expectShared(name)
+		}
 		select {
-		case puts <- change{name, c}:
+		case puts <- ch:
 		default:
 			h.logf("fleet: the credential of host %s is not shared with the other hubs (too many changes at once)", name)
 		}
@@ -260,6 +266,9 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 		switch {
 		case err == nil:
 			delete(pending, ch.name)
+			if ch.shared != nil {
+				h.shared(ch.name, ch.shared)
+			}
 			if again {
 				h.logf("fleet: the credential of host %s is shared with the other hubs", ch.name)
 			}
@@ -273,7 +282,7 @@ func (h *Hub) syncAuth(ctx context.Context, js jetstream.JetStream) {
 	}
 	if seed {
 		for _, c := range h.auth.credentials() {
-			share(change{c.Name, &c})
+			share(change{name: c.Name, c: &c})
 		}
 	}
 	for ctx.Err() == nil {

@@ -436,8 +436,9 @@ func startThreeHubs(t *testing.T, prefix string, logf func(string, ...any)) ([]*
 }
 
 // A credential made on one hub while the hubs' shared bucket refuses it
-// is shared once the bucket takes puts again: the other hubs then let the
-// host in, as they must once its own hub is gone.
+// is handed out once the bucket takes puts again, and not before: the
+// other hubs then let the host in, as they must once its own hub is gone.
+// One the bucket refuses for longer than the hub waits is not handed out.
 func refusedCredentialSharedLater(t *testing.T) {
 	proctest.Slow(t, "a cluster of three hubs, about 20 s")
 	clusterParallel(t)
@@ -480,24 +481,55 @@ func refusedCredentialSharedLater(t *testing.T) {
 		}
 	}
 	full(true)
-	if _, err := hubs[0].Invite("late", false, 0); err != nil {
-		t.Fatal(err)
+	// A credential the bucket refuses is not handed out: the invite waits
+	// for the bucket, and once it has waited its bound it fails, and the
+	// credential is forgotten rather than known to this hub alone (a host
+	// holding it would be refused by every other hub once this one goes).
+	hubs[0].shareWait = 3 * time.Second
+	if _, err := hubs[0].Invite("never", false, 0); err == nil || !strings.Contains(err.Error(), "did not take host never's credential") {
+		t.Fatalf("an invite whose credential the bucket refused: %v", err)
 	}
+	if _, ok := hubs[0].auth.credential("never"); ok {
+		t.Fatal("the hub kept a credential that no other hub has")
+	}
+	// One the bucket takes while the invite waits is handed out then.
+	hubs[0].shareWait = 30 * time.Second
+	invited := make(chan error, 1)
+	go func() {
+		_, err := hubs[0].Invite("late", false, 0)
+		invited <- err
+	}()
 	waitFor(t, 10*time.Second, "the bucket's refusal of the new credential", func() bool {
 		return said("sharing the credential of host late with the other hubs")
 	})
 	if _, ok := hubs[1].auth.credential("late"); ok {
 		t.Fatal("the bucket took a key over its limit: the test shows nothing")
 	}
+	select {
+	case err := <-invited:
+		t.Fatalf("the invite answered while the bucket refused its credential: %v", err)
+	default:
+	}
 	if _, ok := hubs[0].auth.credential("late"); !ok {
 		t.Fatal("the hub that made the credential lost it while the bucket refused it")
 	}
 	full(false)
+	select {
+	case err := <-invited:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the invite still waits after the bucket was emptied")
+	}
 	waitFor(t, 10*time.Second, "the refused credential shared with the other hubs", func() bool {
 		_, ok1 := hubs[1].auth.credential("late")
 		_, ok2 := hubs[2].auth.credential("late")
 		return ok1 && ok2
 	})
+	if _, ok := hubs[1].auth.credential("never"); ok {
+		t.Error("a credential forgotten on its hub reached the others")
+	}
 }
 
 // joinAdmin joins the three hubs' cluster as its admin, once its

@@ -12,11 +12,15 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
+// enrollWait bounds a member's enrollment request: a hub of a cluster
+// answers once the other hubs can have the credential, within shareWait.
+const enrollWait = shareWait + 2*time.Second
+
 // enroll trades the fleet token for this host's own credential, so that
 // the host's later connections, and the config that keeps them, hold no
 // token that could take another host's name.
 func (m *Member) enroll() {
-	resp, err := m.nc.Request(subjEnroll+m.o.Name, nil, 5*time.Second)
+	resp, err := m.nc.Request(subjEnroll+m.o.Name, nil, enrollWait)
 	if err == nil && strings.HasPrefix(string(resp.Data), hostTokenPrefix+m.o.Name+"_") {
 		tok := string(resp.Data)
 		m.token.Store(&tok)

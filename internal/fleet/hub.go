@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,13 @@ type Hub struct {
 	routeURL string
 	routes   []string
 	replicas int
+	// sharing has, in a cluster, a channel for each credential made here
+	// that the shared bucket has not taken yet, closed once it has
+	// (syncAuth). A credential is handed out only then: one that lived on
+	// this hub alone would be refused by every other once it is gone.
+	sharingMu sync.Mutex
+	sharing   map[string]chan struct{}
+	shareWait time.Duration // the const shareWait; a test may lower it before use
 }
 
 // IsLoopback says whether a listen address stays on this machine.
@@ -121,7 +129,7 @@ func StartHub(o HubOptions) (*Hub, error) {
 		DisableJetStreamBanner: true,
 		HTTPPort:               0,
 	}
-	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, started: time.Now(), logf: o.Logf, cutFails: o.cutFails}
+	h := &Hub{auth: a, dir: o.Dir, name: o.ServerName, started: time.Now(), logf: o.Logf, cutFails: o.cutFails, shareWait: shareWait}
 	h.forgetAfter.Store(int64(o.ForgetAfter))
 	if h.logf == nil {
 		h.logf = func(string, ...any) {}
@@ -250,21 +258,96 @@ func (h *Hub) Refused() (int64, string) {
 // Invite makes a host's own credential (control: it may command other
 // hosts and submit jobs; ttl > 0: it expires).
 func (h *Hub) Invite(name string, control bool, ttl time.Duration) (string, error) {
-	return h.auth.invite(name, Rights{Control: control, Jobs: control}, ttl)
+	return h.InviteRights(name, Rights{Control: control, Jobs: control}, ttl)
 }
 
 // InviteRights makes a host's own credential with these rights (an
 // observe-only host that takes jobs: Rights{Jobs: true}).
 func (h *Hub) InviteRights(name string, r Rights, ttl time.Duration) (string, error) {
-	return h.auth.invite(name, r, ttl)
+	tok, err := h.auth.invite(name, r, ttl)
+	if err != nil {
+		return "", err
+	}
+	if err := h.awaitShared(name); err != nil {
+		return "", err
+	}
+	return tok, nil
 }
 
 // HostRights are what host's credential allows.
 func (h *Hub) HostRights(host string) Rights { return h.auth.rights(host) }
 
 // Enroll makes the own credential of a host that joined with the fleet
-// token; a host that has one already is refused.
-func (h *Hub) Enroll(name string) (string, error) { return h.auth.enroll(name) }
+// token; a host that has one already is refused. In a cluster the token is
+// given once the other hubs can have it (shareWait).
+func (h *Hub) Enroll(name string) (string, error) {
+	tok, err := h.auth.enroll(name)
+	if err != nil {
+		return "", err
+	}
+	if err := h.awaitShared(name); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// shareWait bounds how long a credential made on a hub of a cluster waits
+// for the hubs' shared bucket to take it (a put fails while the cluster
+// elects a leader, and is tried again every 2 s). A member's enrollment
+// request waits enrollWait, longer.
+const shareWait = 8 * time.Second
+
+// expectShared is called, in a cluster, as a credential for host is made
+// here: the channel is closed once the shared bucket has it.
+func (h *Hub) expectShared(host string) chan struct{} {
+	ch := make(chan struct{})
+	h.sharingMu.Lock()
+	defer h.sharingMu.Unlock()
+	if h.sharing == nil {
+		h.sharing = map[string]chan struct{}{}
+	}
+	h.sharing[host] = ch
+	return ch
+}
+
+// shared says the bucket has taken the credential that ch waited for.
+func (h *Hub) shared(host string, ch chan struct{}) {
+	h.sharingMu.Lock()
+	defer h.sharingMu.Unlock()
+	if h.sharing[host] == ch {
+		delete(h.sharing, host)
+	}
+	close(ch)
+}
+
+// awaitShared waits until the credential just made for host is in the
+// hubs' shared bucket. If it is not within shareWait, the credential is
+// forgotten here, and the error says so: the host then has no credential
+// rather than one that only this hub knows.
+func (h *Hub) awaitShared(host string) error {
+	h.sharingMu.Lock()
+	ch := h.sharing[host]
+	h.sharingMu.Unlock()
+	if ch == nil {
+		return nil // not a cluster, or shared already
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-time.After(h.shareWait):
+	}
+	h.sharingMu.Lock()
+	current := h.sharing[host] == ch // not replaced by a newer one since
+	if current {
+		delete(h.sharing, host)
+	}
+	h.sharingMu.Unlock()
+	if current {
+		_ = h.auth.revoke(host)
+	}
+	h.logf("fleet: the credential of host %s was not taken by the hubs' shared bucket within %v; it is forgotten", host, h.shareWait)
+	return fmt.Errorf("the fleet's hubs did not take host %s's credential within %v (a hub gone, or the cluster electing a leader); no credential was made: try again once corral fleet status shows the hubs", host, h.shareWait)
+}
 
 // Revoke forgets a host's credential, disconnects it, and removes its
 // records from the fleet: its panes, heartbeat, events, job output and
