@@ -10,7 +10,9 @@ import (
 // prepareHandover keeps a copy of the listening socket for passOn, and
 // keeps its file when the listener is closed.
 func (s *Server) prepareHandover(to string) error {
+	s.mu.Lock()
 	ul, ok := s.ln.(*net.UnixListener)
+	s.mu.Unlock()
 	if !ok {
 		return errors.New("the daemon's listener is not a unix socket")
 	}
@@ -31,7 +33,10 @@ func (s *Server) passOn() bool {
 		return false
 	}
 	defer s.handoverLn.Close()
-	if err := handover.Send(s.handoverTo, s.lock, s.handoverLn); err != nil {
+	s.mu.Lock()
+	lock := s.lock
+	s.mu.Unlock()
+	if err := handover.Send(s.handoverTo, lock, s.handoverLn); err != nil {
 		s.opts.Logf("%v; the socket is let go of instead", err)
 		return false
 	}

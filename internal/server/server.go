@@ -71,8 +71,9 @@ type Server struct {
 	// hooksRefused counts hook reports refused for a wrong or missing token.
 	hooksRefused atomic.Int64
 
-	// mu guards the rules in force and the web board (the panes and jobs
-	// are the set's, under its own lock).
+	// mu guards the rules in force, the web board, and the listener and
+	// lock once the daemon serves (keepSocket may replace them); the panes
+	// and jobs are the set's, under its own lock.
 	mu    sync.Mutex
 	rules *rules.Set
 	// rulesProblems are the newest load's problems: broken user files,
@@ -178,14 +179,23 @@ func lockAndListen(opts Options) (*os.File, net.Listener, error) {
 	}
 	// We hold the lock, so a socket file here is a crashed daemon's.
 	_ = os.Remove(opts.Socket)
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", opts.Socket)
-	syscall.Umask(old)
+	ln, err := listenUnix(opts.Socket)
 	if err != nil {
 		lock.Close()
-		return nil, nil, fmt.Errorf("listen %s: %w", opts.Socket, err)
+		return nil, nil, err
 	}
 	return lock, ln, nil
+}
+
+// listenUnix listens on a socket file only the user may use.
+func listenUnix(path string) (net.Listener, error) {
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	return ln, nil
 }
 
 // Serve runs until ctx ends or Shutdown is called; then every pane's
@@ -224,7 +234,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	go s.pruneLoop(ctx)
 	s.fleet.Start()
 	errc := make(chan error, 1)
-	go func() { errc <- s.http.Serve(s.ln) }()
+	ln := s.ln
+	go func() { errc <- s.http.Serve(ln) }()
+	go s.keepSocket(ctx)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
@@ -324,7 +336,9 @@ func (s *Server) stop() {
 		if !s.passOn() {
 			_ = os.Remove(s.opts.Socket)
 		}
+		s.mu.Lock()
 		_ = s.lock.Close()
+		s.mu.Unlock()
 		close(s.done)
 	})
 }
