@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +14,8 @@ import (
 // socket is without XDG_RUNTIME_DIR) listens there again and keeps its
 // panes, with its lock file gone too; one whose folders are gone
 // altogether shuts down and ends its panes, rather than run on where no
-// client reaches it and no other daemon can adopt them.
+// client reaches it and no other daemon can adopt them. A hand-over after
+// the socket was made again passes the new one on.
 func TestDaemonKeepsItsSocket(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -37,6 +39,25 @@ func TestDaemonKeepsItsSocket(t *testing.T) {
 		if p := e.pane("s"); p.PID != pane || p.State == "exited" {
 			t.Fatalf("after %d files removed, the pane is %+v", len(gone), p)
 		}
+	}
+	// A hand-over from the daemon that listens again passes on the socket
+	// it listens on now; the one before does not take the file with it.
+	next := exec.Command(corralBin, "serve", "--replace")
+	next.Env, next.Dir = e.vars, e.dir
+	if err := next.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { next.Process.Kill(); next.Wait() })
+	waitFor(t, 10*time.Second, "the old daemon's end", func() bool { return !proctest.Alive(daemon) })
+	daemon = next.Process.Pid
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("after the hand-over: %v", err)
+	}
+	if pid := daemonPIDAny(e); pid != daemon {
+		t.Fatalf("after the hand-over, daemon %d answers, want %d", pid, daemon)
+	}
+	if p := e.pane("s"); p.PID != pane || p.State == "exited" {
+		t.Fatalf("after the hand-over, the pane is %+v", p)
 	}
 	if err := os.RemoveAll(e.dir); err != nil {
 		t.Fatal(err)

@@ -94,11 +94,15 @@ func (s *Server) listenAgain() error {
 	return nil
 }
 
-// serveToo serves ln beside the first listener, and makes it (and lock,
-// if new) the ones a hand-over passes on. The first listener is left
-// open: its Serve ending would stop the daemon.
+// serveToo serves ln beside the listener before it, and makes it (and
+// lock, if new) the ones a hand-over passes on. The one before is left
+// open (the first one's Serve ending would stop the daemon), and no longer
+// removes the socket file when it closes: the file at its path is ln's.
 func (s *Server) serveToo(ln net.Listener, lock *os.File) {
 	s.mu.Lock()
+	if ul, ok := s.ln.(*net.UnixListener); ok {
+		ul.SetUnlinkOnClose(false)
+	}
 	s.ln = ln
 	if lock != nil {
 		_ = s.lock.Close()
