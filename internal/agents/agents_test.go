@@ -18,10 +18,10 @@ func TestParseHook(t *testing.T) {
 		{"claude-code", `{"hook_event_name":"PermissionRequest","tool_name":"Write","tool_input":{"file_path":"/a/b.txt","content":"x"}}`,
 			Report{Event: "PermissionRequest", State: combine.Blocked, Kind: "permission", Message: "approve Write: /a/b.txt"}},
 		{"claude-code", `{"hook_event_name":"Notification","notification_type":"permission_prompt","message":"Claude needs your permission to use Bash"}`,
-			Report{Event: "Notification", State: combine.Blocked, Kind: "permission", Message: "Claude needs your permission to use Bash"}},
-		{"claude-code", `{"hook_event_name":"Notification","notification_type":"idle_prompt","message":"waiting"}`, Report{Event: "Notification", Ignore: true, Why: "notification idle_prompt"}},
+			Report{Event: "Notification", Reminder: true, State: combine.Blocked, Kind: "permission", Message: "Claude needs your permission to use Bash"}},
+		{"claude-code", `{"hook_event_name":"Notification","notification_type":"idle_prompt","message":"waiting"}`, Report{Event: "Notification", Reminder: true, Ignore: true, Why: "notification idle_prompt"}},
 		{"claude-code", `{"hook_event_name":"Notification","notification_type":"agent_needs_input","message":"Auto mode can't check actions in this session and needs your choice"}`,
-			Report{Event: "Notification", State: combine.Blocked, Kind: "question", Message: "Auto mode can't check actions in this session and needs your choice"}},
+			Report{Event: "Notification", Reminder: true, State: combine.Blocked, Kind: "question", Message: "Auto mode can't check actions in this session and needs your choice"}},
 		{"claude-code", `{"hook_event_name":"UserPromptSubmit","prompt":"hi"}`, Report{Event: "UserPromptSubmit", State: combine.Working}},
 		{"claude-code", `{"hook_event_name":"Stop","last_assistant_message":"ok"}`, Report{Event: "Stop", State: combine.Done}},
 		{"claude-code", `{"hook_event_name":"Stop","background_tasks":[{"id":"b1","command":"npm run dev"}]}`, Report{Event: "Stop", State: combine.Done, Message: "done; 1 background task still running"}},
@@ -43,7 +43,7 @@ func TestParseHook(t *testing.T) {
 			Report{Event: "PermissionRequest", State: combine.Blocked, Kind: "permission", Message: `approve a tool: "rm -rf /"`}},
 		{"claude-code", `{"hook_event_name":{"a":1}}`, Report{Ignore: true, Why: "no event name"}},
 		{"gemini", `{"hook_event_name":"Notification","notification_type":"ToolPermission","message":"Allow shell?"}`,
-			Report{Event: "Notification", State: combine.Blocked, Kind: "permission", Message: "Allow shell?"}},
+			Report{Event: "Notification", Reminder: true, State: combine.Blocked, Kind: "permission", Message: "Allow shell?"}},
 	}
 	for _, tt := range tests {
 		got, err := ParseHook(tt.agent, []byte(tt.payload))

@@ -26,6 +26,11 @@ type Report struct {
 	// is not the user's conversation (it cannot be resumed).
 	Why    string
 	Hidden bool
+	// Reminder: the agent's notice that it waits, which may come again
+	// for a prompt it reported already (Claude Code's Notification, about
+	// 6 s after its PermissionRequest): it does not replace that report's
+	// words (detect.Hook.Reminder).
+	Reminder bool
 }
 
 // hiddenRequests begin the input of turns an agent runs for itself, not
@@ -57,6 +62,7 @@ func ParseHook(agent string, payload []byte) (Report, error) {
 		r.State = combine.Blocked
 		r.Kind, r.Message = approveMessage(p.str("tool_name"), p["tool_input"])
 	case "Notification":
+		r.Reminder = true
 		switch p.str("notification_type") {
 		case "permission_prompt", "ToolPermission":
 			r.State, r.Kind, r.Message = combine.Blocked, "permission", clip(p.str("message"))

@@ -39,6 +39,11 @@ type Hook struct {
 	Clear bool
 	// Ignore: the report says nothing about the state; it is counted.
 	Ignore bool
+	// Reminder: the agent's notice that it still waits. Of the same state
+	// and kind as the report standing, it confirms that report and keeps
+	// its words, which are the more exact ("approve Bash: ls -la /tmp"
+	// rather than "Claude needs your permission").
+	Reminder bool
 }
 
 // ApplyHook records a report from an agent's hook and reclassifies.
@@ -56,9 +61,13 @@ func (e *Engine) ApplyHook(now time.Time, h Hook) []Change {
 			return nil
 		}
 	}
-	if h.Clear {
+	old := e.hook
+	switch {
+	case h.Clear:
 		e.hook = nil
-	} else {
+	case h.Reminder && old != nil && old.state == h.State && old.kind == h.Kind && old.message != "":
+		old.at = now
+	default:
 		e.hook = &hookReport{state: h.State, kind: h.Kind, message: h.Message, at: now}
 		if h.State == combine.Done {
 			e.doneEdge = true

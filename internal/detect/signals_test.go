@@ -37,6 +37,31 @@ func TestHookReports(t *testing.T) {
 	}
 }
 
+// The agent's reminder that it waits (Claude Code's Notification, about
+// 6 s after its PermissionRequest) confirms the prompt standing and keeps
+// its exact words: no second event. A reminder with nothing like it
+// standing is a report like any other.
+func TestHookReminderKeepsTheWords(t *testing.T) {
+	e, _ := newToy(t)
+	e.ApplyHook(at(0), hook(combine.Blocked, "permission", "approve Bash: ls -la /tmp"))
+	reminder := Hook{State: combine.Blocked, Kind: "permission", Message: "Claude needs your permission", Reminder: true}
+	if cs := e.ApplyHook(at(6000), reminder); len(cs) != 0 {
+		t.Fatalf("a reminder of the standing prompt changed the pane: %+v", cs)
+	}
+	if d, _ := e.Decision(); d.State != combine.Blocked || d.Message != "approve Bash: ls -la /tmp" {
+		t.Fatalf("after the reminder: %+v", d)
+	}
+	// A question is another prompt: the reminder of it is its report.
+	question := Hook{State: combine.Blocked, Kind: "question", Message: "Pick one", Reminder: true}
+	if cs := e.ApplyHook(at(7000), question); len(cs) != 1 || cs[0].Decision.Kind != "question" || cs[0].Decision.Message != "Pick one" {
+		t.Fatalf("a reminder of another kind: %+v", cs)
+	}
+	e.ApplyHook(at(8000), hook(combine.Working, "", ""))
+	if cs := e.ApplyHook(at(9000), reminder); len(cs) != 1 || cs[0].Decision.Message != "Claude needs your permission" {
+		t.Fatalf("a reminder with no prompt standing: %+v", cs)
+	}
+}
+
 // The rows of the signal table in docs/detection.md, one test each.
 
 // OSC 7501 is a level the program keeps current; a hook is an edge and is

@@ -294,7 +294,7 @@ func (s *Server) applyHook(e *entry, req api.HookRequest) (api.HookResult, error
 		rep.State, rep.Kind, rep.Message = combine.Working, "", ""
 	}
 	e.P.ApplyHook(detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
-		NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore})
+		NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore, Reminder: rep.Reminder})
 	return api.HookResult{Pane: e.P.ID(), Event: rep.Event, Ignored: rep.Why, Decision: decided}, nil
 }
 

@@ -200,7 +200,7 @@ func Replay(rec *Recording, set *rules.Set, signals detect.Signals) []Point {
 			continue
 		}
 		add(e.ApplyHook(now, detect.Hook{State: rep.State, Kind: rep.Kind, Message: rep.Message, Session: rep.Session,
-			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore}))
+			NewSession: rep.NewSession, Clear: rep.Clear, Ignore: rep.Ignore, Reminder: rep.Reminder}))
 	}
 	advance(last + sweep)
 	return out
