@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	// A job's silence is waited out by a dozen tests: 2 s here, as the
 	// race detector's slower runs keep the real 5 s. Hosts say "alive"
 	// every fifth of it either way.
-	if !raceBuild {
+	if !proctest.Race {
 		jobSilence = 2 * time.Second
 	}
 	perCore := 4
@@ -45,9 +45,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// raceBuild is set by race_test.go under -race.
-var raceBuild bool
-
 // casesAtOnce runs a test's cases, each with a fleet of its own, at once
 // in the test's slot: as parallel subtests they would queue behind every
 // other test waiting for one, and the cases that wait out a fixed period
@@ -57,7 +54,7 @@ var raceBuild bool
 func casesAtOnce(t *testing.T) (run func(name string, f func(t *testing.T)), wait func()) {
 	var wg sync.WaitGroup
 	run = func(name string, f func(t *testing.T)) { wg.Go(func() { t.Run(name, f) }) }
-	if raceBuild {
+	if proctest.Race {
 		run = func(name string, f func(t *testing.T)) { t.Run(name, f) }
 	}
 	return run, wg.Wait
@@ -67,7 +64,7 @@ func casesAtOnce(t *testing.T) (run func(name string, f func(t *testing.T)), wai
 // JetStream cluster starved by the race detector and the other tests
 // misses its elections' deadlines.
 func clusterParallel(t *testing.T) {
-	if !raceBuild {
+	if !proctest.Race {
 		t.Parallel()
 	}
 }

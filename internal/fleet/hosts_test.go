@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-dev/corral/internal/proctest"
 )
 
 // hostShown says whether a member's view has a host, or any of its panes.
@@ -44,7 +46,7 @@ func hostsComeAndGo(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sub := func(name string, f func(t *testing.T)) { wg.Go(func() { t.Run(name, f) }) }
-	if raceBuild {
+	if proctest.Race {
 		sub = func(name string, f func(t *testing.T)) { t.Run(name, f) }
 	}
 	sub("forget", func(t *testing.T) {

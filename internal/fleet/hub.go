@@ -312,12 +312,20 @@ func (h *Hub) expectShared(host string) chan struct{} {
 
 // shared says the bucket has taken the credential that ch waited for.
 func (h *Hub) shared(host string, ch chan struct{}) {
+	h.dropSharing(host, ch)
+	close(ch)
+}
+
+// dropSharing forgets ch as host's wait, unless a newer credential has
+// replaced it since, and says whether it was still host's.
+func (h *Hub) dropSharing(host string, ch chan struct{}) bool {
 	h.sharingMu.Lock()
 	defer h.sharingMu.Unlock()
-	if h.sharing[host] == ch {
-		delete(h.sharing, host)
+	if h.sharing[host] != ch {
+		return false
 	}
-	close(ch)
+	delete(h.sharing, host)
+	return true
 }
 
 // awaitShared waits until the credential just made for host is in the
@@ -336,13 +344,7 @@ func (h *Hub) awaitShared(host string) error {
 		return nil
 	case <-time.After(h.shareWait):
 	}
-	h.sharingMu.Lock()
-	current := h.sharing[host] == ch // not replaced by a newer one since
-	if current {
-		delete(h.sharing, host)
-	}
-	h.sharingMu.Unlock()
-	if current {
+	if h.dropSharing(host, ch) {
 		_ = h.auth.revoke(host)
 	}
 	h.logf("fleet: the credential of host %s was not taken by the hubs' shared bucket within %v; it is forgotten", host, h.shareWait)

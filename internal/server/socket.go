@@ -81,8 +81,8 @@ func (s *Server) listenAgain() error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	if dir := filepath.Dir(s.opts.Socket); !pathExists(dir) {
-		if err := config.CheckPrivateDir(dir); err != nil {
+	if _, err := os.Stat(filepath.Dir(s.opts.Socket)); errors.Is(err, fs.ErrNotExist) {
+		if err := config.CheckPrivateDir(filepath.Dir(s.opts.Socket)); err != nil {
 			return err
 		}
 	}
@@ -110,9 +110,4 @@ func (s *Server) serveToo(ln net.Listener, lock *os.File) {
 	}
 	s.mu.Unlock()
 	go func() { _ = s.http.Serve(ln) }()
-}
-
-func pathExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

@@ -1,5 +1,0 @@
-//go:build race
-
-package fleet
-
-func init() { raceBuild = true }
